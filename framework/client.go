@@ -1,0 +1,270 @@
+package framework
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+	"go.uber.org/zap"
+
+	"github.com/gocurator/curator/retry"
+	"github.com/gocurator/curator/state"
+)
+
+// Client is a connection to a ZooKeeper ensemble in the manner of Curator's
+// CuratorFramework: it tracks the session and Curator's connection states,
+// runs every operation in the retry loop, applies the namespace, creates
+// parents and protected nodes, and finishes guaranteed deletes in the
+// background. One Client per process is the rule; it is safe for concurrent use.
+type Client struct {
+	cfg    config
+	log    *zap.Logger
+	policy retry.Policy
+	ns     namespace
+	conn   *zk.Conn
+	events <-chan zk.Event // go-zookeeper's lossy channel: only read to learn when its loop has ended
+
+	mu         sync.Mutex
+	cur        state.ConnectionState
+	sessionID  int64
+	negotiated time.Duration
+	changed    chan struct{} // closed and replaced at every transition
+	lostTimer  *time.Timer
+	timerGen   uint64
+	queue      []state.ConnectionState // transitions not yet given to listeners
+	listeners  map[int]state.Listener
+	nextID     int
+	signals    map[*errorSignal]struct{}
+	netConn    net.Conn // the current TCP connection, closed on Close to unblock go-zookeeper
+	closed     bool
+
+	wake       chan struct{}
+	dispatched chan struct{} // closed when the listener goroutine has ended
+	bgCtx      context.Context
+	bgCancel   context.CancelFunc
+	bg         sync.WaitGroup
+
+	readyMu sync.Mutex
+	ready   atomic.Bool
+}
+
+// New makes a client for connectString ("host:port,host:port") with the
+// retry policy every operation runs under, and starts connecting in the
+// background: New does not wait for a connection (see BlockUntilConnected).
+// A bad argument is an error wrapping ErrInvalidArgument.
+func New(connectString string, policy retry.Policy, opts ...Option) (*Client, error) {
+	servers, err := parseConnectString(connectString)
+	if err != nil {
+		return nil, err
+	}
+	if policy == nil {
+		return nil, invalidArgument("retry policy must not be nil")
+	}
+	cfg := defaultConfig()
+	for _, o := range opts {
+		if o != nil {
+			o.apply(&cfg)
+		}
+	}
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	c := &Client{
+		cfg:        cfg,
+		log:        cfg.logger.Named("gocurator"),
+		policy:     policy,
+		changed:    make(chan struct{}),
+		negotiated: cfg.sessionTimeout,
+		listeners:  map[int]state.Listener{},
+		signals:    map[*errorSignal]struct{}{},
+		wake:       make(chan struct{}, 1),
+		dispatched: make(chan struct{}),
+	}
+	if cfg.namespace != "" {
+		c.ns = namespace("/" + cfg.namespace)
+	}
+	for _, l := range cfg.listeners {
+		c.AddListener(l)
+	}
+	c.bgCtx, c.bgCancel = context.WithCancel(context.Background())
+	dial := cfg.dialer
+	if dial == nil {
+		dial = net.DialTimeout
+	}
+	c.mu.Lock() // events may arrive before Connect returns; they wait for c.conn
+	conn, events, err := zk.Connect(servers, cfg.sessionTimeout,
+		zk.WithEventCallback(c.onEvent),
+		zk.WithLogger(zkLogger{c}),
+		zk.WithDialer(func(network, address string, timeout time.Duration) (net.Conn, error) {
+			nc, err := dial(network, address, timeout)
+			if err == nil {
+				c.mu.Lock()
+				c.netConn = nc
+				c.mu.Unlock()
+			}
+			return nc, err
+		}))
+	c.conn, c.events = conn, events
+	c.mu.Unlock()
+	if err != nil {
+		c.bgCancel()
+		return nil, invalidArgument("connect string %q: %v", connectString, err)
+	}
+	go c.dispatch()
+	return c, nil
+}
+
+// parseConnectString accepts "host:port[,host:port...]"; a missing port means 2181.
+func parseConnectString(s string) ([]string, error) {
+	if strings.TrimSpace(s) == "" {
+		return nil, invalidArgument("connect string is empty")
+	}
+	if strings.Contains(s, "/") {
+		return nil, invalidArgument("connect string %q: chroot suffixes are not supported; use WithNamespace", s)
+	}
+	var servers []string
+	for _, part := range strings.Split(s, ",") {
+		part = strings.TrimSpace(part)
+		if part == "" {
+			return nil, invalidArgument("connect string %q has an empty server", s)
+		}
+		host, port, err := net.SplitHostPort(part)
+		if err != nil {
+			if !strings.Contains(err.Error(), "missing port") {
+				return nil, invalidArgument("connect string %q: %v", s, err)
+			}
+			host, port = strings.Trim(part, "[]"), "2181"
+		}
+		if host == "" {
+			return nil, invalidArgument("connect string %q: server %q has no host", s, part)
+		}
+		if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
+			return nil, invalidArgument("connect string %q: bad port %q", s, port)
+		}
+		servers = append(servers, net.JoinHostPort(host, port))
+	}
+	return servers, nil
+}
+
+// State returns the current connection state; zero before the first connection.
+func (c *Client) State() state.ConnectionState {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.cur
+}
+
+// SessionID returns the id of the current (or last) session, 0 before the first.
+func (c *Client) SessionID() int64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.sessionID
+}
+
+// Namespace returns the namespace given by WithNamespace, or "".
+func (c *Client) Namespace() string { return c.cfg.namespace }
+
+// ErrorPolicy returns the policy that decides which states end the trust in a held lock.
+func (c *Client) ErrorPolicy() state.ErrorPolicy { return c.cfg.errorPolicy }
+
+// RetryPolicy returns the policy operations run under.
+func (c *Client) RetryPolicy() retry.Policy { return c.policy }
+
+// Logger returns the client's logger, for recipes built on the client.
+func (c *Client) Logger() *zap.Logger { return c.log }
+
+// BlockUntilConnected waits until the client is connected (CONNECTED,
+// RECONNECTED or READ_ONLY) or ctx ends, as Curator's blockUntilConnected.
+func (c *Client) BlockUntilConnected(ctx context.Context) error {
+	for {
+		c.mu.Lock()
+		closed, connected, changed := c.closed, c.cur.IsConnected(), c.changed
+		c.mu.Unlock()
+		switch {
+		case closed:
+			return ErrClosed
+		case connected:
+			return nil
+		}
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			return fmt.Errorf("gocurator: waiting for a connection: %w", ctx.Err())
+		}
+	}
+}
+
+// AddListener registers l to hear every later connection state change, in
+// order, on a goroutine of the client's own. It returns a function that
+// removes l again.
+func (c *Client) AddListener(l state.Listener) (remove func()) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	id := c.nextID
+	c.nextID++
+	c.listeners[id] = l
+	return func() {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		delete(c.listeners, id)
+	}
+}
+
+// Close ends the session (its ephemeral nodes, and so its locks, go at once),
+// stops background work, and waits for every goroutine of the client and of
+// go-zookeeper to end. Listeners hear of no further change. Close is idempotent.
+func (c *Client) Close() error {
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return nil
+	}
+	c.closed = true
+	c.stopLostTimer()
+	for s := range c.signals {
+		s.fire()
+	}
+	c.signals = nil
+	close(c.changed)
+	close(c.wake)
+	c.mu.Unlock()
+
+	c.bgCancel()
+	c.bg.Wait()
+	c.conn.Close()
+	c.mu.Lock()
+	if c.netConn != nil {
+		c.netConn.Close() // unblocks a handshake go-zookeeper may be stuck in
+	}
+	c.mu.Unlock()
+	for range c.events { // closed when go-zookeeper's loop has ended
+	}
+	<-c.dispatched
+	return nil
+}
+
+func (c *Client) isClosed() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.closed
+}
+
+// zkLogger sends go-zookeeper's messages to zap at debug level, and learns
+// the negotiated session timeout, which go-zookeeper only logs.
+type zkLogger struct{ c *Client }
+
+func (l zkLogger) Printf(format string, args ...any) {
+	if format == "authenticated: id=%d, timeout=%d" && len(args) == 2 {
+		if ms, ok := args[1].(int32); ok && ms > 0 {
+			l.c.mu.Lock()
+			l.c.negotiated = time.Duration(ms) * time.Millisecond
+			l.c.mu.Unlock()
+		}
+	}
+	l.c.log.Debug("go-zookeeper: " + fmt.Sprintf(format, args...))
+}

@@ -1,0 +1,192 @@
+package framework
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+	"go.uber.org/zap"
+
+	"github.com/gocurator/curator/state"
+)
+
+// The connection-state machine. It follows Curator (curator-lock-trees.md
+// §6.2–6.3) and is driven from go-zookeeper's event callback, which sees
+// every event, unlike its event channel, which drops events past six:
+//
+//	HasSession    first ever: CONNECTED. With a session id other than the
+//	              last one: LOST first (unless already LOST), then
+//	              RECONNECTED. After SUSPENDED or LOST: RECONNECTED.
+//	Disconnected  SUSPENDED, unless already SUSPENDED or LOST; starts the
+//	              timer that posts LOST when the negotiated session timeout ×
+//	              percent / 100 passes while still SUSPENDED.
+//	Expired       LOST, unless already LOST.
+//
+// go-zookeeper keeps one Conn across sessions and learns of expiry only when
+// it reconnects, so the session-id comparison and the timer are what tell a
+// partitioned client that its session is gone.
+func (c *Client) onEvent(ev zk.Event) {
+	if ev.Type != zk.EventSession {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return
+	}
+	switch ev.State {
+	case zk.StateHasSession:
+		sid := c.conn.SessionID()
+		if c.sessionID != 0 && sid != c.sessionID && c.cur != state.Lost {
+			c.post(state.Lost)
+		}
+		c.sessionID = sid
+		c.stopLostTimer()
+		switch {
+		case c.cur == 0:
+			c.post(state.Connected)
+		case !c.cur.IsConnected():
+			c.post(state.Reconnected)
+		}
+	case zk.StateDisconnected:
+		if c.cur.IsConnected() {
+			c.post(state.Suspended)
+			c.startLostTimer()
+		}
+	case zk.StateExpired:
+		c.stopLostTimer()
+		if c.cur != 0 && c.cur != state.Lost {
+			c.post(state.Lost)
+		}
+	}
+}
+
+// post records a transition; c.mu is held.
+func (c *Client) post(s state.ConnectionState) {
+	c.log.Info("connection state change", zap.Stringer("state", s), zap.String("session", fmt.Sprintf("0x%x", c.sessionID)))
+	c.cur = s
+	close(c.changed)
+	c.changed = make(chan struct{})
+	c.queue = append(c.queue, s)
+	select {
+	case c.wake <- struct{}{}:
+	default:
+	}
+	if c.cfg.errorPolicy.IsErrorState(s) {
+		for sig := range c.signals {
+			sig.fire()
+			delete(c.signals, sig)
+		}
+	}
+}
+
+func (c *Client) startLostTimer() {
+	c.timerGen++
+	gen := c.timerGen
+	d := c.negotiated * time.Duration(c.cfg.expirationPercent) / 100
+	c.lostTimer = time.AfterFunc(d, func() {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		if c.closed || gen != c.timerGen || c.cur != state.Suspended {
+			return
+		}
+		c.log.Warn("session timeout has elapsed while SUSPENDED; the session is presumed lost",
+			zap.Duration("after", d))
+		c.post(state.Lost)
+	})
+}
+
+func (c *Client) stopLostTimer() {
+	c.timerGen++
+	if c.lostTimer != nil {
+		c.lostTimer.Stop()
+		c.lostTimer = nil
+	}
+}
+
+// dispatch gives queued transitions to the listeners, in order, on its own
+// goroutine, so that the connection goroutine never waits for a listener.
+func (c *Client) dispatch() {
+	defer close(c.dispatched)
+	for range c.wake {
+		for {
+			c.mu.Lock()
+			q := c.queue
+			c.queue = nil
+			ls := make([]state.Listener, 0, len(c.listeners))
+			for _, l := range c.listeners {
+				ls = append(ls, l)
+			}
+			closed := c.closed
+			c.mu.Unlock()
+			if len(q) == 0 || closed {
+				break
+			}
+			for _, s := range q {
+				for _, l := range ls {
+					l.StateChanged(s)
+				}
+			}
+		}
+	}
+}
+
+// waitConnected waits up to the connection timeout for a connection, as
+// Curator does before each attempt. A client still not connected then fails
+// the attempt with connection loss (zk.ErrNoServer), which the retry policy
+// may retry.
+func (c *Client) waitConnected(ctx context.Context) error {
+	var timeout <-chan time.Time
+	for {
+		c.mu.Lock()
+		closed, connected, changed := c.closed, c.cur.IsConnected(), c.changed
+		c.mu.Unlock()
+		switch {
+		case closed:
+			return ErrClosed
+		case connected:
+			return nil
+		}
+		if timeout == nil {
+			t := time.NewTimer(c.cfg.connectionTimeout)
+			defer t.Stop()
+			timeout = t.C
+		}
+		select {
+		case <-changed:
+		case <-timeout:
+			return fmt.Errorf("gocurator: no connection within %v: %w", c.cfg.connectionTimeout, zk.ErrNoServer)
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+// errorSignal is closed at the first error state (by the client's error
+// policy) after it was made, or when the client closes.
+type errorSignal struct{ ch chan struct{} }
+
+func (s *errorSignal) fire() { close(s.ch) }
+
+// NotifyErrorState returns a channel that is closed at the first connection
+// state change from now on that the client's error policy counts as an error
+// (SUSPENDED or LOST by default), or when the client is closed; and a
+// function that stops the notification. Lock recipes use it to tell a holder
+// that its lock can no longer be trusted. The current state does not count,
+// only later changes.
+func (c *Client) NotifyErrorState() (<-chan struct{}, func()) {
+	s := &errorSignal{ch: make(chan struct{})}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		s.fire()
+		return s.ch, func() {}
+	}
+	c.signals[s] = struct{}{}
+	return s.ch, func() {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		delete(c.signals, s)
+	}
+}

@@ -1,0 +1,146 @@
+package framework
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/gocurator/curator/framework/zktest"
+	"github.com/gocurator/curator/internal/testutil"
+	"github.com/gocurator/curator/state"
+)
+
+// The whole life of a session through a fault proxy: a blip keeps the
+// session, a partition longer than the session timeout loses it, and every
+// listener hears every transition, in order.
+func TestConnectionStatesThroughFaults(t *testing.T) {
+	testutil.CheckLeaks(t)
+	ctx := testutil.Context(t)
+	proxy := zktest.NewProxyT(t, server.Addr())
+	a, b := testutil.NewStateRecorder(), testutil.NewStateRecorder()
+	c := newClient(t, proxy.Addr(), WithSessionTimeout(2*time.Second),
+		WithConnectionTimeout(500*time.Millisecond), WithListener(a), WithListener(b))
+	a.WaitFor(ctx, t, state.Connected)
+	first := c.SessionID()
+	if first == 0 {
+		t.Fatal("no session id after CONNECTED")
+	}
+
+	proxy.DropConnections()
+	a.WaitFor(ctx, t, state.Suspended)
+	a.WaitFor(ctx, t, state.Reconnected)
+	if got := c.SessionID(); got != first {
+		t.Fatalf("session after a blip = %x, want the same %x", got, first)
+	}
+
+	proxy.BlackHole()
+	a.WaitFor(ctx, t, state.Suspended)
+	a.WaitFor(ctx, t, state.Lost) // by the client's own timer: the server is unreachable
+	if c.State() != state.Lost {
+		t.Fatalf("state = %v, want LOST", c.State())
+	}
+	proxy.Restore()
+	a.WaitFor(ctx, t, state.Reconnected)
+	if got := c.SessionID(); got == first || got == 0 {
+		t.Fatalf("session after the partition = %x, want a new one (old %x)", got, first)
+	}
+
+	want := []state.ConnectionState{state.Connected, state.Suspended, state.Reconnected,
+		state.Suspended, state.Lost, state.Reconnected}
+	b.WaitFor(ctx, t, state.Lost)
+	b.WaitFor(ctx, t, state.Reconnected)
+	for _, r := range []*testutil.StateRecorder{a, b} {
+		if err := r.Equal(want...); err != nil {
+			t.Error(err)
+		}
+	}
+}
+
+// A session the server expires (not a client-side guess) is reported LOST,
+// its ephemeral nodes are gone, the error signal fires, and the client goes
+// on with a new session.
+func TestServerExpiredSession(t *testing.T) {
+	testutil.CheckLeaks(t)
+	ctx := testutil.Context(t)
+	base := testutil.Path(t)
+	testutil.CleanupTree(t, server.Addr(), base)
+	proxy := zktest.NewProxyT(t, server.Addr())
+	rec := testutil.NewStateRecorder()
+	c := newClient(t, proxy.Addr(), WithSessionTimeout(4*time.Second), WithListener(rec))
+	lost, stop := c.NotifyErrorState()
+	defer stop()
+
+	node, err := c.Create(ctx, base+"/eph", nil, WithMode(Ephemeral), CreatingParentContainersIfNeeded())
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := c.SessionID()
+	if err := proxy.ExpireSession(first); err != nil {
+		t.Fatal(err)
+	}
+	rec.WaitFor(ctx, t, state.Lost)
+	rec.WaitFor(ctx, t, state.Reconnected)
+	select {
+	case <-lost:
+	default:
+		t.Fatal("error signal did not fire on LOST")
+	}
+	if c.SessionID() == first {
+		t.Fatal("session id did not change")
+	}
+	ok, _, err := c.Exists(ctx, node)
+	if err != nil || ok {
+		t.Fatalf("ephemeral node of the expired session: exists=%v err=%v", ok, err)
+	}
+}
+
+// With the Session error policy a blip does not fire the error signal; LOST does.
+func TestErrorSignalFollowsPolicy(t *testing.T) {
+	testutil.CheckLeaks(t)
+	ctx := testutil.Context(t)
+	proxy := zktest.NewProxyT(t, server.Addr())
+	rec := testutil.NewStateRecorder()
+	c := newClient(t, proxy.Addr(), WithListener(rec), WithErrorPolicy(state.SessionErrorPolicy{}))
+	sig, stop := c.NotifyErrorState()
+	defer stop()
+	proxy.DropConnections()
+	rec.WaitFor(ctx, t, state.Suspended)
+	rec.WaitFor(ctx, t, state.Reconnected)
+	select {
+	case <-sig:
+		t.Fatal("SUSPENDED fired the signal under the Session policy")
+	default:
+	}
+
+	std := newClient(t, proxy.Addr())
+	sig2, stop2 := std.NotifyErrorState()
+	defer stop2()
+	proxy.DropConnections()
+	select {
+	case <-sig2:
+	case <-ctx.Done():
+		t.Fatal("SUSPENDED did not fire the signal under the Standard policy")
+	}
+}
+
+func TestCloseWakesAndRefuses(t *testing.T) {
+	testutil.CheckLeaks(t)
+	ctx := testutil.Context(t)
+	c := newClient(t, "")
+	sig, _ := c.NotifyErrorState()
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	<-sig // closed by Close
+	if _, _, err := c.GetData(ctx, "/"); !errors.Is(err, ErrClosed) || !errors.Is(err, zk.ErrClosing) {
+		t.Fatalf("GetData after Close = %v, want ErrClosed", err)
+	}
+	if err := c.BlockUntilConnected(ctx); !errors.Is(err, ErrClosed) {
+		t.Fatalf("BlockUntilConnected after Close = %v", err)
+	}
+	if err := c.Close(); err != nil {
+		t.Fatalf("second Close = %v", err)
+	}
+}

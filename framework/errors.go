@@ -1,0 +1,53 @@
+package framework
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/go-zookeeper/zk"
+)
+
+// ErrClosed is returned by every operation on a client after Close. It
+// unwraps to zk.ErrClosing, so code written against go-zookeeper keeps working.
+var ErrClosed = fmt.Errorf("gocurator: client is closed: %w", zk.ErrClosing)
+
+// ErrInvalidArgument marks an error caused by a bad argument (an empty connect
+// string, a timeout out of range, ...). Bad paths unwrap to zk.ErrInvalidPath instead.
+var ErrInvalidArgument = errors.New("gocurator: invalid argument")
+
+// OpError records a failed ZooKeeper operation: what was attempted, on which
+// path, and why. Err is the cause; errors.Is and errors.As see through OpError
+// to go-zookeeper's sentinels, for example
+//
+//	if errors.Is(err, zk.ErrNoNode) { ... }
+type OpError struct {
+	// Op is the operation, for example "create" or "delete".
+	Op string
+	// Path is the path the caller gave (without the client's namespace).
+	Path string
+	// Err is the underlying error.
+	Err error
+}
+
+// Error returns "gocurator: <op> <path>: <cause>".
+func (e *OpError) Error() string {
+	return "gocurator: " + e.Op + " " + e.Path + ": " + e.Err.Error()
+}
+
+// Unwrap returns the cause.
+func (e *OpError) Unwrap() error { return e.Err }
+
+func opError(op, path string, err error) error {
+	if err == nil {
+		return nil
+	}
+	var oe *OpError
+	if errors.As(err, &oe) && oe.Op == op && oe.Path == path {
+		return err
+	}
+	return &OpError{Op: op, Path: path, Err: err}
+}
+
+func invalidArgument(format string, args ...any) error {
+	return fmt.Errorf("%w: "+format, append([]any{ErrInvalidArgument}, args...)...)
+}

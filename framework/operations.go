@@ -1,0 +1,345 @@
+package framework
+
+import (
+	"context"
+	"errors"
+
+	"github.com/go-zookeeper/zk"
+)
+
+// CreateMode is the kind of node Create makes, with ZooKeeper's names.
+type CreateMode int
+
+// The create modes.
+const (
+	Persistent CreateMode = iota
+	PersistentSequential
+	Ephemeral
+	EphemeralSequential
+	Container
+)
+
+func (m CreateMode) flags() int32 {
+	switch m {
+	case PersistentSequential:
+		return zk.FlagSequence
+	case Ephemeral:
+		return zk.FlagEphemeral
+	case EphemeralSequential:
+		return zk.FlagEphemeralSequential
+	case Container:
+		return zk.FlagContainer
+	}
+	return zk.FlagPersistent
+}
+
+// IsEphemeral reports whether nodes of this mode end with their session.
+func (m CreateMode) IsEphemeral() bool { return m == Ephemeral || m == EphemeralSequential }
+
+// IsSequential reports whether the server appends a sequence number to the name.
+func (m CreateMode) IsSequential() bool { return m == PersistentSequential || m == EphemeralSequential }
+
+type parents int
+
+const (
+	noParents parents = iota
+	persistentParents
+	containerParents
+)
+
+type createOptions struct {
+	mode      CreateMode
+	protected bool
+	parents   parents
+	acl       []zk.ACL
+}
+
+// CreateOption changes how Create makes a node.
+type CreateOption interface{ applyCreate(*createOptions) }
+
+type createOptionFunc func(*createOptions)
+
+func (f createOptionFunc) applyCreate(o *createOptions) { f(o) }
+
+// WithMode sets the create mode (default Persistent).
+func WithMode(m CreateMode) CreateOption {
+	return createOptionFunc(func(o *createOptions) { o.mode = m })
+}
+
+// WithProtection makes the create protected, as Curator's withProtection:
+// the last path segment gets the prefix "_c_<uuid>-", and after a failure
+// whose outcome is unknown (connection loss) the client looks for a node
+// with that prefix before creating again, so a create whose reply was lost
+// still leaves exactly one node. A node found from an earlier session of an
+// ephemeral create is deleted instead of used. If the create finally fails,
+// any node it did make is found and deleted in the background.
+func WithProtection() CreateOption {
+	return createOptionFunc(func(o *createOptions) { o.protected = true })
+}
+
+// CreatingParentsIfNeeded creates missing parents as persistent nodes, after
+// the create has failed with NoNode (Curator's creatingParentsIfNeeded).
+func CreatingParentsIfNeeded() CreateOption {
+	return createOptionFunc(func(o *createOptions) { o.parents = persistentParents })
+}
+
+// CreatingParentContainersIfNeeded creates missing parents as containers, or
+// as persistent nodes if the client was made WithContainerParents(false),
+// after the create has failed with NoNode (Curator's
+// creatingParentContainersIfNeeded). The server deletes an empty container
+// some time after its last child is gone.
+func CreatingParentContainersIfNeeded() CreateOption {
+	return createOptionFunc(func(o *createOptions) { o.parents = containerParents })
+}
+
+// WithACL sets the node's ACL instead of the client's ACL provider's.
+func WithACL(acl []zk.ACL) CreateOption {
+	return createOptionFunc(func(o *createOptions) { o.acl = acl })
+}
+
+// Create makes a node at path and returns the path the server gave it
+// (namespace stripped; with a sequence number for sequential modes; with the
+// protection prefix for protected creates). data nil means the client's
+// default data (the local IP address, as in Curator); pass []byte{} for an
+// empty node.
+func (c *Client) Create(ctx context.Context, path string, data []byte, opts ...CreateOption) (string, error) {
+	var o createOptions
+	for _, opt := range opts {
+		if opt != nil {
+			opt.applyCreate(&o)
+		}
+	}
+	if err := ValidatePath(path); err != nil {
+		return "", opError("create", path, err)
+	}
+	if data == nil {
+		data = c.cfg.defaultData
+	}
+	if o.acl == nil {
+		o.acl = c.cfg.aclProvider.ACLForPath(path)
+	}
+	if o.protected {
+		return c.createProtected(ctx, path, data, o)
+	}
+	var created string
+	err := c.call(ctx, "create", path, func() (err error) {
+		created, err = c.createWithParents(c.ns.fix(path), data, o)
+		return err
+	})
+	if err != nil {
+		return "", err
+	}
+	return c.ns.unfix(created), nil
+}
+
+// createWithParents issues one create of the server path p and, if its
+// parent is missing and parents were asked for, creates them and tries once more.
+func (c *Client) createWithParents(p string, data []byte, o createOptions) (string, error) {
+	create := func() (string, error) {
+		if o.mode == Container {
+			return c.conn.CreateContainer(p, data, zk.FlagContainer, o.acl)
+		}
+		return c.conn.Create(p, data, o.mode.flags(), o.acl)
+	}
+	created, err := create()
+	if errors.Is(err, zk.ErrNoNode) && o.parents != noParents {
+		if err := c.mkdirs(p, false, o.parents == containerParents && c.cfg.containers); err != nil {
+			return "", err
+		}
+		created, err = create()
+	}
+	return created, err
+}
+
+type deleteOptions struct {
+	version    int32
+	guaranteed bool
+}
+
+// DeleteOption changes how Delete removes a node.
+type DeleteOption interface{ applyDelete(*deleteOptions) }
+
+type deleteOptionFunc func(*deleteOptions)
+
+func (f deleteOptionFunc) applyDelete(o *deleteOptions) { f(o) }
+
+// WithVersion deletes only if the node's data version is v (default: any version).
+func WithVersion(v int32) DeleteOption {
+	return deleteOptionFunc(func(o *deleteOptions) { o.version = v })
+}
+
+// Guaranteed makes the delete keep going: if it fails for a retryable reason
+// (connection loss, retries exhausted, ctx ended), the error is returned and
+// the client goes on deleting in the background until the node is gone or
+// the client closes (Curator's guaranteed()). An orphaned lock node would
+// block every contender forever; this is what prevents it.
+func Guaranteed() DeleteOption {
+	return deleteOptionFunc(func(o *deleteOptions) { o.guaranteed = true })
+}
+
+// Delete removes the node at path. A missing node is an error that unwraps
+// to zk.ErrNoNode.
+func (c *Client) Delete(ctx context.Context, path string, opts ...DeleteOption) error {
+	o := deleteOptions{version: -1}
+	for _, opt := range opts {
+		if opt != nil {
+			opt.applyDelete(&o)
+		}
+	}
+	if err := ValidatePath(path); err != nil {
+		return opError("delete", path, err)
+	}
+	full := c.ns.fix(path)
+	del := func() error { return c.conn.Delete(full, o.version) }
+	err := c.call(ctx, "delete", path, del)
+	if err != nil && o.guaranteed && !errors.Is(err, ErrClosed) &&
+		(c.retryable(err) || ctx.Err() != nil) {
+		c.log.Info("delete failed; it goes on in the background")
+		c.inBackground("guaranteed delete", path, func() error {
+			if err := del(); err != nil && !errors.Is(err, zk.ErrNoNode) {
+				return err
+			}
+			return nil
+		})
+	}
+	return err
+}
+
+// Exists reports whether a node is at path, with its Stat if so.
+func (c *Client) Exists(ctx context.Context, path string) (ok bool, stat *zk.Stat, err error) {
+	err = c.read(ctx, "exists", path, func(p string) (err error) {
+		ok, stat, err = c.conn.Exists(p)
+		return err
+	})
+	return ok, stat, err
+}
+
+// ExistsW is Exists plus a one-shot watch, set whether or not the node
+// exists. Prefer GetDataW to wait for a node to go: a watch on a node that
+// never appears stays on the server. Event paths are server paths
+// (namespace included).
+func (c *Client) ExistsW(ctx context.Context, path string) (ok bool, stat *zk.Stat, w <-chan zk.Event, err error) {
+	err = c.read(ctx, "exists", path, func(p string) (err error) {
+		ok, stat, w, err = c.conn.ExistsW(p)
+		return err
+	})
+	return ok, stat, w, err
+}
+
+// GetData returns the node's data and Stat.
+func (c *Client) GetData(ctx context.Context, path string) (data []byte, stat *zk.Stat, err error) {
+	err = c.read(ctx, "get data", path, func(p string) (err error) {
+		data, stat, err = c.conn.Get(p)
+		return err
+	})
+	return data, stat, err
+}
+
+// GetDataW is GetData plus a one-shot watch on the node's data and deletion.
+// A missing node returns zk.ErrNoNode and leaves no watch behind, which is
+// why lock waiters use it (CURATOR-107). The channel gets one event; on
+// session expiry or Close the event has Type zk.EventNotWatching and Err set.
+// Event paths are server paths (namespace included).
+func (c *Client) GetDataW(ctx context.Context, path string) (data []byte, stat *zk.Stat, w <-chan zk.Event, err error) {
+	err = c.read(ctx, "get data", path, func(p string) (err error) {
+		data, stat, w, err = c.conn.GetW(p)
+		return err
+	})
+	return data, stat, w, err
+}
+
+// SetData sets the node's data if its version is version (-1: any).
+func (c *Client) SetData(ctx context.Context, path string, data []byte, version int32) (stat *zk.Stat, err error) {
+	err = c.read(ctx, "set data", path, func(p string) (err error) {
+		stat, err = c.conn.Set(p, data, version)
+		return err
+	})
+	return stat, err
+}
+
+// Children returns the names of the node's children, in server order.
+func (c *Client) Children(ctx context.Context, path string) (names []string, stat *zk.Stat, err error) {
+	err = c.read(ctx, "get children", path, func(p string) (err error) {
+		names, stat, err = c.conn.Children(p)
+		return err
+	})
+	return names, stat, err
+}
+
+// ChildrenW is Children plus a one-shot watch on the node's children.
+// Event paths are server paths (namespace included).
+func (c *Client) ChildrenW(ctx context.Context, path string) (names []string, stat *zk.Stat, w <-chan zk.Event, err error) {
+	err = c.read(ctx, "get children", path, func(p string) (err error) {
+		names, stat, w, err = c.conn.ChildrenW(p)
+		return err
+	})
+	return names, stat, w, err
+}
+
+// Sync asks the server the client is connected to to catch up with the leader for path.
+func (c *Client) Sync(ctx context.Context, path string) error {
+	return c.read(ctx, "sync", path, func(p string) error {
+		_, err := c.conn.Sync(p)
+		return err
+	})
+}
+
+// read validates path and runs a single-node operation on its server path
+// in the retry loop. (SetData and Sync go through it too: they are as safe
+// to retry as a read.)
+func (c *Client) read(ctx context.Context, op, path string, fn func(serverPath string) error) error {
+	if err := ValidatePath(path); err != nil {
+		return opError(op, path, err)
+	}
+	full := c.ns.fix(path)
+	return c.call(ctx, op, path, func() error { return fn(full) })
+}
+
+// Multi runs the operations (*zk.CreateRequest, *zk.DeleteRequest,
+// *zk.SetDataRequest, *zk.CheckVersionRequest, with paths as the caller sees
+// them) as one transaction: all or none. Created paths in the responses have
+// the namespace stripped. A failed transaction returns the responses with
+// each operation's error and an error for the first failure.
+func (c *Client) Multi(ctx context.Context, ops ...any) ([]zk.MultiResponse, error) {
+	fixed := make([]any, len(ops))
+	for i, op := range ops {
+		var path string
+		switch r := op.(type) {
+		case *zk.CreateRequest:
+			cp := *r
+			cp.Path, path = c.ns.fix(r.Path), r.Path
+			if cp.Acl == nil {
+				cp.Acl = c.cfg.aclProvider.ACLForPath(r.Path)
+			}
+			fixed[i] = &cp
+		case *zk.DeleteRequest:
+			cp := *r
+			cp.Path, path = c.ns.fix(r.Path), r.Path
+			fixed[i] = &cp
+		case *zk.SetDataRequest:
+			cp := *r
+			cp.Path, path = c.ns.fix(r.Path), r.Path
+			fixed[i] = &cp
+		case *zk.CheckVersionRequest:
+			cp := *r
+			cp.Path, path = c.ns.fix(r.Path), r.Path
+			fixed[i] = &cp
+		default:
+			return nil, opError("multi", "", invalidArgument("operation %d has unsupported type %T", i, op))
+		}
+		if err := ValidatePath(path); err != nil {
+			return nil, opError("multi", path, err)
+		}
+	}
+	var res []zk.MultiResponse
+	err := c.call(ctx, "multi", "", func() (err error) {
+		res, err = c.conn.Multi(fixed...)
+		return err
+	})
+	for i := range res {
+		if res[i].String != "" {
+			res[i].String = c.ns.unfix(res[i].String)
+		}
+	}
+	return res, err
+}

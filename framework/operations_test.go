@@ -1,0 +1,327 @@
+package framework
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/gocurator/curator/framework/zktest"
+	"github.com/gocurator/curator/internal/testutil"
+	"github.com/gocurator/curator/retry"
+	"github.com/gocurator/curator/state"
+)
+
+func TestOperationsRoundTrip(t *testing.T) {
+	testutil.CheckLeaks(t)
+	ctx := testutil.Context(t)
+	base := testutil.Path(t)
+	testutil.CleanupTree(t, server.Addr(), base)
+	c := newClient(t, "", WithDefaultData([]byte("dflt")))
+
+	p, err := c.Create(ctx, base+"/a/b", []byte("x"), CreatingParentsIfNeeded())
+	if err != nil || p != base+"/a/b" {
+		t.Fatalf("Create = %q, %v", p, err)
+	}
+	data, stat, err := c.GetData(ctx, p)
+	if err != nil || string(data) != "x" || stat.Version != 0 {
+		t.Fatalf("GetData = %q, %+v, %v", data, stat, err)
+	}
+	if _, err := c.SetData(ctx, p, []byte("y"), 0); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.SetData(ctx, p, []byte("z"), 0); !errors.Is(err, zk.ErrBadVersion) {
+		t.Fatalf("SetData with a stale version = %v, want ErrBadVersion", err)
+	}
+	d, err := c.Create(ctx, base+"/a/d", nil) // nil data: the default
+	if err != nil {
+		t.Fatal(err)
+	}
+	if data, _, _ := c.GetData(ctx, d); string(data) != "dflt" {
+		t.Fatalf("default data = %q", data)
+	}
+	e, err := c.Create(ctx, base+"/a/e", []byte{}) // empty, not default
+	if err != nil {
+		t.Fatal(err)
+	}
+	if data, _, _ := c.GetData(ctx, e); len(data) != 0 {
+		t.Fatalf("empty data = %q", data)
+	}
+	kids, _, err := c.Children(ctx, base+"/a")
+	if err != nil || strings.Join(sorted(kids), ",") != "b,d,e" {
+		t.Fatalf("Children = %v, %v", kids, err)
+	}
+	seq, err := c.Create(ctx, base+"/a/s-", nil, WithMode(PersistentSequential))
+	if err != nil || !strings.HasPrefix(seq, base+"/a/s-") || len(seq) != len(base+"/a/s-")+10 {
+		t.Fatalf("sequential Create = %q, %v", seq, err)
+	}
+	res, err := c.Multi(ctx,
+		&zk.CreateRequest{Path: base + "/a/m", Data: []byte("m")},
+		&zk.DeleteRequest{Path: seq, Version: -1},
+		&zk.CheckVersionRequest{Path: p, Version: 1})
+	if err != nil || len(res) != 3 || res[0].String != base+"/a/m" {
+		t.Fatalf("Multi = %+v, %v", res, err)
+	}
+	if ok, _, _ := c.Exists(ctx, seq); ok {
+		t.Fatal("multi's delete did not happen")
+	}
+	for _, n := range []string{"b", "d", "e", "m"} {
+		if err := c.Delete(ctx, base+"/a/"+n); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := c.Delete(ctx, base+"/a/b"); !errors.Is(err, zk.ErrNoNode) {
+		t.Fatalf("second Delete = %v, want ErrNoNode", err)
+	}
+}
+
+func sorted(s []string) []string {
+	out := append([]string(nil), s...)
+	for i := range out {
+		for j := i + 1; j < len(out); j++ {
+			if out[j] < out[i] {
+				out[i], out[j] = out[j], out[i]
+			}
+		}
+	}
+	return out
+}
+
+func TestErrorsKeepOpPathAndSentinel(t *testing.T) {
+	testutil.CheckLeaks(t)
+	ctx := testutil.Context(t)
+	base := testutil.Path(t)
+	testutil.CleanupTree(t, server.Addr(), base)
+	c := newClient(t, "")
+
+	_, _, err := c.GetData(ctx, base+"/missing")
+	var oe *OpError
+	if !errors.Is(err, zk.ErrNoNode) || !errors.As(err, &oe) || oe.Op != "get data" || oe.Path != base+"/missing" {
+		t.Fatalf("GetData of a missing node = %#v", err)
+	}
+	if !strings.Contains(err.Error(), base+"/missing") {
+		t.Fatalf("error text %q does not name the path", err)
+	}
+	if _, err := c.Create(ctx, base, nil, CreatingParentsIfNeeded()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Create(ctx, base, nil); !errors.Is(err, zk.ErrNodeExists) {
+		t.Fatalf("Create of an existing node = %v", err)
+	}
+	for _, bad := range []string{"", "rel", base + "/", base + "//x", base + "/./x", base + "/\x00"} {
+		if _, err := c.Create(ctx, bad, nil); !errors.Is(err, zk.ErrInvalidPath) {
+			t.Errorf("Create(%q) = %v, want ErrInvalidPath", bad, err)
+		}
+	}
+	if _, err := c.Multi(ctx, "not an op"); !errors.Is(err, ErrInvalidArgument) {
+		t.Fatalf("Multi with a bad op = %v", err)
+	}
+}
+
+func TestNamespaceRoundTrip(t *testing.T) {
+	testutil.CheckLeaks(t)
+	ctx := testutil.Context(t)
+	base := testutil.Path(t)
+	testutil.CleanupTree(t, server.Addr(), base)
+	raw := testutil.Connect(t, server.Addr())
+	ns := strings.TrimPrefix(base, "/") + "/ns"
+	c := newClient(t, "", WithNamespace(ns))
+
+	p, err := c.Create(ctx, "/locks/x", []byte("v"), CreatingParentContainersIfNeeded())
+	if err != nil || p != "/locks/x" {
+		t.Fatalf("Create in namespace = %q, %v", p, err)
+	}
+	if data, _, err := raw.Get(base + "/ns/locks/x"); err != nil || string(data) != "v" {
+		t.Fatalf("server view of the node = %q, %v", data, err)
+	}
+	kids, _, err := c.Children(ctx, "/locks")
+	if err != nil || len(kids) != 1 || kids[0] != "x" {
+		t.Fatalf("Children = %v, %v", kids, err)
+	}
+	prot, err := c.Create(ctx, "/locks/lock-", nil, WithMode(EphemeralSequential), WithProtection())
+	if err != nil || !strings.HasPrefix(prot, "/locks/_c_") {
+		t.Fatalf("protected Create in namespace = %q, %v", prot, err)
+	}
+	res, err := c.Multi(ctx, &zk.CreateRequest{Path: "/locks/m"})
+	if err != nil || res[0].String != "/locks/m" {
+		t.Fatalf("Multi in namespace = %+v, %v", res, err)
+	}
+	if ok, _, _ := raw.Exists(base + "/ns/locks/m"); !ok {
+		t.Fatal("multi create did not land in the namespace")
+	}
+	root, _, err := c.Children(ctx, "/")
+	if err != nil || len(root) != 1 || root[0] != "locks" {
+		t.Fatalf("Children of the namespace root = %v, %v", root, err)
+	}
+
+	for _, bad := range []string{"/ns", "ns/", "a//b", "", "ns/./x"} {
+		if bad == "" {
+			continue // "" means no namespace
+		}
+		if _, err := New(server.Addr(), retry.NewOneTime(time.Millisecond), WithNamespace(bad)); !errors.Is(err, ErrInvalidArgument) {
+			t.Errorf("WithNamespace(%q) = %v, want ErrInvalidArgument", bad, err)
+		}
+	}
+}
+
+// A create whose reply is lost after the server applied it: the retry finds
+// the node by its protected prefix, so exactly one node exists.
+func TestProtectedCreateSurvivesLostReply(t *testing.T) {
+	testutil.CheckLeaks(t)
+	ctx := testutil.Context(t)
+	base := testutil.Path(t)
+	testutil.CleanupTree(t, server.Addr(), base)
+	raw := testutil.Connect(t, server.Addr())
+	proxy := zktest.NewProxyT(t, server.Addr())
+	c := newClient(t, proxy.Addr())
+	if _, err := c.Create(ctx, base, nil, CreatingParentsIfNeeded()); err != nil {
+		t.Fatal(err)
+	}
+
+	fired := proxy.LoseNextReply(1) // create
+	p, err := c.Create(ctx, base+"/lock-", nil, WithMode(EphemeralSequential), WithProtection())
+	if err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-fired:
+	default:
+		t.Fatal("the proxy did not lose a create reply")
+	}
+	kids, _, err := raw.Children(base)
+	if err != nil || len(kids) != 1 || base+"/"+kids[0] != p {
+		t.Fatalf("children after a lost reply = %v (%v), want just %s", kids, err, p)
+	}
+	if !IsProtectedName(kids[0]) || !strings.HasSuffix(kids[0], "-lock-0000000000") {
+		t.Fatalf("node name %q is not Curator's protected form", kids[0])
+	}
+}
+
+// A delete cut short by a partition keeps going in the background and
+// completes once the connection is back.
+func TestGuaranteedDeleteCompletesInBackground(t *testing.T) {
+	testutil.CheckLeaks(t)
+	ctx := testutil.Context(t)
+	base := testutil.Path(t)
+	testutil.CleanupTree(t, server.Addr(), base)
+	raw := testutil.Connect(t, server.Addr())
+	proxy := zktest.NewProxyT(t, server.Addr())
+	rec := testutil.NewStateRecorder()
+	c, err := New(proxy.Addr(), retry.NewNTimes(0, 0), WithListener(rec),
+		WithSessionTimeout(10*time.Second), WithConnectionTimeout(200*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	rec.WaitFor(ctx, t, state.Connected)
+	node, err := c.Create(ctx, base+"/victim", nil, CreatingParentsIfNeeded())
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	proxy.DropConnections()
+	proxy.BlackHole()
+	rec.WaitFor(ctx, t, state.Suspended)
+	err = c.Delete(ctx, node, Guaranteed())
+	if !errors.Is(err, zk.ErrNoServer) {
+		t.Fatalf("Delete while partitioned = %v, want connection loss", err)
+	}
+	if ok, _, _ := raw.Exists(node); !ok {
+		t.Fatal("node gone while the client was partitioned")
+	}
+	proxy.Restore()
+	testutil.WaitGone(t, raw, node)
+}
+
+// A cancelled context ends a retry wait at once, and the error says both why
+// the wait ended and what failed before it.
+func TestCancelStopsRetryWait(t *testing.T) {
+	testutil.CheckLeaks(t)
+	waiting := make(chan struct{})
+	policy := retryHook{wait: time.Hour, started: waiting}
+	c, err := New("127.0.0.1:1", &policy, WithConnectionTimeout(50*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	ctx, cancel := context.WithCancel(testutil.Context(t))
+	go func() {
+		<-waiting
+		cancel()
+	}()
+	_, _, err = c.GetData(ctx, "/x")
+	if !errors.Is(err, context.Canceled) || !errors.Is(err, zk.ErrNoServer) {
+		t.Fatalf("GetData = %v, want context.Canceled wrapping the connection loss", err)
+	}
+}
+
+// retryHook is a policy that always allows one more retry after a long wait,
+// and says when the first wait begins.
+type retryHook struct {
+	wait    time.Duration
+	started chan struct{}
+	once    bool
+}
+
+func (r *retryHook) AllowRetry(int, time.Duration) (time.Duration, bool) {
+	if !r.once {
+		r.once = true
+		close(r.started)
+	}
+	return r.wait, true
+}
+
+func TestBadClientArguments(t *testing.T) {
+	testutil.CheckLeaks(t)
+	p := retry.NewOneTime(time.Millisecond)
+	for name, f := range map[string]func() (*Client, error){
+		"empty connect string": func() (*Client, error) { return New("", p) },
+		"nil policy":           func() (*Client, error) { return New(server.Addr(), nil) },
+		"zero session":         func() (*Client, error) { return New(server.Addr(), p, WithSessionTimeout(0)) },
+		"zero connection":      func() (*Client, error) { return New(server.Addr(), p, WithConnectionTimeout(-1)) },
+		"percent 0":            func() (*Client, error) { return New(server.Addr(), p, WithSimulatedSessionExpirationPercent(0)) },
+		"percent 101":          func() (*Client, error) { return New(server.Addr(), p, WithSimulatedSessionExpirationPercent(101)) },
+		"nil error policy":     func() (*Client, error) { return New(server.Addr(), p, WithErrorPolicy(nil)) },
+		"empty auth scheme":    func() (*Client, error) { return New(server.Addr(), p, WithAuth("", nil)) },
+	} {
+		c, err := f()
+		if !errors.Is(err, ErrInvalidArgument) {
+			t.Errorf("%s: New = %v, want ErrInvalidArgument", name, err)
+		}
+		if c != nil {
+			c.Close()
+		}
+	}
+}
+
+func TestDigestAuthAndACL(t *testing.T) {
+	testutil.CheckLeaks(t)
+	ctx := testutil.Context(t)
+	base := testutil.Path(t)
+	testutil.CleanupTree(t, server.Addr(), base)
+	owner := newClient(t, "", WithAuth("digest", []byte("alice:secret")),
+		WithACLProvider(ACLProviderFunc(func(path string) []zk.ACL {
+			if path != base+"/private" {
+				return OpenACL // parents stay open, so cleanup can remove them
+			}
+			return append(zk.DigestACL(zk.PermAll, "alice", "secret"), zk.WorldACL(zk.PermRead)...)
+		})))
+	p, err := owner.Create(ctx, base+"/private", []byte("v"), CreatingParentsIfNeeded())
+	if err != nil {
+		t.Fatal(err)
+	}
+	stranger := newClient(t, "")
+	if _, err := stranger.SetData(ctx, p, []byte("w"), -1); !errors.Is(err, zk.ErrNoAuth) {
+		t.Fatalf("SetData without credentials = %v, want ErrNoAuth", err)
+	}
+	if data, _, err := stranger.GetData(ctx, p); err != nil || !bytes.Equal(data, []byte("v")) {
+		t.Fatalf("world-readable GetData = %q, %v", data, err)
+	}
+	if _, err := owner.SetData(ctx, p, []byte("w"), -1); err != nil {
+		t.Fatalf("owner SetData = %v", err)
+	}
+}

@@ -1,0 +1,221 @@
+package framework
+
+import (
+	"net"
+	"os"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+	"go.uber.org/zap"
+
+	"github.com/gocurator/curator/state"
+)
+
+// Curator's defaults.
+const (
+	// DefaultSessionTimeout is the session timeout asked of the server
+	// (curator-default-session-timeout). The server may negotiate it down.
+	DefaultSessionTimeout = 60 * time.Second
+	// DefaultConnectionTimeout bounds how long an operation waits for a
+	// connection before it counts as a connection-loss failure for the retry
+	// policy (curator-default-connection-timeout).
+	DefaultConnectionTimeout = 15 * time.Second
+	// DefaultSimulatedSessionExpirationPercent is the share of the negotiated
+	// session timeout after which a SUSPENDED client declares the session LOST.
+	DefaultSimulatedSessionExpirationPercent = 100
+)
+
+// ACLProvider chooses the ACL of every node the client creates, as Curator's
+// ACLProvider does.
+type ACLProvider interface {
+	// ACLForPath returns the ACL for a node created at path (the path as the
+	// caller gave it, without the namespace).
+	ACLForPath(path string) []zk.ACL
+}
+
+// ACLProviderFunc adapts a function to ACLProvider.
+type ACLProviderFunc func(path string) []zk.ACL
+
+// ACLForPath calls f(path).
+func (f ACLProviderFunc) ACLForPath(path string) []zk.ACL { return f(path) }
+
+// OpenACL is the default ACL: world:anyone with every permission
+// (ZooKeeper's OPEN_ACL_UNSAFE), as Curator's default provider uses.
+var OpenACL = zk.WorldACL(zk.PermAll)
+
+// Option configures a Client made by New.
+type Option interface{ apply(*config) }
+
+type optionFunc func(*config)
+
+func (f optionFunc) apply(c *config) { f(c) }
+
+type authInfo struct {
+	scheme string
+	auth   []byte
+}
+
+type config struct {
+	sessionTimeout    time.Duration
+	connectionTimeout time.Duration
+	logger            *zap.Logger
+	namespace         string
+	aclProvider       ACLProvider
+	auth              []authInfo
+	defaultData       []byte
+	defaultDataSet    bool
+	expirationPercent int
+	errorPolicy       state.ErrorPolicy
+	containers        bool
+	dialer            zk.Dialer
+	listeners         []state.Listener
+}
+
+func defaultConfig() config {
+	return config{
+		sessionTimeout:    DefaultSessionTimeout,
+		connectionTimeout: DefaultConnectionTimeout,
+		logger:            zap.NewNop(),
+		expirationPercent: DefaultSimulatedSessionExpirationPercent,
+		errorPolicy:       state.StandardErrorPolicy{},
+		containers:        true,
+	}
+}
+
+// WithSessionTimeout sets the session timeout asked of the server (default 60 s).
+func WithSessionTimeout(d time.Duration) Option {
+	return optionFunc(func(c *config) { c.sessionTimeout = d })
+}
+
+// WithConnectionTimeout sets how long an operation waits for a connection
+// before the attempt fails with connection loss (default 15 s).
+func WithConnectionTimeout(d time.Duration) Option {
+	return optionFunc(func(c *config) { c.connectionTimeout = d })
+}
+
+// WithLogger sets the logger for the client and for go-zookeeper's own
+// messages (at debug level). The default logs nothing.
+func WithLogger(l *zap.Logger) Option {
+	return optionFunc(func(c *config) {
+		if l != nil {
+			c.logger = l
+		}
+	})
+}
+
+// WithNamespace makes every path the client is given relative to /ns, as
+// Curator's usingNamespace does: "/locks/a" becomes "/ns/locks/a" on the
+// server, and paths the client returns have "/ns" stripped. ns may contain
+// "/" but must not start or end with it. The namespace node is created, as a
+// container, on first use.
+func WithNamespace(ns string) Option {
+	return optionFunc(func(c *config) { c.namespace = ns })
+}
+
+// WithACLProvider sets the ACL of nodes the client creates, parents included.
+// The default is OpenACL everywhere.
+func WithACLProvider(p ACLProvider) Option {
+	return optionFunc(func(c *config) { c.aclProvider = p })
+}
+
+// WithAuth adds authentication info sent on every connection, as Curator's
+// authorization(scheme, auth). For digest, auth is "user:password".
+func WithAuth(scheme string, auth []byte) Option {
+	return optionFunc(func(c *config) {
+		c.auth = append(c.auth, authInfo{scheme, append([]byte(nil), auth...)})
+	})
+}
+
+// WithDefaultData sets the data of nodes created with nil data. Curator's
+// default, and ours, is the local host's IP address as text.
+func WithDefaultData(data []byte) Option {
+	return optionFunc(func(c *config) {
+		c.defaultData = append([]byte{}, data...)
+		c.defaultDataSet = true
+	})
+}
+
+// WithSimulatedSessionExpirationPercent sets, from 1 to 100, the share of the
+// negotiated session timeout after which a client that has stayed SUSPENDED
+// reports LOST without hearing from the server (default 100).
+func WithSimulatedSessionExpirationPercent(p int) Option {
+	return optionFunc(func(c *config) { c.expirationPercent = p })
+}
+
+// WithErrorPolicy sets which connection states end the trust in a held lock
+// (default state.StandardErrorPolicy: SUSPENDED and LOST).
+func WithErrorPolicy(p state.ErrorPolicy) Option {
+	return optionFunc(func(c *config) { c.errorPolicy = p })
+}
+
+// WithContainerParents chooses whether missing parents created for recipes
+// are containers (true, the default) or persistent nodes (Curator's
+// dontUseContainerParents).
+func WithContainerParents(on bool) Option {
+	return optionFunc(func(c *config) { c.containers = on })
+}
+
+// WithListener registers a connection-state listener before the client
+// starts connecting, so that it hears CONNECTED too (AddListener, called
+// after New, may be too late for it).
+func WithListener(l state.Listener) Option {
+	return optionFunc(func(c *config) {
+		if l != nil {
+			c.listeners = append(c.listeners, l)
+		}
+	})
+}
+
+// WithDialer sets the function go-zookeeper dials servers with.
+func WithDialer(d zk.Dialer) Option {
+	return optionFunc(func(c *config) { c.dialer = d })
+}
+
+func (c *config) validate() error {
+	switch {
+	case c.sessionTimeout <= 0:
+		return invalidArgument("session timeout %v must be positive", c.sessionTimeout)
+	case c.connectionTimeout <= 0:
+		return invalidArgument("connection timeout %v must be positive", c.connectionTimeout)
+	case c.expirationPercent < 1 || c.expirationPercent > 100:
+		return invalidArgument("simulated session expiration percent %d must be 1 to 100", c.expirationPercent)
+	case c.errorPolicy == nil:
+		return invalidArgument("error policy must not be nil")
+	}
+	if c.namespace != "" {
+		if err := ValidatePath("/" + c.namespace); err != nil {
+			return invalidArgument("namespace %q: %v", c.namespace, err)
+		}
+	}
+	for _, a := range c.auth {
+		if a.scheme == "" {
+			return invalidArgument("auth scheme must not be empty")
+		}
+	}
+	if !c.defaultDataSet {
+		c.defaultData = localAddress()
+	}
+	if c.aclProvider == nil {
+		c.aclProvider = ACLProviderFunc(func(string) []zk.ACL { return OpenACL })
+	}
+	return nil
+}
+
+// localAddress is Curator's default node data: the text of the local host's
+// address (Java's InetAddress.getLocalHost().getHostAddress()), or empty.
+func localAddress() []byte {
+	host, err := os.Hostname()
+	if err != nil {
+		return []byte{}
+	}
+	addrs, err := net.LookupHost(host)
+	if err != nil || len(addrs) == 0 {
+		return []byte{}
+	}
+	for _, a := range addrs {
+		if ip := net.ParseIP(a); ip != nil && ip.To4() != nil {
+			return []byte(a)
+		}
+	}
+	return []byte(addrs[0])
+}

@@ -1,0 +1,101 @@
+package framework
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/go-zookeeper/zk"
+)
+
+// ValidatePath checks path by ZooKeeper's own rules (Java's PathUtils): it must
+// be absolute, must not end in "/" (except the root), must have no empty,
+// "." or ".." segment, and no NUL or other forbidden character. The error
+// unwraps to zk.ErrInvalidPath.
+func ValidatePath(path string) error {
+	if reason := pathProblem(path); reason != "" {
+		return fmt.Errorf("%w %q: %s", zk.ErrInvalidPath, path, reason)
+	}
+	return nil
+}
+
+func pathProblem(path string) string {
+	switch {
+	case path == "":
+		return "path must not be empty"
+	case path[0] != '/':
+		return "path must start with /"
+	case path == "/":
+		return ""
+	case path[len(path)-1] == '/':
+		return "path must not end with /"
+	}
+	for _, seg := range strings.Split(path[1:], "/") {
+		switch seg {
+		case "":
+			return "empty segment (//)"
+		case ".", "..":
+			return "relative segment " + seg
+		}
+	}
+	for _, r := range path {
+		switch {
+		case r == 0:
+			return "NUL character"
+		case r > 0 && r < 0x20, r >= 0x7f && r <= 0x9f,
+			r >= 0xd800 && r <= 0xf8ff, r >= 0xfff0 && r <= 0xffff:
+			return fmt.Sprintf("invalid character %U", r)
+		}
+	}
+	return ""
+}
+
+// JoinPath joins a parent path and a child name the way Curator's
+// ZKPaths.makePath does for the common case: JoinPath("/a", "b") and
+// JoinPath("/a/", "b") are "/a/b"; JoinPath("/", "b") is "/b".
+func JoinPath(parent, child string) string {
+	parent = strings.TrimSuffix(parent, "/")
+	child = strings.TrimPrefix(child, "/")
+	if child == "" {
+		if parent == "" {
+			return "/"
+		}
+		return parent
+	}
+	return parent + "/" + child
+}
+
+// SplitPath returns the parent path and the last segment of path:
+// SplitPath("/a/b") is ("/a", "b") and SplitPath("/a") is ("/", "a").
+func SplitPath(path string) (parent, name string) {
+	i := strings.LastIndexByte(path, '/')
+	if i <= 0 {
+		return "/", path[i+1:]
+	}
+	return path[:i], path[i+1:]
+}
+
+// namespace maps the caller's paths into the client's namespace and back.
+type namespace string // "" or "/ns"
+
+func (ns namespace) fix(path string) string {
+	if ns == "" {
+		return path
+	}
+	if path == "/" {
+		return string(ns)
+	}
+	return string(ns) + path
+}
+
+func (ns namespace) unfix(path string) string {
+	if ns == "" {
+		return path
+	}
+	if rest, ok := strings.CutPrefix(path, string(ns)); ok && (rest == "" || rest[0] == '/') {
+		if rest == "" {
+			return "/"
+		}
+		return rest
+	}
+	return path
+}

@@ -1,0 +1,136 @@
+package framework
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+	"go.uber.org/zap"
+
+	"github.com/gocurator/curator/retry"
+)
+
+// call runs one operation in Curator's retry loop: before each attempt it
+// waits (up to the connection timeout) for a connection and makes sure auth
+// and the namespace are in place; a retryable failure is retried as the
+// policy allows. Errors come back as *OpError.
+func (c *Client) call(ctx context.Context, op, path string, attempt func() error) error {
+	return opError(op, path, c.retryLoop(ctx, op, path, attempt, nil))
+}
+
+// retryLoop is call without the OpError. If abandoned is not nil and ctx
+// cuts an attempt short while it is in flight, *abandoned is set to a channel
+// closed when that attempt has ended.
+func (c *Client) retryLoop(ctx context.Context, op, path string, attempt func() error, abandoned *<-chan struct{}) error {
+	if c.isClosed() {
+		return ErrClosed
+	}
+	return retry.Do(ctx, c.policy, func(ctx context.Context) error {
+		if err := c.prepare(ctx); err != nil {
+			return err
+		}
+		err, pending := interruptible(ctx, attempt)
+		if pending != nil && abandoned != nil {
+			*abandoned = pending
+		}
+		return err
+	}, retry.OnRetry(func(err error, n int, wait time.Duration) {
+		c.log.Debug("retrying", zap.String("op", op), zap.String("path", path),
+			zap.Int("retry", n), zap.Duration("wait", wait), zap.Error(err))
+	}))
+}
+
+// interruptible runs fn and returns its error, or ctx's error as soon as ctx
+// ends. go-zookeeper's calls take no context, so an abandoned call finishes
+// on its own goroutine (within go-zookeeper's own timeouts, or at Close);
+// pending is then closed when it has. Callers must not read what fn writes
+// once it has been abandoned.
+func interruptible(ctx context.Context, fn func() error) (error, <-chan struct{}) {
+	if ctx.Done() == nil {
+		return fn(), nil
+	}
+	if err := ctx.Err(); err != nil {
+		return err, nil
+	}
+	done := make(chan struct{})
+	var fnErr error
+	go func() {
+		defer close(done)
+		fnErr = fn()
+	}()
+	select {
+	case <-done:
+		return fnErr, nil
+	case <-ctx.Done():
+		return ctx.Err(), done
+	}
+}
+
+// prepare waits for a connection, then, once per client, sends the auth
+// infos and creates the namespace node.
+func (c *Client) prepare(ctx context.Context) error {
+	if err := c.waitConnected(ctx); err != nil {
+		return err
+	}
+	if c.ready.Load() {
+		return nil
+	}
+	c.readyMu.Lock()
+	defer c.readyMu.Unlock()
+	if c.ready.Load() {
+		return nil
+	}
+	err, _ := interruptible(ctx, func() error {
+		for _, a := range c.cfg.auth {
+			if err := c.conn.AddAuth(a.scheme, a.auth); err != nil {
+				return opError("auth", a.scheme, err)
+			}
+		}
+		if c.ns != "" {
+			if err := c.mkdirs(string(c.ns), true, c.cfg.containers); err != nil {
+				return opError("create namespace", "/"+c.cfg.namespace, err)
+			}
+		}
+		return nil
+	})
+	if err == nil {
+		c.ready.Store(true)
+	}
+	return err
+}
+
+// mkdirs creates every missing node of the server path p (p itself only if
+// makeLast), with empty data, as containers or persistent nodes. It looks
+// for the deepest existing ancestor first (Curator 5.7.1+), so an existing
+// tree costs reads, not failed creates.
+func (c *Client) mkdirs(p string, makeLast bool, containers bool) error {
+	if !makeLast {
+		p, _ = SplitPath(p)
+	}
+	var missing []string
+	for q := p; q != "/"; q, _ = SplitPath(q) {
+		ok, _, err := c.conn.Exists(q)
+		if err != nil {
+			return err
+		}
+		if ok {
+			break
+		}
+		missing = append(missing, q)
+	}
+	for i := len(missing) - 1; i >= 0; i-- {
+		q := missing[i]
+		acl := c.cfg.aclProvider.ACLForPath(c.ns.unfix(q))
+		var err error
+		if containers {
+			_, err = c.conn.CreateContainer(q, []byte{}, zk.FlagContainer, acl)
+		} else {
+			_, err = c.conn.Create(q, []byte{}, zk.FlagPersistent, acl)
+		}
+		if err != nil && !errors.Is(err, zk.ErrNodeExists) {
+			return err
+		}
+	}
+	return nil
+}

@@ -1,0 +1,67 @@
+// Package zktest starts real ZooKeeper servers for tests and injects real
+// network faults between them and their clients. It is to ZooKeeper what
+// net/http/httptest is to HTTP, except that nothing is mocked: every server
+// is an Apache ZooKeeper JVM, started on free loopback ports in a temporary
+// directory and stopped (by its own pid) when the test ends.
+//
+// # Use in your own tests
+//
+//	func TestMyRecipe(t *testing.T) {
+//		srv := zktest.NewServer(t) // started now, closed by t.Cleanup
+//		conn, _, err := zk.Connect([]string{srv.ConnectString()}, 5*time.Second)
+//		...
+//	}
+//
+// NewServer fails the test if the server cannot start; StartServer returns
+// the error instead (close the server yourself). Available reports whether
+// the prerequisites are installed, for tests that prefer t.Skip.
+//
+// A Server can be stopped (SIGTERM), killed (SIGKILL) and restarted on the
+// same port with the same data; FourLetterWord, Mntr and Mode query it.
+// NewEnsemble starts a quorum (3 members is usual) whose members can be
+// killed and restarted one by one; Leader and WaitForQuorum poll its state.
+// Options tune the server for fast tests: WithTickTime (default 100ms),
+// WithSessionTimeoutRange (default 2×tick to 60s), WithContainerCheckInterval
+// (default 500ms), WithLogOutput, WithStartTimeout, WithJVMFlags, WithConfig.
+//
+// # Faults
+//
+// A Proxy sits between a client and a server (client → Proxy.Addr → server)
+// and injects faults:
+//
+//   - SetDelay: latency on every packet, order preserved;
+//   - DropConnections: close every connection (the client reconnects and
+//     keeps its session);
+//   - BlackHole and Restore: a partition; held long enough, the server
+//     expires the session and the client learns it on Restore;
+//   - LoseNextReply: the server applies a request but the client never hears
+//     back and sees a connection loss;
+//   - ExpireSession: the server really expires (closes) a session now.
+//
+// For example:
+//
+//	srv := zktest.NewServer(t)
+//	proxy := zktest.NewProxyT(t, srv.Addr())
+//	conn, _, _ := zk.Connect([]string{proxy.Addr()}, 4*time.Second)
+//	lost := proxy.LoseNextReply(zktest.OpCreate)
+//	_, err := conn.Create("/a", nil, 0, zk.WorldACL(zk.PermAll))
+//	<-lost // err is zk.ErrConnectionClosed, yet /a exists
+//
+// # Prerequisites
+//
+// Java (8 or later) and ZooKeeper 3.5 or later. On Debian and Ubuntu,
+// `apt-get install zookeeper` installs both (`make test` in this repository
+// does it for you); the package puts /usr/share/java/zookeeper.jar, whose
+// manifest lists its dependencies, and slf4j-simple for logging.
+//
+// Environment:
+//
+//   - ZOOKEEPER_CLASSPATH replaces the classpath (for example a ZooKeeper
+//     binary release: "/opt/zookeeper/lib/*");
+//   - JAVA_HOME selects the JVM ($JAVA_HOME/bin/java), else java on PATH.
+//
+// Each server's log (stdout and stderr) is kept at Server.LogPath until
+// Close; when a server fails to start, the error ends with the log's tail.
+// The JVMs are started in their own process group with a parent-death
+// signal, so they die with the test binary even if it crashes.
+package zktest

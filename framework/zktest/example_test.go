@@ -1,0 +1,112 @@
+package zktest_test
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/gocurator/curator/framework/zktest"
+)
+
+// In a test, use zktest.NewServer(t), which fails the test on error and
+// closes the server at cleanup. Outside one, StartServer and Close.
+func Example() {
+	srv, err := zktest.StartServer()
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer srv.Close()
+
+	conn, events, err := zk.Connect([]string{srv.ConnectString()}, 5*time.Second, zk.WithLogInfo(false))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer func() {
+		conn.Close()
+		for range events { // drained and closed once the client has stopped
+		}
+	}()
+
+	if _, err := conn.Create("/hello", []byte("world"), 0, zk.WorldACL(zk.PermAll)); err != nil {
+		fmt.Println(err)
+		return
+	}
+	data, _, err := conn.Get("/hello")
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println(string(data))
+	// Output: world
+}
+
+// A lost reply: the server applies the create, the client sees a connection
+// loss.
+func ExampleProxy_LoseNextReply() {
+	srv, err := zktest.StartServer()
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer srv.Close()
+	proxy, err := zktest.NewProxy(srv.Addr())
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer proxy.Close()
+
+	conn, events, err := zk.Connect([]string{proxy.Addr()}, 5*time.Second, zk.WithLogInfo(false))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer func() {
+		conn.Close()
+		for range events {
+		}
+	}()
+
+	lost := proxy.LoseNextReply(zktest.OpCreate)
+	_, err = conn.Create("/a", nil, 0, zk.WorldACL(zk.PermAll))
+	<-lost
+	fmt.Println(errors.Is(err, zk.ErrConnectionClosed))
+
+	// The client reconnects with the same session; the node is there.
+	for try := 0; try < 100; try++ {
+		ok, _, err := conn.Exists("/a")
+		if err == nil {
+			fmt.Println(ok)
+			break
+		}
+	}
+	// Output:
+	// true
+	// true
+}
+
+func ExampleEnsemble() {
+	ens, err := zktest.StartEnsemble(3)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer ens.Close()
+	leader, err := ens.Leader()
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	// Crash the leader; the others elect a new one.
+	if err := ens.Members()[leader].Kill(); err != nil {
+		fmt.Println(err)
+		return
+	}
+	next, err := ens.Leader()
+	fmt.Println(err == nil && next != leader)
+	// Output: true
+}

@@ -1,0 +1,104 @@
+package zktest
+
+import (
+	"io"
+	"time"
+)
+
+// Default settings of a test server. They favour fast failure detection:
+// sessions from 200ms up to 60s are accepted, and empty containers are
+// reaped within half a second.
+const (
+	DefaultTickTime               = 100 * time.Millisecond
+	DefaultMaxSessionTimeout      = 60 * time.Second
+	DefaultContainerCheckInterval = 500 * time.Millisecond
+	DefaultStartTimeout           = 45 * time.Second
+)
+
+// Option configures a Server or an Ensemble.
+type Option func(*config)
+
+type config struct {
+	tickTime       time.Duration
+	minSession     time.Duration // 0: 2 × tickTime
+	maxSession     time.Duration
+	containerCheck time.Duration
+	startTimeout   time.Duration
+	logOutput      io.Writer
+	jvmFlags       []string
+	extra          [][2]string
+}
+
+func newConfig(opts []Option) config {
+	c := config{
+		tickTime:       DefaultTickTime,
+		maxSession:     DefaultMaxSessionTimeout,
+		containerCheck: DefaultContainerCheckInterval,
+		startTimeout:   DefaultStartTimeout,
+	}
+	for _, o := range opts {
+		if o != nil {
+			o(&c)
+		}
+	}
+	if c.tickTime < time.Millisecond {
+		c.tickTime = DefaultTickTime
+	}
+	if c.minSession <= 0 {
+		c.minSession = 2 * c.tickTime
+	}
+	if c.maxSession < c.minSession {
+		c.maxSession = c.minSession
+	}
+	if c.containerCheck <= 0 {
+		c.containerCheck = DefaultContainerCheckInterval
+	}
+	if c.startTimeout <= 0 {
+		c.startTimeout = DefaultStartTimeout
+	}
+	return c
+}
+
+// WithTickTime sets ZooKeeper's tickTime (default 100ms). Session expiry is
+// checked once per tick, so a small tick makes expiry prompt.
+func WithTickTime(d time.Duration) Option {
+	return func(c *config) { c.tickTime = d }
+}
+
+// WithSessionTimeoutRange sets minSessionTimeout and maxSessionTimeout: the
+// server clamps every session timeout a client asks for into [min, max].
+// The defaults are [2×tickTime, 60s].
+func WithSessionTimeoutRange(min, max time.Duration) Option {
+	return func(c *config) { c.minSession, c.maxSession = min, max }
+}
+
+// WithContainerCheckInterval sets how often the server reaps empty container
+// nodes (the JVM property znode.container.checkIntervalMs; default 500ms,
+// ZooKeeper's own default is 60s).
+func WithContainerCheckInterval(d time.Duration) Option {
+	return func(c *config) { c.containerCheck = d }
+}
+
+// WithLogOutput copies the server's log to w as well as to LogPath. w must be
+// safe to use until the server is closed.
+func WithLogOutput(w io.Writer) Option {
+	return func(c *config) { c.logOutput = w }
+}
+
+// WithStartTimeout bounds how long StartServer, StartEnsemble and Restart wait
+// for the server to serve (default 45s).
+func WithStartTimeout(d time.Duration) Option {
+	return func(c *config) { c.startTimeout = d }
+}
+
+// WithJVMFlags appends flags (for example "-Dzookeeper.foo=bar") to the java
+// command line, after the defaults, so they override them.
+func WithJVMFlags(flags ...string) Option {
+	return func(c *config) { c.jvmFlags = append(c.jvmFlags, flags...) }
+}
+
+// WithConfig adds a key=value line to zoo.cfg (later lines override earlier
+// ones, including the defaults written by this package).
+func WithConfig(key, value string) Option {
+	return func(c *config) { c.extra = append(c.extra, [2]string{key, value}) }
+}

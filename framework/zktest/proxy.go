@@ -1,0 +1,650 @@
+package zktest
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// Proxy is a TCP fault-injection proxy between ZooKeeper clients and one
+// server. Point a client at Proxy.Addr instead of the server; the proxy
+// forwards ZooKeeper packets unchanged in both directions until told to
+// misbehave (delay, drop connections, black-hole, lose a reply, expire a
+// session).
+//
+// The proxy understands ZooKeeper's framing (a 4-byte big-endian length, then
+// the packet) only as far as it must: it reads the session id and password of
+// each ConnectResponse, and the xid and opcode of each request. A connection
+// whose first four bytes are not a plausible length (a four-letter word such
+// as "ruok") is forwarded as a plain byte stream.
+//
+// All methods are safe for concurrent use.
+type Proxy struct {
+	target string
+	ln     net.Listener
+	delay  atomic.Int64 // time.Duration
+	bh     atomic.Bool  // mirror of blackholed, read per packet
+	armed  atomic.Int32 // len(arms), read per request
+
+	mu         sync.Mutex
+	closed     bool
+	blackholed bool
+	conns      map[*proxyConn]struct{}
+	changed    chan struct{} // closed (and replaced) to wake held connections
+	expiring   map[int64]int // sessions being expired: their reconnects are held
+	arms       []*loseArm
+	sessions   map[int64]sessionCred
+	order      []int64 // session ids in first-seen order
+
+	wg sync.WaitGroup
+}
+
+type sessionCred struct {
+	timeout int32
+	passwd  []byte
+}
+
+type loseArm struct {
+	opcode int32
+	fired  chan struct{}
+	once   sync.Once
+}
+
+func (a *loseArm) fire() { a.once.Do(func() { close(a.fired) }) }
+
+// NewProxy listens on a free port of 127.0.0.1 and forwards every accepted
+// connection to target ("host:port"), which it dials when the client's first
+// packet arrives.
+func NewProxy(target string) (*Proxy, error) {
+	ln, err := net.Listen("tcp", net.JoinHostPort(loopback, "0"))
+	if err != nil {
+		return nil, fmt.Errorf("zktest: proxy listen: %w", err)
+	}
+	p := &Proxy{
+		target:   target,
+		ln:       ln,
+		conns:    make(map[*proxyConn]struct{}),
+		changed:  make(chan struct{}),
+		expiring: make(map[int64]int),
+		sessions: make(map[int64]sessionCred),
+	}
+	p.wg.Add(1)
+	go p.acceptLoop()
+	return p, nil
+}
+
+// NewProxyT is NewProxy for tests: it fails t on error and closes the proxy
+// when the test finishes.
+func NewProxyT(t testing.TB, target string) *Proxy {
+	t.Helper()
+	p, err := NewProxy(target)
+	if err != nil {
+		t.Fatalf("zktest: %v", err)
+	}
+	t.Cleanup(func() { _ = p.Close() })
+	return p
+}
+
+// Addr returns the proxy's address, "127.0.0.1:PORT"; give it to clients as
+// the connect string.
+func (p *Proxy) Addr() string { return p.ln.Addr().String() }
+
+// ConnectString is Addr, for symmetry with Server.
+func (p *Proxy) ConnectString() string { return p.Addr() }
+
+// Target returns the address the proxy forwards to.
+func (p *Proxy) Target() string { return p.target }
+
+// SetDelay delays every forwarded packet, in both directions, by d from the
+// moment the proxy read it (0 = no delay). Order is preserved. Packets
+// already queued keep the delay they were read with.
+func (p *Proxy) SetDelay(d time.Duration) {
+	if d < 0 {
+		d = 0
+	}
+	p.delay.Store(int64(d))
+}
+
+// DropConnections closes every current connection, client and server side,
+// at once. New connections are accepted and forwarded as usual.
+func (p *Proxy) DropConnections() {
+	p.mu.Lock()
+	conns := p.snapshotLocked(func(*proxyConn) bool { return true })
+	p.mu.Unlock()
+	closeAll(conns)
+}
+
+// BlackHole stops forwarding in both directions, like a network partition:
+// existing connections stay open but nothing passes (what arrives is
+// discarded), and new connections are accepted and held, with nothing
+// forwarded or answered. Clients notice only through their own timeouts.
+func (p *Proxy) BlackHole() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.blackholed = true
+	p.bh.Store(true)
+	for c := range p.conns {
+		c.tainted = true
+	}
+}
+
+// Restore ends a black hole: it closes every connection that lived through
+// it (so clients reconnect promptly instead of waiting for their own
+// timeouts) and forwards normally again.
+func (p *Proxy) Restore() {
+	p.mu.Lock()
+	p.blackholed = false
+	p.bh.Store(false)
+	conns := p.snapshotLocked(func(c *proxyConn) bool { return c.tainted })
+	p.signalLocked()
+	p.mu.Unlock()
+	closeAll(conns)
+}
+
+// LoseNextReply arms the proxy: the next client request with this opcode
+// (AnyOpcode: any request that gets a reply, i.e. xid >= 0) is forwarded to
+// the server, which applies it, but the server's reply (same xid) is
+// swallowed and the connection is then closed on both sides. The client sees
+// a connection loss without knowing the outcome. Each call arms once; arms are
+// matched in call order.
+//
+// The returned channel is closed once the reply has been swallowed and the
+// connection closed (or when the connection carrying the request was closed
+// for another reason before the reply came). It stays open if no such request
+// is ever forwarded.
+func (p *Proxy) LoseNextReply(opcode int32) <-chan struct{} {
+	a := &loseArm{opcode: opcode, fired: make(chan struct{})}
+	p.mu.Lock()
+	p.arms = append(p.arms, a)
+	p.armed.Store(int32(len(p.arms)))
+	p.mu.Unlock()
+	return a.fired
+}
+
+// Sessions returns the ids of the sessions established through this proxy
+// (from the servers' connect responses), in the order first seen.
+func (p *Proxy) Sessions() []int64 {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return append([]int64(nil), p.order...)
+}
+
+// ExpireSession makes the server end a session that was established through
+// this proxy, for real: it closes the proxy's connections of that session,
+// holds the client's reconnects, opens its own connection to the server,
+// attaches to the session with its id and password, and closes it. When
+// ExpireSession returns, the server has deleted the session's ephemeral nodes;
+// the client, once its held reconnect is released, is told its session
+// expired. It returns nil if the server already considered it expired.
+func (p *Proxy) ExpireSession(sessionID int64) error {
+	p.mu.Lock()
+	if p.closed {
+		p.mu.Unlock()
+		return errors.New("zktest: proxy closed")
+	}
+	cred, ok := p.sessions[sessionID]
+	if !ok {
+		p.mu.Unlock()
+		return fmt.Errorf("zktest: session 0x%x was not seen by this proxy", sessionID)
+	}
+	p.expiring[sessionID]++
+	victims := p.snapshotLocked(func(c *proxyConn) bool {
+		return c.session == sessionID || c.reqSession == sessionID
+	})
+	p.mu.Unlock()
+	defer func() {
+		p.mu.Lock()
+		if p.expiring[sessionID]--; p.expiring[sessionID] <= 0 {
+			delete(p.expiring, sessionID)
+		}
+		p.signalLocked()
+		p.mu.Unlock()
+	}()
+	closeAll(victims)
+	return closeSessionDirect(p.target, sessionID, cred.timeout, cred.passwd, time.Now().Add(10*time.Second))
+}
+
+// Close stops listening, closes every connection and waits for all of the
+// proxy's goroutines to end. It is idempotent.
+func (p *Proxy) Close() error {
+	p.mu.Lock()
+	if p.closed {
+		p.mu.Unlock()
+		p.wg.Wait()
+		return nil
+	}
+	p.closed = true
+	conns := p.snapshotLocked(func(*proxyConn) bool { return true })
+	p.signalLocked()
+	p.mu.Unlock()
+	err := p.ln.Close()
+	closeAll(conns)
+	p.wg.Wait()
+	return err
+}
+
+func (p *Proxy) snapshotLocked(keep func(*proxyConn) bool) []*proxyConn {
+	var out []*proxyConn
+	for c := range p.conns {
+		if keep(c) {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+func closeAll(conns []*proxyConn) {
+	for _, c := range conns {
+		c.close()
+	}
+}
+
+// signalLocked wakes every connection waiting in waitForwardable.
+func (p *Proxy) signalLocked() {
+	close(p.changed)
+	p.changed = make(chan struct{})
+}
+
+func (p *Proxy) acceptLoop() {
+	defer p.wg.Done()
+	for {
+		cl, err := p.ln.Accept()
+		if err != nil {
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() {
+				continue
+			}
+			return // closed (or broken beyond repair)
+		}
+		c := &proxyConn{p: p, client: cl, done: make(chan struct{})}
+		p.mu.Lock()
+		if p.closed {
+			p.mu.Unlock()
+			cl.Close()
+			return
+		}
+		c.tainted = p.blackholed
+		p.conns[c] = struct{}{}
+		p.wg.Add(1)
+		p.mu.Unlock()
+		go c.run()
+	}
+}
+
+// takeArm removes and returns the first armed LoseNextReply matching op.
+func (p *Proxy) takeArm(op int32) *loseArm {
+	if p.armed.Load() == 0 {
+		return nil
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for i, a := range p.arms {
+		if a.opcode == AnyOpcode || a.opcode == op {
+			p.arms = append(p.arms[:i:i], p.arms[i+1:]...)
+			p.armed.Store(int32(len(p.arms)))
+			return a
+		}
+	}
+	return nil
+}
+
+// rearm puts back an arm whose request never reached the server.
+func (p *Proxy) rearm(a *loseArm) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.arms = append([]*loseArm{a}, p.arms...)
+	p.armed.Store(int32(len(p.arms)))
+}
+
+func (p *Proxy) recordSession(c *proxyConn, frame []byte) {
+	timeout, sid, passwd, ok := parseConnectResponse(frame)
+	if !ok || sid == 0 {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	c.session = sid
+	if _, seen := p.sessions[sid]; !seen {
+		p.order = append(p.order, sid)
+	}
+	p.sessions[sid] = sessionCred{timeout: timeout, passwd: passwd}
+}
+
+// proxyConn is one client connection and, once dialled, its server
+// connection.
+type proxyConn struct {
+	p      *Proxy
+	client net.Conn
+	done   chan struct{} // closed by close
+	once   sync.Once
+
+	// Guarded by p.mu.
+	tainted    bool  // lived through a black hole: Restore closes it
+	reqSession int64 // session id in the client's ConnectRequest
+	session    int64 // session id in the server's ConnectResponse
+
+	mu      sync.Mutex
+	server  net.Conn
+	pending map[int32]*loseArm // xid → arm whose reply is to be lost
+}
+
+// chunk is a unit handed from a reader to a writer: a packet (or, for raw
+// connections, some bytes), or an end marker.
+type chunk struct {
+	data []byte
+	at   time.Time // when it may be written
+	kind chunkKind
+	arm  *loseArm // kindLose
+}
+
+type chunkKind int
+
+const (
+	kindData    chunkKind = iota
+	kindConnect           // the ConnectRequest: no request header
+	kindEOF               // the reader's peer closed: flush, then close
+	kindLose              // swallow point of LoseNextReply: close, then fire arm
+)
+
+func (c *proxyConn) close() {
+	c.once.Do(func() {
+		close(c.done)
+		c.client.Close()
+		c.mu.Lock()
+		srv, pending := c.server, c.pending
+		c.pending = nil
+		c.mu.Unlock()
+		if srv != nil {
+			srv.Close()
+		}
+		for _, a := range pending {
+			a.fire()
+		}
+		c.p.mu.Lock()
+		delete(c.p.conns, c)
+		c.p.mu.Unlock()
+	})
+}
+
+func (c *proxyConn) closed() bool {
+	select {
+	case <-c.done:
+		return true
+	default:
+		return false
+	}
+}
+
+func (c *proxyConn) setServer(s net.Conn) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed() {
+		return false
+	}
+	c.server = s
+	return true
+}
+
+func (c *proxyConn) run() {
+	defer c.p.wg.Done()
+	defer c.close()
+
+	var hdr [frameHeaderLen]byte
+	if _, err := io.ReadFull(c.client, hdr[:]); err != nil {
+		return
+	}
+	var first []byte
+	_, raw := frameLen(hdr)
+	raw = !raw
+	if raw {
+		first = hdr[:]
+	} else {
+		f, err := readFrameBody(c.client, hdr)
+		if err != nil {
+			return
+		}
+		first = f
+	}
+	at := time.Now()
+	var sid int64
+	if !raw {
+		sid = connectRequestSession(first)
+	}
+	if !c.waitForwardable(sid, raw) {
+		return
+	}
+	srv, err := net.DialTimeout("tcp", c.p.target, 5*time.Second)
+	if err != nil {
+		return
+	}
+	if !c.setServer(srv) {
+		srv.Close()
+		return
+	}
+
+	up := make(chan chunk, 64)   // client → server
+	down := make(chan chunk, 64) // server → client
+	kind := kindConnect
+	if raw {
+		kind = kindData
+	}
+	up <- chunk{data: first, at: at.Add(c.p.currentDelay()), kind: kind}
+
+	var wg sync.WaitGroup
+	wg.Add(3)
+	go func() { defer wg.Done(); c.writeServer(srv, up) }()
+	go func() { defer wg.Done(); c.readServer(srv, down, raw) }()
+	go func() { defer wg.Done(); c.writeClient(down) }()
+	c.readClient(up, raw)
+	wg.Wait()
+}
+
+func (p *Proxy) currentDelay() time.Duration { return time.Duration(p.delay.Load()) }
+
+// waitForwardable holds a new connection while the proxy is black-holed or
+// while its session is being expired. It reports false if the connection
+// was closed meanwhile.
+func (c *proxyConn) waitForwardable(sid int64, raw bool) bool {
+	p := c.p
+	for {
+		p.mu.Lock()
+		if p.closed {
+			p.mu.Unlock()
+			return false
+		}
+		c.reqSession = sid
+		held := p.blackholed || (!raw && sid != 0 && p.expiring[sid] > 0)
+		ch := p.changed
+		p.mu.Unlock()
+		if !held {
+			return !c.closed()
+		}
+		select {
+		case <-ch:
+		case <-c.done:
+			return false
+		}
+	}
+}
+
+// send hands ch to a writer, unless the connection is closed.
+func (c *proxyConn) send(q chan<- chunk, ch chunk) bool {
+	select {
+	case q <- ch:
+		return true
+	case <-c.done:
+		return false
+	}
+}
+
+// readPackets reads packets (or raw bytes) from r into q until r fails; then
+// it queues an EOF marker so the writer flushes what is queued and closes.
+func (c *proxyConn) readPackets(r net.Conn, q chan<- chunk, raw bool, inspect func([]byte) (stop bool, lose *loseArm)) {
+	buf := make([]byte, 32<<10)
+	for {
+		var data []byte
+		if raw {
+			n, err := r.Read(buf)
+			if err != nil {
+				c.send(q, chunk{at: time.Now().Add(c.p.currentDelay()), kind: kindEOF})
+				return
+			}
+			data = append([]byte(nil), buf[:n]...)
+		} else {
+			f, err := readFrame(r)
+			if err != nil {
+				c.send(q, chunk{at: time.Now().Add(c.p.currentDelay()), kind: kindEOF})
+				return
+			}
+			data = f
+		}
+		at := time.Now().Add(c.p.currentDelay())
+		if inspect != nil {
+			if stop, arm := inspect(data); stop {
+				c.send(q, chunk{at: at, kind: kindLose, arm: arm})
+				return
+			}
+		}
+		if !c.send(q, chunk{data: data, at: at, kind: kindData}) {
+			return
+		}
+	}
+}
+
+func (c *proxyConn) readClient(up chan<- chunk, raw bool) {
+	c.readPackets(c.client, up, raw, nil)
+}
+
+func (c *proxyConn) readServer(srv net.Conn, down chan<- chunk, raw bool) {
+	if raw {
+		c.readPackets(srv, down, true, nil)
+		return
+	}
+	first := true
+	c.readPackets(srv, down, false, func(f []byte) (bool, *loseArm) {
+		if first {
+			first = false
+			c.p.recordSession(c, f)
+			return false, nil
+		}
+		xid, ok := replyXid(f)
+		if !ok || xid < 0 {
+			return false, nil
+		}
+		c.mu.Lock()
+		a := c.pending[xid]
+		if a != nil {
+			delete(c.pending, xid)
+		}
+		c.mu.Unlock()
+		return a != nil, a
+	})
+}
+
+// waitUntil waits for t unless the connection closes first.
+func (c *proxyConn) waitUntil(t time.Time) bool {
+	d := time.Until(t)
+	if d <= 0 {
+		return !c.closed()
+	}
+	timer := time.NewTimer(d)
+	defer timer.Stop()
+	select {
+	case <-timer.C:
+		return true
+	case <-c.done:
+		return false
+	}
+}
+
+func (c *proxyConn) writeServer(srv net.Conn, up <-chan chunk) {
+	for {
+		var ch chunk
+		select {
+		case ch = <-up:
+		case <-c.done:
+			return
+		}
+		if !c.waitUntil(ch.at) {
+			return
+		}
+		if ch.kind == kindEOF {
+			c.close()
+			return
+		}
+		if c.p.bh.Load() {
+			continue // black hole: discard
+		}
+		var arm *loseArm
+		var xid int32
+		if ch.kind == kindData {
+			x, op, ok := requestHeader(ch.data)
+			if ok && x >= 0 {
+				if arm = c.p.takeArm(op); arm != nil {
+					xid = x
+					c.mu.Lock()
+					if c.closed() {
+						c.mu.Unlock()
+						c.p.rearm(arm)
+						return
+					}
+					if c.pending == nil {
+						c.pending = make(map[int32]*loseArm)
+					}
+					c.pending[xid] = arm
+					c.mu.Unlock()
+				}
+			}
+		}
+		if _, err := srv.Write(ch.data); err != nil {
+			if arm != nil {
+				c.mu.Lock()
+				unsent := c.pending[xid] == arm
+				if unsent {
+					delete(c.pending, xid)
+				}
+				c.mu.Unlock()
+				if unsent {
+					c.p.rearm(arm)
+				}
+			}
+			c.close()
+			return
+		}
+	}
+}
+
+func (c *proxyConn) writeClient(down <-chan chunk) {
+	for {
+		var ch chunk
+		select {
+		case ch = <-down:
+		case <-c.done:
+			return
+		}
+		if !c.waitUntil(ch.at) {
+			return
+		}
+		switch ch.kind {
+		case kindEOF:
+			c.close()
+			return
+		case kindLose:
+			c.close()
+			ch.arm.fire()
+			return
+		}
+		if c.p.bh.Load() {
+			continue
+		}
+		if _, err := c.client.Write(ch.data); err != nil {
+			c.close()
+			return
+		}
+	}
+}

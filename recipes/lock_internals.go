@@ -1,0 +1,235 @@
+package recipes
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+	"go.uber.org/zap"
+
+	"github.com/gocurator/curator/framework"
+)
+
+// cleanupTimeout bounds how long a failed or cancelled acquire, or a
+// release, waits in the foreground for its node's delete. The delete is
+// guaranteed: if it has not completed by then it goes on in the background.
+const cleanupTimeout = 5 * time.Second
+
+// driver is the recipe-specific part of the lock algorithm (Curator's
+// LockInternalsDriver): how children sort, and whether our node holds the
+// lock or which node to wait on.
+type driver interface {
+	sort(children []string) []string
+	// check returns whether ourName holds the lock among the sorted
+	// children, or else the name of the child to wait on. An error that
+	// unwraps to errNodeVanished means ourName is not among them.
+	check(sorted []string, ourName string) (held bool, watch string, err error)
+}
+
+// standardDriver is StandardLockInternalsDriver: hold when fewer than
+// maxLeases nodes sort before ours; otherwise wait on the node maxLeases
+// places ahead (for a mutex, the immediate predecessor: no herd).
+type standardDriver struct {
+	lockName  string
+	maxLeases int
+}
+
+func (d standardDriver) sort(children []string) []string { return SortChildren(children, d.lockName) }
+
+func (d standardDriver) check(sorted []string, ourName string) (bool, string, error) {
+	i := indexOf(sorted, ourName)
+	if i < 0 {
+		return false, "", errNodeVanished
+	}
+	if i < d.maxLeases {
+		return true, "", nil
+	}
+	return false, sorted[i-d.maxLeases], nil
+}
+
+// lockInternals is Curator's LockInternals: the acquire loop every lock
+// recipe shares, on one base path.
+type lockInternals struct {
+	client *framework.Client
+	base   string
+}
+
+// attempt says what one acquire creates and how it decides.
+type attempt struct {
+	name    string               // node name before protection, e.g. "lock-"
+	mode    framework.CreateMode // EphemeralSequential, or Ephemeral for a downgrade read node
+	data    []byte               // nil: the client's default data
+	driver  driver
+	try     bool   // give up with ErrLocked instead of waiting
+	revoked func() // revocation listener, or nil
+}
+
+// heldNode is a lock node we hold.
+type heldNode struct {
+	path       string // as the caller sees it (namespace stripped)
+	name       string // last segment
+	token      int64  // czxid: the fencing token
+	lost       <-chan struct{}
+	stopLost   func()
+	stopRevoke func()
+}
+
+func (n *heldNode) stop() {
+	n.stopLost()
+	if n.stopRevoke != nil {
+		n.stopRevoke()
+	}
+}
+
+// acquire creates a node and waits until the driver says it holds the lock,
+// ctx ends, or an error occurs. If the node vanishes (its session expired),
+// a new node is created as far as the client's retry policy allows, as
+// Curator's attemptLock does. On any failure our node is deleted
+// (guaranteed) before acquire returns.
+func (li *lockInternals) acquire(ctx context.Context, a attempt) (*heldNode, error) {
+	start := time.Now()
+	for retries := 0; ; retries++ {
+		n, err := li.attemptOnce(ctx, a)
+		if !errors.Is(err, errNodeVanished) {
+			return n, err
+		}
+		wait, ok := li.client.RetryPolicy().AllowRetry(retries, time.Since(start))
+		if !ok {
+			return nil, err
+		}
+		li.client.Logger().Info("lock node vanished; creating a new one", zap.String("lock", li.base))
+		if err := sleep(ctx, wait); err != nil {
+			return nil, err
+		}
+	}
+}
+
+func (li *lockInternals) attemptOnce(ctx context.Context, a attempt) (*heldNode, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	path, err := li.client.Create(ctx, framework.JoinPath(li.base, a.name), a.data,
+		framework.WithMode(a.mode), framework.WithProtection(), framework.CreatingParentContainersIfNeeded())
+	if err != nil {
+		return nil, err // a protected create cleans up after itself
+	}
+	n := &heldNode{path: path, name: path[len(li.base)+1:]}
+	if a.revoked != nil {
+		n.stopRevoke = li.watchRevocation(path, a.revoked)
+	}
+	if err := li.wait(ctx, a, n); err != nil {
+		if n.stopRevoke != nil {
+			n.stopRevoke()
+		}
+		li.deleteNode(ctx, path)
+		return nil, err
+	}
+	return n, nil
+}
+
+// wait is Curator's internalLockLoop: list, check, and wait on the node the
+// driver names with a data watch (getData, never exists: a missing node
+// leaves no watch behind). Any event on it means "look again".
+func (li *lockInternals) wait(ctx context.Context, a attempt, n *heldNode) error {
+	for {
+		children, _, err := li.client.Children(ctx, li.base)
+		if err != nil && !errors.Is(err, zk.ErrNoNode) {
+			return err
+		}
+		held, watch, err := a.driver.check(a.driver.sort(children), n.name)
+		if err != nil {
+			return err
+		}
+		if held {
+			return li.verify(ctx, n)
+		}
+		if a.try {
+			return fmt.Errorf("%w: %s", ErrLocked, li.base)
+		}
+		_, _, w, err := li.client.GetDataW(ctx, framework.JoinPath(li.base, watch))
+		if errors.Is(err, zk.ErrNoNode) {
+			continue // gone already: look again
+		}
+		if err != nil {
+			return err
+		}
+		select {
+		case <-w:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+// verify makes sure the node we were granted is ours in this session
+// (CURATOR-604: after a new session, the old session's node may still be
+// listed until the server removes it) and takes its czxid as the fencing
+// token. The loss signal starts before the check, so no SUSPENDED or LOST
+// after it can go unnoticed.
+func (li *lockInternals) verify(ctx context.Context, n *heldNode) error {
+	n.lost, n.stopLost = li.client.NotifyErrorState()
+	ok, stat, err := li.client.Exists(ctx, n.path)
+	if err == nil && (!ok || stat.EphemeralOwner != li.client.SessionID()) {
+		err = errNodeVanished
+	}
+	if err != nil {
+		n.stopLost()
+		return err
+	}
+	n.token = stat.Czxid
+	return nil
+}
+
+// release deletes our node (guaranteed) and stops its watchers. A node that
+// is already gone is no error.
+func (li *lockInternals) release(ctx context.Context, n *heldNode) error {
+	n.stop()
+	err := li.client.Delete(ctx, n.path, framework.Guaranteed())
+	if errors.Is(err, zk.ErrNoNode) {
+		return nil
+	}
+	return err
+}
+
+// deleteNode deletes a node of a failed attempt, with a context of its own:
+// the caller's may be the reason the attempt failed.
+func (li *lockInternals) deleteNode(ctx context.Context, path string) {
+	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
+	defer cancel()
+	if err := li.client.Delete(dctx, path, framework.Guaranteed()); err != nil && !errors.Is(err, zk.ErrNoNode) {
+		li.client.Logger().Info("lock node delete goes on in the background", zap.String("path", path), zap.Error(err))
+	}
+}
+
+// participants returns the full paths of every child of the base, sorted as
+// the driver sorts them.
+func (li *lockInternals) participants(ctx context.Context, d driver) ([]string, error) {
+	children, _, err := li.client.Children(ctx, li.base)
+	if errors.Is(err, zk.ErrNoNode) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	sorted := d.sort(children)
+	for i, c := range sorted {
+		sorted[i] = framework.JoinPath(li.base, c)
+	}
+	return sorted, nil
+}
+
+func sleep(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return ctx.Err()
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}

@@ -1,0 +1,67 @@
+package recipes
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"sync"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/gocurator/curator/framework"
+)
+
+// RevokeMessage is the data Curator's Revoker writes to ask a holder to
+// release: ASCII "__REVOKE__".
+var RevokeMessage = []byte("__REVOKE__")
+
+// Revoke asks the holder of the lock node at nodePath to release it, as
+// Curator's Revoker.attemptRevoke: it writes RevokeMessage to the node. The
+// holder must have made its lock revocable (in Go or in Java); revocation is
+// a request, not a force. A node that is already gone is no error.
+func Revoke(ctx context.Context, client *framework.Client, nodePath string) error {
+	_, err := client.SetData(ctx, nodePath, RevokeMessage, -1)
+	if errors.Is(err, zk.ErrNoNode) {
+		return nil
+	}
+	return err
+}
+
+// watchRevocation watches our own node's data, as Curator's revocation
+// watcher does: each change is read again (re-arming the watch), and
+// RevokeMessage calls listener on a goroutine of its own, so that the
+// listener may release the lock. It returns a function that stops the
+// watching and waits for it to end.
+func (li *lockInternals) watchRevocation(path string, listener func()) (stop func()) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		first := true
+		for {
+			data, _, w, err := li.client.GetDataW(ctx, path)
+			if err != nil {
+				return // node gone, client closed, or stopped
+			}
+			if !first && bytes.Equal(data, RevokeMessage) {
+				go listener()
+			}
+			first = false
+			select {
+			case ev := <-w:
+				if ev.Type != zk.EventNodeDataChanged {
+					return
+				}
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			cancel()
+			<-done
+		})
+	}
+}

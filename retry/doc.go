@@ -1,0 +1,41 @@
+// Package retry holds the retry policies of gocurator, a Go port of Apache
+// Curator's ZooKeeper recipes, and Do, the loop that applies them.
+//
+// # Contract
+//
+// An operation is tried once. If it fails with an error that is retryable
+// (see [Retryable]), the [Policy] is asked, through [Policy.AllowRetry],
+// whether to try again and how long to wait first. retryCount counts the
+// retries already made (0 after the first failure) and elapsed is the time
+// since the first attempt began, exactly as in Curator's
+// RetryPolicy.allowRetry(int retryCount, long elapsedTimeMs, RetrySleeper).
+// The difference is that a Go policy does not sleep itself: it returns the
+// wait and [Do] performs it, so that the wait can be cut short by a context.
+//
+// Which errors are retryable follows Curator 5.4
+// (RetryLoop.shouldRetry): only connection loss, operation timeout, session
+// moved and session expired. Every other error, including ZooKeeper's
+// NoNode, NodeExists or BadVersion, goes straight back to the caller. See
+// [IsRetryable] for how these codes appear in github.com/go-zookeeper/zk.
+// A policy may override the rule by implementing [Classifier], as
+// [SessionFailed] (Curator's SessionFailedRetryPolicy) does.
+//
+// # Curator correspondence
+//
+//	Curator (org.apache.curator.retry)  gocurator
+//	ExponentialBackoffRetry             NewExponentialBackoff
+//	BoundedExponentialBackoffRetry      NewBoundedExponentialBackoff
+//	RetryNTimes                         NewNTimes
+//	RetryOneTime                        NewOneTime
+//	RetryUntilElapsed                   NewUntilElapsed
+//	RetryForever                        NewForever
+//	SessionFailedRetryPolicy            NewSessionFailed
+//	RetryLoop.callWithRetry             Do
+//	RetryLoop.isRetryException          IsRetryable
+//
+// Curator rejects bad constructor arguments with exceptions; this package
+// never panics and instead clamps them to the nearest valid value, as each
+// constructor documents. Every policy is safe for concurrent use, and the
+// methods of every policy also work (by refusing to retry, except
+// [Forever]) on a zero value.
+package retry
