@@ -1,0 +1,65 @@
+# gocurator entry points. `make demo` and `make test` install what is missing
+# first (Debian's zookeeper 3.8, libcurator-recipes-java 5.4 and a JDK).
+SHELL   := /bin/bash
+GO      ?= go
+ZK_DIR  ?= .zk
+ZK_PORT ?= 2181
+ZK_JARS := /usr/share/java/zookeeper.jar:/usr/share/java/slf4j-simple.jar
+GOTEST  := $(GO) test -race -count=1 -timeout 20m
+
+.PHONY: deps check test compat demo zk-up zk-down
+
+# deps installs, with apt-get, whatever of the prerequisites is missing.
+deps:
+	@command -v $(GO) >/dev/null || { echo "Go is required: https://go.dev/dl"; exit 1; }
+	@missing=""; \
+	 [ -f /usr/share/java/zookeeper.jar ]       || missing="$$missing zookeeper"; \
+	 [ -f /usr/share/java/curator-recipes.jar ] || missing="$$missing libcurator-recipes-java"; \
+	 [ -f /usr/share/java/slf4j-simple.jar ]    || missing="$$missing libslf4j-java"; \
+	 command -v javac >/dev/null                || missing="$$missing default-jdk-headless"; \
+	 if [ -n "$$missing" ]; then \
+	   echo "installing:$$missing"; \
+	   sudo=""; [ "$$(id -u)" = 0 ] || sudo=sudo; \
+	   $$sudo apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$sudo apt-get install -y -qq --no-install-recommends $$missing >/dev/null; \
+	 fi
+
+# check: formatting and vet.
+check:
+	@unformatted=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
+	 if [ -n "$$unformatted" ]; then echo "gofmt would change:"; echo "$$unformatted"; exit 1; fi
+	$(GO) vet ./...
+
+# test: every package against real ZooKeeper servers the tests start, with
+# Java Curator 5.4 peers for the interop suite.
+test: deps check
+	$(GOTEST) ./...
+
+# compat: only the Go/Java interop suite.
+compat: deps
+	$(GOTEST) ./compat_test/
+
+# demo: several clients take one lock in turn. Uses ZK_SERVERS if set, else
+# starts a throwaway ZooKeeper.
+demo: deps
+	$(GO) run ./cmd/gocurator-demo
+
+# zk-up / zk-down: a local ZooKeeper on 127.0.0.1:$(ZK_PORT), data in $(ZK_DIR).
+zk-up: deps
+	@mkdir -p $(ZK_DIR)/data
+	@if [ -f $(ZK_DIR)/zk.pid ] && kill -0 $$(cat $(ZK_DIR)/zk.pid) 2>/dev/null; then \
+	   echo "ZooKeeper already running (pid $$(cat $(ZK_DIR)/zk.pid))"; exit 0; fi; \
+	 printf 'tickTime=200\ndataDir=%s\nclientPort=%s\nclientPortAddress=127.0.0.1\nadmin.enableServer=false\n4lw.commands.whitelist=*\n' \
+	   "$(abspath $(ZK_DIR))/data" "$(ZK_PORT)" > $(ZK_DIR)/zoo.cfg; \
+	 nohup java -Xmx256m -cp $(ZK_JARS) -Dzookeeper.admin.enableServer=false \
+	   org.apache.zookeeper.server.ZooKeeperServerMain $(ZK_DIR)/zoo.cfg > $(ZK_DIR)/zk.log 2>&1 & \
+	 echo $$! > $(ZK_DIR)/zk.pid; \
+	 for i in $$(seq 1 150); do \
+	   if (exec 3<>/dev/tcp/127.0.0.1/$(ZK_PORT); echo srvr >&3; grep -q "^Mode" <&3) 2>/dev/null; then \
+	     echo "ZooKeeper up (pid $$(cat $(ZK_DIR)/zk.pid)): export ZK_SERVERS=127.0.0.1:$(ZK_PORT)"; exit 0; fi; \
+	   kill -0 $$(cat $(ZK_DIR)/zk.pid) 2>/dev/null || break; sleep 0.2; \
+	 done; echo "ZooKeeper did not start; see $(ZK_DIR)/zk.log"; tail -20 $(ZK_DIR)/zk.log; exit 1
+
+zk-down:
+	@if [ -f $(ZK_DIR)/zk.pid ]; then \
+	   pid=$$(cat $(ZK_DIR)/zk.pid); kill $$pid 2>/dev/null && echo "stopped ZooKeeper (pid $$pid)"; rm -f $(ZK_DIR)/zk.pid; \
+	 else echo "no ZooKeeper started by make zk-up"; fi
