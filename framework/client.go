@@ -217,7 +217,8 @@ func (c *Client) AddListener(l state.Listener) (remove func()) {
 
 // Close ends the session (its ephemeral nodes, and so its locks, go at once),
 // stops background work, and waits for every goroutine of the client and of
-// go-zookeeper to end. Listeners hear of no further change. Close is idempotent.
+// go-zookeeper to end. Listeners hear every change posted before Close (Close
+// waits for them) and none after. Close is idempotent.
 func (c *Client) Close() error {
 	c.mu.Lock()
 	if c.closed {

@@ -107,6 +107,7 @@ func (c *Client) stopLostTimer() {
 
 // dispatch gives queued transitions to the listeners, in order, on its own
 // goroutine, so that the connection goroutine never waits for a listener.
+// After Close it delivers what was posted before Close, then ends.
 func (c *Client) dispatch() {
 	defer close(c.dispatched)
 	for range c.wake {
@@ -118,9 +119,8 @@ func (c *Client) dispatch() {
 			for _, l := range c.listeners {
 				ls = append(ls, l)
 			}
-			closed := c.closed
 			c.mu.Unlock()
-			if len(q) == 0 || closed {
+			if len(q) == 0 {
 				break
 			}
 			for _, s := range q {

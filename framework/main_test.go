@@ -25,6 +25,7 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	server = s
+	os.Setenv("ZK_SERVERS", s.Addr()) // the examples connect to it as a user's program would
 	code := m.Run()
 	s.Close()
 	if code == 0 {
