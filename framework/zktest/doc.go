@@ -17,12 +17,16 @@
 // the prerequisites are installed, for tests that prefer t.Skip.
 //
 // A Server can be stopped (SIGTERM), killed (SIGKILL) and restarted on the
-// same port with the same data; FourLetterWord, Mntr and Mode query it.
+// same port with the same data; FourLetterWord, Mntr and Mode query it. It
+// runs as a quorum of one member (Mode "leader") rather than in ZooKeeper's
+// standalone mode, whose 3.8.0 release leaves connections made while it
+// starts hanging; WithStandaloneMode asks for standalone mode anyway.
 // NewEnsemble starts a quorum (3 members is usual) whose members can be
 // killed and restarted one by one; Leader and WaitForQuorum poll its state.
 // Options tune the server for fast tests: WithTickTime (default 100ms),
 // WithSessionTimeoutRange (default 2×tick to 60s), WithContainerCheckInterval
-// (default 500ms), WithLogOutput, WithStartTimeout, WithJVMFlags, WithConfig.
+// (default 500ms), WithLogOutput, WithStartTimeout, WithJVMFlags, WithConfig,
+// WithStandaloneMode.
 //
 // # Faults
 //

@@ -19,6 +19,7 @@ import (
 type Ensemble struct {
 	dir     string
 	members []*Server
+	solo    bool // the hidden one-member quorum of a StartServer server
 
 	closeOnce sync.Once
 	closeErr  error
@@ -76,6 +77,12 @@ func NewEnsemble(t testing.TB, n int, opts ...Option) *Ensemble {
 		t.Fatalf("zktest: start ZooKeeper ensemble: %v", err)
 	}
 	t.Cleanup(func() {
+		if t.Failed() {
+			for _, m := range e.members {
+				t.Logf("zktest: ensemble member %d on %s; its log %s ends with:\n%s",
+					m.id, m.Addr(), m.LogPath(), logTail(m.LogPath(), failureLogLines))
+			}
+		}
 		if err := e.Close(); err != nil {
 			t.Errorf("zktest: close ZooKeeper ensemble: %v", err)
 		}

@@ -27,6 +27,7 @@ type config struct {
 	logOutput      io.Writer
 	jvmFlags       []string
 	extra          [][2]string
+	standalone     bool
 }
 
 func newConfig(opts []Option) config {
@@ -101,4 +102,20 @@ func WithJVMFlags(flags ...string) Option {
 // ones, including the defaults written by this package).
 func WithConfig(key, value string) Option {
 	return func(c *config) { c.extra = append(c.extra, [2]string{key, value}) }
+}
+
+// WithStandaloneMode makes StartServer run ZooKeeper's standalone mode
+// (ZooKeeperServerMain) instead of the default, a quorum of one member
+// (QuorumPeerMain with standaloneEnabled=false, which reports itself as
+// "leader").
+//
+// Beware: in ZooKeeper 3.8.0's standalone mode, a client connection that
+// arrives while the server is starting (after it binds its port, before it
+// serves) is neither answered nor closed, because of a NullPointerException
+// in ZooKeeperServer.removeCnxn. A client reconnecting during Restart can
+// then hang until its own connect timeout (go-zookeeper: 20/3 of the session
+// timeout). A one-member quorum closes such connections, so clients retry
+// promptly. Ensembles ignore this option.
+func WithStandaloneMode() Option {
+	return func(c *config) { c.standalone = true }
 }

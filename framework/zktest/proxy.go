@@ -399,8 +399,8 @@ func (c *proxyConn) run() {
 		return
 	}
 	var first []byte
-	_, raw := frameLen(hdr)
-	raw = !raw
+	_, isFrame := frameLen(hdr)
+	raw := !isFrame // e.g. a four-letter word
 	if raw {
 		first = hdr[:]
 	} else {

@@ -63,9 +63,14 @@ func Available() error {
 	return err
 }
 
-// StartServer starts a standalone ZooKeeper server on a free port of
-// 127.0.0.1 in a new temporary directory and returns once it serves clients.
-// Close it when done.
+// StartServer starts a single ZooKeeper server on a free port of 127.0.0.1
+// in a new temporary directory and returns once it serves clients. Close it
+// when done.
+//
+// The server is a quorum of one (it reports Mode "leader"), unless
+// WithStandaloneMode asks for ZooKeeper's standalone mode; to clients the two
+// behave the same, except that the quorum of one reliably closes connections
+// that arrive while it is (re)starting.
 func StartServer(opts ...Option) (*Server, error) {
 	cfg := newConfig(opts)
 	if err := Available(); err != nil {
@@ -75,19 +80,27 @@ func StartServer(opts ...Option) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("zktest: %w", err)
 	}
-	s := newServer(cfg, dir, standaloneMain)
+	var s *Server
+	if cfg.standalone {
+		s = newServer(cfg, dir, standaloneMain)
+	} else {
+		// A quorum of one: see WithStandaloneMode for why.
+		s = newServer(cfg, dir, quorumMain)
+		s.ens = &Ensemble{dir: dir, members: []*Server{s}, solo: true}
+		s.id = 1
+	}
 	if err := os.MkdirAll(s.dataDir, 0o755); err != nil {
 		os.RemoveAll(dir)
 		return nil, fmt.Errorf("zktest: %w", err)
 	}
 	var lastErr error
 	for attempt := 0; attempt < startAttempts; attempt++ {
-		ports, err := freePorts(1)
+		ports, err := freePorts(3)
 		if err != nil {
 			lastErr = err
 			break
 		}
-		s.clientPort = ports[0]
+		s.clientPort, s.quorumPort, s.electionPort = ports[0], ports[1], ports[2]
 		if err := s.writeConfig(); err != nil {
 			lastErr = err
 			break
@@ -113,12 +126,19 @@ func NewServer(t testing.TB, opts ...Option) *Server {
 		t.Fatalf("zktest: start ZooKeeper: %v", err)
 	}
 	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("zktest: ZooKeeper on %s; its log %s ends with:\n%s", s.Addr(), s.LogPath(), logTail(s.LogPath(), failureLogLines))
+		}
 		if err := s.Close(); err != nil {
 			t.Errorf("zktest: close ZooKeeper: %v", err)
 		}
 	})
 	return s
 }
+
+// failureLogLines is how much of a server's log NewServer and NewEnsemble
+// print when the test failed.
+var failureLogLines = 60
 
 func newServer(cfg config, dir, mainClass string) *Server {
 	return &Server{
@@ -150,7 +170,8 @@ func (s *Server) Dir() string { return s.dir }
 // DataDir returns ZooKeeper's dataDir.
 func (s *Server) DataDir() string { return s.dataDir }
 
-// ID returns the member's myid (1-based) in an Ensemble, 0 if standalone.
+// ID returns the server's myid: 1-based in an Ensemble, 1 for a server from
+// StartServer, 0 in standalone mode.
 func (s *Server) ID() int { return s.id }
 
 // PID returns the pid of the running JVM, or 0 if it is not running.
@@ -184,10 +205,11 @@ func (s *Server) Kill() error {
 	return nil
 }
 
-// Restart stops the server if it is running, then starts it again with the
-// same port, config and data directory, and waits until it serves clients.
-// An ensemble member waits until it has rejoined the quorum; when too few
-// other members run for a quorum, it waits only until the JVM answers "ruok".
+// Restart stops the server (SIGTERM) if it is running, then starts it again
+// with the same ports, config and data directory, and waits until it serves
+// clients. An ensemble member waits until it has rejoined the quorum; when
+// too few other members run for a quorum, it waits only until the JVM
+// answers "ruok".
 func (s *Server) Restart() error {
 	s.opMu.Lock()
 	defer s.opMu.Unlock()
@@ -313,7 +335,7 @@ func (s *Server) startError(what string) error {
 }
 
 func (s *Server) describe() string {
-	if s.ens != nil {
+	if s.ens != nil && !s.ens.solo {
 		return fmt.Sprintf("member %d", s.id)
 	}
 	return "server"
@@ -392,8 +414,8 @@ func (s *Server) Mntr() (map[string]string, error) {
 	return m, nil
 }
 
-// Mode returns the server's mode from "srvr": "standalone", "leader",
-// "follower", "observer", or "" when it is not serving.
+// Mode returns the server's mode from "srvr": "leader" or "follower" (or
+// "standalone" with WithStandaloneMode), or "" when it is not serving.
 func (s *Server) Mode() (string, error) {
 	out, err := s.FourLetterWord("srvr")
 	if err != nil {
