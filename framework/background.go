@@ -24,7 +24,7 @@ func (c *Client) inBackground(what, path string, fn func() error) {
 	go func() {
 		defer c.bg.Done()
 		for {
-			err := c.retryLoop(c.bgCtx, what, path, fn, nil)
+			_, err := retryLoop(c, c.bgCtx, what, path, func() (struct{}, error) { return struct{}{}, fn() }, nil)
 			switch {
 			case err == nil:
 				c.log.Debug("background work done", zap.String("what", what), zap.String("path", path))

@@ -121,10 +121,8 @@ func (c *Client) Create(ctx context.Context, path string, data []byte, opts ...C
 	if o.protected {
 		return c.createProtected(ctx, path, data, o)
 	}
-	var created string
-	err := c.call(ctx, "create", path, func() (err error) {
-		created, err = c.createWithParents(c.ns.fix(path), data, o)
-		return err
+	created, err := call(c, ctx, "create", path, func() (string, error) {
+		return c.createWithParents(c.ns.fix(path), data, o)
 	})
 	if err != nil {
 		return "", err
@@ -191,7 +189,7 @@ func (c *Client) Delete(ctx context.Context, path string, opts ...DeleteOption) 
 	}
 	full := c.ns.fix(path)
 	del := func() error { return c.conn.Delete(full, o.version) }
-	err := c.call(ctx, "delete", path, del)
+	_, err := call(c, ctx, "delete", path, func() (struct{}, error) { return struct{}{}, del() })
 	if err != nil && o.guaranteed && !errors.Is(err, ErrClosed) &&
 		(c.retryable(err) || ctx.Err() != nil) {
 		c.log.Info("delete failed; it goes on in the background")
@@ -206,33 +204,33 @@ func (c *Client) Delete(ctx context.Context, path string, opts ...DeleteOption) 
 }
 
 // Exists reports whether a node is at path, with its Stat if so.
-func (c *Client) Exists(ctx context.Context, path string) (ok bool, stat *zk.Stat, err error) {
-	err = c.read(ctx, "exists", path, func(p string) (err error) {
-		ok, stat, err = c.conn.Exists(p)
-		return err
+func (c *Client) Exists(ctx context.Context, path string) (bool, *zk.Stat, error) {
+	r, err := read(c, ctx, "exists", path, func(p string) (nodeResult, error) {
+		ok, stat, err := c.conn.Exists(p)
+		return nodeResult{ok: ok, stat: stat}, err
 	})
-	return ok, stat, err
+	return r.ok, r.stat, err
 }
 
 // ExistsW is Exists plus a one-shot watch, set whether or not the node
 // exists. Prefer GetDataW to wait for a node to go: a watch on a node that
 // never appears stays on the server. Event paths are server paths
 // (namespace included).
-func (c *Client) ExistsW(ctx context.Context, path string) (ok bool, stat *zk.Stat, w <-chan zk.Event, err error) {
-	err = c.read(ctx, "exists", path, func(p string) (err error) {
-		ok, stat, w, err = c.conn.ExistsW(p)
-		return err
+func (c *Client) ExistsW(ctx context.Context, path string) (bool, *zk.Stat, <-chan zk.Event, error) {
+	r, err := read(c, ctx, "exists", path, func(p string) (nodeResult, error) {
+		ok, stat, w, err := c.conn.ExistsW(p)
+		return nodeResult{ok: ok, stat: stat, watch: w}, err
 	})
-	return ok, stat, w, err
+	return r.ok, r.stat, r.watch, err
 }
 
 // GetData returns the node's data and Stat.
-func (c *Client) GetData(ctx context.Context, path string) (data []byte, stat *zk.Stat, err error) {
-	err = c.read(ctx, "get data", path, func(p string) (err error) {
-		data, stat, err = c.conn.Get(p)
-		return err
+func (c *Client) GetData(ctx context.Context, path string) ([]byte, *zk.Stat, error) {
+	r, err := read(c, ctx, "get data", path, func(p string) (nodeResult, error) {
+		data, stat, err := c.conn.Get(p)
+		return nodeResult{data: data, stat: stat}, err
 	})
-	return data, stat, err
+	return r.data, r.stat, err
 }
 
 // GetDataW is GetData plus a one-shot watch on the node's data and deletion.
@@ -240,59 +238,70 @@ func (c *Client) GetData(ctx context.Context, path string) (data []byte, stat *z
 // why lock waiters use it (CURATOR-107). The channel gets one event; on
 // session expiry or Close the event has Type zk.EventNotWatching and Err set.
 // Event paths are server paths (namespace included).
-func (c *Client) GetDataW(ctx context.Context, path string) (data []byte, stat *zk.Stat, w <-chan zk.Event, err error) {
-	err = c.read(ctx, "get data", path, func(p string) (err error) {
-		data, stat, w, err = c.conn.GetW(p)
-		return err
+func (c *Client) GetDataW(ctx context.Context, path string) ([]byte, *zk.Stat, <-chan zk.Event, error) {
+	r, err := read(c, ctx, "get data", path, func(p string) (nodeResult, error) {
+		data, stat, w, err := c.conn.GetW(p)
+		return nodeResult{data: data, stat: stat, watch: w}, err
 	})
-	return data, stat, w, err
+	return r.data, r.stat, r.watch, err
 }
 
 // SetData sets the node's data if its version is version (-1: any).
-func (c *Client) SetData(ctx context.Context, path string, data []byte, version int32) (stat *zk.Stat, err error) {
-	err = c.read(ctx, "set data", path, func(p string) (err error) {
-		stat, err = c.conn.Set(p, data, version)
-		return err
+func (c *Client) SetData(ctx context.Context, path string, data []byte, version int32) (*zk.Stat, error) {
+	r, err := read(c, ctx, "set data", path, func(p string) (nodeResult, error) {
+		stat, err := c.conn.Set(p, data, version)
+		return nodeResult{stat: stat}, err
 	})
-	return stat, err
+	return r.stat, err
 }
 
 // Children returns the names of the node's children, in server order.
-func (c *Client) Children(ctx context.Context, path string) (names []string, stat *zk.Stat, err error) {
-	err = c.read(ctx, "get children", path, func(p string) (err error) {
-		names, stat, err = c.conn.Children(p)
-		return err
+func (c *Client) Children(ctx context.Context, path string) ([]string, *zk.Stat, error) {
+	r, err := read(c, ctx, "get children", path, func(p string) (nodeResult, error) {
+		names, stat, err := c.conn.Children(p)
+		return nodeResult{children: names, stat: stat}, err
 	})
-	return names, stat, err
+	return r.children, r.stat, err
 }
 
 // ChildrenW is Children plus a one-shot watch on the node's children.
 // Event paths are server paths (namespace included).
-func (c *Client) ChildrenW(ctx context.Context, path string) (names []string, stat *zk.Stat, w <-chan zk.Event, err error) {
-	err = c.read(ctx, "get children", path, func(p string) (err error) {
-		names, stat, w, err = c.conn.ChildrenW(p)
-		return err
+func (c *Client) ChildrenW(ctx context.Context, path string) ([]string, *zk.Stat, <-chan zk.Event, error) {
+	r, err := read(c, ctx, "get children", path, func(p string) (nodeResult, error) {
+		names, stat, w, err := c.conn.ChildrenW(p)
+		return nodeResult{children: names, stat: stat, watch: w}, err
 	})
-	return names, stat, w, err
+	return r.children, r.stat, r.watch, err
 }
 
 // Sync asks the server the client is connected to to catch up with the leader for path.
 func (c *Client) Sync(ctx context.Context, path string) error {
-	return c.read(ctx, "sync", path, func(p string) error {
+	_, err := read(c, ctx, "sync", path, func(p string) (nodeResult, error) {
 		_, err := c.conn.Sync(p)
-		return err
+		return nodeResult{}, err
 	})
+	return err
+}
+
+// nodeResult carries what a single-node operation returns.
+type nodeResult struct {
+	ok       bool
+	data     []byte
+	children []string
+	stat     *zk.Stat
+	watch    <-chan zk.Event
 }
 
 // read validates path and runs a single-node operation on its server path
 // in the retry loop. (SetData and Sync go through it too: they are as safe
 // to retry as a read.)
-func (c *Client) read(ctx context.Context, op, path string, fn func(serverPath string) error) error {
+func read[T any](c *Client, ctx context.Context, op, path string, fn func(serverPath string) (T, error)) (T, error) {
 	if err := ValidatePath(path); err != nil {
-		return opError(op, path, err)
+		var zero T
+		return zero, opError(op, path, err)
 	}
 	full := c.ns.fix(path)
-	return c.call(ctx, op, path, func() error { return fn(full) })
+	return call(c, ctx, op, path, func() (T, error) { return fn(full) })
 }
 
 // Multi runs the operations (*zk.CreateRequest, *zk.DeleteRequest,
@@ -331,10 +340,8 @@ func (c *Client) Multi(ctx context.Context, ops ...any) ([]zk.MultiResponse, err
 			return nil, opError("multi", path, err)
 		}
 	}
-	var res []zk.MultiResponse
-	err := c.call(ctx, "multi", "", func() (err error) {
-		res, err = c.conn.Multi(fixed...)
-		return err
+	res, err := call(c, ctx, "multi", "", func() ([]zk.MultiResponse, error) {
+		return c.conn.Multi(fixed...)
 	})
 	for i := range res {
 		if res[i].String != "" {

@@ -102,29 +102,24 @@ func (c *Client) createProtected(ctx context.Context, path string, data []byte, 
 	full := JoinPath(parent, prefix+name)
 	session := c.SessionID()
 	first := true
-	var created string
 	var abandoned <-chan struct{}
-	err := c.retryLoop(ctx, "create", path, func() error {
+	created, err := retryLoop(c, ctx, "create", path, func() (string, error) {
 		if !first {
 			found, err := c.findProtected(parent, prefix)
 			if err != nil {
-				return err
+				return "", err
 			}
 			if found != "" {
-				if o.mode.IsEphemeral() && c.SessionID() != session {
-					c.log.Info("protected create found a node of an earlier session; deleting it", zap.String("path", found))
-					c.deleteInBackground(found)
-				} else {
-					created = found
-					return nil
+				if !o.mode.IsEphemeral() || c.SessionID() == session {
+					return found, nil
 				}
+				c.log.Info("protected create found a node of an earlier session; deleting it", zap.String("path", found))
+				c.deleteInBackground(found)
 			}
 		}
 		first = false
 		session = c.SessionID()
-		var err error
-		created, err = c.createWithParents(full, data, o)
-		return err
+		return c.createWithParents(full, data, o)
 	}, &abandoned)
 	if err == nil {
 		return c.ns.unfix(created), nil

@@ -11,59 +11,75 @@ import (
 	"github.com/gocurator/curator/retry"
 )
 
-// call runs one operation in Curator's retry loop: before each attempt it
-// waits (up to the connection timeout) for a connection and makes sure auth
-// and the namespace are in place; a retryable failure is retried as the
-// policy allows. Errors come back as *OpError.
-func (c *Client) call(ctx context.Context, op, path string, attempt func() error) error {
-	return opError(op, path, c.retryLoop(ctx, op, path, attempt, nil))
+// call runs one operation in Curator's retry loop and returns its value:
+// before each attempt it waits (up to the connection timeout) for a
+// connection and makes sure auth and the namespace are in place; a
+// retryable failure is retried as the policy allows. Errors come back as
+// *OpError.
+func call[T any](c *Client, ctx context.Context, op, path string, attempt func() (T, error)) (T, error) {
+	v, err := retryLoop(c, ctx, op, path, attempt, nil)
+	return v, opError(op, path, err)
 }
 
 // retryLoop is call without the OpError. If abandoned is not nil and ctx
 // cuts an attempt short while it is in flight, *abandoned is set to a channel
 // closed when that attempt has ended.
-func (c *Client) retryLoop(ctx context.Context, op, path string, attempt func() error, abandoned *<-chan struct{}) error {
+func retryLoop[T any](c *Client, ctx context.Context, op, path string, attempt func() (T, error), abandoned *<-chan struct{}) (T, error) {
+	var out T
 	if c.isClosed() {
-		return ErrClosed
+		return out, ErrClosed
 	}
-	return retry.Do(ctx, c.policy, func(ctx context.Context) error {
+	err := retry.Do(ctx, c.policy, func(ctx context.Context) error {
 		if err := c.prepare(ctx); err != nil {
 			return err
 		}
-		err, pending := interruptible(ctx, attempt)
-		if pending != nil && abandoned != nil {
-			*abandoned = pending
+		v, err, pending := interruptible(ctx, attempt)
+		if pending != nil {
+			if abandoned != nil {
+				*abandoned = pending
+			}
+			return err
 		}
+		out = v
 		return err
 	}, retry.OnRetry(func(err error, n int, wait time.Duration) {
 		c.log.Debug("retrying", zap.String("op", op), zap.String("path", path),
 			zap.Int("retry", n), zap.Duration("wait", wait), zap.Error(err))
 	}))
+	return out, err
 }
 
-// interruptible runs fn and returns its error, or ctx's error as soon as ctx
-// ends. go-zookeeper's calls take no context, so an abandoned call finishes
-// on its own goroutine (within go-zookeeper's own timeouts, or at Close);
-// pending is then closed when it has. Callers must not read what fn writes
-// once it has been abandoned.
-func interruptible(ctx context.Context, fn func() error) (error, <-chan struct{}) {
+// interruptible runs fn and returns its result, or ctx's error as soon as
+// ctx ends. go-zookeeper's calls take no context, so an abandoned call
+// finishes on its own goroutine (within go-zookeeper's own timeouts, or at
+// Close); pending is then closed when it has. The result of an abandoned
+// call is dropped: it travels through a channel, never through variables
+// the caller shares, so nothing races with the caller.
+func interruptible[T any](ctx context.Context, fn func() (T, error)) (T, error, <-chan struct{}) {
+	var zero T
 	if ctx.Done() == nil {
-		return fn(), nil
+		v, err := fn()
+		return v, err, nil
 	}
 	if err := ctx.Err(); err != nil {
-		return err, nil
+		return zero, err, nil
 	}
+	type result struct {
+		v   T
+		err error
+	}
+	results := make(chan result, 1)
 	done := make(chan struct{})
-	var fnErr error
 	go func() {
 		defer close(done)
-		fnErr = fn()
+		v, err := fn()
+		results <- result{v, err}
 	}()
 	select {
-	case <-done:
-		return fnErr, nil
+	case r := <-results:
+		return r.v, r.err, nil
 	case <-ctx.Done():
-		return ctx.Err(), done
+		return zero, ctx.Err(), done
 	}
 }
 
@@ -81,18 +97,18 @@ func (c *Client) prepare(ctx context.Context) error {
 	if c.ready.Load() {
 		return nil
 	}
-	err, _ := interruptible(ctx, func() error {
+	_, err, _ := interruptible(ctx, func() (struct{}, error) {
 		for _, a := range c.cfg.auth {
 			if err := c.conn.AddAuth(a.scheme, a.auth); err != nil {
-				return opError("auth", a.scheme, err)
+				return struct{}{}, opError("auth", a.scheme, err)
 			}
 		}
 		if c.ns != "" {
 			if err := c.mkdirs(string(c.ns), true, c.cfg.containers); err != nil {
-				return opError("create namespace", "/"+c.cfg.namespace, err)
+				return struct{}{}, opError("create namespace", "/"+c.cfg.namespace, err)
 			}
 		}
-		return nil
+		return struct{}{}, nil
 	})
 	if err == nil {
 		c.ready.Store(true)
