@@ -28,15 +28,32 @@ type driver interface {
 	check(sorted []string, ourName string) (held bool, watch string, err error)
 }
 
+// countingDriver is a driver that decides on the children as a whole (the
+// semaphore's lease count) rather than on one node ahead of ours: its
+// waiter watches the base's children, and also wakes when changed's channel
+// closes (its own limit changed). When check says neither held nor a node
+// to watch, the waiter waits for one of those.
+type countingDriver interface {
+	driver
+	changed() <-chan struct{}
+}
+
 // standardDriver is StandardLockInternalsDriver: hold when fewer than
 // maxLeases nodes sort before ours; otherwise wait on the node maxLeases
-// places ahead (for a mutex, the immediate predecessor: no herd).
+// places ahead (for a mutex, the immediate predecessor: no herd). key is the
+// sort key: SortKey with the lock name, or the read-write lock's double
+// transformation for its write half.
 type standardDriver struct {
-	lockName  string
+	key       func(name string) string
 	maxLeases int
 }
 
-func (d standardDriver) sort(children []string) []string { return SortChildren(children, d.lockName) }
+// lockNameDriver is the standard driver sorting by SortKey with lockName.
+func lockNameDriver(lockName string, maxLeases int) standardDriver {
+	return standardDriver{key: func(s string) string { return SortKey(s, lockName) }, maxLeases: maxLeases}
+}
+
+func (d standardDriver) sort(children []string) []string { return sortBy(children, d.key) }
 
 func (d standardDriver) check(sorted []string, ourName string) (bool, string, error) {
 	i := indexOf(sorted, ourName)
@@ -89,17 +106,25 @@ func (n *heldNode) stop() {
 // Curator's attemptLock does. On any failure our node is deleted
 // (guaranteed) before acquire returns.
 func (li *lockInternals) acquire(ctx context.Context, a attempt) (*heldNode, error) {
+	return retryVanished(ctx, li.client, li.base, func() (*heldNode, error) { return li.attemptOnce(ctx, a) })
+}
+
+// retryVanished runs once again, as far as the client's retry policy allows,
+// while it fails because our node vanished (errNodeVanished): Curator's
+// NoNode retry (attemptLock; the semaphore's RETRY_DUE_TO_MISSING_NODE).
+// One retry count and one elapsed time cover every run.
+func retryVanished(ctx context.Context, client *framework.Client, base string, once func() (*heldNode, error)) (*heldNode, error) {
 	start := time.Now()
 	for retries := 0; ; retries++ {
-		n, err := li.attemptOnce(ctx, a)
+		n, err := once()
 		if !errors.Is(err, errNodeVanished) {
 			return n, err
 		}
-		wait, ok := li.client.RetryPolicy().AllowRetry(retries, time.Since(start))
+		wait, ok := client.RetryPolicy().AllowRetry(retries, time.Since(start))
 		if !ok {
 			return nil, err
 		}
-		li.client.Logger().Info("lock node vanished; creating a new one", zap.String("lock", li.base))
+		client.Logger().Info("lock node vanished; creating a new one", zap.String("lock", base))
 		if err := sleep(ctx, wait); err != nil {
 			return nil, err
 		}
@@ -112,6 +137,12 @@ func (li *lockInternals) attemptOnce(ctx context.Context, a attempt) (*heldNode,
 	}
 	path, err := li.client.Create(ctx, framework.JoinPath(li.base, a.name), a.data,
 		framework.WithMode(a.mode), framework.WithProtection(), framework.CreatingParentContainersIfNeeded())
+	if errors.Is(err, zk.ErrNoNode) {
+		// The server reaped a container parent between the client creating
+		// the parents and creating our node: as if our node had vanished,
+		// create again as far as the retry policy allows.
+		return nil, fmt.Errorf("%w: %w", errNodeVanished, err)
+	}
 	if err != nil {
 		return nil, err // a protected create cleans up after itself
 	}
@@ -131,10 +162,22 @@ func (li *lockInternals) attemptOnce(ctx context.Context, a attempt) (*heldNode,
 
 // wait is Curator's internalLockLoop: list, check, and wait on the node the
 // driver names with a data watch (getData, never exists: a missing node
-// leaves no watch behind). Any event on it means "look again".
+// leaves no watch behind). Any event on it means "look again". A counting
+// driver (the semaphore's) lists with a child watch instead and waits on it
+// and on its own limit changing, as InterProcessSemaphoreV2 does.
 func (li *lockInternals) wait(ctx context.Context, a attempt, n *heldNode) error {
+	counting, _ := a.driver.(countingDriver)
 	for {
-		children, _, err := li.client.Children(ctx, li.base)
+		var children []string
+		var w <-chan zk.Event
+		var changed <-chan struct{}
+		var err error
+		if counting != nil {
+			changed = counting.changed() // before listing: no change between the two goes unseen
+			children, _, w, err = li.client.ChildrenW(ctx, li.base)
+		} else {
+			children, _, err = li.client.Children(ctx, li.base)
+		}
 		if err != nil && !errors.Is(err, zk.ErrNoNode) {
 			return err
 		}
@@ -148,15 +191,18 @@ func (li *lockInternals) wait(ctx context.Context, a attempt, n *heldNode) error
 		if a.try {
 			return fmt.Errorf("%w: %s", ErrLocked, li.base)
 		}
-		_, _, w, err := li.client.GetDataW(ctx, framework.JoinPath(li.base, watch))
-		if errors.Is(err, zk.ErrNoNode) {
-			continue // gone already: look again
-		}
-		if err != nil {
-			return err
+		if watch != "" {
+			_, _, w, err = li.client.GetDataW(ctx, framework.JoinPath(li.base, watch))
+			if errors.Is(err, zk.ErrNoNode) {
+				continue // gone already: look again
+			}
+			if err != nil {
+				return err
+			}
 		}
 		select {
 		case <-w:
+		case <-changed:
 		case <-ctx.Done():
 			return ctx.Err()
 		}
@@ -196,11 +242,18 @@ func (li *lockInternals) release(ctx context.Context, n *heldNode) error {
 // deleteNode deletes a node of a failed attempt, with a context of its own:
 // the caller's may be the reason the attempt failed.
 func (li *lockInternals) deleteNode(ctx context.Context, path string) {
-	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
+	dctx, cancel := cleanupContext(ctx)
 	defer cancel()
 	if err := li.client.Delete(dctx, path, framework.Guaranteed()); err != nil && !errors.Is(err, zk.ErrNoNode) {
 		li.client.Logger().Info("lock node delete goes on in the background", zap.String("path", path), zap.Error(err))
 	}
+}
+
+// cleanupContext is the context for deleting what a failed or cancelled
+// call made, or for releasing after one: not cancelled with ctx (which may
+// be why it failed), bounded by cleanupTimeout.
+func cleanupContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
 }
 
 // participants returns the full paths of every child of the base, sorted as

@@ -1,8 +1,10 @@
 package recipes
 
 import (
+	"context"
 	"fmt"
 	"os"
+	"sync"
 	"testing"
 	"time"
 
@@ -75,4 +77,72 @@ func children(t testing.TB, path string) []string {
 		t.Fatal(err)
 	}
 	return kids
+}
+
+// eventLog records, in order, what goroutines of a test saw happen.
+type eventLog struct {
+	mu     sync.Mutex
+	events []string
+}
+
+func (l *eventLog) note(event string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.events = append(l.events, event)
+}
+
+func (l *eventLog) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return fmt.Sprint(l.events)
+}
+
+// assertClosed fails the test unless ch is closed now.
+func assertClosed(t testing.TB, ch <-chan struct{}, what string) {
+	t.Helper()
+	select {
+	case <-ch:
+	default:
+		t.Fatalf("%s is not closed", what)
+	}
+}
+
+// runAll runs fn(0) to fn(n-1) on goroutines of their own, waits for them,
+// and fails the test with the errors they return.
+func runAll(t *testing.T, n int, fn func(i int) error) {
+	t.Helper()
+	errs := make(chan error, n)
+	var wg sync.WaitGroup
+	for i := 0; i < n; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs <- fn(i)
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// lockRounds acquires l, runs body(round) under it, and releases it, rounds
+// times; it stops at the first error.
+func lockRounds(ctx context.Context, l Locker, rounds int, body func(round int) error) error {
+	for r := 0; r < rounds; r++ {
+		if err := l.Acquire(ctx); err != nil {
+			return err
+		}
+		err := body(r)
+		if rerr := l.Release(ctx); err == nil {
+			err = rerr
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }

@@ -20,7 +20,7 @@ import (
 // holds the lock; each waiter watches only its predecessor.
 type InterProcessMutex struct {
 	li   lockInternals
-	d    standardDriver
+	d    driver
 	name string
 	data []byte
 
@@ -48,10 +48,10 @@ func WithLockData(data []byte) LockOption {
 // NewInterProcessMutex returns the mutex at path. A bad path is an error
 // that unwraps to zk.ErrInvalidPath; a nil client wraps ErrBadArgument.
 func NewInterProcessMutex(client *framework.Client, path string, opts ...LockOption) (*InterProcessMutex, error) {
-	return newMutex(client, path, mutexLockName, standardDriver{lockName: mutexLockName, maxLeases: 1}, opts)
+	return newMutex(client, path, mutexLockName, lockNameDriver(mutexLockName, 1), opts)
 }
 
-func newMutex(client *framework.Client, path, name string, d standardDriver, opts []LockOption) (*InterProcessMutex, error) {
+func newMutex(client *framework.Client, path, name string, d driver, opts []LockOption) (*InterProcessMutex, error) {
 	if client == nil {
 		return nil, fmt.Errorf("%w: nil client", ErrBadArgument)
 	}
@@ -73,7 +73,7 @@ func (m *InterProcessMutex) Path() string { return m.li.base }
 // NewHandle returns a new owner of the lock. Use one handle per goroutine
 // (or per logical owner); it is safe for concurrent use, but reentrancy is
 // counted per handle, not per goroutine.
-func (m *InterProcessMutex) NewHandle() *Handle { return &Handle{m: m} }
+func (m *InterProcessMutex) NewHandle() *Handle { return &Handle{m: m, hooks: &m.li} }
 
 // IsAcquiredInThisProcess reports whether any handle of this mutex value holds it.
 func (m *InterProcessMutex) IsAcquiredInThisProcess() bool { return m.held.Load() > 0 }
@@ -88,7 +88,8 @@ func (m *InterProcessMutex) ParticipantNodes(ctx context.Context) ([]string, err
 // Handle is one owner of an InterProcessMutex. Its zero value is not usable:
 // get one from NewHandle.
 type Handle struct {
-	m *InterProcessMutex
+	m     *InterProcessMutex
+	hooks handleHooks // how nodes are taken and given up: the mutex's lockInternals, or a read-write half
 
 	mu        sync.Mutex // held across Acquire: a second Acquire of the same handle waits, then counts up
 	count     int
@@ -121,7 +122,7 @@ func (h *Handle) acquire(ctx context.Context, try bool) error {
 	if h.revocable != nil {
 		a.data, a.revoked = []byte{}, h.revocable
 	}
-	n, err := h.m.li.acquire(ctx, a)
+	n, err := h.hooks.acquire(ctx, a)
 	if err != nil {
 		return fmt.Errorf("gocurator: acquire %s: %w", h.m.li.base, err)
 	}
@@ -149,7 +150,7 @@ func (h *Handle) Release(ctx context.Context) error {
 	}
 	n := h.node.Swap(nil)
 	h.m.held.Add(-1)
-	if err := h.m.li.release(ctx, n); err != nil {
+	if err := h.hooks.release(ctx, n); err != nil {
 		return fmt.Errorf("gocurator: release %s: %w", h.m.li.base, err)
 	}
 	return nil
@@ -198,6 +199,14 @@ func (h *Handle) MakeRevocable(listener func()) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.revocable = listener
+}
+
+// handleHooks decide how a handle takes its node and gives it up: for a
+// mutex, its lockInternals; for a read-write lock's half, rwHalf, which
+// steers the attempt the handle would make (downgrade, upgrade).
+type handleHooks interface {
+	acquire(ctx context.Context, a attempt) (*heldNode, error)
+	release(ctx context.Context, n *heldNode) error
 }
 
 var closedChan = func() chan struct{} {

@@ -33,37 +33,23 @@ func TestMutexMutualExclusionAndFIFO(t *testing.T) {
 	var inside atomic.Int32
 	var mu sync.Mutex
 	var tokens []int64
-	var wg sync.WaitGroup
-	errs := make(chan error, handles)
-	for i := 0; i < handles; i++ {
-		h := mustMutex(t, clients[i%len(clients)], base).NewHandle()
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for r := 0; r < rounds; r++ {
-				if err := h.Acquire(ctx); err != nil {
-					errs <- err
-					return
-				}
-				if n := inside.Add(1); n != 1 {
-					errs <- fmt.Errorf("%d holders at once", n)
-				}
-				mu.Lock()
-				tokens = append(tokens, h.FencingToken())
-				mu.Unlock()
-				inside.Add(-1)
-				if err := h.Release(ctx); err != nil {
-					errs <- err
-					return
-				}
+	hs := make([]*Handle, handles)
+	for i := range hs {
+		hs[i] = mustMutex(t, clients[i%len(clients)], base).NewHandle()
+	}
+	runAll(t, handles, func(i int) error {
+		h := hs[i]
+		return lockRounds(ctx, h, rounds, func(int) error {
+			defer inside.Add(-1)
+			if n := inside.Add(1); n != 1 {
+				return fmt.Errorf("%d holders at once", n)
 			}
-		}()
-	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		t.Fatal(err)
-	}
+			mu.Lock()
+			tokens = append(tokens, h.FencingToken())
+			mu.Unlock()
+			return nil
+		})
+	})
 	if len(tokens) != handles*rounds {
 		t.Fatalf("%d acquisitions, want %d", len(tokens), handles*rounds)
 	}
@@ -125,11 +111,7 @@ func TestMutexReentrancyAndTree(t *testing.T) {
 	if m.IsAcquiredInThisProcess() || h.IsHeld() {
 		t.Fatal("introspection wrong after release")
 	}
-	select {
-	case <-h.Lost():
-	default:
-		t.Fatal("Lost of an unheld handle is not closed")
-	}
+	assertClosed(t, h.Lost(), "Lost of an unheld handle")
 }
 
 // A waiter whose deadline passes or whose context is cancelled leaves no
@@ -231,24 +213,18 @@ func TestMutexLostBeforeAnotherHolds(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	var mu sync.Mutex
-	var order []string
-	note := func(s string) {
-		mu.Lock()
-		defer mu.Unlock()
-		order = append(order, s)
-	}
+	var order eventLog
 	lostSeen := make(chan struct{})
 	go func() {
 		<-holder.Lost()
-		note("holder told lost")
+		order.note("holder told lost")
 		close(lostSeen)
 	}()
 	contender := mustMutex(t, other, base).NewHandle()
 	acquired := make(chan error)
 	go func() {
 		err := contender.Acquire(ctx)
-		note("other holds")
+		order.note("other holds")
 		acquired <- err
 	}()
 	waitForChildren(t, other, base, 2)
@@ -257,10 +233,7 @@ func TestMutexLostBeforeAnotherHolds(t *testing.T) {
 		t.Fatal(err)
 	}
 	<-lostSeen
-	mu.Lock()
-	got := fmt.Sprint(order)
-	mu.Unlock()
-	if got != "[holder told lost other holds]" {
+	if got := order.String(); got != "[holder told lost other holds]" {
 		t.Fatalf("order of events = %s", got)
 	}
 	if contender.FencingToken() <= holder.FencingToken() {

@@ -5,8 +5,9 @@ import (
 	"errors"
 )
 
-// Locker is what every lock handle of this package offers: Handle, the
-// read-write lock's handles, SemaphoreMutex and MultiLock.
+// Locker is what every lock handle of this package offers: Handle (also
+// the read-write lock's ReadLock and WriteLock), InterProcessSemaphoreMutex
+// and InterProcessMultiLock. All of them also have TryAcquire.
 type Locker interface {
 	Acquire(ctx context.Context) error
 	Release(ctx context.Context) error
@@ -34,7 +35,7 @@ func WithLock(ctx context.Context, l Locker, fn func(ctx context.Context) error)
 	err := fn(lctx)
 	cancel(nil)
 	<-watching
-	rctx, rcancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
+	rctx, rcancel := cleanupContext(ctx)
 	defer rcancel()
 	return errors.Join(err, l.Release(rctx))
 }

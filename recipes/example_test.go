@@ -1,0 +1,157 @@
+package recipes_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/gocurator/curator/framework"
+	"github.com/gocurator/curator/recipes"
+	"github.com/gocurator/curator/retry"
+)
+
+// connect returns a connected client of the examples' ZooKeeper
+// ("zk1:2181,zk2:2181" in real life), a context for the example's calls, and
+// a function that ends both.
+func connect() (*framework.Client, context.Context, func(), error) {
+	client, err := framework.New(recipes.ZooKeeperForExamples(), retry.NewExponentialBackoff(100*time.Millisecond, 5))
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	done := func() {
+		cancel()
+		client.Close()
+	}
+	if err := client.BlockUntilConnected(ctx); err != nil {
+		done()
+		return nil, nil, nil, err
+	}
+	return client, ctx, done, nil
+}
+
+func ExampleInterProcessMutex() {
+	client, ctx, done, err := connect()
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer done()
+
+	mu, err := recipes.NewInterProcessMutex(client, "/examples/mutex")
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	h := mu.NewHandle() // one owner; another handle would contend
+	if err := h.Acquire(ctx); err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println("acquired; fencing token > 0:", h.FencingToken() > 0)
+	if err := h.Acquire(ctx); err == nil { // reentrant: only counts up
+		fmt.Println("acquired again")
+	}
+	err = mu.NewHandle().TryAcquire(ctx)
+	fmt.Println("another handle:", errors.Is(err, recipes.ErrLocked))
+	h.Release(ctx)
+	if err := h.Release(ctx); err == nil {
+		fmt.Println("released")
+	}
+	// Output:
+	// acquired; fencing token > 0: true
+	// acquired again
+	// another handle: true
+	// released
+}
+
+func ExampleInterProcessReadWriteLock() {
+	client, ctx, done, err := connect()
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer done()
+
+	rw, err := recipes.NewInterProcessReadWriteLock(client, "/examples/rw")
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	alice, bob := rw.NewHandle(), rw.NewHandle()
+	alice.ReadLock().Acquire(ctx)
+	bob.ReadLock().Acquire(ctx)
+	fmt.Println("two readers hold:", alice.ReadLock().IsHeld() && bob.ReadLock().IsHeld())
+	err = rw.NewHandle().WriteLock().TryAcquire(ctx)
+	fmt.Println("a writer must wait:", errors.Is(err, recipes.ErrLocked))
+	err = alice.WriteLock().Acquire(ctx)
+	fmt.Println("upgrade refused:", errors.Is(err, recipes.ErrUpgrade))
+	alice.ReadLock().Release(ctx)
+	bob.ReadLock().Release(ctx)
+
+	// downgrade: write, then read, then give up the write
+	alice.WriteLock().Acquire(ctx)
+	alice.ReadLock().Acquire(ctx)
+	alice.WriteLock().Release(ctx)
+	fmt.Println("downgraded:", alice.ReadLock().IsHeld() && !alice.WriteLock().IsHeld())
+	alice.ReadLock().Release(ctx)
+	// Output:
+	// two readers hold: true
+	// a writer must wait: true
+	// upgrade refused: true
+	// downgraded: true
+}
+
+func ExampleInterProcessSemaphoreV2() {
+	client, ctx, done, err := connect()
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer done()
+
+	sem, err := recipes.NewInterProcessSemaphoreV2(client, "/examples/semaphore", 2)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	leases, err := sem.AcquireN(ctx, 2)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println("leases:", len(leases))
+	_, err = sem.TryAcquire(ctx)
+	fmt.Println("a third:", errors.Is(err, recipes.ErrLocked))
+	if err := recipes.ReturnAll(ctx, leases); err == nil {
+		fmt.Println("returned")
+	}
+	// Output:
+	// leases: 2
+	// a third: true
+	// returned
+}
+
+func ExampleInterProcessMultiLock() {
+	client, ctx, done, err := connect()
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer done()
+
+	ml, err := recipes.NewInterProcessMultiLock(client, []string{"/examples/accounts/1", "/examples/accounts/2"})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	err = recipes.WithLock(ctx, ml, func(ctx context.Context) error {
+		fmt.Println("holding both")
+		return nil
+	})
+	fmt.Println("released:", err == nil && !ml.IsAcquiredInThisProcess())
+	// Output:
+	// holding both
+	// released: true
+}

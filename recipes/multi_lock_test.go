@@ -1,0 +1,214 @@
+package recipes
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/gocurator/curator/framework/zktest"
+	"github.com/gocurator/curator/internal/testutil"
+)
+
+// Three paths, the third held elsewhere: when the deadline passes, the first
+// two are released and nothing of ours is left.
+func TestMultiLockDeadlineReleasesTaken(t *testing.T) {
+	testutil.CheckLeaks(t)
+	ctx := testutil.Context(t)
+	base := testutil.Path(t)
+	testutil.CleanupTree(t, server.Addr(), base)
+	c1, c2 := newClient(t, ""), newClient(t, "")
+	paths := []string{base + "/a", base + "/b", base + "/c"}
+	holder := mustMutex(t, c2, paths[2]).NewHandle()
+	if err := holder.Acquire(ctx); err != nil {
+		t.Fatal(err)
+	}
+	ml, err := NewInterProcessMultiLock(c1, paths)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dctx, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
+	err = ml.Acquire(dctx)
+	cancel()
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Acquire = %v, want DeadlineExceeded", err)
+	}
+	for _, p := range paths[:2] {
+		if kids := children(t, p); len(kids) != 0 {
+			t.Fatalf("%s still has %v", p, kids)
+		}
+	}
+	assertOnlyHolder(t, paths[2], holder)
+	if ml.IsAcquiredInThisProcess() {
+		t.Fatal("reported acquired after a failed acquire")
+	}
+	if err := ml.TryAcquire(ctx); !errors.Is(err, ErrLocked) {
+		t.Fatalf("TryAcquire = %v, want ErrLocked", err)
+	}
+	for _, p := range paths[:2] {
+		if kids := children(t, p); len(kids) != 0 {
+			t.Fatalf("TryAcquire left %v under %s", kids, p)
+		}
+	}
+
+	if err := holder.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := ml.Acquire(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range paths {
+		if kids := children(t, p); len(kids) != 1 || !mutexNode.MatchString(kids[0]) {
+			t.Fatalf("%s: %v, want one mutex node", p, kids)
+		}
+	}
+	if !ml.IsAcquiredInThisProcess() {
+		t.Fatal("not reported acquired")
+	}
+	if err := ml.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range paths {
+		if kids := children(t, p); len(kids) != 0 {
+			t.Fatalf("%s: %v after Release", p, kids)
+		}
+	}
+	if err := ml.Release(ctx); !errors.Is(err, ErrNotHeld) {
+		t.Fatalf("second Release = %v", err)
+	}
+}
+
+func TestMultiLockArguments(t *testing.T) {
+	testutil.CheckLeaks(t)
+	c := newClient(t, "")
+	for _, paths := range [][]string{nil, {}, {"/a", "/b", "/a"}} {
+		if _, err := NewInterProcessMultiLock(c, paths); !errors.Is(err, ErrBadArgument) {
+			t.Errorf("NewInterProcessMultiLock(%q) = %v, want ErrBadArgument", paths, err)
+		}
+	}
+	if _, err := NewInterProcessMultiLock(c, []string{"/a", "b"}); !errors.Is(err, zk.ErrInvalidPath) {
+		t.Errorf("bad path: %v", err)
+	}
+	if _, err := NewInterProcessMultiLock(nil, []string{"/a"}); !errors.Is(err, ErrBadArgument) {
+		t.Errorf("nil client: %v", err)
+	}
+	if _, err := NewMultiLock(); !errors.Is(err, ErrBadArgument) {
+		t.Errorf("no locks: %v", err)
+	}
+	if _, err := NewMultiLock(&fakeLocker{}, nil); !errors.Is(err, ErrBadArgument) {
+		t.Errorf("nil lock: %v", err)
+	}
+}
+
+// fakeLocker records calls in a shared log; it has no TryAcquire.
+type fakeLocker struct {
+	name       string
+	log        *[]string
+	acquireErr error
+	releaseErr error
+	lost       chan struct{}
+}
+
+func (f *fakeLocker) Acquire(context.Context) error {
+	*f.log = append(*f.log, "acquire "+f.name)
+	return f.acquireErr
+}
+
+func (f *fakeLocker) Release(context.Context) error {
+	*f.log = append(*f.log, "release "+f.name)
+	return f.releaseErr
+}
+
+func (f *fakeLocker) Lost() <-chan struct{} { return f.lost }
+
+// Acquire in list order, release in reverse, every release attempted, every
+// error joined; a failed acquire releases what was taken in reverse.
+func TestMultiLockOrderAndErrors(t *testing.T) {
+	testutil.CheckLeaks(t)
+	ctx := testutil.Context(t)
+	var log []string
+	errB, errC := errors.New("b failed"), errors.New("c failed")
+	a := &fakeLocker{name: "a", log: &log, lost: make(chan struct{})}
+	b := &fakeLocker{name: "b", log: &log, releaseErr: errB, lost: make(chan struct{})}
+	c := &fakeLocker{name: "c", log: &log, releaseErr: errC, lost: make(chan struct{})}
+	ml, err := NewMultiLock(a, b, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := ml.TryAcquire(ctx); !errors.Is(err, ErrBadArgument) || len(log) != 0 {
+		t.Fatalf("TryAcquire without TryAcquire methods = %v, calls %v", err, log)
+	}
+	if err := ml.Acquire(ctx); err != nil {
+		t.Fatal(err)
+	}
+	lost := ml.Lost()
+	select {
+	case <-lost:
+		t.Fatal("Lost closed while every lock is fine")
+	default:
+	}
+	close(b.lost)
+	waitClosed(ctx, t, lost, "Lost after one lock was lost") // any one is enough
+	err = ml.Release(ctx)
+	if !errors.Is(err, errB) || !errors.Is(err, errC) {
+		t.Fatalf("Release = %v, want both errors", err)
+	}
+	if got := fmt.Sprint(log); got != "[acquire a acquire b acquire c release c release b release a]" {
+		t.Fatalf("calls %s", got)
+	}
+
+	log = nil
+	c.acquireErr = errors.New("c busy")
+	if err := ml.Acquire(ctx); !errors.Is(err, c.acquireErr) || !errors.Is(err, errB) {
+		t.Fatalf("Acquire = %v, want c's error and b's release error", err)
+	}
+	if got := fmt.Sprint(log); got != "[acquire a acquire b acquire c release b release a]" {
+		t.Fatalf("calls %s", got)
+	}
+}
+
+// Lost fires when one real lock of several is lost (its client SUSPENDED).
+func TestMultiLockLost(t *testing.T) {
+	testutil.CheckLeaks(t)
+	ctx := testutil.Context(t)
+	base := testutil.Path(t)
+	testutil.CleanupTree(t, server.Addr(), base)
+	proxy := zktest.NewProxyT(t, server.Addr())
+	good, flaky := newClient(t, ""), newClient(t, proxy.Addr())
+	sm, err := NewInterProcessSemaphoreMutex(good, base+"/sem")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ml, err := NewMultiLock(mustMutex(t, good, base+"/a").NewHandle(), sm,
+		mustRW(t, flaky, base+"/rw").NewHandle().WriteLock())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := ml.TryAcquire(ctx); err != nil {
+		t.Fatal(err)
+	}
+	lost := ml.Lost()
+	select {
+	case <-lost:
+		t.Fatal("Lost closed while held")
+	default:
+	}
+	proxy.DropConnections()
+	waitClosed(ctx, t, lost, "Lost after one client was cut off")
+	if err := ml.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	assertClosed(t, ml.Lost(), "Lost of an unheld multi-lock")
+}
+
+func waitClosed(ctx context.Context, t *testing.T, ch <-chan struct{}, what string) {
+	t.Helper()
+	select {
+	case <-ch:
+	case <-ctx.Done():
+		t.Fatalf("%s: not closed", what)
+	}
+}

@@ -1,0 +1,197 @@
+package recipes
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+
+	"github.com/gocurator/curator/framework"
+)
+
+// InterProcessReadWriteLock is Curator's InterProcessReadWriteLock: many
+// readers or one writer across processes, in Curator's exact tree, so Go and
+// Java participants queue for the same lock. Each owner takes a
+// ReadWriteHandle, whose ReadLock and WriteLock are ordinary handles
+// (reentrant per handle, as Curator's are per thread).
+//
+// Tree: readers create path/_c_<uuid>-__READ__<seq> and writers
+// path/_c_<uuid>-__WRIT__<seq>, EPHEMERAL_SEQUENTIAL under container
+// parents, numbered by one sequence. The queue is ordered by the text after
+// the last __READ__ or __WRIT__ marker. A writer holds the lock when its node
+// is first and waits on the node just ahead of it; a reader holds it when no
+// writer's node is ahead of it, so readers queued behind a waiting writer
+// wait for it (no writer starvation). A reader waits on the nearest writer
+// ahead of it, not on the first as Curator's does: the queue and every
+// grant are the same, only fewer readers wake when a writer leaves.
+//
+// Downgrade: the owner holding the write lock may take the read lock. It is
+// granted at once, with Curator 5.5's node (CURATOR-621): a non-sequential
+// EPHEMERAL path/_c_<uuid>-__READ__<the write node's sequence>, which holds
+// the write node's place in the queue, so that a writer queued behind cannot
+// get in when the write lock is released while the read lock is still held.
+//
+// Upgrade: the owner holding the read lock (and not the write lock) who asks
+// for the write lock gets an error wrapping ErrUpgrade at once, and no node
+// is created. (Curator queues the write node behind the owner's own read
+// node: a deadlock, or a timeout.)
+type InterProcessReadWriteLock struct {
+	read, write *InterProcessMutex
+}
+
+// NewInterProcessReadWriteLock returns the read-write lock at path.
+// WithLockData sets the data of both halves' nodes, as Curator's
+// (client, basePath, lockData) constructor. A bad path is an error that
+// unwraps to zk.ErrInvalidPath; a nil client wraps ErrBadArgument.
+func NewInterProcessReadWriteLock(client *framework.Client, path string, opts ...LockOption) (*InterProcessReadWriteLock, error) {
+	write, err := newMutex(client, path, writeLockName, standardDriver{key: readWriteSortKey, maxLeases: 1}, opts)
+	if err != nil {
+		return nil, err
+	}
+	read, err := newMutex(client, path, readLockName, readDriver{}, opts)
+	if err != nil {
+		return nil, err
+	}
+	return &InterProcessReadWriteLock{read: read, write: write}, nil
+}
+
+// Path returns the lock's base path.
+func (rw *InterProcessReadWriteLock) Path() string { return rw.write.li.base }
+
+// NewHandle returns a new owner of the lock, with its read and write halves.
+// Use one per goroutine (or per logical owner).
+func (rw *InterProcessReadWriteLock) NewHandle() *ReadWriteHandle {
+	o := &ReadWriteHandle{}
+	o.read = &Handle{m: rw.read, hooks: rwHalf{o, false}}
+	o.write = &Handle{m: rw.write, hooks: rwHalf{o, true}}
+	return o
+}
+
+// ParticipantNodes returns the full paths of every child of the lock path,
+// readers, writers and foreign children alike, in queue order.
+func (rw *InterProcessReadWriteLock) ParticipantNodes(ctx context.Context) ([]string, error) {
+	return rw.write.li.participants(ctx, rw.write.d)
+}
+
+// ReadWriteHandle is one owner of an InterProcessReadWriteLock: what a Java
+// thread is to Curator's. Get one from NewHandle.
+//
+// "The owner holds the write lock" means: its WriteLock handle has been
+// granted and not released as many times as it was acquired (IsHeld), at the
+// moment the read lock is asked for. Holds and releases of the two halves
+// may come in any order:
+//   - write, then read: a downgrade (granted at once, see
+//     InterProcessReadWriteLock); releasing the write lock then leaves the
+//     read lock held in the write node's place;
+//   - write, read, write again: the second write only counts up (reentrancy,
+//     not an upgrade);
+//   - read, then write (with no write held): ErrUpgrade at once, also after
+//     a downgrade whose write lock has been released.
+//
+// The halves may be used from several goroutines, but each request is judged
+// by what the owner holds when it is made: a read asked for while the same
+// owner's write is still waiting queues as any reader would (behind that
+// write, until it is released), and a write asked for while the owner's
+// read is still waiting queues behind it.
+type ReadWriteHandle struct {
+	read, write *Handle
+	// conv orders a downgrade against the release of the write lock: the
+	// write node is not deleted while a downgrade read node that takes its
+	// place is being created, so the read node never appears after the
+	// write node is gone (and a writer behind it may hold).
+	conv sync.Mutex
+}
+
+// ReadLock returns the owner's read half. Acquire, TryAcquire, Release, Lost,
+// FencingToken, LockPath, IsHeld and MakeRevocable work as for the mutex.
+func (o *ReadWriteHandle) ReadLock() *Handle { return o.read }
+
+// WriteLock returns the owner's write half. Acquire, TryAcquire, Release,
+// Lost, FencingToken, LockPath, IsHeld and MakeRevocable work as for the
+// mutex; asked for while the owner holds only the read lock, Acquire and
+// TryAcquire return an error wrapping ErrUpgrade.
+func (o *ReadWriteHandle) WriteLock() *Handle { return o.write }
+
+// rwHalf steers the acquisitions of one half of an owner.
+type rwHalf struct {
+	o     *ReadWriteHandle
+	write bool
+}
+
+func (r rwHalf) acquire(ctx context.Context, a attempt) (*heldNode, error) {
+	o, li := r.o, &r.o.write.m.li
+	if r.write {
+		if o.read.IsHeld() {
+			return nil, ErrUpgrade
+		}
+		return li.acquire(ctx, a)
+	}
+	o.conv.Lock()
+	w := o.write.node.Load()
+	if w == nil {
+		o.conv.Unlock()
+		return li.acquire(ctx, a)
+	}
+	defer o.conv.Unlock()
+	a.name = readLockName + readWriteSortKey(w.name)
+	a.mode = framework.Ephemeral
+	a.driver = readDriver{ownWrite: w.name}
+	n, err := li.acquire(ctx, a)
+	if err == nil && isClosed(w.lost) {
+		// The write lock could no longer be trusted when the read node was
+		// made: it may be gone, and the read node must not take its place.
+		rctx, cancel := cleanupContext(ctx)
+		defer cancel()
+		_ = li.release(rctx, n)
+		return nil, fmt.Errorf("%w: the write lock it would downgrade", ErrLockLost)
+	}
+	return n, err
+}
+
+func (r rwHalf) release(ctx context.Context, n *heldNode) error {
+	if r.write {
+		r.o.conv.Lock()
+		defer r.o.conv.Unlock()
+	}
+	return r.o.write.m.li.release(ctx, n)
+}
+
+// readDriver is the read half's predicate over the read-write lock's queue:
+// held when no writer's node (a child containing __WRIT__) sorts before
+// ours; otherwise wait on the NEAREST such node ahead of us. Every other
+// child, foreign ones included, counts as a reader. For a downgrade, ownWrite
+// is the owner's write node: the read node is held at once, as long as that
+// node is still there.
+type readDriver struct {
+	ownWrite string
+}
+
+func (readDriver) sort(children []string) []string { return sortBy(children, readWriteSortKey) }
+
+func (d readDriver) check(sorted []string, ourName string) (bool, string, error) {
+	if d.ownWrite != "" && indexOf(sorted, d.ownWrite) < 0 {
+		return false, "", fmt.Errorf("%w: write lock node %s is gone", ErrLockLost, d.ownWrite)
+	}
+	nearest := -1
+	for i, c := range sorted {
+		if c == ourName {
+			if d.ownWrite != "" || nearest < 0 {
+				return true, "", nil
+			}
+			return false, sorted[nearest], nil
+		}
+		if strings.Contains(c, writeLockName) {
+			nearest = i
+		}
+	}
+	return false, "", errNodeVanished
+}
+
+func isClosed(ch <-chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
+	}
+}

@@ -1,0 +1,325 @@
+package recipes
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/gocurator/curator/framework"
+)
+
+// Curator's semaphore layout (InterProcessSemaphoreV2.LOCK_SCHEMA).
+const (
+	semaphoreLocks  = "locks"
+	semaphoreLeases = "leases"
+)
+
+// InterProcessSemaphoreV2 is Curator's InterProcessSemaphoreV2: at most
+// maxLeases leases held at once across processes, in Curator's exact tree, so
+// Go and Java participants share the same semaphore.
+//
+// Tree (path P, all three containers): P/locks holds the nodes of an
+// internal InterProcessMutex (_c_<uuid>-lock-<seq>); P/leases holds one
+// EPHEMERAL_SEQUENTIAL node per lease, _c_<uuid>-lease-<seq>. To take a
+// lease a contender takes the internal mutex, creates its lease node, and
+// waits (watching P/leases) until P/leases has at most maxLeases children,
+// its own included; then it releases the internal mutex. Contenders thus
+// queue first come, first served on P/locks.
+//
+// Nothing makes every participant use the same maxLeases, as in Curator;
+// NewInterProcessSemaphoreV2WithCount shares it through a SharedCount.
+// Leases are not reentrant and not tied to an owner: any goroutine may
+// close one.
+type InterProcessSemaphoreV2 struct {
+	client *framework.Client
+	path   string
+	locks  lockInternals // P/locks: the internal mutex
+	leases lockInternals // P/leases
+	data   []byte
+	max    int          // when count is nil
+	count  *SharedCount // or nil
+
+	mu      sync.Mutex
+	changed chan struct{} // closed and replaced when count changes
+}
+
+// SemaphoreOption configures a semaphore recipe.
+type SemaphoreOption interface{ applySemaphore(*semaphoreOptions) }
+
+type semaphoreOptions struct {
+	data []byte
+}
+
+type semaphoreOptionFunc func(*semaphoreOptions)
+
+func (f semaphoreOptionFunc) applySemaphore(o *semaphoreOptions) { f(o) }
+
+// WithLeaseData sets the data of the lease nodes (Curator's setNodeData;
+// default: the client's default data, the local IP address).
+func WithLeaseData(data []byte) SemaphoreOption {
+	return semaphoreOptionFunc(func(o *semaphoreOptions) { o.data = append([]byte{}, data...) })
+}
+
+// NewInterProcessSemaphoreV2 returns the semaphore at path that grants at
+// most maxLeases leases at once. maxLeases below 1 is an error wrapping
+// ErrBadArgument; so is a nil client. A bad path is an error that unwraps to
+// zk.ErrInvalidPath.
+func NewInterProcessSemaphoreV2(client *framework.Client, path string, maxLeases int, opts ...SemaphoreOption) (*InterProcessSemaphoreV2, error) {
+	if maxLeases < 1 {
+		return nil, fmt.Errorf("%w: maxLeases %d must be at least 1", ErrBadArgument, maxLeases)
+	}
+	s, err := newSemaphore(client, path, opts)
+	if err != nil {
+		return nil, err
+	}
+	s.max = maxLeases
+	return s, nil
+}
+
+// NewInterProcessSemaphoreV2WithCount returns the semaphore at path whose
+// maximum number of leases is count's value, whenever it is read: when the
+// count changes, waiters look again at once. count should be started (until
+// then its value is its seed). A nil count is an error wrapping ErrBadArgument.
+func NewInterProcessSemaphoreV2WithCount(client *framework.Client, path string, count *SharedCount, opts ...SemaphoreOption) (*InterProcessSemaphoreV2, error) {
+	if count == nil {
+		return nil, fmt.Errorf("%w: nil SharedCount", ErrBadArgument)
+	}
+	s, err := newSemaphore(client, path, opts)
+	if err != nil {
+		return nil, err
+	}
+	s.count = count
+	count.AddListener(func(int) { s.countChanged() })
+	return s, nil
+}
+
+func newSemaphore(client *framework.Client, path string, opts []SemaphoreOption) (*InterProcessSemaphoreV2, error) {
+	if client == nil {
+		return nil, fmt.Errorf("%w: nil client", ErrBadArgument)
+	}
+	if err := framework.ValidatePath(path); err != nil {
+		return nil, err
+	}
+	var o semaphoreOptions
+	for _, opt := range opts {
+		if opt != nil {
+			opt.applySemaphore(&o)
+		}
+	}
+	return &InterProcessSemaphoreV2{
+		client:  client,
+		path:    path,
+		locks:   lockInternals{client: client, base: framework.JoinPath(path, semaphoreLocks)},
+		leases:  lockInternals{client: client, base: framework.JoinPath(path, semaphoreLeases)},
+		data:    o.data,
+		changed: make(chan struct{}),
+	}, nil
+}
+
+// Path returns the semaphore's base path.
+func (s *InterProcessSemaphoreV2) Path() string { return s.path }
+
+// MaxLeases returns the number of leases the semaphore grants at once now.
+func (s *InterProcessSemaphoreV2) MaxLeases() int {
+	if s.count != nil {
+		return s.count.Count()
+	}
+	return s.max
+}
+
+func (s *InterProcessSemaphoreV2) countChanged() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	close(s.changed)
+	s.changed = make(chan struct{})
+}
+
+// Acquire takes one lease, waiting as long as ctx allows (Curator's
+// acquire()). When ctx ends first, it returns an error wrapping ctx.Err()
+// and leaves neither a lease node nor an internal lock node behind.
+func (s *InterProcessSemaphoreV2) Acquire(ctx context.Context) (*Lease, error) {
+	return only(s.acquire(ctx, 1, false))
+}
+
+// AcquireN takes qty leases, one after the other, all within ctx: one
+// deadline covers them all, as Curator's acquire(qty, time, unit). On any
+// failure every lease this call took is returned before it returns the
+// error. qty below 1 is an error wrapping ErrBadArgument.
+func (s *InterProcessSemaphoreV2) AcquireN(ctx context.Context, qty int) ([]*Lease, error) {
+	return s.acquire(ctx, qty, false)
+}
+
+// TryAcquire takes one lease only if one is available now: otherwise it
+// returns an error wrapping ErrLocked and leaves no node. "Available now"
+// includes that no other contender is already waiting for a lease (one that
+// holds the internal lock): it does not overtake the queue.
+func (s *InterProcessSemaphoreV2) TryAcquire(ctx context.Context) (*Lease, error) {
+	return only(s.acquire(ctx, 1, true))
+}
+
+func only(leases []*Lease, err error) (*Lease, error) {
+	if err != nil {
+		return nil, err
+	}
+	return leases[0], nil
+}
+
+// TryAcquireN is TryAcquire for qty leases: all of them, or none and an
+// error wrapping ErrLocked.
+func (s *InterProcessSemaphoreV2) TryAcquireN(ctx context.Context, qty int) ([]*Lease, error) {
+	return s.acquire(ctx, qty, true)
+}
+
+func (s *InterProcessSemaphoreV2) acquire(ctx context.Context, qty int, try bool) ([]*Lease, error) {
+	if qty < 1 {
+		return nil, fmt.Errorf("gocurator: semaphore %s: %w: qty %d must be at least 1", s.path, ErrBadArgument, qty)
+	}
+	leases := make([]*Lease, 0, qty)
+	for len(leases) < qty {
+		l, err := s.acquireOne(ctx, try)
+		if err != nil {
+			rctx, cancel := cleanupContext(ctx)
+			defer cancel()
+			return nil, errors.Join(fmt.Errorf("gocurator: semaphore %s: acquire lease %d of %d: %w", s.path, len(leases)+1, qty, err),
+				ReturnAll(rctx, leases))
+		}
+		leases = append(leases, l)
+	}
+	return leases, nil
+}
+
+// acquireOne is Curator's internalAcquire1Lease: take the internal mutex,
+// create our lease node and wait for the lease count to allow it; release
+// the internal mutex in every case. When the lease node (or the internal
+// lock's node) vanishes, the whole is tried again as far as the client's
+// retry policy allows (RETRY_DUE_TO_MISSING_NODE).
+func (s *InterProcessSemaphoreV2) acquireOne(ctx context.Context, try bool) (*Lease, error) {
+	lockAttempt := attempt{name: mutexLockName, mode: framework.EphemeralSequential,
+		driver: lockNameDriver(mutexLockName, 1), try: try}
+	leaseAttempt := attempt{name: leaseName, mode: framework.EphemeralSequential,
+		data: s.data, driver: leaseDriver{s}, try: try}
+	n, err := retryVanished(ctx, s.client, s.path, func() (*heldNode, error) {
+		lock, err := s.locks.attemptOnce(ctx, lockAttempt)
+		if err != nil {
+			return nil, err
+		}
+		defer func() {
+			rctx, cancel := cleanupContext(ctx)
+			defer cancel()
+			_ = s.locks.release(rctx, lock) // guaranteed: goes on in the background if need be
+		}()
+		return s.leases.attemptOnce(ctx, leaseAttempt)
+	})
+	if err != nil {
+		return nil, err
+	}
+	l := &Lease{li: &s.leases, path: n.path, token: n.token}
+	l.n.Store(n)
+	return l, nil
+}
+
+// ParticipantNodes returns the names (not paths) of the children of
+// P/leases, in server order, as Curator's getParticipantNodes.
+func (s *InterProcessSemaphoreV2) ParticipantNodes(ctx context.Context) ([]string, error) {
+	names, _, err := s.client.Children(ctx, s.leases.base)
+	if errors.Is(err, zk.ErrNoNode) {
+		return nil, nil
+	}
+	return names, err
+}
+
+// leaseDriver is the semaphore's predicate: our lease is granted while
+// P/leases has at most MaxLeases children, ours and foreign ones included;
+// order does not matter.
+type leaseDriver struct{ s *InterProcessSemaphoreV2 }
+
+func (leaseDriver) sort(children []string) []string { return children }
+
+func (d leaseDriver) check(children []string, ourName string) (bool, string, error) {
+	if indexOf(children, ourName) < 0 {
+		return false, "", errNodeVanished
+	}
+	return len(children) <= d.s.MaxLeases(), "", nil
+}
+
+func (d leaseDriver) changed() <-chan struct{} {
+	d.s.mu.Lock()
+	defer d.s.mu.Unlock()
+	return d.s.changed
+}
+
+// Lease is one lease of an InterProcessSemaphoreV2: its node
+// P/leases/_c_<uuid>-lease-<seq>. Close it to return it.
+type Lease struct {
+	li    *lockInternals
+	path  string
+	token int64
+	n     atomic.Pointer[heldNode] // nil once closed
+}
+
+// Close returns the lease: its node is deleted (guaranteed: if the delete
+// fails for connection loss, it goes on in the background, and the error is
+// returned for information; the lease counts as returned either way).
+// Closing a lease that is already closed returns an error wrapping
+// ErrNotHeld, so that a double return is visible; ReturnAll ignores it.
+func (l *Lease) Close(ctx context.Context) error {
+	n := l.n.Swap(nil)
+	if n == nil {
+		return fmt.Errorf("gocurator: close lease %s: %w", l.path, ErrNotHeld)
+	}
+	if err := l.li.release(ctx, n); err != nil {
+		return fmt.Errorf("gocurator: close lease %s: %w", l.path, err)
+	}
+	return nil
+}
+
+// Data reads the lease node's data (Curator's getData).
+func (l *Lease) Data(ctx context.Context) ([]byte, error) {
+	data, _, err := l.li.client.GetData(ctx, l.path)
+	return data, err
+}
+
+// NodeName returns the last segment of the lease node's path (Curator's getNodeName).
+func (l *Lease) NodeName() string {
+	_, name := framework.SplitPath(l.path)
+	return name
+}
+
+// Path returns the full path of the lease node.
+func (l *Lease) Path() string { return l.path }
+
+// Lost returns a channel that is closed when the lease can no longer be
+// trusted: on SUSPENDED or LOST under the client's default error policy, on
+// LOST only under state.SessionErrorPolicy, or when the client closes. Once
+// the lease is closed, the channel is already closed.
+func (l *Lease) Lost() <-chan struct{} {
+	if n := l.n.Load(); n != nil {
+		return n.lost
+	}
+	return closedChan
+}
+
+// FencingToken returns the lease node's czxid: it strictly increases across
+// every lease ever granted by this semaphore, across sessions and re-created
+// parents. It stays the lease's number after Close.
+func (l *Lease) FencingToken() int64 { return l.token }
+
+// ReturnAll closes every lease (nil entries are skipped), as Curator's
+// returnAll. Leases already closed are no error; the other errors are
+// joined.
+func ReturnAll(ctx context.Context, leases []*Lease) error {
+	var errs []error
+	for _, l := range leases {
+		if l == nil {
+			continue
+		}
+		if err := l.Close(ctx); err != nil && !errors.Is(err, ErrNotHeld) {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,279 @@
+package recipes
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math"
+	"sync"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+	"go.uber.org/zap"
+
+	"github.com/gocurator/curator/framework"
+)
+
+// sharedCountRetryWait is how long the watcher waits before it reads the
+// node again after a failure that the client's retry loop gave up on.
+const sharedCountRetryWait = time.Second
+
+// SharedCount is Curator's SharedCount: an int shared through one node,
+// which every participant watches. The node is PERSISTENT (container
+// parents) and holds the count as a 4-byte big-endian int, as in Curator, so
+// Go and Java participants share one count. InterProcessSemaphoreV2 can take
+// its maximum number of leases from one
+// (NewInterProcessSemaphoreV2WithCount).
+//
+// Start it before use and Close it when done; Close stops its watching.
+type SharedCount struct {
+	client *framework.Client
+	path   string
+	seed   int32
+
+	mu        sync.Mutex
+	count     int
+	czxid     int64 // of the node the count was read from, to notice a re-created node
+	version   int32 // -1: not read yet
+	gen       uint64
+	notified  uint64 // gen listeners last heard
+	listeners map[int]func(int)
+	nextID    int
+	started   bool
+	closed    bool
+	cancel    context.CancelFunc
+	done      chan struct{}
+}
+
+// NewSharedCount returns the count at path, with seed as its value until it
+// is read, and as the value of the node Start creates if there is none. A
+// seed out of the int32 range, or a nil client, is an error wrapping
+// ErrBadArgument; a bad path is an error that unwraps to zk.ErrInvalidPath.
+func NewSharedCount(client *framework.Client, path string, seed int) (*SharedCount, error) {
+	if client == nil {
+		return nil, fmt.Errorf("%w: nil client", ErrBadArgument)
+	}
+	if err := framework.ValidatePath(path); err != nil {
+		return nil, err
+	}
+	s, err := toInt32(seed)
+	if err != nil {
+		return nil, err
+	}
+	return &SharedCount{client: client, path: path, seed: s, count: seed, version: -1,
+		listeners: map[int]func(int){}}, nil
+}
+
+// Path returns the count's node path.
+func (c *SharedCount) Path() string { return c.path }
+
+// Start creates the node with the seed if it is missing, reads it, and
+// starts watching it. Starting twice, or after Close, is an error wrapping
+// ErrBadArgument. If Start fails, it may be called again.
+func (c *SharedCount) Start(ctx context.Context) error {
+	c.mu.Lock()
+	if c.started || c.closed {
+		c.mu.Unlock()
+		return fmt.Errorf("gocurator: shared count %s: %w: started twice or after Close", c.path, ErrBadArgument)
+	}
+	c.started = true
+	c.mu.Unlock()
+	w, err := c.start(ctx)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if err != nil || c.closed {
+		c.started = false
+		if err == nil {
+			err = fmt.Errorf("gocurator: shared count %s: %w: closed while starting", c.path, ErrBadArgument)
+		}
+		return err
+	}
+	wctx, cancel := context.WithCancel(context.Background())
+	c.cancel, c.done = cancel, make(chan struct{})
+	go c.watch(wctx, w)
+	return nil
+}
+
+func (c *SharedCount) start(ctx context.Context) (<-chan zk.Event, error) {
+	_, err := c.client.Create(ctx, c.path, encodeCount(c.seed), framework.CreatingParentContainersIfNeeded())
+	if err != nil && !errors.Is(err, zk.ErrNodeExists) {
+		return nil, fmt.Errorf("gocurator: shared count %s: %w", c.path, err)
+	}
+	data, stat, w, err := c.client.GetDataW(ctx, c.path)
+	if err != nil {
+		return nil, fmt.Errorf("gocurator: shared count %s: %w", c.path, err)
+	}
+	c.update(data, stat)
+	c.notify()
+	return w, nil
+}
+
+// watch re-reads the node at each event on it (re-arming the watch) and
+// tells the listeners of each new value, until ctx ends or the client closes.
+func (c *SharedCount) watch(ctx context.Context, w <-chan zk.Event) {
+	defer close(c.done)
+	for {
+		select {
+		case <-w:
+		case <-ctx.Done():
+			return
+		}
+		for w = nil; w == nil; {
+			data, stat, dw, err := c.client.GetDataW(ctx, c.path)
+			switch {
+			case err == nil:
+				c.update(data, stat)
+				c.notify()
+				w = dw
+				continue
+			case ctx.Err() != nil || errors.Is(err, framework.ErrClosed):
+				return
+			case errors.Is(err, zk.ErrNoNode):
+				// Deleted: wait for it to come back. This watch is meant to stay.
+				ok, _, ew, err := c.client.ExistsW(ctx, c.path)
+				if err == nil {
+					if !ok {
+						w = ew
+					}
+					continue
+				}
+			}
+			c.client.Logger().Info("shared count: reading failed; trying again", zap.String("path", c.path), zap.Error(err))
+			if sleep(ctx, sharedCountRetryWait) != nil {
+				return
+			}
+		}
+	}
+}
+
+// update takes the value read from the node if it is newer than ours.
+func (c *SharedCount) update(data []byte, stat *zk.Stat) {
+	if len(data) != 4 {
+		c.client.Logger().Warn("shared count: node does not hold a 4-byte int; ignored",
+			zap.String("path", c.path), zap.Int("bytes", len(data)))
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if stat.Czxid == c.czxid && stat.Version <= c.version {
+		return
+	}
+	c.count = int(int32(binary.BigEndian.Uint32(data)))
+	c.czxid, c.version = stat.Czxid, stat.Version
+	c.gen++
+}
+
+// notify calls the listeners with the count if it changed since they last
+// heard. Only the goroutine that reads the node calls it, so listeners hear
+// the changes in order.
+func (c *SharedCount) notify() {
+	c.mu.Lock()
+	if c.gen == c.notified || c.closed {
+		c.mu.Unlock()
+		return
+	}
+	c.notified = c.gen
+	n := c.count
+	ls := make([]func(int), 0, len(c.listeners))
+	for _, l := range c.listeners {
+		ls = append(ls, l)
+	}
+	c.mu.Unlock()
+	for _, l := range ls {
+		l(n)
+	}
+}
+
+// Count returns the current count (the seed until the node has been read).
+func (c *SharedCount) Count() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.count
+}
+
+// VersionedCount returns the current count and the node's data version it
+// was read at (-1 before the node has been read), for TrySetCount.
+func (c *SharedCount) VersionedCount() (count int, version int32) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.count, c.version
+}
+
+// SetCount sets the count, whatever it is now. The count must be started.
+func (c *SharedCount) SetCount(ctx context.Context, n int) error {
+	_, err := c.set(ctx, n, -1)
+	return err
+}
+
+// TrySetCount sets the count only if the node is still at version (see
+// VersionedCount), and reports whether it did. The count must be started.
+func (c *SharedCount) TrySetCount(ctx context.Context, n int, version int32) (bool, error) {
+	ok, err := c.set(ctx, n, version)
+	if errors.Is(err, zk.ErrBadVersion) {
+		return false, nil
+	}
+	return ok, err
+}
+
+func (c *SharedCount) set(ctx context.Context, n int, version int32) (bool, error) {
+	v, err := toInt32(n)
+	if err != nil {
+		return false, err
+	}
+	c.mu.Lock()
+	running := c.started && !c.closed
+	c.mu.Unlock()
+	if !running {
+		return false, fmt.Errorf("gocurator: shared count %s: %w: not started, or closed", c.path, ErrBadArgument)
+	}
+	data := encodeCount(v)
+	stat, err := c.client.SetData(ctx, c.path, data, version)
+	if err != nil {
+		return false, fmt.Errorf("gocurator: set shared count %s: %w", c.path, err)
+	}
+	c.update(data, stat) // listeners hear of it from the watch, as in Curator
+	return true, nil
+}
+
+// AddListener registers fn to be called with the new count at each change
+// the count sees from now on, on the count's own goroutine, in order. It
+// returns a function that removes fn.
+func (c *SharedCount) AddListener(fn func(count int)) (remove func()) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	id := c.nextID
+	c.nextID++
+	c.listeners[id] = fn
+	return func() {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		delete(c.listeners, id)
+	}
+}
+
+// Close stops watching the node and waits for the watching goroutine to
+// end; listeners hear nothing more. The node stays. Close is idempotent.
+func (c *SharedCount) Close() error {
+	c.mu.Lock()
+	c.closed = true
+	cancel, done := c.cancel, c.done
+	c.cancel = nil
+	c.mu.Unlock()
+	if cancel != nil {
+		cancel()
+		<-done
+	}
+	return nil
+}
+
+func toInt32(n int) (int32, error) {
+	if n < math.MinInt32 || n > math.MaxInt32 {
+		return 0, fmt.Errorf("%w: count %d is out of the int32 range", ErrBadArgument, n)
+	}
+	return int32(n), nil
+}
+
+func encodeCount(n int32) []byte {
+	return binary.BigEndian.AppendUint32(nil, uint32(n))
+}
