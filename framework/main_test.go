@@ -1,12 +1,9 @@
 package framework
 
 import (
-	"fmt"
 	"os"
 	"testing"
 	"time"
-
-	"go.uber.org/goleak"
 
 	"github.com/gocurator/curator/framework/zktest"
 	"github.com/gocurator/curator/internal/testutil"
@@ -18,23 +15,8 @@ import (
 var server *zktest.Server
 
 func TestMain(m *testing.M) {
-	s, err := zktest.StartServer(zktest.WithTickTime(100*time.Millisecond),
-		zktest.WithSessionTimeoutRange(200*time.Millisecond, 30*time.Second))
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "starting ZooKeeper:", err)
-		os.Exit(1)
-	}
-	server = s
-	os.Setenv("ZK_SERVERS", s.Addr()) // the examples connect to it as a user's program would
-	code := m.Run()
-	s.Close()
-	if code == 0 {
-		if err := goleak.Find(); err != nil {
-			fmt.Fprintln(os.Stderr, "goroutines left behind:", err)
-			code = 1
-		}
-	}
-	os.Exit(code)
+	os.Exit(testutil.Main(m, &server, zktest.WithTickTime(100*time.Millisecond),
+		zktest.WithSessionTimeoutRange(200*time.Millisecond, 30*time.Second)))
 }
 
 // newClient connects to servers (the shared server by default) with a

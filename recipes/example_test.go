@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"time"
 
 	"github.com/gocurator/curator/framework"
@@ -11,11 +12,11 @@ import (
 	"github.com/gocurator/curator/retry"
 )
 
-// connect returns a connected client of the examples' ZooKeeper
+// connect returns a connected client of the ZooKeeper in ZK_SERVERS
 // ("zk1:2181,zk2:2181" in real life), a context for the example's calls, and
 // a function that ends both.
 func connect() (*framework.Client, context.Context, func(), error) {
-	client, err := framework.New(recipes.ZooKeeperForExamples(), retry.NewExponentialBackoff(100*time.Millisecond, 5))
+	client, err := framework.New(os.Getenv("ZK_SERVERS"), retry.NewExponentialBackoff(100*time.Millisecond, 5))
 	if err != nil {
 		return nil, nil, nil, err
 	}

@@ -8,8 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"go.uber.org/goleak"
-
 	"github.com/gocurator/curator/framework"
 	"github.com/gocurator/curator/framework/zktest"
 	"github.com/gocurator/curator/internal/testutil"
@@ -21,23 +19,9 @@ import (
 var server *zktest.Server
 
 func TestMain(m *testing.M) {
-	s, err := zktest.StartServer(zktest.WithTickTime(100*time.Millisecond),
+	os.Exit(testutil.Main(m, &server, zktest.WithTickTime(100*time.Millisecond),
 		zktest.WithSessionTimeoutRange(200*time.Millisecond, 30*time.Second),
-		zktest.WithContainerCheckInterval(100*time.Millisecond))
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "starting ZooKeeper:", err)
-		os.Exit(1)
-	}
-	server = s
-	code := m.Run()
-	s.Close()
-	if code == 0 {
-		if err := goleak.Find(); err != nil {
-			fmt.Fprintln(os.Stderr, "goroutines left behind:", err)
-			code = 1
-		}
-	}
-	os.Exit(code)
+		zktest.WithContainerCheckInterval(100*time.Millisecond)))
 }
 
 // newClient connects to servers (the shared server if "") and closes the

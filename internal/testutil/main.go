@@ -1,0 +1,35 @@
+package testutil
+
+import (
+	"fmt"
+	"os"
+	"testing"
+
+	"go.uber.org/goleak"
+
+	"github.com/gocurator/curator/framework/zktest"
+)
+
+// Main is a package's TestMain body for tests that share one real
+// ZooKeeper: it starts the server with opts, stores it in *server, points
+// ZK_SERVERS at it (examples connect the way a user's program would), runs
+// the tests, stops the server, and fails the run if goroutines were left
+// behind. It returns the exit code: os.Exit(testutil.Main(m, &server)).
+func Main(m *testing.M, server **zktest.Server, opts ...zktest.Option) int {
+	s, err := zktest.StartServer(opts...)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "starting ZooKeeper:", err)
+		return 1
+	}
+	*server = s
+	os.Setenv("ZK_SERVERS", s.Addr())
+	code := m.Run()
+	s.Close()
+	if code == 0 {
+		if err := goleak.Find(); err != nil {
+			fmt.Fprintln(os.Stderr, "goroutines left behind:", err)
+			code = 1
+		}
+	}
+	return code
+}
