@@ -1,0 +1,124 @@
+package compat_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"testing"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/gocurator/curator/framework"
+	"github.com/gocurator/curator/internal/testutil"
+	"github.com/gocurator/curator/recipes"
+)
+
+// javaAcquire asks the peer to acquire lock on worker, qty leases where the
+// recipe has leases.
+func javaAcquire(p *peer, worker, lock string, qty int, opts ...string) *call {
+	return p.send(worker, "acquire", append([]string{lock, "qty=" + strconv.Itoa(qty)}, opts...)...)
+}
+
+// waitChildren waits, with watches, until path has n children (a missing
+// path has none).
+func waitChildren(t testing.TB, c *framework.Client, path string, n int) []string {
+	t.Helper()
+	ctx := testutil.Context(t)
+	for {
+		kids, _, w, err := c.ChildrenW(ctx, path)
+		if errors.Is(err, zk.ErrNoNode) {
+			var ok bool
+			ok, _, w, err = c.ExistsW(ctx, path)
+			if err == nil && ok {
+				continue
+			}
+			kids = nil
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(kids) == n {
+			return kids
+		}
+		select {
+		case <-w:
+		case <-ctx.Done():
+			t.Fatalf("%s has children %v, want %d", path, kids, n)
+		}
+	}
+}
+
+// children lists path on the server; a missing path has none.
+func children(t testing.TB, c *framework.Client, path string) []string {
+	t.Helper()
+	kids, _, err := c.Children(testutil.Context(t), path)
+	if err != nil && !errors.Is(err, zk.ErrNoNode) {
+		t.Fatal(err)
+	}
+	return kids
+}
+
+// ownedBy returns the full paths of the children of path whose ephemeral
+// owner is session.
+func ownedBy(t testing.TB, c *framework.Client, path string, session int64) []string {
+	t.Helper()
+	var out []string
+	for _, k := range children(t, c, path) {
+		ok, st, err := c.Exists(testutil.Context(t), path+"/"+k)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ok && st.EphemeralOwner == session {
+			out = append(out, path+"/"+k)
+		}
+	}
+	return out
+}
+
+// asyncAcquire runs o.Acquire on a goroutine and returns its result channel.
+func asyncAcquire(ctx context.Context, o owner) <-chan error {
+	ch := make(chan error, 1)
+	go func() { ch <- o.Acquire(ctx) }()
+	return ch
+}
+
+func must(t testing.TB, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// notYet fails the test if ch already has a result.
+func notYet(t testing.TB, ch <-chan error, what string) {
+	t.Helper()
+	select {
+	case err := <-ch:
+		t.Fatalf("%s returned (%v) while the lock was held elsewhere", what, err)
+	default:
+	}
+}
+
+func label(lang string, i int) string { return fmt.Sprintf("%s%d", lang, i) }
+
+// tryAcquire tries o without waiting, where the recipe can (TryAcquire),
+// and reports whether it got the lock (releasing it again at once). A recipe
+// without TryAcquire reports false.
+func tryAcquire(t testing.TB, o owner) bool {
+	t.Helper()
+	tr, ok := o.(interface{ TryAcquire(context.Context) error })
+	if !ok {
+		return false
+	}
+	ctx := testutil.Context(t)
+	err := tr.TryAcquire(ctx)
+	if err == nil {
+		must(t, o.Release(ctx))
+		return true
+	}
+	if !errors.Is(err, recipes.ErrLocked) {
+		t.Fatalf("TryAcquire = %v, want nil or ErrLocked", err)
+	}
+	return false
+}

@@ -1,0 +1,207 @@
+package compat_test
+
+import (
+	"errors"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/gocurator/curator/framework"
+	"github.com/gocurator/curator/internal/testutil"
+	"github.com/gocurator/curator/recipes"
+)
+
+// Readers of both languages share the read lock: a Java reader, a Go reader
+// and a second Java reader hold it at once (all inside the guard together).
+// A writer of either language queued behind them is a barrier for readers
+// of both languages that come later (Curator's writer-starvation rule).
+func TestReadersShare(t *testing.T) {
+	testutil.CheckLeaks(t)
+	ctx := testutil.Context(t)
+	p := startPeer(t, "readers")
+	p.client(t, "jc", server.Addr())
+	gc := newClient(t, "")
+	base := testutil.Path(t)
+	testutil.CleanupTree(t, server.Addr(), base)
+	g := newGuards(t, 1)
+	rw := mustReadWrite(t, gc, base, "")
+	p.do(t, "-", "rwlock", "rw", "jc", base)
+
+	if !acquired(t, p.do(t, "r1", "acquire", "rw.read")) {
+		t.Fatal("Java reader 1 did not get a free read lock")
+	}
+	leave1 := javaEnter(t, p, g, shared, 1, "java-r1")
+	r2 := rw.NewHandle().ReadLock()
+	if err := r2.TryAcquire(ctx); err != nil {
+		t.Fatalf("Go reader could not share the read lock with a Java reader: %v", err)
+	}
+	leave2 := goEnter(t, g, shared, 1, "go-r2")
+	if !acquired(t, p.do(t, "r3", "acquire", "rw.read", "timeout=0")) {
+		t.Fatal("Java reader 3 could not share the read lock with a Java and a Go reader")
+	}
+	leave3 := javaEnter(t, p, g, shared, 1, "java-r3")
+
+	w := rw.NewHandle().WriteLock()
+	gotW := asyncAcquire(ctx, w)
+	waitChildren(t, gc, base, 4)
+	notYet(t, gotW, "Go writer")
+	if acquired(t, p.do(t, "r4", "acquire", "rw.read", "timeout=0")) {
+		t.Fatal("a Java reader got past a queued Go writer")
+	}
+	if err := rw.NewHandle().ReadLock().TryAcquire(ctx); !errors.Is(err, recipes.ErrLocked) {
+		t.Fatalf("a Go reader behind a queued Go writer: %v, want ErrLocked", err)
+	}
+	notYet(t, gotW, "Go writer")
+
+	leave1()
+	p.do(t, "r1", "release", "rw.read")
+	leave2()
+	must(t, r2.Release(ctx))
+	notYet(t, gotW, "Go writer")
+	leave3()
+	p.do(t, "r3", "release", "rw.read")
+	must(t, <-gotW)
+	goEnter(t, g, exclusive, 1, "go-w")()
+
+	// And a Java writer queued behind a Go reader bars later Go readers.
+	jw := p.send("w2", "acquire", "rw.write")
+	waitChildren(t, gc, base, 2)
+	if err := rw.NewHandle().ReadLock().TryAcquire(ctx); !errors.Is(err, recipes.ErrLocked) {
+		t.Fatalf("a Go reader behind a Go-held write lock and a queued Java writer: %v, want ErrLocked", err)
+	}
+	must(t, w.Release(ctx))
+	if !acquired(t, jw.must(t)) {
+		t.Fatal("Java writer returned false")
+	}
+	p.do(t, "w2", "release", "rw.write")
+	checkGuards(t, g)
+	if n := len(g[0].log()); n != 4 {
+		t.Fatalf("guard log %v", g[0].log())
+	}
+}
+
+var seqSuffix = regexp.MustCompile(`(__READ__|__WRIT__)([0-9]{10})$`)
+
+// seqOf returns the sequence text of a read-write node name.
+func seqOf(t testing.TB, name string) string {
+	t.Helper()
+	m := seqSuffix.FindStringSubmatch(name)
+	if m == nil {
+		t.Fatalf("%s is not a read-write lock node", name)
+	}
+	return m[2]
+}
+
+// Downgrade across languages.
+//
+// Go holds the write lock, takes the read lock (Curator 5.5's node: a
+// non-sequential _c_<uuid>-__READ__<the write node's sequence>), and
+// releases the write lock; a Java writer that queued behind the write lock
+// must not get in while Go holds the read lock. Curator's own timed acquire
+// is the witness: it returns false.
+//
+// With the roles swapped, Curator 5.4 shows CURATOR-621: its downgrade read
+// node is an ordinary sequential node with a NEW sequence, so the Go writer
+// queued between Java's write and read nodes is first in line once Java
+// releases the write lock, and gets the write lock while Java still holds
+// the read lock. The test asserts this is what Debian's Curator 5.4 does
+// (it fails, asking for an update, should a fixed Curator be installed).
+func TestDowngrade(t *testing.T) {
+	testutil.CheckLeaks(t)
+	p := startPeer(t, "downgrade")
+	jsid := p.client(t, "jc", server.Addr())
+	gc := newClient(t, "")
+
+	t.Run("go-downgrades", func(t *testing.T) {
+		ctx := testutil.Context(t)
+		base := testutil.Path(t)
+		testutil.CleanupTree(t, server.Addr(), base)
+		g := newGuards(t, 1)
+		rw := mustReadWrite(t, gc, base, "")
+		p.do(t, "-", "rwlock", "rw1", "jc", base)
+		h := rw.NewHandle()
+		must(t, h.WriteLock().Acquire(ctx))
+		// Curator's timed acquire is the witness: 1 s is far longer than
+		// what the downgrade below takes.
+		jw := p.send("d1", "acquire", "rw1.write", "timeout=1000")
+		waitChildren(t, gc, base, 2)
+		must(t, h.ReadLock().Acquire(ctx))
+		writeName, readName := lastSegment(h.WriteLock().LockPath()), lastSegment(h.ReadLock().LockPath())
+		if !framework.IsProtectedName(readName) || seqOf(t, readName) != seqOf(t, writeName) || !strings.Contains(readName, "-__READ__") {
+			t.Fatalf("downgrade read node %s, want _c_<uuid>-__READ__ with the write node's sequence (%s)", readName, writeName)
+		}
+		_, st, err := gc.GetData(ctx, h.ReadLock().LockPath())
+		must(t, err)
+		if st.EphemeralOwner != gc.SessionID() {
+			t.Fatalf("downgrade read node owner %x, want our session", st.EphemeralOwner)
+		}
+		must(t, h.WriteLock().Release(ctx))
+		leave := goEnter(t, g, shared, 1, "go-downgraded-reader")
+		if acquired(t, jw.must(t)) {
+			t.Fatal("the Java writer got the write lock while Go held the downgraded read lock")
+		}
+		// An untimed Java writer gets it once Go releases the read lock.
+		jw = p.send("d1", "acquire", "rw1.write")
+		waitChildren(t, gc, base, 2)
+		leave()
+		must(t, h.ReadLock().Release(ctx))
+		if !acquired(t, jw.must(t)) {
+			t.Fatal("Java's untimed acquire returned false")
+		}
+		javaEnter(t, p, g, exclusive, 1, "java-writer")()
+		p.do(t, "d1", "release", "rw1.write")
+		checkGuards(t, g)
+	})
+
+	t.Run("java-downgrades-curator-621", func(t *testing.T) {
+		ctx := testutil.Context(t)
+		base := testutil.Path(t)
+		testutil.CleanupTree(t, server.Addr(), base)
+		rw := mustReadWrite(t, gc, base, "")
+		p.do(t, "-", "rwlock", "rw2", "jc", base)
+		if !acquired(t, p.do(t, "d2", "acquire", "rw2.write")) {
+			t.Fatal("Java did not get a free write lock")
+		}
+		javaWrite := ownedBy(t, gc, base, jsid)
+		w := rw.NewHandle().WriteLock()
+		gotW := asyncAcquire(ctx, w)
+		waitChildren(t, gc, base, 2)
+		if !acquired(t, p.do(t, "d2", "acquire", "rw2.read")) { // same thread: a downgrade
+			t.Fatal("Java's downgrade read acquire returned false")
+		}
+		waitChildren(t, gc, base, 3)
+		var javaRead string
+		for _, n := range ownedBy(t, gc, base, jsid) {
+			if n != javaWrite[0] {
+				javaRead = n
+			}
+		}
+		var goWrite string
+		for _, k := range children(t, gc, base) {
+			if base+"/"+k != javaWrite[0] && base+"/"+k != javaRead {
+				goWrite = k
+			}
+		}
+		jwSeq, jrSeq, gwSeq := seqOf(t, lastSegment(javaWrite[0])), seqOf(t, lastSegment(javaRead)), seqOf(t, goWrite)
+		t.Logf("Java write %s, Go write %s, Java downgrade read %s", lastSegment(javaWrite[0]), goWrite, lastSegment(javaRead))
+		if !(jwSeq < gwSeq && gwSeq < jrSeq) {
+			t.Fatalf("Curator's downgrade read node %s (sequence %s) does not follow the Go writer's %s: "+
+				"this is not Curator 5.4's CURATOR-621 behaviour; Curator 5.5+ reuses the write sequence. "+
+				"Update this test and docs/ for the installed Curator", javaRead, jrSeq, gwSeq)
+		}
+		notYet(t, gotW, "Go writer")
+		p.do(t, "d2", "release", "rw2.write")
+		// CURATOR-621: the Go writer is now first and gets the write lock
+		// while Java still holds its read lock.
+		must(t, <-gotW)
+		if ok, _, err := gc.Exists(ctx, javaRead); err != nil || !ok {
+			t.Fatalf("Java's read node %s is gone (%v): cannot show CURATOR-621", javaRead, err)
+		}
+		t.Logf("CURATOR-621 as Curator 5.4 has it: Go holds the write lock (%s) while Java holds the read lock (%s)",
+			w.LockPath(), javaRead)
+		must(t, w.Release(ctx))
+		p.do(t, "d2", "release", "rw2.read")
+	})
+}
+
+func lastSegment(path string) string { return path[strings.LastIndex(path, "/")+1:] }

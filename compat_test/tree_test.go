@@ -1,0 +1,172 @@
+package compat_test
+
+import (
+	"fmt"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/gocurator/curator/internal/testutil"
+)
+
+// protectedUUID matches Curator's protection prefix with a Java
+// UUID.randomUUID(): version 4, lowercase.
+const protectedUUID = `_c_[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}-`
+
+var (
+	lockNodeName = regexp.MustCompile(`^` + protectedUUID + `(lock-|__READ__|__WRIT__|lease-)[0-9]{10}$`)
+	uuidPart     = regexp.MustCompile(protectedUUID)
+	seqPart      = regexp.MustCompile(`[0-9]{10}$`)
+)
+
+// snapshot describes the tree under root, one line per node, sorted: the
+// path below root with protection ids and sequence numbers replaced by
+// placeholders, the data, the ACL, whether the node is ephemeral and owned
+// by session ("owner=self"), not ephemeral ("owner=none"), or someone
+// else's, and the number of children. Ephemeral node names must have
+// Curator's form.
+func snapshot(t testing.TB, conn *zk.Conn, root string, session int64) []string {
+	t.Helper()
+	var lines []string
+	var walk func(path, rel string)
+	walk = func(path, rel string) {
+		data, st, err := conn.Get(path)
+		if err != nil {
+			t.Fatalf("get %s: %v", path, err)
+		}
+		acl, _, err := conn.GetACL(path)
+		if err != nil {
+			t.Fatalf("get ACL %s: %v", path, err)
+		}
+		owner := "none"
+		switch st.EphemeralOwner {
+		case 0:
+		case session:
+			owner = "self"
+			if name := lastSegment(path); !lockNodeName.MatchString(name) {
+				t.Errorf("ephemeral node %s does not have Curator's name form", path)
+			}
+		default:
+			owner = fmt.Sprintf("other:%x", st.EphemeralOwner)
+		}
+		lines = append(lines, fmt.Sprintf("%s data=%q acl=%v owner=%s children=%d",
+			normalizeName(rel), data, acl, owner, st.NumChildren))
+		kids, _, err := conn.Children(path)
+		if err != nil {
+			t.Fatalf("children %s: %v", path, err)
+		}
+		for _, k := range kids {
+			walk(path+"/"+k, rel+"/"+k)
+		}
+	}
+	walk(root, ".")
+	slices.Sort(lines)
+	return lines
+}
+
+func normalizeName(rel string) string {
+	segs := strings.Split(rel, "/")
+	for i, s := range segs {
+		s = uuidPart.ReplaceAllString(s, "_c_<uuid>-")
+		if strings.HasPrefix(s, "_c_<uuid>-") {
+			s = seqPart.ReplaceAllString(s, "<seq>")
+		}
+		segs[i] = s
+	}
+	return strings.Join(segs, "/")
+}
+
+// After Go and Java each take each recipe (on sibling paths), the two trees
+// have the same shape: node names by pattern, data (the client's default,
+// or the recipe's own lock or lease data), ACLs, ephemeral nodes owned by
+// the taker's session and parents that are not ephemeral. Once both release,
+// the server reaps every parent, which shows that both made them
+// containers.
+func TestTreeForm(t *testing.T) {
+	testutil.CheckLeaks(t)
+	ctx := testutil.Context(t)
+	p := startPeer(t, "tree")
+	jsid := p.client(t, "jc", server.Addr())
+	gc := newClient(t, "")
+	raw := testutil.Connect(t, server.Addr())
+	base := testutil.Path(t)
+	testutil.CleanupTree(t, server.Addr(), base)
+
+	named := func(r recipe, name string) recipe { r.name = name; return r }
+	cases := append(allRecipes(),
+		named(readWriteRecipe("read", "rwdata"), "read-with-data"),
+		named(readWriteRecipe("write", "rwdata"), "write-with-data"),
+		named(semaphoreRecipe(semaphoreLeases, "leasedata"), "semaphore-with-data"))
+	var release []func()
+	for _, r := range cases {
+		goBase, javaBase := base+"/"+r.name+"/go", base+"/"+r.name+"/java"
+		o := r.goOwner(t, gc, goBase, 1)
+		must(t, o.Acquire(ctx))
+		release = append(release, func() { must(t, o.Release(ctx)) })
+		jl := r.javaLock(t, p, "tree-"+r.name, "jc", javaBase)
+		worker := "t-" + r.name
+		if !acquired(t, javaAcquire(p, worker, jl, 1).must(t)) {
+			t.Fatalf("%s: Java did not acquire a free lock", r.name)
+		}
+		release = append(release, func() { p.do(t, worker, "release", jl) })
+		if r.heldNodes == 0 { // a semaphore: its internal lock's container is
+			// empty once the lease is granted, and the server reaps it
+			waitReaped(t, raw, r.queuePath(goBase))
+			waitReaped(t, raw, r.queuePath(javaBase))
+		}
+		goTree, javaTree := snapshot(t, raw, goBase, gc.SessionID()), snapshot(t, raw, javaBase, jsid)
+		if !slices.Equal(goTree, javaTree) {
+			t.Errorf("%s: the trees differ\nGo (%s):\n  %s\nJava (%s):\n  %s", r.name,
+				goBase, strings.Join(goTree, "\n  "), javaBase, strings.Join(javaTree, "\n  "))
+		} else {
+			t.Logf("%s:\n  %s", r.name, strings.Join(goTree, "\n  "))
+		}
+	}
+	for _, f := range release {
+		f()
+	}
+	waitReaped(t, raw, base) // every parent was a container
+}
+
+// reapTimeout bounds the wait for the server to reap an empty container
+// (it looks every 200 ms here).
+const reapTimeout = 20 * time.Second
+
+// waitReaped waits, with watches, until path is gone; if it is not gone
+// in time, it fails the test and shows what is left under it.
+func waitReaped(t testing.TB, conn *zk.Conn, path string) {
+	t.Helper()
+	deadline := time.After(reapTimeout)
+	for {
+		ok, _, ch, err := conn.ExistsW(path)
+		if err != nil {
+			t.Fatalf("exists %s: %v", path, err)
+		}
+		if !ok {
+			return
+		}
+		select {
+		case <-ch:
+		case <-deadline:
+			var left []string
+			var walk func(string)
+			walk = func(p string) {
+				_, st, err := conn.Get(p)
+				if err != nil {
+					return
+				}
+				left = append(left, fmt.Sprintf("%s (owner %x, cversion %d)", p, st.EphemeralOwner, st.Cversion))
+				kids, _, _ := conn.Children(p)
+				for _, k := range kids {
+					walk(p + "/" + k)
+				}
+			}
+			walk(path)
+			t.Fatalf("%s was not reaped within %v (not a container, or not empty): %s", path, reapTimeout, strings.Join(left, ", "))
+		}
+	}
+}
