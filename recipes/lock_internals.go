@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/go-zookeeper/zk"
@@ -26,6 +27,28 @@ type driver interface {
 	// children, or else the name of the child to wait on. An error that
 	// unwraps to errNodeVanished means ourName is not among them.
 	check(sorted []string, ourName string) (held bool, watch string, err error)
+}
+
+// handoffDriver is a driver that can say, of the listing in which ourName
+// waits on watch, whether the deletion of watch alone makes ourName the
+// holder, so that the waiter holds the moment that node is deleted, without
+// listing again (the round trip Curator pays at every hand-off).
+//
+// Why it is safe: sequence numbers only grow, so no sequential node can
+// appear ahead of ours after we listed. The only lock node that can is
+// non-sequential: the read node of a read-write downgrade, which takes the
+// key of the downgrader's __WRIT__ node. So the hand-off is allowed only when
+// the deleted node was the one node that could keep us from holding and
+// cannot be replaced by a node that would: a mutex (or a writer) whose only
+// node ahead is not a write node; a reader whose only writer ahead is the
+// one it watches (a downgrade read node does not block readers). A foreign
+// non-sequential child created meanwhile is not seen; it is no participant,
+// so no one else holds because of it. Our node cannot be gone unseen either:
+// the hand-off also needs our node's owner to be the current session, with
+// no error state since (an ephemeral node of a live session goes only by an
+// explicit delete).
+type handoffDriver interface {
+	handsOff(sorted []string, ourName, watch string) bool
 }
 
 // countingDriver is a driver that decides on the children as a whole (the
@@ -66,6 +89,10 @@ func (d standardDriver) check(sorted []string, ourName string) (bool, string, er
 	return false, sorted[i-d.maxLeases], nil
 }
 
+func (d standardDriver) handsOff(sorted []string, ourName, watch string) bool {
+	return d.maxLeases == 1 && indexOf(sorted, ourName) == 1 && !strings.Contains(watch, writeLockName)
+}
+
 // lockInternals is Curator's LockInternals: the acquire loop every lock
 // recipe shares, on one base path.
 type lockInternals struct {
@@ -85,9 +112,10 @@ type attempt struct {
 
 // heldNode is a lock node we hold.
 type heldNode struct {
-	path       string // as the caller sees it (namespace stripped)
-	name       string // last segment
-	token      int64  // czxid: the fencing token
+	path       string   // as the caller sees it (namespace stripped)
+	name       string   // last segment
+	token      int64    // czxid: the fencing token
+	own        *zk.Stat // the node's Stat (owner session, czxid), read alongside a listing
 	lost       <-chan struct{}
 	stopLost   func()
 	stopRevoke func()
@@ -135,8 +163,14 @@ func (li *lockInternals) attemptOnce(ctx context.Context, a attempt) (*heldNode,
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
+	// Armed before the create: an error state at any point from here on is
+	// seen, and a grant after one is verified again (see grant).
+	lost, stopLost := li.client.NotifyErrorState()
 	path, err := li.client.Create(ctx, framework.JoinPath(li.base, a.name), a.data,
 		framework.WithMode(a.mode), framework.WithProtection(), framework.CreatingParentContainersIfNeeded())
+	if err != nil {
+		stopLost()
+	}
 	if errors.Is(err, zk.ErrNoNode) {
 		// The server reaped a container parent between the client creating
 		// the parents and creating our node: as if our node had vanished,
@@ -146,14 +180,12 @@ func (li *lockInternals) attemptOnce(ctx context.Context, a attempt) (*heldNode,
 	if err != nil {
 		return nil, err // a protected create cleans up after itself
 	}
-	n := &heldNode{path: path, name: path[len(li.base)+1:]}
+	n := &heldNode{path: path, name: path[len(li.base)+1:], lost: lost, stopLost: stopLost}
 	if a.revoked != nil {
 		n.stopRevoke = li.watchRevocation(path, a.revoked)
 	}
 	if err := li.wait(ctx, a, n); err != nil {
-		if n.stopRevoke != nil {
-			n.stopRevoke()
-		}
+		n.stop()
 		li.deleteNode(ctx, path)
 		return nil, err
 	}
@@ -167,7 +199,18 @@ func (li *lockInternals) attemptOnce(ctx context.Context, a attempt) (*heldNode,
 // and on its own limit changing, as InterProcessSemaphoreV2 does.
 func (li *lockInternals) wait(ctx context.Context, a attempt, n *heldNode) error {
 	counting, _ := a.driver.(countingDriver)
+	handoff, _ := a.driver.(handoffDriver)
 	for {
+		var own chan nodeStat
+		if n.own == nil {
+			// Our node's Stat (owner session, czxid), fetched alongside the
+			// first listing: the grant then needs no round trip of its own.
+			own = make(chan nodeStat, 1)
+			go func() {
+				ok, stat, err := li.client.Exists(ctx, n.path)
+				own <- nodeStat{ok, stat, err}
+			}()
+		}
 		var children []string
 		var w <-chan zk.Event
 		var changed <-chan struct{}
@@ -178,20 +221,30 @@ func (li *lockInternals) wait(ctx context.Context, a attempt, n *heldNode) error
 		} else {
 			children, _, err = li.client.Children(ctx, li.base)
 		}
+		if own != nil {
+			r := <-own
+			if r.err == nil && !r.ok {
+				return errNodeVanished
+			}
+			n.own = r.stat // nil after an error: fetched again with the next listing
+		}
 		if err != nil && !errors.Is(err, zk.ErrNoNode) {
 			return err
 		}
-		held, watch, err := a.driver.check(a.driver.sort(children), n.name)
+		sorted := a.driver.sort(children)
+		held, watch, err := a.driver.check(sorted, n.name)
 		if err != nil {
 			return err
 		}
 		if held {
-			return li.verify(ctx, n)
+			return li.grant(ctx, n)
 		}
 		if a.try {
 			return fmt.Errorf("%w: %s", ErrLocked, li.base)
 		}
+		handsOff := false
 		if watch != "" {
+			handsOff = handoff != nil && handoff.handsOff(sorted, n.name, watch)
 			_, _, w, err = li.client.GetDataW(ctx, framework.JoinPath(li.base, watch))
 			if errors.Is(err, zk.ErrNoNode) {
 				continue // gone already: look again
@@ -200,13 +253,48 @@ func (li *lockInternals) wait(ctx context.Context, a attempt, n *heldNode) error
 				return err
 			}
 		}
+		// A call retried across a session expiry sets its watch in the new
+		// session, where nothing will wake us for the old session's node:
+		// once the client is in a session other than our node's, the node is
+		// gone (or going) and waiting on it would be forever.
+		if n.own != nil && n.own.EphemeralOwner != li.client.SessionID() {
+			return errNodeVanished
+		}
 		select {
-		case <-w:
+		case ev := <-w:
+			if handsOff && ev.Type == zk.EventNodeDeleted && li.trusted(n) {
+				n.token = n.own.Czxid
+				return nil
+			}
 		case <-changed:
 		case <-ctx.Done():
 			return ctx.Err()
 		}
 	}
+}
+
+type nodeStat struct {
+	ok   bool
+	stat *zk.Stat
+	err  error
+}
+
+// trusted reports whether what we know of our node still holds without
+// asking the server: its owner is the client's current session, and no
+// error state has come since the loss signal was armed (before the create),
+// so that session has been alive, and so our ephemeral node, all along.
+func (li *lockInternals) trusted(n *heldNode) bool {
+	return n.own != nil && n.own.EphemeralOwner == li.client.SessionID() && !isClosed(n.lost)
+}
+
+// grant completes an acquisition: at once if the node is trusted, otherwise
+// by verify.
+func (li *lockInternals) grant(ctx context.Context, n *heldNode) error {
+	if li.trusted(n) {
+		n.token = n.own.Czxid
+		return nil
+	}
+	return li.verify(ctx, n)
 }
 
 // verify makes sure the node we were granted is ours in this session
@@ -215,6 +303,9 @@ func (li *lockInternals) wait(ctx context.Context, a attempt, n *heldNode) error
 // token. The loss signal starts before the check, so no SUSPENDED or LOST
 // after it can go unnoticed.
 func (li *lockInternals) verify(ctx context.Context, n *heldNode) error {
+	if n.stopLost != nil {
+		n.stopLost()
+	}
 	n.lost, n.stopLost = li.client.NotifyErrorState()
 	ok, stat, err := li.client.Exists(ctx, n.path)
 	if err == nil && (!ok || stat.EphemeralOwner != li.client.SessionID()) {

@@ -360,7 +360,22 @@ func TestMutexWaiterSessionExpiryAndClose(t *testing.T) {
 	}
 	rec.WaitFor(ctx, t, state.Lost)
 	rec.WaitFor(ctx, t, state.Reconnected)
-	waitForChildren(t, holderClient, base, 2) // the waiter queued again
+	for { // until the waiter has queued again (and has not given up)
+		kids, _, w, err := holderClient.ChildrenW(ctx, base)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(kids) == 2 {
+			break
+		}
+		select {
+		case <-w:
+		case err := <-result:
+			t.Fatalf("waiter's Acquire returned before it queued again: %v", err)
+		case <-ctx.Done():
+			t.Fatal("the waiter did not queue again")
+		}
+	}
 	if err := holder.Release(ctx); err != nil {
 		t.Fatal(err)
 	}

@@ -187,6 +187,26 @@ func (d readDriver) check(sorted []string, ourName string) (bool, string, error)
 	return false, "", errNodeVanished
 }
 
+// handsOff: a reader whose only writer ahead is the one it watches holds
+// when that writer's node is deleted (see handoffDriver): no sequential node
+// can appear ahead, and a downgrade node, the only non-sequential one, is a
+// reader's.
+func (d readDriver) handsOff(sorted []string, ourName, watch string) bool {
+	if d.ownWrite != "" || !strings.Contains(watch, writeLockName) {
+		return false
+	}
+	writers := 0
+	for _, c := range sorted {
+		if c == ourName {
+			return writers == 1
+		}
+		if strings.Contains(c, writeLockName) {
+			writers++
+		}
+	}
+	return false
+}
+
 func isClosed(ch <-chan struct{}) bool {
 	select {
 	case <-ch:
