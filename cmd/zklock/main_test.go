@@ -1,0 +1,290 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+	"go.uber.org/goleak"
+
+	"github.com/gocurator/curator/framework"
+	"github.com/gocurator/curator/framework/zktest"
+	"github.com/gocurator/curator/internal/testutil"
+	"github.com/gocurator/curator/retry"
+)
+
+// server is the real ZooKeeper every test of the package shares, each under
+// its own path. Sessions may be as short as 200 ms, so lock loss is quick.
+var server *zktest.Server
+
+func TestMain(m *testing.M) {
+	s, err := zktest.StartServer(zktest.WithTickTime(100*time.Millisecond),
+		zktest.WithSessionTimeoutRange(200*time.Millisecond, 30*time.Second))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "starting ZooKeeper:", err)
+		os.Exit(1)
+	}
+	server = s
+	code := m.Run()
+	s.Close()
+	if code == 0 {
+		if err := goleak.Find(); err != nil {
+			fmt.Fprintln(os.Stderr, "goroutines left behind:", err)
+			code = 1
+		}
+	}
+	os.Exit(code)
+}
+
+// newClient connects to the shared server (or to servers) and closes the
+// client when the test ends.
+func newClient(t testing.TB, servers string, opts ...framework.Option) *framework.Client {
+	t.Helper()
+	if servers == "" {
+		servers = server.Addr()
+	}
+	c, err := framework.New(servers, retry.NewExponentialBackoff(20*time.Millisecond, 5), opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	if err := c.BlockUntilConnected(testutil.Context(t)); err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// syncBuffer is an io.Writer safe for the command's output copier and the
+// test at once, which can wait for a text to appear in it.
+type syncBuffer struct {
+	mu      sync.Mutex
+	buf     bytes.Buffer
+	changed chan struct{}
+}
+
+func newSyncBuffer() *syncBuffer { return &syncBuffer{changed: make(chan struct{})} }
+
+// Write appends p and wakes waitFor.
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	n, err := b.buf.Write(p)
+	close(b.changed)
+	b.changed = make(chan struct{})
+	return n, err
+}
+
+// String returns everything written so far.
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// waitFor waits until the output contains s, and returns the output.
+func (b *syncBuffer) waitFor(ctx context.Context, t testing.TB, s string) string {
+	t.Helper()
+	for {
+		b.mu.Lock()
+		out, ch := b.buf.String(), b.changed
+		b.mu.Unlock()
+		if strings.Contains(out, s) {
+			return out
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			t.Fatalf("waiting for %q in output: %v; output so far:\n%s", s, ctx.Err(), out)
+		}
+	}
+}
+
+// invocation is one in-process run of zklock.
+type invocation struct {
+	stdout, stderr *syncBuffer
+	signals        chan os.Signal
+	env            map[string]string
+}
+
+func newInvocation() *invocation {
+	return &invocation{stdout: newSyncBuffer(), stderr: newSyncBuffer(), signals: make(chan os.Signal, 1), env: map[string]string{}}
+}
+
+// run runs zklock with args and returns its exit status.
+func (inv *invocation) run(ctx context.Context, args ...string) int {
+	s := streams{stdout: inv.stdout, stderr: inv.stderr, getenv: func(k string) string { return inv.env[k] }}
+	return zklockMain(ctx, args, s, inv.signals)
+}
+
+// zklock runs zklock against the shared server and returns its status,
+// stdout and stderr.
+func zklock(t testing.TB, args ...string) (int, string, string) {
+	t.Helper()
+	inv := newInvocation()
+	inv.env["ZK_SERVERS"] = server.Addr()
+	code := inv.run(testutil.Context(t), args...)
+	return code, inv.stdout.String(), inv.stderr.String()
+}
+
+// waitChildren waits, with watches, until path has exactly n children, and
+// returns them.
+func waitChildren(ctx context.Context, t testing.TB, conn *zk.Conn, path string, n int) []string {
+	t.Helper()
+	for {
+		kids, _, w, err := conn.ChildrenW(path)
+		if errors.Is(err, zk.ErrNoNode) {
+			ok, _, ew, err := conn.ExistsW(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !ok {
+				select {
+				case <-ew:
+				case <-ctx.Done():
+					t.Fatalf("%s never appeared", path)
+				}
+			}
+			continue
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(kids) == n {
+			return kids
+		}
+		select {
+		case <-w:
+		case <-ctx.Done():
+			t.Fatalf("waiting for %d children of %s: %v; have %v", n, path, ctx.Err(), kids)
+		}
+	}
+}
+
+// rawChildren lists path on the server; a missing path has none.
+func rawChildren(t testing.TB, conn *zk.Conn, path string) []string {
+	t.Helper()
+	kids, _, err := conn.Children(path)
+	if err != nil && !errors.Is(err, zk.ErrNoNode) {
+		t.Fatal(err)
+	}
+	return kids
+}
+
+// createNode creates a persistent node at path with missing ancestors as
+// containers (as the recipes make them), again if the server reaps an
+// ancestor in between.
+func createNode(t testing.TB, conn *zk.Conn, path string) {
+	t.Helper()
+	acl := zk.WorldACL(zk.PermAll)
+	for attempt := 0; attempt < 10; attempt++ {
+		for i := 1; i < len(path); i++ {
+			if path[i] == '/' {
+				if _, err := conn.CreateContainer(path[:i], nil, zk.FlagContainer, acl); err != nil && !errors.Is(err, zk.ErrNodeExists) {
+					t.Fatalf("create %s: %v", path[:i], err)
+				}
+			}
+		}
+		_, err := conn.Create(path, nil, 0, acl)
+		if err == nil {
+			return
+		}
+		if !errors.Is(err, zk.ErrNoNode) {
+			t.Fatalf("create %s: %v", path, err)
+		}
+	}
+	t.Fatalf("create %s: its parent keeps vanishing", path)
+}
+
+// tempFile returns a path in the test's temporary directory.
+func tempFile(t testing.TB, name string) string {
+	return filepath.Join(t.TempDir(), name)
+}
+
+func TestUsageErrors(t *testing.T) {
+	testutil.CheckLeaks(t)
+	for _, args := range [][]string{
+		{},
+		{"frobnicate"},
+		{"--bogus", "ls", "/a"},
+		{"ls"},
+		{"ls", "/a", "/b"},
+		{"ls", "relative"},
+		{"ls", "--recipe", "queue", "/a"},
+		{"run", "/a"},
+		{"run", "/a", "--"},
+		{"run", "--read", "--write", "/a", "--", "true"},
+		{"run", "--semaphore", "-1", "/a", "--", "true"},
+		{"run", "--semaphore", "2", "--revocable", "/a", "--", "true"},
+		{"run", "--error-policy", "never", "/a", "--", "true"},
+		{"run", "--", "/a"},
+		{"--auth", "nocolon", "ls", "/a"},
+		{"--acl", "creator", "ls", "/a"},
+		{"--namespace", "/ns", "ls", "/a"},
+		{"revoke"},
+		{"revoke", "--timeout", "-1s", "/a/b"},
+	} {
+		code, _, stderr := zklock(t, args...)
+		if code != exitUsage {
+			t.Errorf("zklock %q: status %d, want %d (stderr %q)", args, code, exitUsage, stderr)
+		}
+		if stderr == "" {
+			t.Errorf("zklock %q: nothing on stderr", args)
+		}
+	}
+	if code, _, _ := zklock(t, "ls", "-h"); code != exitOK {
+		t.Errorf("ls -h: status %d", code)
+	}
+	if code, out, _ := zklock(t, "help"); code != exitOK || !strings.Contains(out, "zklock [global flags] run") {
+		t.Errorf("help: status %d, output %q", code, out)
+	}
+}
+
+func TestParseArgsInterleaved(t *testing.T) {
+	testutil.CheckLeaks(t)
+	// Flags may follow PATH for ls; everything after PATH is COMMAND for a
+	// run without "--".
+	code, out, stderr := zklock(t, "ls", "/gocurator-test/none", "--json", "--recipe", "rw")
+	if code != 0 || !strings.Contains(out, `"exists": false`) {
+		t.Errorf("ls PATH --json on a missing path: status %d, stdout %q, stderr %q", code, out, stderr)
+	}
+	var o runOptions
+	fs := newFlagSet("run", "", &globalOptions{acl: "open"}, streams{stderr: &bytes.Buffer{}})
+	fs.Bool("write", false, "")
+	if err := parseRunArgs(fs, []string{"--write", "/p", "ls", "-l", "--", "x"}, &o); err != nil {
+		t.Fatal(err)
+	}
+	if o.path != "/p" || strings.Join(o.argv, " ") != "ls -l -- x" {
+		t.Errorf("without --: path %q argv %q", o.path, o.argv)
+	}
+	o = runOptions{}
+	if err := parseRunArgs(fs, []string{"/p", "--write", "--", "ls", "-l"}, &o); err != nil {
+		t.Fatal(err)
+	}
+	if o.path != "/p" || strings.Join(o.argv, " ") != "ls -l" {
+		t.Errorf("with --: path %q argv %q", o.path, o.argv)
+	}
+}
+
+func TestConnectFailure(t *testing.T) {
+	testutil.CheckLeaks(t)
+	inv := newInvocation()
+	// A port nothing listens on: the proxy's, once closed.
+	p, err := zktest.NewProxy(server.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := p.Addr()
+	p.Close()
+	code := inv.run(testutil.Context(t), "--servers", addr, "--connect-timeout", "300ms", "ls", "/a")
+	if code != exitError || !strings.Contains(inv.stderr.String(), "cannot connect") {
+		t.Errorf("status %d, stderr %q", code, inv.stderr.String())
+	}
+}

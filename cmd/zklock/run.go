@@ -1,0 +1,461 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"runtime"
+	"strconv"
+	"syscall"
+	"time"
+
+	"github.com/gocurator/curator/framework"
+	"github.com/gocurator/curator/recipes"
+	"github.com/gocurator/curator/state"
+)
+
+// Lock kinds run takes.
+const (
+	lockMutex = "mutex"
+	lockRead  = "read"
+	lockWrite = "write"
+	lockLease = "lease"
+)
+
+// releaseTimeout bounds how long run waits for its lock node's delete after
+// the command has exited. The delete goes on in the background until the
+// client closes, and closing the session removes the node anyway.
+const releaseTimeout = 10 * time.Second
+
+// runOptions are run's own flags and arguments.
+type runOptions struct {
+	path        string
+	argv        []string
+	kind        string        // lockMutex, lockRead, lockWrite or lockLease
+	maxLeases   int           // lockLease: the semaphore's limit
+	timeout     time.Duration // give up acquiring after this long; 0: wait forever
+	tryOnce     bool          // give up at once if the lock is held
+	grace       time.Duration // between SIGTERM and SIGKILL
+	revocable   bool          // stop the command when asked to release (zklock revoke)
+	errorPolicy string        // standard (SUSPENDED or LOST ends the lock) or session (LOST only)
+	data        string        // lock node data; "" keeps the default (the local IP address)
+	dataSet     bool
+	verbose     bool // report acquisition and release on stderr
+}
+
+// cmdRun parses run's arguments, connects and runs the command under the
+// lock. It returns the exit status.
+func cmdRun(ctx context.Context, g *globalOptions, args []string, s streams, signals <-chan os.Signal) int {
+	o := runOptions{grace: 10 * time.Second, errorPolicy: "standard"}
+	fs := newFlagSet("run", "zklock run [--read | --write | --semaphore N] [flags] PATH -- COMMAND [ARGS...]", g, s)
+	read := fs.Bool("read", false, "take the read half of an InterProcessReadWriteLock")
+	write := fs.Bool("write", false, "take the write half of an InterProcessReadWriteLock")
+	fs.IntVar(&o.maxLeases, "semaphore", 0, "take one lease of an InterProcessSemaphoreV2 that grants `N` at once")
+	fs.DurationVar(&o.timeout, "timeout", 0, "give up when the lock is not acquired within this long (0: wait forever)")
+	fs.BoolVar(&o.tryOnce, "try-once", false, "give up at once if the lock is held (Curator's acquire(0, unit))")
+	fs.DurationVar(&o.grace, "grace", o.grace, "after SIGTERM, how long the command has before SIGKILL")
+	fs.BoolVar(&o.revocable, "revocable", false, "make the lock revocable: stop the command when zklock revoke (or Curator's Revoker) asks")
+	fs.StringVar(&o.errorPolicy, "error-policy", o.errorPolicy, "when the lock counts as lost: standard (SUSPENDED or LOST) or session (LOST only)")
+	fs.Func("data", "lock node `data` (default: the local IP address, as Curator writes)", func(v string) error {
+		o.data, o.dataSet = v, true
+		return nil
+	})
+	fs.BoolVar(&o.verbose, "v", false, "report acquisition and release on stderr")
+
+	err := parseRunArgs(fs, args, &o)
+	if err == nil {
+		err = g.validate()
+	}
+	if err == nil {
+		err = o.validate(*read, *write)
+	}
+	if err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return exitOK
+		}
+		reportError(s.stderr, g.json, err)
+		return exitCode(err)
+	}
+	extra := []framework.Option{}
+	if o.errorPolicy == "session" {
+		extra = append(extra, framework.WithErrorPolicy(state.SessionErrorPolicy{}))
+	}
+	client, err := g.connect(ctx, extra...)
+	if err != nil {
+		reportError(s.stderr, g.json, err)
+		return exitCode(err)
+	}
+	defer client.Close()
+	r := &reporter{w: s.stderr, json: g.json, verbose: o.verbose}
+	return runLocked(ctx, client, o, s, signals, r)
+}
+
+// parseRunArgs splits run's arguments into flags, PATH and COMMAND: flags
+// may come before and after PATH; COMMAND starts at the first argument after
+// PATH that is not a flag, or after a "--".
+func parseRunArgs(fs *flag.FlagSet, args []string, o *runOptions) error {
+	parse := func(args []string) ([]string, error) {
+		if err := fs.Parse(args); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				return nil, err
+			}
+			return nil, &statusError{code: exitUsage, err: err}
+		}
+		return fs.Args(), nil
+	}
+	rest, err := parse(args)
+	if err != nil {
+		return err
+	}
+	if len(rest) == 0 {
+		return usageErrorf("run wants PATH -- COMMAND [ARGS...]")
+	}
+	o.path = rest[0]
+	if o.argv, err = parse(rest[1:]); err != nil {
+		return err
+	}
+	if len(o.argv) == 0 {
+		return usageErrorf("run wants a COMMAND after PATH (zklock run PATH -- COMMAND [ARGS...])")
+	}
+	return nil
+}
+
+// validate checks run's flags and sets the lock kind.
+func (o *runOptions) validate(read, write bool) error {
+	if err := validatePath("PATH", o.path); err != nil {
+		return err
+	}
+	n := 0
+	o.kind = lockMutex
+	if read {
+		n++
+		o.kind = lockRead
+	}
+	if write {
+		n++
+		o.kind = lockWrite
+	}
+	if o.maxLeases != 0 {
+		n++
+		o.kind = lockLease
+		if o.maxLeases < 0 {
+			return usageErrorf("--semaphore wants a positive number of leases")
+		}
+	}
+	if n > 1 {
+		return usageErrorf("--read, --write and --semaphore exclude each other")
+	}
+	if o.timeout < 0 || o.grace < 0 {
+		return usageErrorf("--timeout and --grace must not be negative")
+	}
+	if o.revocable && o.kind == lockLease {
+		return usageErrorf("--revocable works with mutex and read-write locks: Curator's semaphore leases cannot be revoked")
+	}
+	switch o.errorPolicy {
+	case "standard", "session":
+	default:
+		return usageErrorf("--error-policy must be standard or session, not %q", o.errorPolicy)
+	}
+	return nil
+}
+
+// reporter writes run's own messages to stderr, as text or JSON lines.
+type reporter struct {
+	w       io.Writer
+	json    bool
+	verbose bool
+}
+
+// event reports something that always deserves a line (loss, revocation, failure).
+func (r *reporter) event(name, format string, args ...any) {
+	msg := fmt.Sprintf(format, args...)
+	if r.json {
+		writeJSONLine(r.w, map[string]any{"event": name, "message": msg})
+		return
+	}
+	fmt.Fprintf(r.w, "zklock: %s\n", msg)
+}
+
+// info reports routine progress, only with -v.
+func (r *reporter) info(name, format string, args ...any) {
+	if r.verbose {
+		r.event(name, format, args...)
+	}
+}
+
+// held is a lock or lease run holds, whatever its recipe.
+type held struct {
+	kind    string
+	node    string
+	token   int64
+	lost    <-chan struct{}
+	release func(ctx context.Context) error
+}
+
+// acquire takes the lock o describes, honouring --try-once; revoked gets a
+// value when a revocable lock is asked to release.
+func acquire(ctx context.Context, client *framework.Client, o runOptions, revoked chan<- struct{}) (*held, error) {
+	var lockOpts []recipes.LockOption
+	if o.dataSet {
+		lockOpts = append(lockOpts, recipes.WithLockData([]byte(o.data)))
+	}
+	if o.kind == lockLease {
+		var semOpts []recipes.SemaphoreOption
+		if o.dataSet {
+			semOpts = append(semOpts, recipes.WithLeaseData([]byte(o.data)))
+		}
+		sem, err := recipes.NewInterProcessSemaphoreV2(client, o.path, o.maxLeases, semOpts...)
+		if err != nil {
+			return nil, err
+		}
+		var lease *recipes.Lease
+		if o.tryOnce {
+			lease, err = sem.TryAcquire(ctx)
+		} else {
+			lease, err = sem.Acquire(ctx)
+		}
+		if err != nil {
+			return nil, err
+		}
+		return &held{kind: lockLease, node: lease.Path(), token: lease.FencingToken(), lost: lease.Lost(), release: lease.Close}, nil
+	}
+
+	var h *recipes.Handle
+	switch o.kind {
+	case lockRead, lockWrite:
+		rw, err := recipes.NewInterProcessReadWriteLock(client, o.path, lockOpts...)
+		if err != nil {
+			return nil, err
+		}
+		if o.kind == lockRead {
+			h = rw.NewHandle().ReadLock()
+		} else {
+			h = rw.NewHandle().WriteLock()
+		}
+	default:
+		mu, err := recipes.NewInterProcessMutex(client, o.path, lockOpts...)
+		if err != nil {
+			return nil, err
+		}
+		h = mu.NewHandle()
+	}
+	if o.revocable {
+		h.MakeRevocable(func() {
+			select {
+			case revoked <- struct{}{}:
+			default:
+			}
+		})
+	}
+	var err error
+	if o.tryOnce {
+		err = h.TryAcquire(ctx)
+	} else {
+		err = h.Acquire(ctx)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return &held{kind: o.kind, node: h.LockPath(), token: h.FencingToken(), lost: h.Lost(), release: h.Release}, nil
+}
+
+// runLocked takes the lock o describes through client, runs o.argv under
+// it and returns the exit status: the command's, or one of zklock's own
+// (exitNotAcquired, exitLost, exitRevoked, 128+N for a signal while waiting,
+// exitError). Messages go to r; the command's output to s.
+func runLocked(ctx context.Context, client *framework.Client, o runOptions, s streams, signals <-chan os.Signal, r *reporter) int {
+	actx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	if o.timeout > 0 {
+		actx, cancel = context.WithTimeout(actx, o.timeout)
+		defer cancel()
+	}
+	revoked := make(chan struct{}, 1)
+	type result struct {
+		h   *held
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		h, err := acquire(actx, client, o, revoked)
+		done <- result{h, err}
+	}()
+	var res result
+	select {
+	case res = <-done:
+	case sig := <-signals:
+		cancel()
+		res = <-done
+		if res.err == nil {
+			releaseHeld(ctx, res.h, r)
+		}
+		r.event("interrupted", "got %v while waiting for %s; nothing was run", sig, o.path)
+		return signalStatus(sig)
+	}
+	if res.err != nil {
+		switch {
+		case errors.Is(res.err, recipes.ErrLocked) && o.kind == lockLease:
+			r.event("not-acquired", "%s has no lease free now (--try-once)", o.path)
+			return exitNotAcquired
+		case errors.Is(res.err, recipes.ErrLocked):
+			r.event("not-acquired", "%s is held by another participant (--try-once)", o.path)
+			return exitNotAcquired
+		case errors.Is(res.err, context.DeadlineExceeded) && ctx.Err() == nil:
+			r.event("not-acquired", "%s was not acquired within %v", o.path, o.timeout)
+			return exitNotAcquired
+		default:
+			r.event("error", "acquiring %s: %v", o.path, res.err)
+			return exitError
+		}
+	}
+	h := res.h
+	select {
+	case <-h.lost:
+		// Not released: see below.
+		r.event("lost", "lost %s right after acquiring it (connection %v); nothing was run", o.path, client.State())
+		return exitLost
+	default:
+	}
+	r.info("acquired", "acquired %s %s: node %s, token %d", h.kind, o.path, h.node, h.token)
+
+	cmd := exec.Command(o.argv[0], o.argv[1:]...)
+	cmd.Env = append(os.Environ(),
+		"ZKLOCK_TOKEN="+strconv.FormatInt(h.token, 10),
+		"ZKLOCK_NODE="+h.node,
+		"ZKLOCK_PATH="+o.path,
+		"ZKLOCK_KIND="+h.kind,
+		fmt.Sprintf("ZKLOCK_SESSION=0x%x", client.SessionID()),
+		"ZKLOCK_NAMESPACE="+client.Namespace(),
+	)
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = s.stdin, s.stdout, s.stderr
+	cmd.WaitDelay = o.grace + time.Second // a background process holding our pipes must not hold us up
+	configureChild(cmd)
+	waited, err := startChild(cmd)
+	if err != nil {
+		releaseHeld(ctx, h, r)
+		r.event("error", "cannot run %s: %v", o.argv[0], err)
+		if errors.Is(err, exec.ErrNotFound) || errors.Is(err, os.ErrNotExist) {
+			return exitNotFound
+		}
+		return exitCannotRun
+	}
+
+	var (
+		outcome    = 0 // 0: ran to its end; else exitLost, exitRevoked or exitError
+		graceTimer *time.Timer
+		grace      <-chan time.Time
+		lost       = h.lost
+		ctxDone    = ctx.Done()
+		waitErr    error
+		finished   bool
+	)
+	stop := func(why int, event, format string, args ...any) {
+		if outcome != 0 {
+			return
+		}
+		outcome = why
+		r.event(event, format, args...)
+		signalGroup(cmd, syscall.SIGTERM)
+		graceTimer = time.NewTimer(o.grace)
+		grace = graceTimer.C
+	}
+	for !finished {
+		select {
+		case waitErr = <-waited:
+			finished = true
+		case <-lost:
+			lost = nil
+			stop(exitLost, "lost", "lock %s lost (connection %v): sending SIGTERM to the command, SIGKILL in %v", o.path, client.State(), o.grace)
+		case <-revoked:
+			stop(exitRevoked, "revoked", "revocation requested for %s: sending SIGTERM to the command, SIGKILL in %v", o.path, o.grace)
+		case <-ctxDone:
+			ctxDone = nil
+			stop(exitError, "cancelled", "cancelled: sending SIGTERM to the command, SIGKILL in %v", o.grace)
+		case sig := <-signals:
+			signalGroup(cmd, sig)
+		case <-grace:
+			grace = nil
+			r.event("kill", "the command did not exit within %v: sending SIGKILL", o.grace)
+			signalGroup(cmd, syscall.SIGKILL)
+		}
+	}
+	if graceTimer != nil {
+		graceTimer.Stop()
+	}
+	status := commandStatus(cmd, waitErr)
+	// A lost lock is not released: the connection may be down, and Close
+	// (deferred by the caller) ends the session, which removes the node.
+	if outcome != exitLost {
+		releaseHeld(ctx, h, r)
+	}
+	if outcome != 0 {
+		r.info("exit", "the command exited with status %d", status)
+		return outcome
+	}
+	return status
+}
+
+// startChild starts cmd on a goroutine locked to its OS thread, which then
+// waits for it: a parent-death signal (Linux) is tied to the thread that
+// started the child, not to the process, so that thread must live as long
+// as the child. The thread is unlocked, not ended, afterwards: ending a
+// thread would also fire the parent-death signal of any other child started
+// on it before (golang.org/issue/27505). The returned channel gets
+// cmd.Wait's result.
+func startChild(cmd *exec.Cmd) (<-chan error, error) {
+	started := make(chan error, 1)
+	waited := make(chan error, 1)
+	go func() {
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		if err := cmd.Start(); err != nil {
+			started <- err
+			return
+		}
+		started <- nil
+		waited <- cmd.Wait()
+	}()
+	if err := <-started; err != nil {
+		return nil, err
+	}
+	return waited, nil
+}
+
+// commandStatus is the shell's view of how cmd ended: its exit code, or
+// 128+N if signal N killed it.
+func commandStatus(cmd *exec.Cmd, waitErr error) int {
+	ps := cmd.ProcessState
+	if ps == nil {
+		if waitErr != nil {
+			return exitError
+		}
+		return exitOK
+	}
+	if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		return 128 + int(ws.Signal())
+	}
+	return ps.ExitCode()
+}
+
+// signalStatus is the shell's exit status for a process ended by sig.
+func signalStatus(sig os.Signal) int {
+	if s, ok := sig.(syscall.Signal); ok {
+		return 128 + int(s)
+	}
+	return exitError
+}
+
+// releaseHeld releases h with a context of its own, reporting failures.
+func releaseHeld(ctx context.Context, h *held, r *reporter) {
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
+	defer cancel()
+	if err := h.release(rctx); err != nil {
+		r.event("release", "releasing %s: %v (the node goes when the session ends)", h.node, err)
+		return
+	}
+	r.info("released", "released %s", h.node)
+}
