@@ -7,7 +7,7 @@ ZK_PORT ?= 2181
 ZK_JARS := /usr/share/java/zookeeper.jar:/usr/share/java/slf4j-simple.jar
 GOTEST  := $(GO) test -race -count=1 -timeout 20m
 
-.PHONY: deps check test compat demo zk-up zk-down
+.PHONY: deps check test compat demo bench zk-up zk-down
 
 # deps installs, with apt-get, whatever of the prerequisites is missing.
 deps:
@@ -42,6 +42,13 @@ compat: deps
 # starts a throwaway ZooKeeper.
 demo: deps
 	$(GO) run ./cmd/gocurator-demo
+
+# bench: gocurator against the floor (raw go-zookeeper), Java Curator 5.4 and
+# go-zookeeper's zk.Lock on a fresh throwaway ZooKeeper, in one run;
+# regenerates docs/performance.md. BENCH_FLAGS=-quick: a one-minute smoke run,
+# written to $$TMPDIR instead.
+bench: deps
+	$(GO) run ./cmd/gocurator-bench $(BENCH_FLAGS)
 
 # zk-up / zk-down: a local ZooKeeper on 127.0.0.1:$(ZK_PORT), data in $(ZK_DIR).
 zk-up: deps

@@ -1,7 +1,7 @@
 package recipes
 
 import (
-	"sort"
+	"slices"
 	"strings"
 )
 
@@ -44,7 +44,7 @@ func sortBy(children []string, key func(string) string) []string {
 	for i, c := range children {
 		ks[i] = keyed{key(c), c}
 	}
-	sort.SliceStable(ks, func(i, j int) bool { return ks[i].key < ks[j].key })
+	slices.SortStableFunc(ks, func(a, b keyed) int { return strings.Compare(a.key, b.key) })
 	out := make([]string, len(ks))
 	for i, k := range ks {
 		out[i] = k.name

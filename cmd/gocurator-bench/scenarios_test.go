@@ -1,0 +1,151 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gocurator/curator/framework/zktest"
+)
+
+// Every scenario, with tiny counts, against a real server: the rows that
+// must be measured are, scenario 6's waiters acquire in order, and no JVM
+// of ours is left behind.
+func TestScenariosSmoke(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts ZooKeeper and JVMs")
+	}
+	if err := zktest.Available(); err != nil {
+		t.Skip(err)
+	}
+	srv := zktest.NewServer(t, zktest.WithContainerCheckInterval(time.Minute))
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	e := &env{servers: srv.Addr(), base: "/smoke", logf: t.Logf, profileDir: t.TempDir(), c: counts{
+		Reps: 2, WarmGo: 50 * time.Millisecond, WarmJava: 300 * time.Millisecond, S1Ops: 20, Duration: 200 * time.Millisecond,
+		S2Client: 3, S3Reader: 6, S3Group: 2, S4Client: 4, S4Leases: 2, S5Paths: 10, S5Worker: 4, S6Wait: 50,
+	}}
+	if _, err := exec.LookPath("javac"); err == nil {
+		j, err := newJavaRunner(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer j.close()
+		e.java = j
+	} else {
+		e.javaOff = "javac not found"
+	}
+	rep := &report{Counts: e.c, JavaOff: e.javaOff}
+	for _, f := range []func(context.Context) *scenarioResult{e.scenario1, e.scenario2, e.scenario3, e.scenario4, e.scenario5, e.scenario6} {
+		s := f(ctx)
+		rep.Scenarios = append(rep.Scenarios, s)
+		for _, r := range s.Rows {
+			switch {
+			case r.ok():
+			case strings.HasPrefix(r.Status, "cannot: ") && r.Impl == nameZKLock && (s.ID == 3 || s.ID == 4):
+			case r.Impl == nameCurator && (e.java == nil || s.ID == 6):
+			default:
+				t.Errorf("scenario %d: %s: %s", s.ID, r.Impl, r.Status)
+			}
+		}
+	}
+	s1, s6 := rep.scenario(1), rep.scenario(6)
+	if r, ok := s1.find(nameFloor); !ok || r.P50 <= 0 || r.P99 < r.P50 || r.PacketsPerOp < 3 {
+		t.Errorf("scenario 1 floor row: %+v", r)
+	}
+	for _, impl := range []string{nameFloor, nameOurs} {
+		if r, ok := s6.find(impl); !ok || !r.FIFO || r.Waiters != 50 {
+			t.Errorf("scenario 6 %s: %+v", impl, r)
+		}
+	}
+	if e.java != nil && e.java.curatorVersion == "" {
+		t.Error("the JVMs did not report their versions")
+	}
+	var b bytes.Buffer
+	rep.write(&b)
+	if !strings.HasPrefix(b.String(), generatedLine) {
+		t.Error("report does not open with the generated line")
+	}
+	profiles, _ := filepath.Glob(filepath.Join(e.profileDir, "s1-gocurator-rep*.cpu.pprof"))
+	if len(profiles) != e.c.Reps {
+		t.Errorf("profiles: %v", profiles)
+	}
+	if left := ourJVMs(t); len(left) > 0 {
+		t.Errorf("CuratorBench JVMs left behind: %v", left)
+	}
+}
+
+// ourJVMs lists the pids of CuratorBench processes whose parent is this
+// process (zombies included).
+func ourJVMs(t *testing.T) []int {
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		t.Skip("no /proc")
+	}
+	self := os.Getpid()
+	var out []int
+	for _, en := range entries {
+		pid, err := strconv.Atoi(en.Name())
+		if err != nil {
+			continue
+		}
+		stat, err := os.ReadFile(filepath.Join("/proc", en.Name(), "stat"))
+		if err != nil {
+			continue
+		}
+		// pid (comm) state ppid ...
+		i := bytes.LastIndexByte(stat, ')')
+		if i < 0 {
+			continue
+		}
+		f := strings.Fields(string(stat[i+1:]))
+		if len(f) < 2 {
+			continue
+		}
+		if ppid, _ := strconv.Atoi(f[1]); ppid != self {
+			continue
+		}
+		cmdline, _ := os.ReadFile(filepath.Join("/proc", en.Name(), "cmdline"))
+		if f[0] == "Z" || bytes.Contains(cmdline, []byte("CuratorBench")) {
+			out = append(out, pid)
+		}
+	}
+	return out
+}
+
+func TestJavaRunnerKillsAHungJVM(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a JVM")
+	}
+	if _, err := exec.LookPath("javac"); err != nil {
+		t.Skip("no javac")
+	}
+	ctx := context.Background()
+	j, err := newJavaRunner(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer j.close()
+	// nothing listens on port 1: the JVM never connects, so never gets ready
+	start := time.Now()
+	_, err = j.start(ctx, 3*time.Second, time.Second, "s1", "127.0.0.1:1", "warmupMs=10", "ops=1")
+	if err == nil || !strings.Contains(err.Error(), "did not get ready") {
+		t.Fatalf("start against no server: %v", err)
+	}
+	if d := time.Since(start); d > 30*time.Second {
+		t.Errorf("took %s to give up", d)
+	}
+	if left := ourJVMs(t); len(left) > 0 {
+		t.Errorf("JVMs left behind: %v", left)
+	}
+	if errors.Is(err, context.Canceled) {
+		t.Error("unexpected cancellation")
+	}
+}

@@ -1,0 +1,142 @@
+package main
+
+import (
+	"math"
+	"testing"
+	"time"
+)
+
+func TestPercentile(t *testing.T) {
+	ms := func(xs ...int) []time.Duration {
+		out := make([]time.Duration, len(xs))
+		for i, x := range xs {
+			out[i] = time.Duration(x) * time.Millisecond
+		}
+		return out
+	}
+	hundred := make([]time.Duration, 100)
+	for i := range hundred {
+		hundred[i] = time.Duration(100-i) * time.Millisecond // 100 ms .. 1 ms, unsorted
+	}
+	for _, tc := range []struct {
+		name    string
+		samples []time.Duration
+		p       float64
+		want    time.Duration
+	}{
+		{"empty", nil, 50, 0},
+		{"one", ms(7), 99, 7 * time.Millisecond},
+		{"p50 of odd count", ms(5, 1, 3), 50, 3 * time.Millisecond},
+		{"p50 of even count is the lower middle (nearest rank)", ms(4, 1, 3, 2), 50, 2 * time.Millisecond},
+		{"p100 is the max", ms(4, 1, 3, 2), 100, 4 * time.Millisecond},
+		{"p0 is the min", ms(4, 1, 3, 2), 0, time.Millisecond},
+		{"p99 of 100", hundred, 99, 99 * time.Millisecond},
+		{"p50 of 100", hundred, 50, 50 * time.Millisecond},
+		{"p99 of 10 is the max", ms(1, 2, 3, 4, 5, 6, 7, 8, 9, 10), 99, 10 * time.Millisecond},
+		{"p90 of 10", ms(10, 9, 8, 7, 6, 5, 4, 3, 2, 1), 90, 9 * time.Millisecond},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			before := append([]time.Duration(nil), tc.samples...)
+			if got := percentile(tc.samples, tc.p); got != tc.want {
+				t.Errorf("percentile(%v, %v) = %v, want %v", tc.samples, tc.p, got, tc.want)
+			}
+			for i := range before {
+				if before[i] != tc.samples[i] {
+					t.Fatalf("percentile reordered its input")
+				}
+			}
+		})
+	}
+}
+
+func TestMedian(t *testing.T) {
+	if !math.IsNaN(median(nil)) {
+		t.Error("median of nothing should be NaN")
+	}
+	for _, tc := range []struct {
+		xs   []float64
+		want float64
+	}{
+		{[]float64{3}, 3},
+		{[]float64{3, 1, 2}, 2},
+		{[]float64{4, 1, 3, 2}, 2.5},
+		{[]float64{10, 10, 1000}, 10},
+	} {
+		if got := median(tc.xs); got != tc.want {
+			t.Errorf("median(%v) = %v, want %v", tc.xs, got, tc.want)
+		}
+	}
+	if got := medianDuration([]time.Duration{3, 1, 2}); got != 2 {
+		t.Errorf("medianDuration = %v, want 2", got)
+	}
+	if got := medianDuration(nil); got != 0 {
+		t.Errorf("medianDuration(nil) = %v, want 0", got)
+	}
+}
+
+func TestRatio(t *testing.T) {
+	if got := ratio(3, 2); got != 1.5 {
+		t.Errorf("ratio(3, 2) = %v", got)
+	}
+	for _, tc := range [][2]float64{{1, 0}, {math.NaN(), 1}, {1, math.NaN()}} {
+		if got := ratio(tc[0], tc[1]); !math.IsNaN(got) {
+			t.Errorf("ratio(%v, %v) = %v, want NaN", tc[0], tc[1], got)
+		}
+	}
+}
+
+func TestS1Row(t *testing.T) {
+	rep := func(packets int64, lat ...time.Duration) repResult { return repResult{lat: lat, packets: packets} }
+	r := s1Row([]repResult{
+		rep(6, 1, 2, 3),
+		rep(6, 4, 5, 6),
+		rep(6, 7, 8, 90),
+	})
+	if r.P50 != 5 || r.P99 != 6 {
+		t.Errorf("p50 %v p99 %v, want the medians of the repetitions' percentiles: 5 and 6", r.P50, r.P99)
+	}
+	if r.PacketsPerOp != 2 {
+		t.Errorf("packets per op %v, want 2", r.PacketsPerOp)
+	}
+}
+
+func TestRateAndS3Rows(t *testing.T) {
+	r := rateRow([]repResult{{ops: 100, elapsed: time.Second}, {ops: 300, elapsed: time.Second}, {ops: 100, elapsed: 500 * time.Millisecond}})
+	if r.Rate != 200 {
+		t.Errorf("rate %v, want the median 200", r.Rate)
+	}
+	s := s3Row([]repResult{{packets: 660, drain: time.Second, acquisitions: 66, participants: 67, wrote: 17}})
+	if s.PacketsPerAcq != 10 || math.Abs(s.PacketsPerWriter-660.0/17) > 1e-9 || s.Drain != time.Second {
+		t.Errorf("s3 row %+v", s)
+	}
+}
+
+func TestS3Pattern(t *testing.T) {
+	p := s3Pattern(50, 3)
+	writers, readers := 0, 0
+	for _, w := range p {
+		if w {
+			writers++
+		} else {
+			readers++
+		}
+	}
+	if len(p) != 67 || writers != 17 || readers != 50 || !p[0] || p[1] || p[2] || p[3] || !p[4] {
+		t.Errorf("pattern: %d participants, %d writers, %d readers, starts %v", len(p), writers, readers, p[:5])
+	}
+}
+
+func TestCheckFIFO(t *testing.T) {
+	if ok, d := checkFIFO(10, []int64{11, 15, 20}, 3); !ok {
+		t.Errorf("ascending tokens: %s", d)
+	}
+	if ok, _ := checkFIFO(10, []int64{11, 20, 15}, 3); ok {
+		t.Error("out-of-order tokens passed")
+	}
+	if ok, _ := checkFIFO(12, []int64{11, 15, 20}, 3); ok {
+		t.Error("a token below the first holder's passed")
+	}
+	if ok, _ := checkFIFO(10, []int64{11, 15}, 3); ok {
+		t.Error("a missing acquisition passed")
+	}
+}
