@@ -24,8 +24,7 @@ import (
 
 	"github.com/gocurator/curator/framework"
 	"github.com/gocurator/curator/framework/zktest"
-	"github.com/gocurator/curator/internal/testutil"
-	"github.com/gocurator/curator/retry"
+	"github.com/gocurator/curator/internal/testclient"
 )
 
 // installHint says how to get what the tests need.
@@ -188,20 +187,12 @@ func preparePeer() (java, classpath string, err error) {
 	return java, classes + string(os.PathListSeparator) + cp, nil
 }
 
-// newClient connects a Go client to addr (the shared server if "") and
-// closes it when the test ends.
+// newClient connects to addr (the shared server if "") and closes the
+// client when the test ends.
 func newClient(t testing.TB, addr string, opts ...framework.Option) *framework.Client {
 	t.Helper()
 	if addr == "" {
 		addr = server.Addr()
 	}
-	c, err := framework.New(addr, retry.NewExponentialBackoff(20*time.Millisecond, 10), opts...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close() })
-	if err := c.BlockUntilConnected(testutil.Context(t)); err != nil {
-		t.Fatal(err)
-	}
-	return c
+	return testclient.New(t, addr, opts...)
 }

@@ -10,8 +10,8 @@ import (
 
 	"github.com/gocurator/curator/framework"
 	"github.com/gocurator/curator/framework/zktest"
+	"github.com/gocurator/curator/internal/testclient"
 	"github.com/gocurator/curator/internal/testutil"
-	"github.com/gocurator/curator/retry"
 )
 
 // server is the real ZooKeeper the package's tests share. Empty containers
@@ -31,15 +31,7 @@ func newClient(t testing.TB, servers string, opts ...framework.Option) *framewor
 	if servers == "" {
 		servers = server.Addr()
 	}
-	c, err := framework.New(servers, retry.NewExponentialBackoff(20*time.Millisecond, 5), opts...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close() })
-	if err := c.BlockUntilConnected(testutil.Context(t)); err != nil {
-		t.Fatal(err)
-	}
-	return c
+	return testclient.New(t, servers, opts...)
 }
 
 // mustMutex makes the mutex at path or fails the test.

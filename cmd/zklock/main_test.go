@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -13,12 +12,11 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
-	"go.uber.org/goleak"
 
 	"github.com/gocurator/curator/framework"
 	"github.com/gocurator/curator/framework/zktest"
+	"github.com/gocurator/curator/internal/testclient"
 	"github.com/gocurator/curator/internal/testutil"
-	"github.com/gocurator/curator/retry"
 )
 
 // server is the real ZooKeeper every test of the package shares, each under
@@ -26,40 +24,18 @@ import (
 var server *zktest.Server
 
 func TestMain(m *testing.M) {
-	s, err := zktest.StartServer(zktest.WithTickTime(100*time.Millisecond),
-		zktest.WithSessionTimeoutRange(200*time.Millisecond, 30*time.Second))
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "starting ZooKeeper:", err)
-		os.Exit(1)
-	}
-	server = s
-	code := m.Run()
-	s.Close()
-	if code == 0 {
-		if err := goleak.Find(); err != nil {
-			fmt.Fprintln(os.Stderr, "goroutines left behind:", err)
-			code = 1
-		}
-	}
-	os.Exit(code)
+	os.Exit(testutil.Main(m, &server, zktest.WithTickTime(100*time.Millisecond),
+		zktest.WithSessionTimeoutRange(200*time.Millisecond, 30*time.Second)))
 }
 
-// newClient connects to the shared server (or to servers) and closes the
+// newClient connects to servers (the shared server if "") and closes the
 // client when the test ends.
 func newClient(t testing.TB, servers string, opts ...framework.Option) *framework.Client {
 	t.Helper()
 	if servers == "" {
 		servers = server.Addr()
 	}
-	c, err := framework.New(servers, retry.NewExponentialBackoff(20*time.Millisecond, 5), opts...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close() })
-	if err := c.BlockUntilConnected(testutil.Context(t)); err != nil {
-		t.Fatal(err)
-	}
-	return c
+	return testclient.New(t, servers, opts...)
 }
 
 // syncBuffer is an io.Writer safe for the command's output copier and the
