@@ -136,37 +136,9 @@ func TestTreeForm(t *testing.T) {
 // (it looks every 200 ms here).
 const reapTimeout = 20 * time.Second
 
-// waitReaped waits, with watches, until path is gone; if it is not gone
-// in time, it fails the test and shows what is left under it.
+// waitReaped waits, with watches, until the server has reaped path; if it
+// has not in time, it fails the test and shows what is left under it.
 func waitReaped(t testing.TB, conn *zk.Conn, path string) {
 	t.Helper()
-	deadline := time.After(reapTimeout)
-	for {
-		ok, _, ch, err := conn.ExistsW(path)
-		if err != nil {
-			t.Fatalf("exists %s: %v", path, err)
-		}
-		if !ok {
-			return
-		}
-		select {
-		case <-ch:
-		case <-deadline:
-			var left []string
-			var walk func(string)
-			walk = func(p string) {
-				_, st, err := conn.Get(p)
-				if err != nil {
-					return
-				}
-				left = append(left, fmt.Sprintf("%s (owner %x, cversion %d)", p, st.EphemeralOwner, st.Cversion))
-				kids, _, _ := conn.Children(p)
-				for _, k := range kids {
-					walk(p + "/" + k)
-				}
-			}
-			walk(path)
-			t.Fatalf("%s was not reaped within %v (not a container, or not empty): %s", path, reapTimeout, strings.Join(left, ", "))
-		}
-	}
+	testutil.WaitGoneWithin(t, conn, path, reapTimeout)
 }

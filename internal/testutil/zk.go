@@ -2,8 +2,10 @@ package testutil
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"log"
+	"strings"
 	"testing"
 	"time"
 
@@ -70,7 +72,15 @@ func DeleteTree(conn *zk.Conn, path string) error {
 // WaitGone waits until nothing is at path, using a watch, not polling.
 func WaitGone(t testing.TB, conn *zk.Conn, path string) {
 	t.Helper()
-	deadline := time.After(Timeout)
+	WaitGoneWithin(t, conn, path, Timeout)
+}
+
+// WaitGoneWithin is WaitGone with its own bound; when path is still there
+// after d it fails the test and lists what is left under it, with each
+// node's ephemeral owner.
+func WaitGoneWithin(t testing.TB, conn *zk.Conn, path string, d time.Duration) {
+	t.Helper()
+	deadline := time.After(d)
 	for {
 		ok, _, ch, err := conn.ExistsW(path)
 		if err != nil {
@@ -82,7 +92,20 @@ func WaitGone(t testing.TB, conn *zk.Conn, path string) {
 		select {
 		case <-ch:
 		case <-deadline:
-			t.Fatalf("%s is still there after %v", path, Timeout)
+			t.Fatalf("%s is still there after %v: %s", path, d, strings.Join(describeTree(conn, path), ", "))
 		}
 	}
+}
+
+func describeTree(conn *zk.Conn, p string) []string {
+	_, st, err := conn.Get(p)
+	if err != nil {
+		return nil
+	}
+	out := []string{fmt.Sprintf("%s (owner %x, cversion %d)", p, st.EphemeralOwner, st.Cversion)}
+	kids, _, _ := conn.Children(p)
+	for _, k := range kids {
+		out = append(out, describeTree(conn, p+"/"+k)...)
+	}
+	return out
 }
