@@ -4,9 +4,14 @@ package zktest
 
 import "syscall"
 
-// sysProcAttr puts the JVM in its own process group (so a ^C aimed at the
-// test binary's group is not what stops it; we stop it by pid) and asks the
-// kernel to SIGKILL it if the test binary dies.
+
+// The server runs in its own process group and gets SIGKILL when its parent
+// dies, so that a test binary killed by a timeout leaves no JVM behind.
+// Linux ties that signal to the OS thread that started the process, not to
+// the process (golang/go#27505): a goroutine that ends while holding
+// runtime.LockOSThread takes its thread down, and with it any server that
+// thread started. Tests that lock OS threads must unlock them before their
+// goroutine ends.
 func sysProcAttr() *syscall.SysProcAttr {
 	return &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 }
