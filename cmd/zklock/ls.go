@@ -138,17 +138,8 @@ func cmdLs(ctx context.Context, g *globalOptions, args []string, s streams) erro
 	fs := newFlagSet("ls", "zklock ls [--recipe mutex|rw|semaphore] [--max-leases N] [global flags] PATH", g, s)
 	fs.StringVar(&o.recipe, "recipe", "", "read PATH as this `layout` (mutex, rw or semaphore) instead of detecting it")
 	fs.IntVar(&o.maxLeases, "max-leases", 0, "the semaphore's lease limit, to tell a lease being counted as held or waiting")
-	pos, err := parseArgs(fs, args)
+	path, err := parseOnePath(fs, g, args, "PATH", "")
 	if err != nil {
-		return err
-	}
-	if err := g.validate(); err != nil {
-		return err
-	}
-	if len(pos) != 1 {
-		return usageErrorf("ls wants exactly one PATH, got %d arguments", len(pos))
-	}
-	if err := validatePath("PATH", pos[0]); err != nil {
 		return err
 	}
 	switch o.recipe {
@@ -166,7 +157,7 @@ func cmdLs(ctx context.Context, g *globalOptions, args []string, s streams) erro
 		return err
 	}
 	defer client.Close()
-	l, err := listLock(ctx, client, pos[0], o)
+	l, err := listLock(ctx, client, path, o)
 	if err != nil {
 		return err
 	}

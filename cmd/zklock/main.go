@@ -417,6 +417,23 @@ func newFlagSet(name, synopsis string, g *globalOptions, s streams) *flag.FlagSe
 }
 
 // validatePath checks a path given on the command line.
+// parseOnePath parses fs over args and checks the global flags and the one
+// positional argument, a path called what ("PATH", "NODE"); hint says what
+// the argument is, for the usage error.
+func parseOnePath(fs *flag.FlagSet, g *globalOptions, args []string, what, hint string) (string, error) {
+	pos, err := parseArgs(fs, args)
+	if err != nil {
+		return "", err
+	}
+	if err := g.validate(); err != nil {
+		return "", err
+	}
+	if len(pos) != 1 {
+		return "", usageErrorf("%s wants exactly one %s%s, got %d arguments", fs.Name(), what, hint, len(pos))
+	}
+	return pos[0], validatePath(what, pos[0])
+}
+
 func validatePath(what, p string) error {
 	if err := framework.ValidatePath(p); err != nil {
 		return usageErrorf("%s %q: %v", what, p, err)

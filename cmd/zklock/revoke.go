@@ -41,17 +41,8 @@ func cmdRevoke(ctx context.Context, g *globalOptions, args []string, s streams) 
 	fs := newFlagSet("revoke", "zklock revoke [--wait [--timeout D]] [global flags] NODE", g, s)
 	fs.BoolVar(&o.wait, "wait", false, "wait until the holder has released NODE")
 	fs.DurationVar(&o.timeout, "timeout", 0, "with --wait, give up after this long (0: wait forever)")
-	pos, err := parseArgs(fs, args)
+	node, err := parseOnePath(fs, g, args, "NODE", " (a path from zklock ls)")
 	if err != nil {
-		return err
-	}
-	if err := g.validate(); err != nil {
-		return err
-	}
-	if len(pos) != 1 {
-		return usageErrorf("revoke wants exactly one NODE (a path from zklock ls), got %d arguments", len(pos))
-	}
-	if err := validatePath("NODE", pos[0]); err != nil {
 		return err
 	}
 	if o.timeout < 0 {
@@ -67,7 +58,7 @@ func cmdRevoke(ctx context.Context, g *globalOptions, args []string, s streams) 
 		ctx, cancel = context.WithTimeout(ctx, o.timeout)
 		defer cancel()
 	}
-	r, err := revokeNode(ctx, client, pos[0], o)
+	r, err := revokeNode(ctx, client, node, o)
 	if r != nil {
 		writeRevokeResult(s.stdout, s.stderr, g.json, r)
 	}
