@@ -2,11 +2,14 @@ package recipes
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/go-zookeeper/zk"
 
 	"github.com/gocurator/curator/framework"
 	"github.com/gocurator/curator/framework/zktest"
@@ -47,12 +50,26 @@ func mustMutex(t testing.TB, c *framework.Client, path string, opts ...LockOptio
 // children lists path on the server, or fails the test; a missing path has none.
 func children(t testing.TB, path string) []string {
 	t.Helper()
-	raw := testutil.Connect(t, server.Addr())
-	kids, _, err := raw.Children(path)
-	if err != nil && err.Error() != "zk: node does not exist" {
+	kids, _, err := rawConn(t).Children(path)
+	if err != nil && !errors.Is(err, zk.ErrNoNode) {
 		t.Fatal(err)
 	}
 	return kids
+}
+
+// rawConns holds each running test's raw connection, so that checking the
+// server's view opens one session per test, not one per check.
+var rawConns sync.Map // testing.TB -> *zk.Conn
+
+// rawConn returns the test's raw go-zookeeper connection to the shared server.
+func rawConn(t testing.TB) *zk.Conn {
+	if c, ok := rawConns.Load(t); ok {
+		return c.(*zk.Conn)
+	}
+	c := testutil.Connect(t, server.Addr())
+	rawConns.Store(t, c)
+	t.Cleanup(func() { rawConns.Delete(t) })
+	return c
 }
 
 // eventLog records, in order, what goroutines of a test saw happen.
