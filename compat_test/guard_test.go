@@ -18,7 +18,7 @@ import (
 // guard is a critical-section detector that works across processes and
 // languages: a directory on the local file system that every holder of a
 // lock, Go or Java, enters while it holds the lock. The rule (the same in
-// java/CuratorPeer.java):
+// internal/curatorpeer/CuratorPeer.java):
 //
 //   - exclusive (a writer, a mutex holder): create the directory held, then
 //     check that readers is empty;

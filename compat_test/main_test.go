@@ -1,6 +1,6 @@
 // Package compat_test proves that gocurator and live Apache Curator 5.4
 // processes share the same lock trees: real JVMs running Curator's recipes
-// (java/CuratorPeer.java, compiled here with javac against Debian's Curator
+// (internal/curatorpeer/CuratorPeer.java, compiled here with javac against Debian's Curator
 // jars) and this library contend for the same locks on one real ZooKeeper.
 //
 // The tests need Java 17+ with javac and the Curator 5.4 and ZooKeeper jars.
@@ -48,7 +48,7 @@ var debianJars = []string{
 	"/usr/share/java/slf4j-simple.jar", // Curator's and ZooKeeper's logs to stderr
 }
 
-const peerSource = "java/CuratorPeer.java"
+const peerSource = "../internal/curatorpeer/CuratorPeer.java"
 
 var (
 	// server is the real ZooKeeper every test shares. Empty containers are

@@ -18,7 +18,7 @@ import (
 )
 
 // peer is one JVM running CuratorPeer, spoken to over its stdin and stdout
-// (see the protocol at the top of java/CuratorPeer.java). Its stderr (Curator's
+// (see the protocol at the top of internal/curatorpeer/CuratorPeer.java). Its stderr (Curator's
 // and ZooKeeper's warnings) goes to a log file that is shown when the test
 // fails. It is stopped, by its own pid, when the test ends.
 type peer struct {
