@@ -44,6 +44,12 @@ func TestMutexMutualExclusionAndFIFO(t *testing.T) {
 			if n := inside.Add(1); n != 1 {
 				return fmt.Errorf("%d holders at once", n)
 			}
+			// The token is our node's czxid, however the grant came:
+			// from the first listing, a hand-off or a read of our node.
+			ok, stat, err := clients[0].Exists(ctx, h.LockPath())
+			if err != nil || !ok || stat.Czxid != h.FencingToken() {
+				return fmt.Errorf("token %d, node %s czxid %v (%v)", h.FencingToken(), h.LockPath(), stat, err)
+			}
 			mu.Lock()
 			tokens = append(tokens, h.FencingToken())
 			mu.Unlock()

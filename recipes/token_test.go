@@ -1,0 +1,73 @@
+package recipes
+
+import (
+	"testing"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/gocurator/curator/framework"
+	"github.com/gocurator/curator/framework/zktest"
+	"github.com/gocurator/curator/internal/testutil"
+)
+
+// The fencing token is our node's czxid, not the zxid of the last change
+// among the lock's children (pzxid), even when another child is created
+// between our create and our listing. (Reading the token off the listing's
+// parent Stat would save a request, but ZooKeeper gives no way to tell from
+// it whether a child was deleted since our create: see docs/performance.md.)
+func TestMutexTokenWhenAChildChangesBeforeTheListing(t *testing.T) {
+	testutil.CheckLeaks(t)
+	ctx := testutil.Context(t)
+	base := testutil.Path(t)
+	testutil.CleanupTree(t, server.Addr(), base)
+	proxy := zktest.NewProxyT(t, server.Addr())
+	c := newClient(t, proxy.Addr())
+	if err := c.BlockUntilConnected(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Create(ctx, base, nil, framework.CreatingParentsIfNeeded()); err != nil {
+		t.Fatal(err)
+	}
+	raw := testutil.Connect(t, server.Addr())
+	_, _, created, err := raw.ChildrenW(base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Our create's reply, and so our listing, come a second after the
+	// server applied the create; the other child is created in between.
+	proxy.SetDelay(time.Second)
+	h := mustMutex(t, c, base).NewHandle()
+	done := make(chan error, 1)
+	go func() { done <- h.Acquire(ctx) }()
+	select {
+	case <-created:
+	case <-ctx.Done():
+		t.Fatal(ctx.Err())
+	}
+	other, err := raw.Create(base+"/other", nil, zk.FlagEphemeral, zk.WorldACL(zk.PermAll))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	proxy.SetDelay(0)
+	_, ours, err := raw.Exists(h.LockPath())
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, theirs, err := raw.Exists(other)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h.FencingToken() != ours.Czxid {
+		t.Fatalf("token %d, our czxid %d (the other child's %d)", h.FencingToken(), ours.Czxid, theirs.Czxid)
+	}
+	if err := h.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := raw.Delete(other, -1); err != nil {
+		t.Fatal(err)
+	}
+}
