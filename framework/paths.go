@@ -29,7 +29,7 @@ func pathProblem(path string) string {
 	case path[len(path)-1] == '/':
 		return "path must not end with /"
 	}
-	for _, seg := range strings.Split(path[1:], "/") {
+	for seg := range strings.SplitSeq(path[1:], "/") {
 		switch seg {
 		case "":
 			return "empty segment (//)"

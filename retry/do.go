@@ -55,23 +55,42 @@ func Do(ctx context.Context, p Policy, op func(ctx context.Context) error, opts 
 	if op == nil {
 		return ErrNilOperation
 	}
+	if ctx.Err() != nil {
+		return ctxDoneError(ctx, nil)
+	}
+
+	// The first attempt runs without backoff's machinery: most calls
+	// succeed at once, and then cost no allocations of their own.
+	start := time.Now()
+	err := op(ctx)
+	if err == nil {
+		return nil
+	}
+	if !Retryable(p, err) {
+		return err
+	}
+	return retries(ctx, p, op, opts, start, err)
+}
+
+// retries is Do after a first attempt that failed with a retryable error.
+func retries(ctx context.Context, p Policy, op func(ctx context.Context) error, opts []DoOption, start time.Time, lastErr error) error {
 	var o doOptions
 	for _, opt := range opts {
 		if opt != nil {
 			opt(&o)
 		}
 	}
-	if ctx.Err() != nil {
-		return ctxDoneError(ctx, nil)
-	}
-
 	var (
-		lastErr   error
 		permanent bool // op failed with an error that is not retryable
 		ctxEnded  bool // ctx was found done before an attempt
+		first     = true
 	)
-	b := &policyBackOff{p: p}
+	b := &policyBackOff{p: p, start: start}
 	attempt := func() error {
+		if first { // made above; backoff makes its first call at once
+			first = false
+			return errRetryable
+		}
 		// backoff's wait selects between the timer and ctx.Done(), which
 		// may pick the timer even when ctx has ended: check again.
 		if ctx.Err() != nil {
@@ -146,14 +165,14 @@ func ctxDoneError(ctx context.Context, lastErr error) error {
 // has no cap of its own: only the Policy (and ctx) end the retries.
 type policyBackOff struct {
 	p       Policy
-	start   time.Time
-	retries int  // retries allowed so far
-	refused bool // the policy refused a retry
+	start   time.Time // when Do made its first attempt
+	retries int       // retries allowed so far
+	refused bool      // the policy refused a retry
 }
 
-// Reset is called by backoff right before the first attempt.
+// Reset is called by backoff right before its first call of the attempt
+// (which stands for the one Do made already, at start).
 func (b *policyBackOff) Reset() {
-	b.start = time.Now()
 	b.retries = 0
 	b.refused = false
 }

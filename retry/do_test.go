@@ -44,6 +44,16 @@ func TestDoSuccessFirstTime(t *testing.T) {
 	}
 }
 
+// The common case, an operation that succeeds at once, costs Do no
+// allocations: it runs on every ZooKeeper call.
+func TestDoSuccessAllocatesNothing(t *testing.T) {
+	ctx, p := safetyCtx(t), NewNTimes(3, 0)
+	op := func(context.Context) error { return nil }
+	if n := testing.AllocsPerRun(100, func() { _ = Do(ctx, p, op) }); n != 0 {
+		t.Fatalf("Do allocated %.0f times on a first-time success", n)
+	}
+}
+
 func TestDoSuccessAfterRetries(t *testing.T) {
 	calls := 0
 	var events []retryEvent
