@@ -38,8 +38,9 @@ test: deps check
 compat: deps
 	$(GOTEST) ./compat_test/
 
-# demo: several clients take one lock in turn. Uses ZK_SERVERS if set, else
-# starts a throwaway ZooKeeper.
+# demo: Go workers and a Java Curator 5.4 worker take one lock in turn; the
+# queue is shown as `zklock ls` shows it. Uses ZK_SERVERS if set, else starts
+# a throwaway ZooKeeper.
 demo: deps
 	$(GO) run ./cmd/gocurator-demo
 

@@ -30,7 +30,8 @@
 //     and FIFO order (Go only).
 //
 // The Java side (java/CuratorBench.java, embedded) is compiled with javac
-// into a temporary directory and run as one child JVM per scenario, which
+// (once: internal/jvm caches the classes) and run as one child JVM per
+// scenario, which
 // sets up and warms up, then runs each repetition when asked on stdin and
 // prints its result as one JSON line. Within a scenario the repetitions of
 // all implementations alternate, one at a time.
@@ -167,7 +168,6 @@ func run(ctx context.Context, o options) error {
 			rep.JavaOff = err.Error()
 			logf("!!!!! JAVA CURATOR WILL NOT BE MEASURED: %v !!!!!", err)
 		} else {
-			defer j.close()
 			e.java = j
 		}
 	} else {

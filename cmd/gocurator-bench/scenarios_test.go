@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -13,6 +12,7 @@ import (
 	"time"
 
 	"github.com/gocurator/curator/framework/zktest"
+	"github.com/gocurator/curator/internal/jvm"
 )
 
 // Every scenario, with tiny counts, against a real server: the rows that
@@ -32,12 +32,11 @@ func TestScenariosSmoke(t *testing.T) {
 		Reps: 2, WarmGo: 50 * time.Millisecond, WarmJava: 300 * time.Millisecond, S1Ops: 20, Duration: 200 * time.Millisecond,
 		S2Client: 3, S3Reader: 6, S3Group: 2, S4Client: 4, S4Leases: 2, S5Paths: 10, S5Worker: 4, S6Wait: 50,
 	}}
-	if _, err := exec.LookPath("javac"); err == nil {
+	if _, err := jvm.Tool("javac"); err == nil {
 		j, err := newJavaRunner(ctx)
 		if err != nil {
 			t.Fatal(err)
 		}
-		defer j.close()
 		e.java = j
 	} else {
 		e.javaOff = "javac not found"
@@ -124,7 +123,7 @@ func TestJavaRunnerKillsAHungJVM(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a JVM")
 	}
-	if _, err := exec.LookPath("javac"); err != nil {
+	if _, err := jvm.Tool("javac"); err != nil {
 		t.Skip("no javac")
 	}
 	ctx := context.Background()
@@ -132,7 +131,6 @@ func TestJavaRunnerKillsAHungJVM(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer j.close()
 	// nothing listens on port 1: the JVM never connects, so never gets ready
 	start := time.Now()
 	_, err = j.start(ctx, 3*time.Second, time.Second, "s1", "127.0.0.1:1", "warmupMs=10", "ops=1")

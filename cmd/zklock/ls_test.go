@@ -10,6 +10,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/gocurator/curator/framework"
+	"github.com/gocurator/curator/internal/lockview"
 	"github.com/gocurator/curator/internal/testutil"
 	"github.com/gocurator/curator/recipes"
 )
@@ -36,7 +37,7 @@ func queued(ctx context.Context, t testing.TB, conn *zk.Conn, path string, n int
 }
 
 // roles returns "role/kind" of each participant, in order.
-func roles(l *listing) []string {
+func roles(l *lockview.Listing) []string {
 	var out []string
 	for _, p := range l.Participants {
 		out = append(out, p.Role+"/"+p.Kind)
@@ -45,7 +46,7 @@ func roles(l *listing) []string {
 }
 
 // nodes returns the participants' paths, in order.
-func nodes(l *listing) []string {
+func nodes(l *lockview.Listing) []string {
 	var out []string
 	for _, p := range l.Participants {
 		out = append(out, p.Path)
@@ -54,7 +55,7 @@ func nodes(l *listing) []string {
 }
 
 // warningFor returns the warning about node, or "".
-func warningFor(l *listing, node string) string {
+func warningFor(l *lockview.Listing, node string) string {
 	for _, w := range l.Warnings {
 		if w.Node == node {
 			return w.Message
@@ -86,7 +87,7 @@ func TestLsMutex(t *testing.T) {
 	queued(ctx, t, conn, path, 2, mu.NewHandle().Acquire)
 	queued(ctx, t, conn, path, 3, mu.NewHandle().Acquire)
 
-	l, err := listLock(ctx, client, path, lsOptions{})
+	l, err := lockview.List(ctx, client, path, lockview.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -94,7 +95,7 @@ func TestLsMutex(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if l.Recipe != recipeMutex || !equal(nodes(l), want) {
+	if l.Recipe != lockview.RecipeMutex || !equal(nodes(l), want) {
 		t.Fatalf("recipe %s, order %v; want mutex, %v", l.Recipe, nodes(l), want)
 	}
 	if got := roles(l); !equal(got, []string{"holder/mutex", "waiting/mutex", "waiting/mutex"}) {
@@ -115,7 +116,7 @@ func TestLsMutex(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	l, err = listLock(ctx, client, path, lsOptions{})
+	l, err = lockview.List(ctx, client, path, lockview.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -156,11 +157,11 @@ func TestLsReadWrite(t *testing.T) {
 	queued(ctx, t, conn, path, 3, rw.NewHandle().WriteLock().Acquire)
 	queued(ctx, t, conn, path, 4, rw.NewHandle().ReadLock().Acquire)
 
-	l, err := listLock(ctx, client, path, lsOptions{})
+	l, err := lockview.List(ctx, client, path, lockview.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if l.Recipe != recipeReadWrite {
+	if l.Recipe != lockview.RecipeReadWrite {
 		t.Fatalf("recipe %s", l.Recipe)
 	}
 	if got := roles(l); !equal(got, []string{"holder/read", "holder/read", "waiting/write", "waiting/read"}) {
@@ -185,11 +186,11 @@ func TestLsReadWrite(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("status %d, stderr %q", code, stderr)
 	}
-	var doc listing
+	var doc lockview.Listing
 	if err := json.Unmarshal([]byte(out), &doc); err != nil {
 		t.Fatalf("%v in %s", err, out)
 	}
-	if doc.Recipe != recipeReadWrite || !equal(roles(&doc), roles(l)) || !equal(nodes(&doc), nodes(l)) {
+	if doc.Recipe != lockview.RecipeReadWrite || !equal(roles(&doc), roles(l)) || !equal(nodes(&doc), nodes(l)) {
 		t.Errorf("JSON %+v", doc)
 	}
 }
@@ -223,11 +224,11 @@ func TestLsSemaphore(t *testing.T) {
 		return err
 	})
 
-	l, err := listLock(ctx, client, path, lsOptions{})
+	l, err := lockview.List(ctx, client, path, lockview.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if l.Recipe != recipeSemaphore {
+	if l.Recipe != lockview.RecipeSemaphore {
 		t.Fatalf("recipe %s", l.Recipe)
 	}
 	if got := roles(l); !equal(got, []string{"holder/lease", "holder/lease", "acquiring/lease", "holder/internal lock"}) {
@@ -236,7 +237,7 @@ func TestLsSemaphore(t *testing.T) {
 	if got := nodes(l)[:2]; !equal(got, []string{held[0].Path(), held[1].Path()}) {
 		t.Errorf("holders %v, want %s and %s", got, held[0].Path(), held[1].Path())
 	}
-	l, err = listLock(ctx, client, path, lsOptions{maxLeases: 2})
+	l, err = lockview.List(ctx, client, path, lockview.Options{MaxLeases: 2})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -300,7 +301,7 @@ func TestLsCuratorTrees(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	l, err := listLock(ctx, client, mutex, lsOptions{})
+	l, err := lockview.List(ctx, client, mutex, lockview.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -321,11 +322,11 @@ func TestLsCuratorTrees(t *testing.T) {
 	r2 := create(rwPath, "__READ__", []byte("rwdata"), true)
 	w1 := create(rwPath, "__WRIT__", []byte("rwdata"), true)
 	r3 := create(rwPath, "__READ__", ip, true)
-	l, err = listLock(ctx, client, rwPath, lsOptions{})
+	l, err = lockview.List(ctx, client, rwPath, lockview.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if l.Recipe != recipeReadWrite || !equal(nodes(l), []string{r1, r2, w1, r3}) ||
+	if l.Recipe != lockview.RecipeReadWrite || !equal(nodes(l), []string{r1, r2, w1, r3}) ||
 		!equal(roles(l), []string{"holder/read", "holder/read", "waiting/write", "waiting/read"}) {
 		t.Errorf("rw: %s %v %v", l.Recipe, nodes(l), roles(l))
 	}
@@ -337,7 +338,7 @@ func TestLsCuratorTrees(t *testing.T) {
 	_, wName := framework.SplitPath(w)
 	down := create(dg, "__READ__"+recipes.SortKey(wName, "__WRIT__"), ip, false)
 	wait := create(dg, "__WRIT__", ip, true)
-	l, err = listLock(ctx, client, dg, lsOptions{})
+	l, err = lockview.List(ctx, client, dg, lockview.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -358,7 +359,7 @@ func TestLsCuratorTrees(t *testing.T) {
 	lock := create(sem+"/locks", "lock-", ip, true)
 	pending := create(sem+"/leases", "lease-", []byte("leasedata"), true)
 	next := create(sem+"/locks", "lock-", ip, true)
-	l, err = listLock(ctx, client, sem, lsOptions{maxLeases: 3})
+	l, err = lockview.List(ctx, client, sem, lockview.Options{MaxLeases: 3})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,11 +8,12 @@ import (
 	"net"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/gocurator/curator/internal/jvm"
 )
 
 // ClasspathEnv names the environment variable that, when set, replaces the
@@ -42,13 +43,7 @@ const stopGrace = 5 * time.Second
 
 // javaBinary finds java: $JAVA_HOME/bin/java, else java on $PATH.
 func javaBinary() (string, error) {
-	if home := os.Getenv("JAVA_HOME"); home != "" {
-		p := filepath.Join(home, "bin", "java")
-		if st, err := os.Stat(p); err == nil && !st.IsDir() {
-			return p, nil
-		}
-	}
-	p, err := exec.LookPath("java")
+	p, err := jvm.Tool("java")
 	if err != nil {
 		return "", fmt.Errorf("%w: java not found (JAVA_HOME unset or wrong, and no java on PATH); %s",
 			ErrNotInstalled, installHint)
@@ -72,10 +67,12 @@ func classpath() (string, error) {
 	return cp, nil
 }
 
-// process is one run of a JVM.
+// process is one run of a JVM (a jvm.Process: its own process group, dies
+// with the thread that started it, stopped only by its pid).
 type process struct {
+	jvm     *jvm.Process
 	cmd     *exec.Cmd
-	done    chan struct{} // closed once Wait has returned
+	done    chan struct{} // closed once the JVM has been waited for
 	waitErr error         // valid after done is closed
 	logFile *os.File
 }
@@ -140,38 +137,28 @@ func launch(cfg *config, mainClass, dir, cfgPath, logPath string) (*process, err
 	}
 	cmd.Stdout = out
 	cmd.Stderr = out
-	cmd.SysProcAttr = sysProcAttr()
-	if err := cmd.Start(); err != nil {
+	j, err := jvm.Start(cmd)
+	if err != nil {
 		logFile.Close()
-		return nil, fmt.Errorf("zktest: start %s: %w", java, err)
+		return nil, fmt.Errorf("zktest: %w", err)
 	}
-	p := &process{cmd: cmd, done: make(chan struct{}), logFile: logFile}
+	p := &process{jvm: j, cmd: cmd, done: make(chan struct{}), logFile: logFile}
 	go func() {
-		p.waitErr = cmd.Wait()
+		<-j.Done()
+		p.waitErr = j.Err()
 		close(p.done)
 	}()
 	return p, nil
 }
 
-// terminate signals the process (SIGTERM when graceful, else SIGKILL), waits
-// for it to exit (SIGKILL after stopGrace) and closes its log file. Only this
-// pid is ever signalled.
+// terminate stops the process (SIGTERM when graceful, SIGKILL after
+// stopGrace; else SIGKILL at once), waits for it and closes its log file.
+// Only this pid is ever signalled.
 func (p *process) terminate(graceful bool) {
-	if !p.exited() {
-		if graceful {
-			if err := p.cmd.Process.Signal(sigTerm); err != nil {
-				_ = p.cmd.Process.Kill()
-			}
-			t := time.NewTimer(stopGrace)
-			select {
-			case <-p.done:
-			case <-t.C:
-				_ = p.cmd.Process.Kill()
-			}
-			t.Stop()
-		} else {
-			_ = p.cmd.Process.Kill()
-		}
+	if graceful {
+		_ = p.jvm.Stop(sigTerm, stopGrace)
+	} else {
+		p.jvm.Kill()
 	}
 	<-p.done
 	p.logFile.Close()

@@ -1,0 +1,68 @@
+package lockview
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+	"time"
+)
+
+// The listing against real trees is tested through `zklock ls`
+// (cmd/zklock/ls_test.go); these are the pure parts.
+
+func TestFormatAge(t *testing.T) {
+	for d, want := range map[time.Duration]string{
+		-time.Second:                   "0s",
+		850 * time.Millisecond:         "850ms",
+		12300 * time.Millisecond:       "12.3s",
+		5*time.Minute + 10*time.Second: "5m10s",
+		3*time.Hour + 2*time.Minute:    "3h2m",
+		99 * time.Hour:                 "4d3h",
+	} {
+		if got := FormatAge(d); got != want {
+			t.Errorf("FormatAge(%v) = %q, want %q", d, got, want)
+		}
+	}
+}
+
+func TestDetectRecipe(t *testing.T) {
+	for _, c := range []struct {
+		names []string
+		want  string
+	}{
+		{nil, RecipeNone},
+		{[]string{"_c_x-lock-0000000001"}, RecipeMutex},
+		{[]string{"_c_x-__READ__0000000001", "_c_y-__WRIT__0000000002"}, RecipeReadWrite},
+		{[]string{"_c_x-__READ__0000000001", "_c_y-lock-0000000002"}, RecipeMutex},
+		{[]string{"leases", "locks"}, RecipeSemaphore},
+		{[]string{"foreign"}, RecipeMutex},
+	} {
+		if got := detectRecipe(c.names); got != c.want {
+			t.Errorf("detectRecipe(%q) = %q, want %q", c.names, got, c.want)
+		}
+	}
+}
+
+func TestShowData(t *testing.T) {
+	if got := showData([]byte("10.0.0.1")); got != "10.0.0.1" {
+		t.Errorf("text: %q", got)
+	}
+	if got := showData([]byte{0, 0xff}); got != "0x00ff" {
+		t.Errorf("binary: %q", got)
+	}
+}
+
+func TestWriteTextOfAMissingPath(t *testing.T) {
+	var b bytes.Buffer
+	l := &Listing{Path: "/a/lock", Recipe: RecipeNone}
+	if err := l.WriteText(&b, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(b.String(), "/a/lock: no participants (no node there") {
+		t.Errorf("text %q", b.String())
+	}
+	b.Reset()
+	if err := l.WriteJSON(&b); err != nil || !strings.Contains(b.String(), `"participants": []`) {
+		t.Errorf("JSON %q, %v", b.String(), err)
+	}
+}
