@@ -101,6 +101,7 @@ func New(connectString string, policy retry.Policy, opts ...Option) (*Client, er
 	conn, events, err := zk.Connect(servers, cfg.sessionTimeout,
 		zk.WithEventCallback(c.onEvent),
 		zk.WithLogger(zkLogger{c}),
+		zk.WithMaxConnBufferSize(max(goZKSendBuffer, cfg.juteMaxBuffer+4)), // room for the largest request
 		zk.WithDialer(func(network, address string, timeout time.Duration) (net.Conn, error) {
 			nc, err := dial(network, address, timeout)
 			if err == nil {
@@ -143,6 +144,9 @@ func parseConnectString(s string) ([]string, error) {
 		}
 		if host == "" {
 			return nil, invalidArgument("connect string %q: server %q has no host", s, part)
+		}
+		if strings.IndexFunc(host, func(r rune) bool { return r <= ' ' || r == 0x7f }) >= 0 {
+			return nil, invalidArgument("connect string %q: host %q has a space or control character", s, host)
 		}
 		if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
 			return nil, invalidArgument("connect string %q: bad port %q", s, port)
@@ -249,7 +253,9 @@ func (c *Client) Close() error {
 	return nil
 }
 
-func (c *Client) isClosed() bool {
+// IsClosed reports whether Close has been called. Every operation of a
+// closed client fails with an error wrapping ErrClosed.
+func (c *Client) IsClosed() bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.closed

@@ -12,7 +12,8 @@ import (
 var ErrClosed = fmt.Errorf("gocurator: client is closed: %w", zk.ErrClosing)
 
 // ErrInvalidArgument marks an error caused by a bad argument (an empty connect
-// string, a timeout out of range, ...). Bad paths unwrap to zk.ErrInvalidPath instead.
+// string, a timeout out of range, node data too large for the servers'
+// jute.maxbuffer, ...). Bad paths unwrap to zk.ErrInvalidPath instead.
 var ErrInvalidArgument = errors.New("gocurator: invalid argument")
 
 // OpError records a failed ZooKeeper operation: what was attempted, on which

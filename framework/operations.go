@@ -3,6 +3,7 @@ package framework
 import (
 	"context"
 	"errors"
+	"fmt"
 
 	"github.com/go-zookeeper/zk"
 )
@@ -117,6 +118,14 @@ func (c *Client) Create(ctx context.Context, path string, data []byte, opts ...C
 	}
 	if o.acl == nil {
 		o.acl = c.cfg.aclProvider.ACLForPath(path)
+	}
+	if err := c.checkRequest("create", path, func(p string) int {
+		if o.protected {
+			return createSize(p, data, o.acl) + ProtectedPrefixLength
+		}
+		return createSize(p, data, o.acl)
+	}); err != nil {
+		return "", err
 	}
 	if o.protected {
 		return c.createProtected(ctx, path, data, o)
@@ -248,6 +257,9 @@ func (c *Client) GetDataW(ctx context.Context, path string) ([]byte, *zk.Stat, <
 
 // SetData sets the node's data if its version is version (-1: any).
 func (c *Client) SetData(ctx context.Context, path string, data []byte, version int32) (*zk.Stat, error) {
+	if err := c.checkRequest("set data", path, func(p string) int { return setDataSize(p, data) }); err != nil {
+		return nil, err
+	}
 	r, err := read(c, ctx, "set data", path, func(p string) (nodeResult, error) {
 		stat, err := c.conn.Set(p, data, version)
 		return nodeResult{stat: stat}, err
@@ -311,34 +323,17 @@ func read[T any](c *Client, ctx context.Context, op, path string, fn func(server
 // each operation's error and an error for the first failure.
 func (c *Client) Multi(ctx context.Context, ops ...any) ([]zk.MultiResponse, error) {
 	fixed := make([]any, len(ops))
+	size := requestHeaderSize + multiHeaderSize // the header, and the end marker
 	for i, op := range ops {
-		var path string
-		switch r := op.(type) {
-		case *zk.CreateRequest:
-			cp := *r
-			cp.Path, path = c.ns.fix(r.Path), r.Path
-			if cp.Acl == nil {
-				cp.Acl = c.cfg.aclProvider.ACLForPath(r.Path)
-			}
-			fixed[i] = &cp
-		case *zk.DeleteRequest:
-			cp := *r
-			cp.Path, path = c.ns.fix(r.Path), r.Path
-			fixed[i] = &cp
-		case *zk.SetDataRequest:
-			cp := *r
-			cp.Path, path = c.ns.fix(r.Path), r.Path
-			fixed[i] = &cp
-		case *zk.CheckVersionRequest:
-			cp := *r
-			cp.Path, path = c.ns.fix(r.Path), r.Path
-			fixed[i] = &cp
-		default:
-			return nil, opError("multi", "", invalidArgument("operation %d has unsupported type %T", i, op))
+		path, fixedOp, opSize, err := c.fixMultiOp(op)
+		if err != nil {
+			return nil, opError("multi", path, fmt.Errorf("operation %d: %w", i, err))
 		}
-		if err := ValidatePath(path); err != nil {
-			return nil, opError("multi", path, err)
-		}
+		fixed[i] = fixedOp
+		size += multiHeaderSize + opSize
+	}
+	if err := c.checkSize(size); err != nil {
+		return nil, opError("multi", "", err)
 	}
 	res, err := call(c, ctx, "multi", "", func() ([]zk.MultiResponse, error) {
 		return c.conn.Multi(fixed...)
@@ -349,4 +344,45 @@ func (c *Client) Multi(ctx context.Context, ops ...any) ([]zk.MultiResponse, err
 		}
 	}
 	return res, err
+}
+
+// fixMultiOp validates one operation of a Multi and returns its path as the
+// caller gave it, a copy with the server path (and, for a create without an
+// ACL, the provider's ACL), and the size of its body on the wire.
+func (c *Client) fixMultiOp(op any) (path string, fixed any, size int, err error) {
+	switch r := op.(type) {
+	case *zk.CreateRequest:
+		if cp, p, ok := inNamespace(c, r, func(r *zk.CreateRequest) *string { return &r.Path }); ok {
+			if cp.Acl == nil {
+				cp.Acl = c.cfg.aclProvider.ACLForPath(p)
+			}
+			return p, cp, createSize(cp.Path, cp.Data, cp.Acl), ValidatePath(p)
+		}
+	case *zk.SetDataRequest:
+		if cp, p, ok := inNamespace(c, r, func(r *zk.SetDataRequest) *string { return &r.Path }); ok {
+			return p, cp, setDataSize(cp.Path, cp.Data), ValidatePath(p)
+		}
+	case *zk.DeleteRequest:
+		if cp, p, ok := inNamespace(c, r, func(r *zk.DeleteRequest) *string { return &r.Path }); ok {
+			return p, cp, stringSize(cp.Path) + 4, ValidatePath(p) // path, version
+		}
+	case *zk.CheckVersionRequest:
+		if cp, p, ok := inNamespace(c, r, func(r *zk.CheckVersionRequest) *string { return &r.Path }); ok {
+			return p, cp, stringSize(cp.Path) + 4, ValidatePath(p) // path, version
+		}
+	}
+	return "", nil, 0, invalidArgument("unsupported operation %T (%v); want a non-nil *zk.CreateRequest, *zk.DeleteRequest, *zk.SetDataRequest or *zk.CheckVersionRequest", op, op)
+}
+
+// inNamespace returns a copy of the request r whose path (the field pathOf
+// points to) is in the client's namespace, and the path as the caller gave
+// it; ok is false for a nil r.
+func inNamespace[T any](c *Client, r *T, pathOf func(*T) *string) (cp *T, path string, ok bool) {
+	if r == nil {
+		return nil, "", false
+	}
+	v := *r
+	path = *pathOf(r)
+	*pathOf(&v) = c.ns.fix(path)
+	return &v, path, true
 }

@@ -112,14 +112,6 @@ func TestErrorsKeepOpPathAndSentinel(t *testing.T) {
 	if _, err := c.Create(ctx, base, nil); !errors.Is(err, zk.ErrNodeExists) {
 		t.Fatalf("Create of an existing node = %v", err)
 	}
-	for _, bad := range []string{"", "rel", base + "/", base + "//x", base + "/./x", base + "/\x00"} {
-		if _, err := c.Create(ctx, bad, nil); !errors.Is(err, zk.ErrInvalidPath) {
-			t.Errorf("Create(%q) = %v, want ErrInvalidPath", bad, err)
-		}
-	}
-	if _, err := c.Multi(ctx, "not an op"); !errors.Is(err, ErrInvalidArgument) {
-		t.Fatalf("Multi with a bad op = %v", err)
-	}
 }
 
 func TestNamespaceRoundTrip(t *testing.T) {
@@ -156,15 +148,6 @@ func TestNamespaceRoundTrip(t *testing.T) {
 	root, _, err := c.Children(ctx, "/")
 	if err != nil || len(root) != 1 || root[0] != "locks" {
 		t.Fatalf("Children of the namespace root = %v, %v", root, err)
-	}
-
-	for _, bad := range []string{"/ns", "ns/", "a//b", "", "ns/./x"} {
-		if bad == "" {
-			continue // "" means no namespace
-		}
-		if _, err := New(server.Addr(), retry.NewOneTime(time.Millisecond), WithNamespace(bad)); !errors.Is(err, ErrInvalidArgument) {
-			t.Errorf("WithNamespace(%q) = %v, want ErrInvalidArgument", bad, err)
-		}
 	}
 }
 
@@ -273,29 +256,6 @@ func (r *retryHook) AllowRetry(int, time.Duration) (time.Duration, bool) {
 		close(r.started)
 	}
 	return r.wait, true
-}
-
-func TestBadClientArguments(t *testing.T) {
-	testutil.CheckLeaks(t)
-	p := retry.NewOneTime(time.Millisecond)
-	for name, f := range map[string]func() (*Client, error){
-		"empty connect string": func() (*Client, error) { return New("", p) },
-		"nil policy":           func() (*Client, error) { return New(server.Addr(), nil) },
-		"zero session":         func() (*Client, error) { return New(server.Addr(), p, WithSessionTimeout(0)) },
-		"zero connection":      func() (*Client, error) { return New(server.Addr(), p, WithConnectionTimeout(-1)) },
-		"percent 0":            func() (*Client, error) { return New(server.Addr(), p, WithSimulatedSessionExpirationPercent(0)) },
-		"percent 101":          func() (*Client, error) { return New(server.Addr(), p, WithSimulatedSessionExpirationPercent(101)) },
-		"nil error policy":     func() (*Client, error) { return New(server.Addr(), p, WithErrorPolicy(nil)) },
-		"empty auth scheme":    func() (*Client, error) { return New(server.Addr(), p, WithAuth("", nil)) },
-	} {
-		c, err := f()
-		if !errors.Is(err, ErrInvalidArgument) {
-			t.Errorf("%s: New = %v, want ErrInvalidArgument", name, err)
-		}
-		if c != nil {
-			c.Close()
-		}
-	}
 }
 
 func TestDigestAuthAndACL(t *testing.T) {

@@ -69,6 +69,7 @@ type config struct {
 	containers        bool
 	dialer            zk.Dialer
 	listeners         []state.Listener
+	juteMaxBuffer     int
 }
 
 func defaultConfig() config {
@@ -79,6 +80,7 @@ func defaultConfig() config {
 		expirationPercent: DefaultSimulatedSessionExpirationPercent,
 		errorPolicy:       state.StandardErrorPolicy{},
 		containers:        true,
+		juteMaxBuffer:     DefaultJuteMaxBuffer,
 	}
 }
 
@@ -181,11 +183,11 @@ func (c *config) validate() error {
 		return invalidArgument("simulated session expiration percent %d must be 1 to 100", c.expirationPercent)
 	case c.errorPolicy == nil:
 		return invalidArgument("error policy must not be nil")
+	case c.juteMaxBuffer < 1:
+		return invalidArgument("jute.maxbuffer %d must be positive", c.juteMaxBuffer)
 	}
-	if c.namespace != "" {
-		if err := ValidatePath("/" + c.namespace); err != nil {
-			return invalidArgument("namespace %q: %v", c.namespace, err)
-		}
+	if reason := namespaceProblem(c.namespace); reason != "" {
+		return invalidArgument("namespace %q: %s", c.namespace, reason)
 	}
 	for _, a := range c.auth {
 		if a.scheme == "" {
@@ -199,6 +201,19 @@ func (c *config) validate() error {
 		c.aclProvider = ACLProviderFunc(func(string) []zk.ACL { return OpenACL })
 	}
 	return nil
+}
+
+// namespaceProblem says what is wrong with a namespace, or "".
+func namespaceProblem(ns string) string {
+	switch {
+	case ns == "":
+		return ""
+	case ns[0] == '/':
+		return "must not start with /"
+	case ns[len(ns)-1] == '/':
+		return "must not end with /"
+	}
+	return pathProblem("/" + ns)
 }
 
 // localAddress is Curator's default node data: the text of the local host's

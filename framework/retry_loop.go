@@ -26,7 +26,7 @@ func call[T any](c *Client, ctx context.Context, op, path string, attempt func()
 // closed when that attempt has ended.
 func retryLoop[T any](c *Client, ctx context.Context, op, path string, attempt func() (T, error), abandoned *<-chan struct{}) (T, error) {
 	var out T
-	if c.isClosed() {
+	if c.IsClosed() {
 		return out, ErrClosed
 	}
 	err := retry.Do(ctx, c.policy, func(ctx context.Context) error {

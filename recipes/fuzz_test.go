@@ -1,9 +1,12 @@
 package recipes
 
 import (
+	"fmt"
 	"sort"
 	"strings"
 	"testing"
+
+	"github.com/gocurator/curator/framework"
 )
 
 // FuzzSortChildren: the order is a permutation of the input, keys never
@@ -39,6 +42,72 @@ func FuzzSortChildren(f *testing.F) {
 				t.Fatalf("equal keys reordered: %q before %q", s, byKey[k][0])
 			}
 			byKey[k] = byKey[k][1:]
+		}
+	})
+}
+
+// FuzzSequenceKey: the sequence a child is ordered by (SortKey, and the
+// read-write lock's double key) is what follows the last lock-name marker,
+// or the whole name; for every name Curator and gocurator create,
+// _c_<id>-<lock name><%010d sequence>, it is the sequence text whatever the
+// id holds; sequences order numerically, and a negative one (a cversion past
+// 2^31) first; and a downgrade read node, __READ__ + its write node's key,
+// keeps that key.
+func FuzzSequenceKey(f *testing.F) {
+	for _, s := range []struct {
+		name, lockName, id string
+		seq, other         int32
+	}{
+		{"_c_40bfe6fd-3b9e-4c4d-9a5e-0123456789ab-lock-0000000007", "lock-", "40bfe6fd-3b9e-4c4d-9a5e-0123456789ab", 7, 0},
+		{"_c_2b161efc-0000-4000-8000-000000000000-__READ__0000000004", "__READ__", "x__WRIT__y", 4, 3},
+		{"_c_2b161efc-0000-4000-8000-000000000000-__WRIT__0000000003", "__WRIT__", "x__READ__y", 3, 4},
+		{"leases/_c_d2c7de36-0000-4000-8000-000000000000-lease-0000000003", "lease-", "lock-lease-", 3, 2},
+		{"0-foreign", "lock-", "", 0, 1},
+		{"zzz-foreign", "lock-", "zzz", 2147483647, -2147483648},
+		{"x-lock--000000001", "lock-", "lock-", -1, 0},
+		{"__READ____READ__", "__READ__", "__READ__READ__", 10, 9},
+		{"lock-", "lock-", "-", 0, 0},
+		{"aaa", "aa", "", 1, 1},
+	} {
+		f.Add(s.name, s.lockName, s.id, s.seq, s.other)
+	}
+	f.Fuzz(func(t *testing.T, name, lockName, id string, seq, other int32) {
+		k := SortKey(name, lockName)
+		if !strings.Contains(name, lockName) {
+			if k != name {
+				t.Fatalf("SortKey(%q, %q) = %q without the marker", name, lockName, k)
+			}
+		} else if !strings.HasSuffix(name, lockName+k) || lockName != "" && strings.Contains(k, lockName) {
+			t.Fatalf("SortKey(%q, %q) = %q: not what follows the last marker", name, lockName, k)
+		}
+
+		digits := func(n int32) string { return fmt.Sprintf("%010d", n) }
+		for _, marker := range []string{mutexLockName, leaseName, readLockName, writeLockName} {
+			node := framework.ProtectedName(id, marker+digits(seq))
+			if got := SortKey(node, marker); got != digits(seq) {
+				t.Fatalf("SortKey(%q, %q) = %q, want %q", node, marker, got, digits(seq))
+			}
+			if marker == readLockName || marker == writeLockName {
+				if got := readWriteSortKey(node); got != digits(seq) {
+					t.Fatalf("readWriteSortKey(%q) = %q, want %q", node, got, digits(seq))
+				}
+			}
+		}
+		a, b := digits(seq), digits(other)
+		switch {
+		case seq < 0 && other >= 0:
+			if a >= b {
+				t.Fatalf("negative sequence %q does not sort before %q", a, b)
+			}
+		case seq >= 0 && other >= 0:
+			if (a < b) != (seq < other) {
+				t.Fatalf("sequences %q and %q do not sort as %d and %d", a, b, seq, other)
+			}
+		}
+		write := framework.ProtectedName(id, writeLockName+digits(seq))
+		downgrade := framework.ProtectedName(id, readLockName+readWriteSortKey(write))
+		if got := readWriteSortKey(downgrade); got != readWriteSortKey(write) {
+			t.Fatalf("downgrade node %q has key %q, its write node %q has %q", downgrade, got, write, readWriteSortKey(write))
 		}
 	})
 }

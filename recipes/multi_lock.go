@@ -29,8 +29,9 @@ type InterProcessMultiLock struct {
 
 // NewInterProcessMultiLock returns a multi-lock of one InterProcessMutex per
 // path, each with a handle of its own, in list order. An empty list, a path
-// given twice, or a nil client is an error wrapping ErrBadArgument; a bad
-// path is an error that unwraps to zk.ErrInvalidPath.
+// given twice, or a nil client is an error wrapping ErrBadArgument; a closed
+// client wraps framework.ErrClosed; a bad path (the root included) is an
+// error that unwraps to zk.ErrInvalidPath.
 func NewInterProcessMultiLock(client *framework.Client, paths []string) (*InterProcessMultiLock, error) {
 	if len(paths) == 0 {
 		return nil, fmt.Errorf("%w: a multi-lock needs at least one path", ErrBadArgument)
@@ -53,19 +54,84 @@ func NewInterProcessMultiLock(client *framework.Client, paths []string) (*InterP
 
 // NewMultiLock returns a multi-lock of the given lockers (handles of any of
 // this package's locks, semaphore mutexes, other multi-locks), in order. No
-// locker, or a nil one, is an error wrapping ErrBadArgument. A locker given
-// twice is acquired twice (a Handle counts up; a semaphore mutex would wait
-// for itself).
+// locker, or a nil one, is an error wrapping ErrBadArgument. So are two of
+// this package's lockers on one lock path of one client, which would wait
+// for each other: two handles, two owners' halves of a read-write lock,
+// a semaphore mutex given twice. One Handle given twice is allowed (the
+// second acquisition counts up), and so are both halves of one
+// ReadWriteHandle (write, then read: a downgrade; read, then write fails
+// with ErrUpgrade when acquired).
 func NewMultiLock(locks ...Locker) (*InterProcessMultiLock, error) {
 	if len(locks) == 0 {
 		return nil, fmt.Errorf("%w: a multi-lock needs at least one lock", ErrBadArgument)
 	}
+	seen := map[lockSite]any{}
 	for i, l := range locks {
-		if l == nil {
-			return nil, fmt.Errorf("%w: lock %d is nil", ErrBadArgument, i)
+		sites, err := lockSites(l)
+		if err != nil {
+			return nil, fmt.Errorf("%w: lock %d: %w", ErrBadArgument, i, err)
+		}
+		for _, s := range sites {
+			owner, dup := seen[s.lockSite]
+			if dup && (s.owner == nil || owner != s.owner) {
+				return nil, fmt.Errorf("%w: lock %d: a second lock on %s: the two would wait for each other", ErrBadArgument, i, s.path)
+			}
+			seen[s.lockSite] = s.owner
 		}
 	}
 	return &InterProcessMultiLock{locks: append([]Locker(nil), locks...)}, nil
+}
+
+// lockSite is where a lock is: its client and path.
+type lockSite struct {
+	client *framework.Client
+	path   string
+}
+
+// ownedSite is a lock site and who may take it again while holding it (a
+// Handle, or a read-write owner for its two halves); nil for lockers that
+// are not reentrant.
+type ownedSite struct {
+	lockSite
+	owner any
+}
+
+// lockSites returns the sites of this package's lockers (a multi-lock's are
+// its lockers'), none for other lockers, and an error for a nil locker or a
+// handle that did not come from NewHandle.
+func lockSites(l Locker) ([]ownedSite, error) {
+	switch v := l.(type) {
+	case nil:
+		return nil, errors.New("nil locker")
+	case *Handle:
+		if v == nil || v.m == nil {
+			return nil, errors.New("nil handle, or one not from NewHandle")
+		}
+		var owner any = v
+		if half, ok := v.hooks.(rwHalf); ok {
+			owner = half.o
+		}
+		return []ownedSite{{lockSite{v.m.li.client, v.m.li.base}, owner}}, nil
+	case *InterProcessSemaphoreMutex:
+		if v == nil || v.s == nil {
+			return nil, errors.New("nil semaphore mutex, or one not from NewInterProcessSemaphoreMutex")
+		}
+		return []ownedSite{{lockSite{v.s.client, v.s.path}, nil}}, nil
+	case *InterProcessMultiLock:
+		if v == nil {
+			return nil, errors.New("nil multi-lock")
+		}
+		var sites []ownedSite
+		for _, inner := range v.locks {
+			s, err := lockSites(inner)
+			if err != nil {
+				return nil, err
+			}
+			sites = append(sites, s...)
+		}
+		return sites, nil
+	}
+	return nil, nil
 }
 
 // Acquire takes every lock, in list order, within ctx. If one cannot be

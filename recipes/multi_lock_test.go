@@ -7,8 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-zookeeper/zk"
-
 	"github.com/gocurator/curator/framework/zktest"
 	"github.com/gocurator/curator/internal/testutil"
 )
@@ -78,28 +76,6 @@ func TestMultiLockDeadlineReleasesTaken(t *testing.T) {
 	}
 	if err := ml.Release(ctx); !errors.Is(err, ErrNotHeld) {
 		t.Fatalf("second Release = %v", err)
-	}
-}
-
-func TestMultiLockArguments(t *testing.T) {
-	testutil.CheckLeaks(t)
-	c := newClient(t, "")
-	for _, paths := range [][]string{nil, {}, {"/a", "/b", "/a"}} {
-		if _, err := NewInterProcessMultiLock(c, paths); !errors.Is(err, ErrBadArgument) {
-			t.Errorf("NewInterProcessMultiLock(%q) = %v, want ErrBadArgument", paths, err)
-		}
-	}
-	if _, err := NewInterProcessMultiLock(c, []string{"/a", "b"}); !errors.Is(err, zk.ErrInvalidPath) {
-		t.Errorf("bad path: %v", err)
-	}
-	if _, err := NewInterProcessMultiLock(nil, []string{"/a"}); !errors.Is(err, ErrBadArgument) {
-		t.Errorf("nil client: %v", err)
-	}
-	if _, err := NewMultiLock(); !errors.Is(err, ErrBadArgument) {
-		t.Errorf("no locks: %v", err)
-	}
-	if _, err := NewMultiLock(&fakeLocker{}, nil); !errors.Is(err, ErrBadArgument) {
-		t.Errorf("nil lock: %v", err)
 	}
 }
 

@@ -45,17 +45,15 @@ func WithLockData(data []byte) LockOption {
 	return lockOptionFunc(func(o *lockOptions) { o.data = append([]byte{}, data...) })
 }
 
-// NewInterProcessMutex returns the mutex at path. A bad path is an error
-// that unwraps to zk.ErrInvalidPath; a nil client wraps ErrBadArgument.
+// NewInterProcessMutex returns the mutex at path. A bad path (the root
+// included) is an error that unwraps to zk.ErrInvalidPath; a nil client
+// wraps ErrBadArgument, a closed one framework.ErrClosed.
 func NewInterProcessMutex(client *framework.Client, path string, opts ...LockOption) (*InterProcessMutex, error) {
 	return newMutex(client, path, mutexLockName, lockNameDriver(mutexLockName, 1), opts)
 }
 
 func newMutex(client *framework.Client, path, name string, d driver, opts []LockOption) (*InterProcessMutex, error) {
-	if client == nil {
-		return nil, fmt.Errorf("%w: nil client", ErrBadArgument)
-	}
-	if err := framework.ValidatePath(path); err != nil {
+	if err := checkArgs(client, path); err != nil {
 		return nil, err
 	}
 	var o lockOptions

@@ -41,8 +41,9 @@ type InterProcessReadWriteLock struct {
 
 // NewInterProcessReadWriteLock returns the read-write lock at path.
 // WithLockData sets the data of both halves' nodes, as Curator's
-// (client, basePath, lockData) constructor. A bad path is an error that
-// unwraps to zk.ErrInvalidPath; a nil client wraps ErrBadArgument.
+// (client, basePath, lockData) constructor. A bad path (the root included)
+// is an error that unwraps to zk.ErrInvalidPath; a nil client wraps
+// ErrBadArgument, a closed one framework.ErrClosed.
 func NewInterProcessReadWriteLock(client *framework.Client, path string, opts ...LockOption) (*InterProcessReadWriteLock, error) {
 	write, err := newMutex(client, path, writeLockName, standardDriver{key: readWriteSortKey, maxLeases: 1}, opts)
 	if err != nil {

@@ -66,8 +66,9 @@ func WithLeaseData(data []byte) SemaphoreOption {
 
 // NewInterProcessSemaphoreV2 returns the semaphore at path that grants at
 // most maxLeases leases at once. maxLeases below 1 is an error wrapping
-// ErrBadArgument; so is a nil client. A bad path is an error that unwraps to
-// zk.ErrInvalidPath.
+// ErrBadArgument; so is a nil client; a closed client wraps
+// framework.ErrClosed. A bad path (the root included) is an error that
+// unwraps to zk.ErrInvalidPath.
 func NewInterProcessSemaphoreV2(client *framework.Client, path string, maxLeases int, opts ...SemaphoreOption) (*InterProcessSemaphoreV2, error) {
 	if maxLeases < 1 {
 		return nil, fmt.Errorf("%w: maxLeases %d must be at least 1", ErrBadArgument, maxLeases)
@@ -83,7 +84,9 @@ func NewInterProcessSemaphoreV2(client *framework.Client, path string, maxLeases
 // NewInterProcessSemaphoreV2WithCount returns the semaphore at path whose
 // maximum number of leases is count's value, whenever it is read: when the
 // count changes, waiters look again at once. count should be started (until
-// then its value is its seed). A nil count is an error wrapping ErrBadArgument.
+// then its value is its seed). A nil count is an error wrapping
+// ErrBadArgument; the client and path are checked as by
+// NewInterProcessSemaphoreV2.
 func NewInterProcessSemaphoreV2WithCount(client *framework.Client, path string, count *SharedCount, opts ...SemaphoreOption) (*InterProcessSemaphoreV2, error) {
 	if count == nil {
 		return nil, fmt.Errorf("%w: nil SharedCount", ErrBadArgument)
@@ -98,10 +101,7 @@ func NewInterProcessSemaphoreV2WithCount(client *framework.Client, path string, 
 }
 
 func newSemaphore(client *framework.Client, path string, opts []SemaphoreOption) (*InterProcessSemaphoreV2, error) {
-	if client == nil {
-		return nil, fmt.Errorf("%w: nil client", ErrBadArgument)
-	}
-	if err := framework.ValidatePath(path); err != nil {
+	if err := checkArgs(client, path); err != nil {
 		return nil, err
 	}
 	var o semaphoreOptions

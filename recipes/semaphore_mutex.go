@@ -18,8 +18,9 @@ type InterProcessSemaphoreMutex struct {
 	lease atomic.Pointer[Lease]
 }
 
-// NewInterProcessSemaphoreMutex returns the mutex at path. A bad path is an
-// error that unwraps to zk.ErrInvalidPath; a nil client wraps ErrBadArgument.
+// NewInterProcessSemaphoreMutex returns the mutex at path. A bad path (the
+// root included) is an error that unwraps to zk.ErrInvalidPath; a nil client
+// wraps ErrBadArgument, a closed one framework.ErrClosed.
 func NewInterProcessSemaphoreMutex(client *framework.Client, path string, opts ...SemaphoreOption) (*InterProcessSemaphoreMutex, error) {
 	s, err := NewInterProcessSemaphoreV2(client, path, 1, opts...)
 	if err != nil {

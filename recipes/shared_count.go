@@ -49,12 +49,10 @@ type SharedCount struct {
 // NewSharedCount returns the count at path, with seed as its value until it
 // is read, and as the value of the node Start creates if there is none. A
 // seed out of the int32 range, or a nil client, is an error wrapping
-// ErrBadArgument; a bad path is an error that unwraps to zk.ErrInvalidPath.
+// ErrBadArgument; a closed client wraps framework.ErrClosed; a bad path (the
+// root included) is an error that unwraps to zk.ErrInvalidPath.
 func NewSharedCount(client *framework.Client, path string, seed int) (*SharedCount, error) {
-	if client == nil {
-		return nil, fmt.Errorf("%w: nil client", ErrBadArgument)
-	}
-	if err := framework.ValidatePath(path); err != nil {
+	if err := checkArgs(client, path); err != nil {
 		return nil, err
 	}
 	s, err := toInt32(seed)

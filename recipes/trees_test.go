@@ -1,6 +1,7 @@
 package recipes
 
 import (
+	"errors"
 	"sort"
 	"testing"
 
@@ -24,6 +25,9 @@ type nodeWant struct {
 func assertTree(t *testing.T, raw *zk.Conn, path string, want []nodeWant) {
 	t.Helper()
 	kids, _, err := raw.Children(path)
+	if errors.Is(err, zk.ErrNoNode) && len(want) == 0 {
+		return // an empty container, reaped already
+	}
 	if err != nil {
 		t.Fatalf("children of %s: %v", path, err)
 	}

@@ -6,6 +6,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/go-zookeeper/zk"
+
+	"github.com/gocurator/curator/framework"
 	"github.com/gocurator/curator/internal/testutil"
 	"github.com/gocurator/curator/recipes"
 )
@@ -16,17 +19,7 @@ func TestRevokeRevocableHolder(t *testing.T) {
 	testutil.CleanupTree(t, server.Addr(), path)
 	conn := testutil.Connect(t, server.Addr())
 	ctx := testutil.Context(t)
-	mu, err := recipes.NewInterProcessMutex(newClient(t, ""), path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	h := mu.NewHandle()
-	asked := make(chan struct{}, 1)
-	h.MakeRevocable(func() { asked <- struct{}{} })
-	if err := h.Acquire(ctx); err != nil {
-		t.Fatal(err)
-	}
-	defer h.Release(context.Background())
+	h, asked := revocableHolder(t, newClient(t, ""), path)
 
 	code, out, stderr := zklock(t, "--json", "revoke", h.LockPath())
 	if code != 0 {
@@ -48,6 +41,30 @@ func TestRevokeRevocableHolder(t *testing.T) {
 	if err != nil || string(data) != "__REVOKE__" {
 		t.Errorf("node data %q, %v", data, err)
 	}
+}
+
+// revocableHolder takes a revocable mutex at path with client c, released
+// when the test ends, and returns its handle and a channel that hears the
+// revocation requests.
+func revocableHolder(t *testing.T, c *framework.Client, path string) (*recipes.Handle, <-chan struct{}) {
+	t.Helper()
+	mu, err := recipes.NewInterProcessMutex(c, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := mu.NewHandle()
+	asked := make(chan struct{}, 1)
+	h.MakeRevocable(func() {
+		select {
+		case asked <- struct{}{}:
+		default: // one request is heard already
+		}
+	})
+	if err := h.Acquire(testutil.Context(t)); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { h.Release(context.Background()) })
+	return h, asked
 }
 
 func TestRevokeWaitsForRelease(t *testing.T) {
@@ -111,5 +128,45 @@ func TestRevokeErrors(t *testing.T) {
 	code, _, stderr = zklock(t, "revoke", "--wait", "--timeout", "200ms", h.LockPath())
 	if code != exitError || !strings.Contains(stderr, "deadline exceeded") {
 		t.Errorf("--wait --timeout: status %d, stderr %q", code, stderr)
+	}
+}
+
+// Against lock nodes with a creator-only ACL, zklock revoke needs the
+// holder's credentials: without them, or with a wrong password, it fails
+// (zk.ErrNoAuth) and the holder hears nothing.
+func TestRevokeNeedsCredentials(t *testing.T) {
+	testutil.CheckLeaks(t)
+	path := testutil.Path(t)
+	lock := path + "/lock"
+	testutil.CleanupTreeAs(t, server.Addr(), path, "owner:s3cret")
+	ctx := testutil.Context(t)
+	creator := zk.AuthACL(zk.PermAll)
+	owner := newClient(t, "", framework.WithAuth("digest", []byte("owner:s3cret")),
+		framework.WithACLProvider(framework.ACLProviderFunc(func(p string) []zk.ACL {
+			if strings.HasPrefix(p, lock) {
+				return creator
+			}
+			return framework.OpenACL // the parents stay open, for other tests
+		})))
+	h, asked := revocableHolder(t, owner, lock)
+
+	for _, auth := range [][]string{nil, {"--auth", "owner:wrong"}} {
+		code, _, stderr := zklock(t, append(auth, "revoke", h.LockPath())...)
+		if code != exitError || !strings.Contains(stderr, zk.ErrNoAuth.Error()) {
+			t.Errorf("revoke with %q: status %d, stderr %q", auth, code, stderr)
+		}
+	}
+	select {
+	case <-asked:
+		t.Fatal("a revocation without the owner's credentials reached the holder")
+	default:
+	}
+	if code, _, stderr := zklock(t, "--auth", "owner:s3cret", "revoke", h.LockPath()); code != 0 {
+		t.Fatalf("revoke with the owner's credentials: status %d, stderr %q", code, stderr)
+	}
+	select {
+	case <-asked:
+	case <-ctx.Done():
+		t.Fatal("the holder did not hear the owner's revocation")
 	}
 }

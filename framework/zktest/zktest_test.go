@@ -325,9 +325,12 @@ func TestServerOptions(t *testing.T) {
 	if err := conn.Delete("/box/child", -1); err != nil {
 		t.Fatal(err)
 	}
-	_, _, gone, err := conn.ExistsW("/box")
+	there, _, gone, err := conn.ExistsW("/box")
 	if err != nil {
 		t.Fatal(err)
+	}
+	if !there {
+		return // reaped already, before the watch was set
 	}
 	select {
 	case ev := <-gone:

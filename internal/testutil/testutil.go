@@ -6,6 +6,7 @@ package testutil
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -107,4 +108,41 @@ func (r *StateRecorder) Equal(want ...state.ConnectionState) error {
 		return fmt.Errorf("states %v, want %v", got, want)
 	}
 	return nil
+}
+
+// BadPath is a path ZooKeeper refuses, and the problem an error about it names.
+type BadPath struct {
+	Path, Problem string
+}
+
+// BadPaths returns paths that ZooKeeper (and framework.ValidatePath)
+// refuses, made from base, a valid path: empty, relative, with a trailing
+// slash, a double slash, a "." or ".." segment, a NUL or a control character.
+func BadPaths(base string) []BadPath {
+	return []BadPath{
+		{"", "must not be empty"},
+		{"rel", "must start with /"},
+		{strings.TrimPrefix(base, "/") + "/x", "must start with /"},
+		{base + "/", "must not end with /"},
+		{base + "//x", "empty segment"},
+		{base + "/./x", "relative segment ."},
+		{base + "/x/..", "relative segment .."},
+		{base + "/x\x00y", "NUL character"},
+		{base + "/x\x01y", "invalid character"},
+	}
+}
+
+// ErrorIs fails the test unless err wraps target and its text holds every
+// one of want.
+func ErrorIs(t testing.TB, err, target error, want ...string) {
+	t.Helper()
+	if !errors.Is(err, target) {
+		t.Errorf("error %v does not wrap %v", err, target)
+		return
+	}
+	for _, w := range want {
+		if !strings.Contains(err.Error(), w) {
+			t.Errorf("error %q does not say %q", err, w)
+		}
+	}
 }

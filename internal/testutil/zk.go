@@ -1,10 +1,12 @@
 package testutil
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
 	"log"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -37,11 +39,39 @@ func Connect(t testing.TB, servers string) *zk.Conn {
 	return conn
 }
 
+// Begin is the preamble of a test against the ZooKeeper at servers: it
+// checks for leaked goroutines (CheckLeaks: call Begin first), and returns a
+// context bounded by Timeout (Context) and the test's own path (Path), which
+// is deleted with everything below it when the test ends (CleanupTree).
+func Begin(t testing.TB, servers string) (context.Context, string) {
+	t.Helper()
+	CheckLeaks(t)
+	base := Path(t)
+	CleanupTree(t, servers, base)
+	return Context(t), base
+}
+
 // CleanupTree deletes path and everything below it when the test ends, so
 // that every test leaves the shared server as it found it.
 func CleanupTree(t testing.TB, servers, path string) {
 	t.Helper()
+	cleanupTree(t, Connect(t, servers), path)
+}
+
+// CleanupTreeAs is CleanupTree for a tree whose ACLs only the digest
+// identity userPassword ("user:password") may read and delete: it deletes
+// as that identity, and returns its connection for the test's own checks.
+func CleanupTreeAs(t testing.TB, servers, path, userPassword string) *zk.Conn {
+	t.Helper()
 	conn := Connect(t, servers)
+	if err := conn.AddAuth("digest", []byte(userPassword)); err != nil {
+		t.Fatal(err)
+	}
+	cleanupTree(t, conn, path)
+	return conn
+}
+
+func cleanupTree(t testing.TB, conn *zk.Conn, path string) {
 	t.Cleanup(func() {
 		if err := DeleteTree(conn, path); err != nil {
 			t.Errorf("cleaning up %s: %v", path, err)
@@ -108,4 +138,32 @@ func describeTree(conn *zk.Conn, p string) []string {
 		out = append(out, describeTree(conn, p+"/"+k)...)
 	}
 	return out
+}
+
+// NothingCreated notes the server's root children now and returns a check
+// that fails the test unless, when it is called, base does not exist and
+// the root has no child it did not have before (one may have gone: empty
+// containers are reaped): for operations that must make nothing.
+func NothingCreated(t testing.TB, servers, base string) (check func()) {
+	t.Helper()
+	conn := Connect(t, servers)
+	root := func() []string {
+		kids, _, err := conn.Children("/")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return kids
+	}
+	before := root()
+	return func() {
+		t.Helper()
+		if ok, _, err := conn.Exists(base); err != nil || ok {
+			t.Errorf("%s exists (%v): %s", base, err, strings.Join(describeTree(conn, base), ", "))
+		}
+		for _, k := range root() {
+			if !slices.Contains(before, k) {
+				t.Errorf("/%s was created; the root had %v", k, before)
+			}
+		}
+	}
 }
