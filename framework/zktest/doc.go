@@ -26,7 +26,24 @@
 // Options tune the server for fast tests: WithTickTime (default 100ms),
 // WithSessionTimeoutRange (default 2×tick to 60s), WithContainerCheckInterval
 // (default 500ms), WithLogOutput, WithStartTimeout, WithJVMFlags, WithConfig,
-// WithStandaloneMode.
+// WithStandaloneMode, WithTLS.
+//
+// # TLS
+//
+// WithTLS makes a server also serve TLS on a secureClientPort
+// (Server.SecureAddr), with certificates from NewTLSFiles (or
+// GenerateTLSFiles), which makes a throwaway CA, a server certificate for
+// 127.0.0.1 and a client certificate:
+//
+//	files := zktest.NewTLSFiles(t)
+//	srv := zktest.NewServer(t, zktest.WithTLS(files))
+//	conf, _ := files.ClientConfig() // trusts the CA, presents the client certificate
+//	dial := func(network, addr string, timeout time.Duration) (net.Conn, error) {
+//		return tls.DialWithDialer(&net.Dialer{Timeout: timeout}, network, addr, conf)
+//	}
+//	conn, _, err := zk.Connect([]string{srv.SecureAddr()}, 5*time.Second, zk.WithDialer(dial))
+//
+// TLSAvailable reports whether it can run here (Debian's netty-codec jar).
 //
 // # Faults
 //

@@ -93,12 +93,13 @@ func NewEnsemble(t testing.TB, n int, opts ...Option) *Ensemble {
 // start picks fresh ports, writes every member's config, launches all JVMs at
 // once and waits for all to serve. On failure every member is killed.
 func (e *Ensemble) start(timeout time.Duration) error {
-	ports, err := freePorts(3 * len(e.members))
+	k := e.members[0].cfg.portsPerServer()
+	ports, err := freePorts(k * len(e.members))
 	if err != nil {
 		return err
 	}
 	for i, m := range e.members {
-		m.clientPort, m.quorumPort, m.electionPort = ports[3*i], ports[3*i+1], ports[3*i+2]
+		m.setPorts(ports[k*i : k*(i+1)])
 	}
 	for _, m := range e.members {
 		if err := m.writeConfig(); err != nil {

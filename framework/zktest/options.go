@@ -28,6 +28,16 @@ type config struct {
 	jvmFlags       []string
 	extra          [][2]string
 	standalone     bool
+	tls            *TLSFiles // nil: no secureClientPort
+}
+
+// portsPerServer is how many ports each server takes: client, quorum and
+// election, and the secure client port with TLS.
+func (c *config) portsPerServer() int {
+	if c.tls != nil {
+		return 4
+	}
+	return 3
 }
 
 func newConfig(opts []Option) config {

@@ -52,8 +52,9 @@ func javaBinary() (string, error) {
 }
 
 // classpath returns $ZOOKEEPER_CLASSPATH, or Debian's jars. The Debian jar's
-// manifest Class-Path pulls in ZooKeeper's dependencies.
-func classpath() (string, error) {
+// manifest Class-Path pulls in ZooKeeper's dependencies, except the
+// netty-codec jar that TLS needs, added when tls is set.
+func classpath(tls bool) (string, error) {
 	if cp := os.Getenv(ClasspathEnv); cp != "" {
 		return cp, nil
 	}
@@ -61,8 +62,14 @@ func classpath() (string, error) {
 		return "", fmt.Errorf("%w: %s not found; %s", ErrNotInstalled, debianZooKeeperJar, installHint)
 	}
 	cp := debianZooKeeperJar
-	if _, err := os.Stat(debianSlf4jSimple); err == nil {
-		cp += string(os.PathListSeparator) + debianSlf4jSimple
+	jars := []string{debianSlf4jSimple}
+	if tls {
+		jars = append(jars, debianNettyCodec)
+	}
+	for _, jar := range jars {
+		if _, err := os.Stat(jar); err == nil {
+			cp += string(os.PathListSeparator) + jar
+		}
 	}
 	return cp, nil
 }
@@ -93,7 +100,7 @@ func launch(cfg *config, mainClass, dir, cfgPath, logPath string) (*process, err
 	if err != nil {
 		return nil, err
 	}
-	cp, err := classpath()
+	cp, err := classpath(cfg.tls != nil)
 	if err != nil {
 		return nil, err
 	}
@@ -123,6 +130,9 @@ func launch(cfg *config, mainClass, dir, cfgPath, logPath string) (*process, err
 		"-Dznode.container.checkIntervalMs=" + strconv.FormatInt(cfg.containerCheck.Milliseconds(), 10),
 		"-Dorg.slf4j.simpleLogger.showDateTime=true",
 		"-Dorg.slf4j.simpleLogger.dateTimeFormat=HH:mm:ss.SSS",
+	}
+	if cfg.tls != nil {
+		args = append(args, tlsJVMFlags(cfg.tls)...)
 	}
 	args = append(args, cfg.jvmFlags...)
 	args = append(args, "-cp", cp, mainClass, cfgPath)

@@ -38,6 +38,7 @@ type Server struct {
 	logPath    string
 	mainClass  string
 	clientPort int
+	securePort int // 0 without TLS
 
 	// Ensemble members only.
 	ens          *Ensemble
@@ -59,7 +60,7 @@ func Available() error {
 	if _, err := javaBinary(); err != nil {
 		return err
 	}
-	_, err := classpath()
+	_, err := classpath(false)
 	return err
 }
 
@@ -95,12 +96,12 @@ func StartServer(opts ...Option) (*Server, error) {
 	}
 	var lastErr error
 	for attempt := 0; attempt < startAttempts; attempt++ {
-		ports, err := freePorts(3)
+		ports, err := freePorts(cfg.portsPerServer())
 		if err != nil {
 			lastErr = err
 			break
 		}
-		s.clientPort, s.quorumPort, s.electionPort = ports[0], ports[1], ports[2]
+		s.setPorts(ports)
 		if err := s.writeConfig(); err != nil {
 			lastErr = err
 			break
@@ -148,6 +149,15 @@ func newServer(cfg config, dir, mainClass string) *Server {
 		cfgPath:   filepath.Join(dir, "zoo.cfg"),
 		logPath:   filepath.Join(dir, "zookeeper.log"),
 		mainClass: mainClass,
+	}
+}
+
+// setPorts gives the server its ports, as many as portsPerServer: client,
+// quorum, election, and the secure client port with TLS.
+func (s *Server) setPorts(ports []int) {
+	s.clientPort, s.quorumPort, s.electionPort = ports[0], ports[1], ports[2]
+	if len(ports) > 3 {
+		s.securePort = ports[3]
 	}
 }
 
@@ -384,6 +394,10 @@ func (s *Server) writeConfig() error {
 		if err := os.WriteFile(filepath.Join(s.dataDir, "myid"), []byte(strconv.Itoa(s.id)+"\n"), 0o644); err != nil {
 			return fmt.Errorf("zktest: write myid: %w", err)
 		}
+	}
+	if s.securePort != 0 {
+		kv("secureClientPort", s.securePort)
+		kv("secureClientPortAddress", loopback)
 	}
 	for _, e := range c.extra {
 		kv(e[0], e[1])
