@@ -7,7 +7,7 @@ ZK_PORT ?= 2181
 ZK_JARS := /usr/share/java/zookeeper.jar:/usr/share/java/slf4j-simple.jar
 GOTEST  := $(GO) test -race -count=1 -timeout 20m
 
-.PHONY: deps check test compat demo bench zk-up zk-down
+.PHONY: deps check test compat chaos demo bench zk-up zk-down
 
 # deps installs, with apt-get, whatever of the prerequisites is missing.
 deps:
@@ -37,6 +37,23 @@ test: deps check
 # compat: only the Go/Java interop suite.
 compat: deps
 	$(GOTEST) ./compat_test/
+
+# chaos: the chaos suite (compat_test's TestChaos: Go and Java contenders on
+# a 3-member ensemble under a seeded fault schedule) for CHAOS_DURATION of
+# faults, then every fuzz target of the repository for FUZZTIME each.
+# CHAOS_SEED=<n> replays the fault sequence of a logged seed.
+CHAOS_DURATION ?= 10m
+CHAOS_TIMEOUT  ?= 60m
+FUZZTIME       ?= 20s
+chaos: deps
+	CHAOS_DURATION=$(CHAOS_DURATION) $(GO) test -race -count=1 -timeout $(CHAOS_TIMEOUT) -run '^TestChaos$$' -v \
+	  ./compat_test/ $(if $(CHAOS_SEED),-chaos.seed=$(CHAOS_SEED))
+	@set -e; for f in $$(grep -rl --include='*_test.go' '^func Fuzz' . | sort); do \
+	   for fn in $$(sed -n 's/^func \(Fuzz[A-Za-z0-9_]*\)(.*/\1/p' $$f); do \
+	     echo "$(GO) test -run '^\$$' -fuzz '^$$fn\$$' -fuzztime $(FUZZTIME) $$(dirname $$f)"; \
+	     $(GO) test -run '^$$' -fuzz "^$$fn\$$" -fuzztime $(FUZZTIME) $$(dirname $$f); \
+	   done; \
+	 done
 
 # demo: Go workers and a Java Curator 5.4 worker take one lock in turn; the
 # queue is shown as `zklock ls` shows it. Uses ZK_SERVERS if set, else starts

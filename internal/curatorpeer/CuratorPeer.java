@@ -1,7 +1,8 @@
-// CuratorPeer is the Java side of gocurator's compatibility tests: one JVM
-// that runs Apache Curator 5.4's lock recipes on behalf of a Go test, driven
-// by a line protocol on stdin/stdout. The Go side (compat_test/peer_test.go)
-// compiles it with javac against Debian's Curator jars and starts it.
+// CuratorPeer is the Java side of gocurator's compatibility tests, chaos
+// suite and demo: one JVM that runs Apache Curator 5.4's lock recipes on
+// behalf of a Go program, driven by a line protocol on stdin/stdout. The Go
+// side (internal/curatorpeer/peer.go) embeds this file, compiles it with
+// javac against Debian's Curator jars and starts it.
 //
 // Requests, one a line, space separated (no argument contains a space):
 //
@@ -19,14 +20,21 @@
 //
 // Events, whenever they happen:
 //
-//     ! state <client> <ConnectionState>
+//     ! state <client> <ConnectionState> [<µs>]    (<µs>: clients made with stamp=true)
 //     ! revoked <lock>
 //     ! released <lock>
 //
+// <µs> is the wall-clock time (microseconds since the Unix epoch) at which
+// the client's ConnectionStateListener ran.
+//
 // Verbs:
 //
-//     client <name> <connect> [ns=<namespace>] [session=<ms>]  -> <session id>
+//     client <name> <connect> [ns=<namespace>] [session=<ms>] [connection=<ms>] [maxsleep=<ms>]
+//            [stamp=true] [tracker=false]                        -> <session id>
+//            (tracker=false: no EnsembleTracker, which would replace <connect>
+//            with the members' addresses from /zookeeper/config: needed behind proxies)
 //     session <client>                                          -> <session id>
+//     remote <client>                  -> <host:port> of the server it is connected to, or -
 //     close-client <client>
 //     mutex <lock> <client> <path>
 //     rwlock <lock> <client> <path> [data=<text>]    (use <lock>.read, <lock>.write)
@@ -44,6 +52,12 @@
 //     guard-leave <token>
 //     loop <lock> rounds=<n> guard=<dir>[,<dir>...] kind=excl|shared|count
 //          [max=<n>] [label=<text>] [hold=<ms>]                  -> violations=<n>
+//     chaos <lock> label=<text> guard=<dir> told=<file> kind=excl|shared|count [max=<n>]
+//           [hold=<ms>] [writes=<n>] [resource=<url>] [acquire=<ms>] [linger=<ms>]
+//           -> acquisitions=<n> told=<n> fenced=<n> failures=<n> timeouts=<n> notoken=<n>
+//     chaos-stop <label>
+//     linger <client> on|off
+//     inside <client>                                            -> <n>
 //     ping
 //     quit
 //
@@ -55,12 +69,43 @@
 // <dir>/readers and then check <dir>/held is absent; counted holders (count)
 // create a file in <dir>/holders and then check there are at most max. Each
 // entry appends its label to <dir>/log.
+//
+// The chaos suite (compat_test/chaos_test.go). "chaos" runs, on its worker,
+// acquire → hold → release until "chaos-stop <label>" (acquire with a timeout
+// of acquire= ms, default 1000, so a stop is seen). Each acquisition is a
+// holding named <label>.<n>. Its client's ConnectionStateListener *tells*
+// every holding of that client on SUSPENDED or LOST, synchronously in the
+// listener: the holding leaves the guard at once, writes no more, and
+// appends "<holding> <µs> <state>" to the told= file. A holding is also told
+// at once if its client has not been connected all along since its acquire
+// began (Curator does not check that a lock granted across a session change
+// is still ours: CURATOR-604). An untold holding gets its fencing token
+// (where resource= is given: the czxid of its lock node, whose path is read
+// from InterProcessMutex's private threadData), enters the guard, and makes
+// writes= GET requests <resource>&h=<holding>&t=<token> (200: accepted, 409:
+// fenced, after which it writes no more), hold= ms apart. While "linger
+// <client> on", a holding of that client that is inside keeps holding and
+// writing until told, for at most linger= ms (default 10000).
+//
+// The chaos guard is the rule above with named markers, so that an overlap
+// can be judged afterwards against the times the holders were told: a holding
+// creates <dir>/inside/<kind>~<holding>, then lists <dir>/inside; an excl
+// holding conflicts with every other marker, a shared one with excl markers,
+// a count one when there are more than max count markers. A conflict appends
+// "<holding> <µs> <kind> <max> <other>,<other>..." to <dir>/conflicts.
 
 import java.io.BufferedReader;
+import java.io.IOException;
+import java.io.InputStream;
 import java.io.InputStreamReader;
 import java.io.PrintStream;
 import java.io.FileOutputStream;
 import java.io.FileDescriptor;
+import java.lang.reflect.Field;
+import java.lang.reflect.Method;
+import java.net.HttpURLConnection;
+import java.net.SocketAddress;
+import java.net.URL;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.FileAlreadyExistsException;
 import java.nio.file.Files;
@@ -75,12 +120,15 @@ import java.util.Deque;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+import java.time.Instant;
 import java.util.Optional;
+import java.util.Set;
 import java.util.UUID;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLong;
 import java.util.stream.Stream;
 
 import org.apache.curator.framework.CuratorFramework;
@@ -94,7 +142,10 @@ import org.apache.curator.framework.recipes.locks.InterProcessSemaphoreMutex;
 import org.apache.curator.framework.recipes.locks.InterProcessSemaphoreV2;
 import org.apache.curator.framework.recipes.locks.Lease;
 import org.apache.curator.framework.recipes.locks.Revoker;
+import org.apache.curator.framework.state.ConnectionState;
 import org.apache.curator.retry.ExponentialBackoffRetry;
+import org.apache.zookeeper.ZooKeeper;
+import org.apache.zookeeper.data.Stat;
 
 public final class CuratorPeer {
     private static final PrintStream OUT =
@@ -116,7 +167,12 @@ public final class CuratorPeer {
     private final Map<String, ExecutorService> workers = new ConcurrentHashMap<>();
     private final Map<String, Deque<Lease>> leases = new ConcurrentHashMap<>();
     private final Map<String, Deque<Path>> entered = new ConcurrentHashMap<>();
-    private final java.util.concurrent.atomic.AtomicLong tokens = new java.util.concurrent.atomic.AtomicLong();
+    private final AtomicLong tokens = new AtomicLong();
+    // The chaos suite: each client's tracker, the client each lock was made
+    // on, and the running chaos loops by label.
+    private final Map<String, Tracker> trackers = new ConcurrentHashMap<>();
+    private final Map<String, String> lockClients = new ConcurrentHashMap<>();
+    private final Map<String, ChaosLoop> chaosLoops = new ConcurrentHashMap<>();
     private final ExecutorService pool = Executors.newCachedThreadPool(daemon("pool"));
 
     public static void main(String[] args) throws Exception {
@@ -269,14 +325,27 @@ public final class CuratorPeer {
                 String name = arg(pos, 0, "name");
                 String connect = arg(pos, 1, "connect string");
                 int session = Integer.parseInt(opt.getOrDefault("session", "20000"));
+                int maxSleep = Integer.parseInt(opt.getOrDefault("maxsleep", Integer.toString(Integer.MAX_VALUE)));
+                int connection = Integer.parseInt(opt.getOrDefault("connection", "10000"));
+                boolean stamp = Boolean.parseBoolean(opt.getOrDefault("stamp", "false"));
+                // tracker=false: Curator's EnsembleTracker would otherwise replace
+                // the connect string with the members' own addresses from
+                // /zookeeper/config, so that a client behind fault proxies
+                // reconnects around them.
                 CuratorFramework base = CuratorFrameworkFactory.builder()
                     .connectString(connect)
                     .sessionTimeoutMs(session)
-                    .connectionTimeoutMs(10000)
-                    .retryPolicy(new ExponentialBackoffRetry(20, 10))
+                    .connectionTimeoutMs(connection)
+                    .retryPolicy(new ExponentialBackoffRetry(20, 10, maxSleep))
+                    .ensembleTracker(Boolean.parseBoolean(opt.getOrDefault("tracker", "true")))
                     .build();
-                base.getConnectionStateListenable().addListener(
-                    (c, s) -> emit("! state " + name + " " + s));
+                Tracker tracker = new Tracker();
+                trackers.put(name, tracker);
+                base.getConnectionStateListenable().addListener((c, s) -> {
+                    long at = micros();
+                    tracker.stateChanged(s, at);
+                    emit("! state " + name + " " + s + (stamp ? " " + at : ""));
+                });
                 base.start();
                 if (!base.blockUntilConnected(30, TimeUnit.SECONDS)) {
                     base.close();
@@ -288,17 +357,32 @@ public final class CuratorPeer {
             }
             case "session":
                 return Long.toString(client(arg(pos, 0, "client")).base.getZookeeperClient().getZooKeeper().getSessionId());
+            case "remote": {
+                ZooKeeper zk = client(arg(pos, 0, "client")).base.getZookeeperClient().getZooKeeper();
+                Method m = ZooKeeper.class.getDeclaredMethod("testableRemoteSocketAddress");
+                m.setAccessible(true);
+                SocketAddress a = (SocketAddress) m.invoke(zk);
+                if (!(a instanceof java.net.InetSocketAddress)) {
+                    return "-";
+                }
+                java.net.InetSocketAddress ia = (java.net.InetSocketAddress) a;
+                return ia.getAddress().getHostAddress() + ":" + ia.getPort();
+            }
             case "close-client": {
-                Client c = clients.remove(arg(pos, 0, "client"));
+                String name = arg(pos, 0, "client");
+                Client c = clients.remove(name);
                 if (c != null) {
                     c.base.close();
                 }
+                trackers.remove(name);
                 return "closed";
             }
             case "mutex":
                 locks.put(arg(pos, 0, "lock"), new InterProcessMutex(client(arg(pos, 1, "client")).view, arg(pos, 2, "path")));
+                lockClients.put(arg(pos, 0, "lock"), arg(pos, 1, "client"));
                 return "made";
             case "rwlock": {
+                lockClients.put(arg(pos, 0, "lock"), arg(pos, 1, "client"));
                 CuratorFramework c = client(arg(pos, 1, "client")).view;
                 String path = arg(pos, 2, "path");
                 InterProcessReadWriteLock rw = opt.containsKey("data")
@@ -314,6 +398,7 @@ public final class CuratorPeer {
                     s.setNodeData(opt.get("data").getBytes(StandardCharsets.UTF_8));
                 }
                 locks.put(arg(pos, 0, "lock"), s);
+                lockClients.put(arg(pos, 0, "lock"), arg(pos, 1, "client"));
                 return "made";
             }
             case "semmutex":
@@ -381,6 +466,29 @@ public final class CuratorPeer {
             }
             case "loop":
                 return loop(workerName, arg(pos, 0, "lock"), opt);
+            case "chaos":
+                return chaos(workerName, arg(pos, 0, "lock"), opt);
+            case "chaos-stop": {
+                ChaosLoop l = chaosLoops.get(arg(pos, 0, "label"));
+                if (l == null) {
+                    throw new IllegalArgumentException("no chaos loop " + pos.get(0));
+                }
+                l.stop = true;
+                return "stopping";
+            }
+            case "linger": {
+                tracker(arg(pos, 0, "client")).linger = arg(pos, 1, "on|off").equals("on");
+                return "linger " + pos.get(1);
+            }
+            case "inside": {
+                int n = 0;
+                for (Holding h : tracker(arg(pos, 0, "client")).holdings) {
+                    if (h.inside()) {
+                        n++;
+                    }
+                }
+                return Integer.toString(n);
+            }
             case "guard-enter": {
                 String kind = opt.getOrDefault("kind", "excl");
                 int max = Integer.parseInt(opt.getOrDefault("max", "1"));
@@ -528,5 +636,296 @@ public final class CuratorPeer {
         Files.write(g.resolve("violations"), ("java " + what + "\n").getBytes(StandardCharsets.UTF_8),
             StandardOpenOption.CREATE, StandardOpenOption.WRITE, StandardOpenOption.APPEND);
         return 1;
+    }
+
+    // ---- The chaos suite ----
+
+    /** Microseconds since the Unix epoch, from the wall clock (as Go's time.Now().UnixMicro()). */
+    static long micros() {
+        Instant now = Instant.now();
+        return now.getEpochSecond() * 1_000_000L + now.getNano() / 1_000;
+    }
+
+    static void appendLine(Path file, String line) throws IOException {
+        Files.write(file, (line + "\n").getBytes(StandardCharsets.UTF_8),
+            StandardOpenOption.CREATE, StandardOpenOption.WRITE, StandardOpenOption.APPEND);
+    }
+
+    private Tracker tracker(String client) {
+        Tracker t = trackers.get(client);
+        if (t == null) {
+            throw new IllegalArgumentException("no client " + client);
+        }
+        return t;
+    }
+
+    /** What the chaos suite knows of one client's connection, and its current holdings. */
+    private static final class Tracker {
+        volatile boolean connected;
+        final AtomicLong errorStates = new AtomicLong(); // SUSPENDED and LOST heard so far
+        final Set<Holding> holdings = ConcurrentHashMap.newKeySet();
+        volatile boolean linger;
+
+        /** Runs in the client's ConnectionStateListener. */
+        void stateChanged(ConnectionState s, long at) {
+            if (s == ConnectionState.SUSPENDED || s == ConnectionState.LOST) {
+                connected = false;
+                errorStates.incrementAndGet(); // before telling: see Holding registration in chaos()
+                for (Holding h : holdings) {
+                    h.tell(at, s.toString());
+                }
+            } else if (s.isConnected()) {
+                connected = true;
+            }
+        }
+    }
+
+    /** A running chaos loop and its counts. */
+    private static final class ChaosLoop {
+        final String label;
+        volatile boolean stop;
+        long acquisitions, told, fenced, failures, timeouts, noToken;
+        private final Set<String> failureKinds = new java.util.HashSet<>();
+
+        ChaosLoop(String label) {
+            this.label = label;
+        }
+
+        /** Counts a failure, and logs the first of each kind to stderr. */
+        void failed(String what, Exception e) {
+            failures++;
+            if (failureKinds.add(what + " " + e.getClass().getName())) {
+                System.err.println("chaos " + label + ": " + what + " failed: " + describe(e));
+            }
+        }
+
+        String report() {
+            return "acquisitions=" + acquisitions + " told=" + told + " fenced=" + fenced + " failures=" + failures
+                + " timeouts=" + timeouts + " notoken=" + noToken;
+        }
+    }
+
+    /** One acquisition of a chaos loop, from acquire to release. */
+    private static final class Holding {
+        final String id;
+        final String kind;
+        final int max;
+        final Path inside;
+        final Path conflicts;
+        final Path toldFile;
+        volatile boolean toldFlag; // read by the holder before each write
+        private boolean told;      // guarded by this
+        private boolean finished;  // guarded by this
+        private Path marker;       // guarded by this
+
+        Holding(String id, String kind, int max, Path guard, Path toldFile) {
+            this.id = id;
+            this.kind = kind;
+            this.max = max;
+            this.inside = guard.resolve("inside");
+            this.conflicts = guard.resolve("conflicts");
+            this.toldFile = toldFile;
+        }
+
+        synchronized boolean inside() {
+            return marker != null;
+        }
+
+        /** Enters the guard unless told; reports whether it did. */
+        synchronized boolean enter() throws IOException {
+            if (told) {
+                return false;
+            }
+            Path m = inside.resolve(kind + "~" + id);
+            Files.createFile(m);
+            marker = m;
+            List<String> others = new ArrayList<>();
+            try (Stream<Path> s = Files.list(inside)) {
+                s.forEach(p -> {
+                    String n = p.getFileName().toString();
+                    int tilde = n.indexOf('~');
+                    if (tilde < 0 || p.equals(m)) {
+                        return;
+                    }
+                    String k = n.substring(0, tilde);
+                    if (kind.equals("excl") || k.equals(kind.equals("shared") ? "excl" : "count")) {
+                        others.add(n.substring(tilde + 1));
+                    }
+                });
+            }
+            long at = micros();
+            boolean overlap = kind.equals("count") ? others.size() + 1 > max : !others.isEmpty();
+            if (overlap) {
+                appendLine(conflicts, id + " " + at + " " + kind + " " + max + " " + String.join(",", others));
+            }
+            return true;
+        }
+
+        /** The holding is over: it leaves the guard, and can no longer be told. */
+        synchronized void finish() {
+            finished = true;
+            leave();
+        }
+
+        private synchronized void leave() {
+            if (marker != null) {
+                try {
+                    Files.deleteIfExists(marker);
+                } catch (IOException e) {
+                    emit("! guard-error " + id + " " + describe(e));
+                }
+                marker = null;
+            }
+        }
+
+        /** The holder is told its lock can no longer be trusted: it leaves the guard at once. */
+        void tell(long at, String why) {
+            synchronized (this) {
+                if (told || finished) {
+                    return;
+                }
+                told = true;
+                toldFlag = true;
+                leave();
+            }
+            try {
+                appendLine(toldFile, id + " " + at + " " + why);
+            } catch (IOException e) {
+                emit("! guard-error " + id + " " + describe(e));
+            }
+        }
+    }
+
+    /** The czxid of the lock node a mutex (or a read-write lock's half) holds for this thread. */
+    private static long fencingToken(CuratorFramework c, InterProcessMutex m) throws Exception {
+        Field f = InterProcessMutex.class.getDeclaredField("threadData");
+        f.setAccessible(true);
+        Object data = ((Map<?, ?>) f.get(m)).get(Thread.currentThread());
+        if (data == null) {
+            return -1;
+        }
+        Field p = data.getClass().getDeclaredField("lockPath");
+        p.setAccessible(true);
+        Stat st = c.checkExists().forPath((String) p.get(data));
+        return st == null ? -1 : st.getCzxid();
+    }
+
+    /** One write to the fenced resource: true if accepted, false if fenced. */
+    private static boolean write(String resource, String holder, long token) throws IOException {
+        URL u = new URL(resource + "&h=" + holder + "&t=" + token);
+        HttpURLConnection c = (HttpURLConnection) u.openConnection();
+        c.setConnectTimeout(5000);
+        c.setReadTimeout(5000);
+        int code = c.getResponseCode();
+        try (InputStream in = code < 400 ? c.getInputStream() : c.getErrorStream()) {
+            if (in != null) {
+                in.readAllBytes(); // so the connection is kept alive
+            }
+        }
+        switch (code) {
+            case 200:
+                return true;
+            case 409:
+                return false;
+            default:
+                throw new IOException("resource answered " + code);
+        }
+    }
+
+    private String chaos(String workerName, String ref, Map<String, String> opt) throws Exception {
+        String label = opt.get("label");
+        if (label == null || !opt.containsKey("guard") || !opt.containsKey("told")) {
+            throw new IllegalArgumentException("chaos needs label=, guard= and told=");
+        }
+        String kind = opt.getOrDefault("kind", "excl");
+        int max = Integer.parseInt(opt.getOrDefault("max", "1"));
+        Path guard = Paths.get(opt.get("guard"));
+        Path toldFile = Paths.get(opt.get("told"));
+        String resource = opt.get("resource");
+        long hold = Long.parseLong(opt.getOrDefault("hold", "2"));
+        int writes = Integer.parseInt(opt.getOrDefault("writes", "2"));
+        long acquireMs = Long.parseLong(opt.getOrDefault("acquire", "1000"));
+        long lingerMs = Long.parseLong(opt.getOrDefault("linger", "10000"));
+        int dot = ref.lastIndexOf('.');
+        String clientName = lockClients.get(dot > 0 && !locks.containsKey(ref) ? ref.substring(0, dot) : ref);
+        if (clientName == null) {
+            throw new IllegalArgumentException("no lock " + ref);
+        }
+        Tracker tr = tracker(clientName);
+        CuratorFramework view = client(clientName).view;
+        Object lock = lock(ref);
+        ChaosLoop loop = new ChaosLoop(label);
+        if (chaosLoops.putIfAbsent(label, loop) != null) {
+            throw new IllegalArgumentException("chaos loop " + label + " is running already");
+        }
+        try {
+            while (!loop.stop) {
+                long errorStates = tr.errorStates.get();
+                boolean wasConnected = tr.connected;
+                boolean got;
+                try {
+                    got = acquire(workerName, ref, acquireMs, 1);
+                } catch (Exception e) {
+                    loop.failed("acquire", e);
+                    continue;
+                }
+                if (!got) {
+                    loop.timeouts++;
+                    continue;
+                }
+                loop.acquisitions++;
+                Holding h = new Holding(label + "." + loop.acquisitions, kind, max, guard, toldFile);
+                // Registered before the check: a SUSPENDED or LOST from now on
+                // either finds h in holdings or is counted in errorStates.
+                tr.holdings.add(h);
+                try {
+                    if (!wasConnected || tr.errorStates.get() != errorStates || !tr.connected) {
+                        h.tell(micros(), "during-acquire");
+                    }
+                    long token = 0;
+                    if (resource != null && !h.toldFlag) {
+                        try {
+                            token = fencingToken(view, (InterProcessMutex) lock);
+                        } catch (Exception e) {
+                            token = -1;
+                        }
+                        if (token < 0) {
+                            loop.noToken++;
+                            continue; // the finally releases
+                        }
+                    }
+                    if (!h.enter()) {
+                        continue;
+                    }
+                    // writes= writes hold= ms apart, then, while the client
+                    // lingers, on and on until told.
+                    long start = System.nanoTime();
+                    for (int i = 0; !h.toldFlag
+                        && (i < writes || (tr.linger && System.nanoTime() - start < lingerMs * 1_000_000L)); i++) {
+                        if (resource != null && !write(resource, h.id, token)) {
+                            loop.fenced++;
+                            break;
+                        }
+                        Thread.sleep(i < writes ? Math.max(1, hold / Math.max(1, writes)) : 20); // time in the critical section
+                    }
+                } catch (IOException e) {
+                    loop.failed("write", e);
+                } finally {
+                    tr.holdings.remove(h);
+                    h.finish();
+                    if (h.toldFlag) {
+                        loop.told++;
+                    }
+                    try {
+                        release(workerName, ref);
+                    } catch (Exception e) {
+                        loop.failed("release", e);
+                    }
+                }
+            }
+        } finally {
+            chaosLoops.remove(label);
+        }
+        return loop.report();
     }
 }
