@@ -1,7 +1,10 @@
 package framework
 
 import (
+	"context"
 	"errors"
+	"net"
+	"syscall"
 	"testing"
 	"time"
 
@@ -9,6 +12,7 @@ import (
 
 	"github.com/gocurator/curator/framework/zktest"
 	"github.com/gocurator/curator/internal/testutil"
+	"github.com/gocurator/curator/retry"
 	"github.com/gocurator/curator/state"
 )
 
@@ -142,5 +146,20 @@ func TestCloseWakesAndRefuses(t *testing.T) {
 	}
 	if err := c.Close(); err != nil {
 		t.Fatalf("second Close = %v", err)
+	}
+}
+
+// A request whose write failed gets go-zookeeper's raw network error: it is
+// a connection loss, retried as Curator retries CONNECTIONLOSS.
+func TestWriteErrorIsConnectionLoss(t *testing.T) {
+	broken := &net.OpError{Op: "write", Net: "tcp", Err: syscall.EPIPE}
+	err := connectionLoss(broken)
+	if !errors.Is(err, zk.ErrConnectionClosed) || !errors.Is(err, syscall.EPIPE) || !retry.IsRetryable(err) {
+		t.Fatalf("connectionLoss(%v) = %v", broken, err)
+	}
+	for _, e := range []error{nil, zk.ErrNoNode, zk.ErrConnectionClosed, context.Canceled} {
+		if got := connectionLoss(e); got != e {
+			t.Errorf("connectionLoss(%v) = %v, want it unchanged", e, got)
+		}
 	}
 }

@@ -3,6 +3,8 @@ package framework
 import (
 	"context"
 	"errors"
+	"fmt"
+	"net"
 	"time"
 
 	"github.com/go-zookeeper/zk"
@@ -41,12 +43,24 @@ func retryLoop[T any](c *Client, ctx context.Context, op, path string, attempt f
 			return err
 		}
 		out = v
-		return err
+		return connectionLoss(err)
 	}, retry.OnRetry(func(err error, n int, wait time.Duration) {
 		c.log.Debug("retrying", zap.String("op", op), zap.String("path", path),
 			zap.Int("retry", n), zap.Duration("wait", wait), zap.Error(err))
 	}))
 	return out, err
+}
+
+// connectionLoss makes the raw network error that go-zookeeper hands a
+// request whose write to the server failed (conn.go, sendData) the
+// connection loss it is, as ZooKeeper's Java client reports it
+// (CONNECTIONLOSS), so that the retry policy retries it as Curator does.
+func connectionLoss(err error) error {
+	var ne *net.OpError
+	if errors.As(err, &ne) && !retry.IsRetryable(err) {
+		return fmt.Errorf("%w: %w", zk.ErrConnectionClosed, err)
+	}
+	return err
 }
 
 // interruptible runs fn and returns its result, or ctx's error as soon as
