@@ -56,6 +56,9 @@ func retryLoop[T any](c *Client, ctx context.Context, op, path string, attempt f
 // connection loss it is, as ZooKeeper's Java client reports it
 // (CONNECTIONLOSS), so that the retry policy retries it as Curator does.
 func connectionLoss(err error) error {
+	if err == nil {
+		return nil // the common case, kept free of errors.As's allocation
+	}
 	var ne *net.OpError
 	if errors.As(err, &ne) && !retry.IsRetryable(err) {
 		return fmt.Errorf("%w: %w", zk.ErrConnectionClosed, err)
