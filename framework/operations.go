@@ -149,7 +149,9 @@ func (c *Client) createWithParents(p string, data []byte, o createOptions) (stri
 		return c.conn.Create(p, data, o.mode.flags(), o.acl)
 	}
 	created, err := create()
-	if errors.Is(err, zk.ErrNoNode) && o.parents != noParents {
+	// The server may reap a container parent, still empty, between mkdirs
+	// and the create: make the parents again, a bounded number of times.
+	for try := 0; errors.Is(err, zk.ErrNoNode) && o.parents != noParents && try < parentAttempts; try++ {
 		if err := c.mkdirs(p, false, o.parents == containerParents && c.cfg.containers); err != nil {
 			return "", err
 		}
@@ -157,6 +159,9 @@ func (c *Client) createWithParents(p string, data []byte, o createOptions) (stri
 	}
 	return created, err
 }
+
+// parentAttempts bounds how often a create makes its missing parents.
+const parentAttempts = 3
 
 type deleteOptions struct {
 	version    int32
