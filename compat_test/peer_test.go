@@ -45,11 +45,13 @@ func startPeer(t testing.TB, name string) *peer {
 // stop asks the JVM to quit, and kills it (by its pid) if it has not exited
 // within a few seconds; it always waits for it.
 func (p *peer) stop() {
+	lines := 60
 	if err := p.Close(); err != nil {
 		p.t.Error(err)
+		lines = 1000 // with the stacks of a JVM that would not exit
 	}
 	if p.t.Failed() {
-		p.t.Logf("peer %s log (%s):\n%s", p.Name(), p.LogPath(), p.Log(60))
+		p.t.Logf("peer %s log (%s):\n%s", p.Name(), p.LogPath(), p.Log(lines))
 	}
 }
 

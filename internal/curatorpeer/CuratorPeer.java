@@ -236,15 +236,52 @@ public final class CuratorPeer {
         shutdown();
     }
 
+    /** How long quit waits for the clients to close their sessions. */
+    private static final long CLOSE_GRACE_MS = 5000;
+
+    /**
+     * Closes every client, all at once, and exits. A client that has not
+     * closed within CLOSE_GRACE_MS (ZooKeeper's close waits for the server's
+     * answer to closeSession, with no time limit of its own) does not hold
+     * the exit up: the stacks of every thread go to stderr, for the log, and
+     * the JVM halts all the same.
+     */
     private void shutdown() {
-        for (Client c : clients.values()) {
+        List<Thread> closing = new ArrayList<>();
+        for (Map.Entry<String, Client> e : clients.entrySet()) {
+            Thread t = new Thread(() -> {
+                try {
+                    e.getValue().base.close();
+                } catch (Throwable ignored) {
+                    // exiting anyway
+                }
+            }, "close-" + e.getKey());
+            t.setDaemon(true);
+            t.start();
+            closing.add(t);
+        }
+        long deadline = System.currentTimeMillis() + CLOSE_GRACE_MS;
+        for (Thread t : closing) {
             try {
-                c.base.close();
-            } catch (Throwable ignored) {
-                // exiting anyway
+                t.join(Math.max(1, deadline - System.currentTimeMillis()));
+            } catch (InterruptedException ignored) {
+                break;
+            }
+            if (t.isAlive()) {
+                System.err.println("quit: " + t.getName() + " did not finish within " + CLOSE_GRACE_MS + " ms; the stacks:");
+                for (Map.Entry<Thread, StackTraceElement[]> st : Thread.getAllStackTraces().entrySet()) {
+                    System.err.println("\"" + st.getKey().getName() + "\" " + st.getKey().getState());
+                    for (StackTraceElement el : st.getValue()) {
+                        System.err.println("\tat " + el);
+                    }
+                }
+                break;
             }
         }
-        System.exit(0);
+        // Nothing here needs shutdown hooks (every line is flushed as it
+        // is written), and none may hold the exit up.
+        System.err.flush();
+        Runtime.getRuntime().halt(0);
     }
 
     static String describe(Throwable e) {

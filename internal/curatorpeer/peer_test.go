@@ -108,3 +108,24 @@ func TestReplyParsers(t *testing.T) {
 		t.Fatal("loop reply x")
 	}
 }
+
+// A client that cannot close its session (its connection black-holed:
+// ZooKeeper's close waits for the server's answer) does not hold quit up
+// past the peer's close grace; the stacks of its threads go to the log.
+func TestQuitWithAClientThatCannotClose(t *testing.T) {
+	testutil.CheckLeaks(t)
+	srv := zktest.NewServer(t)
+	proxy := zktest.NewProxyT(t, srv.Addr())
+	p := start(t, Options{LogPath: filepath.Join(t.TempDir(), "peer.log")})
+	ctx := testutil.Context(t)
+	if _, err := p.Client(ctx, "c", proxy.Addr(), "session=30000"); err != nil {
+		t.Fatal(err)
+	}
+	proxy.BlackHole()
+	if err := p.Close(); err != nil {
+		t.Fatalf("Close with a client that cannot close: %v\n%s", err, p.Log(100))
+	}
+	if log := p.Log(1000); !strings.Contains(log, "quit: close-c did not finish") || !strings.Contains(log, "ClientCnxn") {
+		t.Fatalf("no stacks in the log of a slow quit:\n%s", log)
+	}
+}

@@ -124,6 +124,10 @@ func TestStopKillsAfterGrace(t *testing.T) {
 	if !p.Exited() {
 		t.Fatal("not waited for")
 	}
+	// What it was doing instead of exiting is in its stderr.
+	if dump := p.Stderr(); !strings.Contains(dump, "Full thread dump") || !strings.Contains(dump, `"main"`) {
+		t.Fatalf("no thread dump in the stderr of a JVM that was killed: %v; stderr:\n%s", err, dump)
+	}
 }
 
 func TestStopWithSignalAndKill(t *testing.T) {

@@ -2,10 +2,12 @@ package jvm
 
 import (
 	"bufio"
+	"context"
 	"fmt"
 	"io"
 	"os"
 	"os/exec"
+	"strconv"
 	"sync"
 	"time"
 )
@@ -26,6 +28,7 @@ type Process struct {
 	done    chan struct{} // closed once the JVM has been waited for
 	waitErr error         // valid once done is closed
 	stderr  *tailBuffer   // nil when cmd.Stderr was given
+	errOut  io.Writer     // where stderr goes: stderr, or cmd.Stderr
 
 	stopOnce sync.Once
 }
@@ -66,6 +69,7 @@ func Start(cmd *exec.Cmd) (*Process, error) {
 		p.stderr = &tailBuffer{max: stderrKept}
 		cmd.Stderr = p.stderr
 	}
+	p.errOut = cmd.Stderr
 	cmd.SysProcAttr = sysProcAttr()
 	cmd.WaitDelay = 5 * time.Second // a stray inheritor of stderr cannot hold Wait up for ever
 	err = cmd.Start()
@@ -151,8 +155,9 @@ func (p *Process) Err() error { return p.waitErr }
 // Stop asks the JVM to exit and waits until it has: it closes the JVM's
 // standard input (the end of requests, to a JVM that reads them there) and,
 // unless sig is nil, sends it sig (SIGTERM to a server). If the JVM has not
-// exited after grace, Stop kills it (SIGKILL to its pid) and says so in its
-// error. Lines not read by then are dropped.
+// exited after grace, Stop writes its threads' stacks (jstack) to its
+// stderr, kills it (SIGKILL to its pid) and says so in its error. Lines not
+// read by then are dropped.
 func (p *Process) Stop(sig os.Signal, grace time.Duration) error {
 	p.finish()
 	if p.Exited() {
@@ -170,11 +175,33 @@ func (p *Process) Stop(sig os.Signal, grace time.Duration) error {
 		return p.drained()
 	case <-t.C:
 	}
+	dumped := p.dumpThreads()
 	_ = p.cmd.Process.Kill()
 	if err := p.drained(); err != nil {
 		return err
 	}
-	return fmt.Errorf("jvm: pid %d did not exit within %v of being asked to; killed it", p.Pid(), grace)
+	return fmt.Errorf("jvm: pid %d did not exit within %v of being asked to; killed it (%s)", p.Pid(), grace, dumped)
+}
+
+// jstackTimeout bounds the thread dump of a JVM that would not exit.
+const jstackTimeout = 10 * time.Second
+
+// dumpThreads writes the stacks of the JVM's threads to its stderr, with
+// the JDK's jstack, and says where they went.
+func (p *Process) dumpThreads() string {
+	jstack, err := Tool("jstack")
+	if err != nil {
+		return "no thread dump: " + err.Error()
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), jstackTimeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, jstack, strconv.Itoa(p.Pid()))
+	cmd.Stdout, cmd.Stderr = p.errOut, p.errOut
+	fmt.Fprintf(p.errOut, "\n--- jstack %d: the JVM did not exit when asked ---\n", p.Pid())
+	if err := cmd.Run(); err != nil {
+		return "jstack: " + err.Error()
+	}
+	return "its threads' stacks are in its stderr"
 }
 
 // Kill kills the JVM at once (SIGKILL to its pid, like a crash) and waits
