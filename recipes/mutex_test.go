@@ -150,6 +150,11 @@ func TestMutexDeadlineCancelAndTry(t *testing.T) {
 	if err := <-waiting; !errors.Is(err, context.Canceled) {
 		t.Fatalf("cancelled Acquire = %v", err)
 	}
+	// The cancel may come while the create's reply is still on its way (the
+	// node is listed before its creator hears of it): then Acquire returns at
+	// once and the protected create finds and deletes the node in the
+	// background.
+	waitForChildren(t, c1, base, 1)
 	assertOnlyHolder(t, base, holder)
 
 	if err := m2.NewHandle().TryAcquire(ctx); !errors.Is(err, ErrLocked) {
