@@ -335,13 +335,23 @@ func (c *goContender) loop(ctx context.Context) {
 			pause(ctx, 20*time.Millisecond) // pacing after a failure
 			continue
 		}
-		c.hold(ctx, o)
+		tokenErr := c.hold(ctx, o, gen)
 		rctx, rcancel := context.WithTimeout(context.Background(), 5*time.Second)
 		if err := o.Release(rctx); err != nil {
 			r.goReleaseErrs.Add(1)
 		}
 		rcancel()
+		if tokenErr != nil {
+			pause(ctx, 20*time.Millisecond) // pacing after a failure, as after a failed acquire
+		}
 	}
+}
+
+// fencingToken is a Go owner's lazily read fencing token (mutex and
+// read-write handles; the semaphore's leaseOwner has none, and needs none:
+// only mutex and write holders write to a resource).
+type fencingToken interface {
+	FencingToken(ctx context.Context) (int64, error)
 }
 
 func pause(ctx context.Context, d time.Duration) {
@@ -354,11 +364,15 @@ func pause(ctx context.Context, d time.Duration) {
 }
 
 // hold is one holding: told (by Lost()) as soon as the lock can no longer
-// be trusted; otherwise it enters the guard and writes its token.
-func (c *goContender) hold(ctx context.Context, o owner) {
+// be trusted; otherwise it enters the guard and writes its token. A lock
+// with a resource reads its token first, before the guard (as the Java
+// contender): if that fails with ErrLockLost, the holding is told (it
+// neither enters nor writes); any other failure is counted, and returned, as
+// a failed acquire (gen is the client generation it acquired in). The
+// caller releases either way.
+func (c *goContender) hold(ctx context.Context, o owner, gen int) error {
 	r := c.slot.run
 	c.n++
-	r.goAcquired.Add(1)
 	h := &goHolding{id: c.label + "." + strconv.Itoa(c.n), kind: c.lock.kind, max: c.lock.max,
 		guard: r.guards[c.lock.guard], done: make(chan struct{})}
 	lost := o.Lost()
@@ -386,18 +400,36 @@ func (c *goContender) hold(ctx context.Context, o owner) {
 	}()
 	defer h.finish()
 	var token int64
-	if f, ok := o.(interface{ FencingToken() int64 }); ok {
-		token = f.FencingToken()
+	if f, ok := o.(fencingToken); ok && c.lock.resource != "" {
+		tctx, cancel := context.WithTimeout(ctx, chaosAcquireMax)
+		t, err := f.FencingToken(tctx)
+		cause := tctx.Err()
+		cancel()
+		switch {
+		case errors.Is(err, recipes.ErrLockLost):
+			// As a holder told by Lost(): told now, so it never enters the
+			// guard or writes (the watcher above may have told it first).
+			r.goAcquired.Add(1)
+			if at := time.Now(); h.tell(at) {
+				r.goTold(h.id, at)
+			}
+			return nil
+		case err != nil:
+			r.acquireFailed(fmt.Errorf("fencing token: %w", err), cause, gen != c.slot.generation())
+			return err
+		}
+		token = t
 	}
+	r.goAcquired.Add(1)
 	if told() {
-		return
+		return nil
 	}
 	entered, err := h.enter()
 	if err != nil {
 		r.t.Errorf("guard: %v", err)
 	}
 	if !entered {
-		return
+		return nil
 	}
 	// write writes the token, if the lock has a resource, and reports
 	// whether to go on holding.
@@ -420,7 +452,7 @@ func (c *goContender) hold(ctx context.Context, o owner) {
 	}
 	for i := 0; i < chaosWrites; i++ {
 		if !write() {
-			return
+			return nil
 		}
 		time.Sleep(chaosHold / chaosWrites) // time inside the critical section
 	}
@@ -429,13 +461,14 @@ func (c *goContender) hold(ctx context.Context, o owner) {
 	start := time.Now()
 	for c.slot.linger.Load() && time.Since(start) < chaosLingerMax && ctx.Err() == nil {
 		if !write() {
-			return
+			return nil
 		}
 		select {
 		case <-lost:
 		case <-time.After(20 * time.Millisecond):
 		}
 	}
+	return nil
 }
 
 // javaClient is one Curator client in a CuratorPeer JVM, with its loops.

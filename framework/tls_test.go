@@ -56,8 +56,8 @@ func TestTLS(t *testing.T) {
 	if err := ha.Acquire(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if ha.FencingToken() <= 0 {
-		t.Errorf("fencing token %d", ha.FencingToken())
+	if token, err := ha.FencingToken(ctx); err != nil || token <= 0 {
+		t.Errorf("fencing token %d, %v", token, err)
 	}
 	if err := hb.TryAcquire(ctx); !errors.Is(err, recipes.ErrLocked) {
 		t.Fatalf("TryAcquire while held over TLS = %v, want ErrLocked", err)

@@ -50,7 +50,12 @@ func ExampleInterProcessMutex() {
 		fmt.Println(err)
 		return
 	}
-	fmt.Println("acquired; fencing token > 0:", h.FencingToken() > 0)
+	token, err := h.FencingToken(ctx) // for the resource the lock protects
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println("acquired; fencing token > 0:", token > 0)
 	if err := h.Acquire(ctx); err == nil { // reentrant: only counts up
 		fmt.Println("acquired again")
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-zookeeper/zk"
@@ -111,14 +112,29 @@ type attempt struct {
 }
 
 // heldNode is a lock node we hold.
+//
+// Whose it is: session is the client's session when the loss signal (lost)
+// was armed, before the create. While no error state has closed lost, the
+// client has had that one session all along, so the node, created in
+// between, is that session's: no round trip is needed to know it. Only after
+// an error state is the node's Stat read (own), as CURATOR-604 needs.
 type heldNode struct {
-	path       string   // as the caller sees it (namespace stripped)
-	name       string   // last segment
-	token      int64    // czxid: the fencing token
-	own        *zk.Stat // the node's Stat (owner session, czxid), read alongside a listing
+	path       string       // as the caller sees it (namespace stripped)
+	name       string       // last segment
+	session    int64        // the client's session when lost was armed (0: none yet)
+	own        *zk.Stat     // the node's Stat, once read; nil until an error state needs it
+	token      atomic.Int64 // czxid, the fencing token, once read (0: not yet)
 	lost       <-chan struct{}
 	stopLost   func()
 	stopRevoke func()
+}
+
+// owner returns the session our node belongs to, as far as we know.
+func (n *heldNode) owner() int64 {
+	if n.own != nil {
+		return n.own.EphemeralOwner
+	}
+	return n.session
 }
 
 func (n *heldNode) stop() {
@@ -166,6 +182,7 @@ func (li *lockInternals) attemptOnce(ctx context.Context, a attempt) (*heldNode,
 	// Armed before the create: an error state at any point from here on is
 	// seen, and a grant after one is verified again (see grant).
 	lost, stopLost := li.client.NotifyErrorState()
+	session := li.client.SessionID()
 	path, err := li.client.Create(ctx, framework.JoinPath(li.base, a.name), a.data,
 		framework.WithMode(a.mode), framework.WithProtection(), framework.CreatingParentContainersIfNeeded())
 	if err != nil {
@@ -180,7 +197,7 @@ func (li *lockInternals) attemptOnce(ctx context.Context, a attempt) (*heldNode,
 	if err != nil {
 		return nil, err // a protected create cleans up after itself
 	}
-	n := &heldNode{path: path, name: path[len(li.base)+1:], lost: lost, stopLost: stopLost}
+	n := &heldNode{path: path, name: path[len(li.base)+1:], session: session, lost: lost, stopLost: stopLost}
 	if a.revoked != nil {
 		n.stopRevoke = li.watchRevocation(path, a.revoked)
 	}
@@ -202,9 +219,10 @@ func (li *lockInternals) wait(ctx context.Context, a attempt, n *heldNode) error
 	handoff, _ := a.driver.(handoffDriver)
 	for {
 		var own chan nodeStat
-		if n.own == nil {
-			// Our node's Stat (owner session, czxid), fetched alongside the
-			// first listing: the grant then needs no round trip of its own.
+		if n.own == nil && !li.trusted(n) {
+			// After an error state: our node's Stat (owner session, czxid),
+			// read alongside the listing, so that a grant needs no round trip
+			// of its own to verify it.
 			own = make(chan nodeStat, 1)
 			go func() {
 				ok, stat, err := li.client.Exists(ctx, n.path)
@@ -257,13 +275,12 @@ func (li *lockInternals) wait(ctx context.Context, a attempt, n *heldNode) error
 		// session, where nothing will wake us for the old session's node:
 		// once the client is in a session other than our node's, the node is
 		// gone (or going) and waiting on it would be forever.
-		if n.own != nil && n.own.EphemeralOwner != li.client.SessionID() {
+		if o := n.owner(); o != 0 && o != li.client.SessionID() {
 			return errNodeVanished
 		}
 		select {
 		case ev := <-w:
 			if handsOff && ev.Type == zk.EventNodeDeleted && li.trusted(n) {
-				n.token = n.own.Czxid
 				return nil
 			}
 		case <-changed:
@@ -280,21 +297,47 @@ type nodeStat struct {
 }
 
 // trusted reports whether what we know of our node still holds without
-// asking the server: its owner is the client's current session, and no
-// error state has come since the loss signal was armed (before the create),
-// so that session has been alive, and so our ephemeral node, all along.
+// asking the server: no error state has come since the loss signal was
+// armed, so the client's session has been alive and the same all along, and
+// our node is that session's. (An ephemeral node of a live session goes only
+// by an explicit delete, which the listing that grants us would show.)
 func (li *lockInternals) trusted(n *heldNode) bool {
-	return n.own != nil && n.own.EphemeralOwner == li.client.SessionID() && !isClosed(n.lost)
+	return n.owner() != 0 && n.owner() == li.client.SessionID() && !isClosed(n.lost)
 }
 
 // grant completes an acquisition: at once if the node is trusted, otherwise
-// by verify.
+// by verify. The fencing token is read only when asked for (token), so an
+// uncontended acquire costs what Curator's does: a create and a listing.
 func (li *lockInternals) grant(ctx context.Context, n *heldNode) error {
 	if li.trusted(n) {
-		n.token = n.own.Czxid
 		return nil
 	}
 	return li.verify(ctx, n)
+}
+
+// token returns our node's czxid, the fencing token: read from the server
+// the first time it is asked for, unless verify has read it already. The
+// lock must still be trusted: after an error state, or once our node is
+// gone, the answer is an error wrapping ErrLockLost.
+func (li *lockInternals) token(ctx context.Context, n *heldNode) (int64, error) {
+	if isClosed(n.lost) {
+		return 0, ErrLockLost
+	}
+	if t := n.token.Load(); t != 0 {
+		return t, nil
+	}
+	ok, stat, err := li.client.Exists(ctx, n.path)
+	if err != nil {
+		return 0, err
+	}
+	if isClosed(n.lost) { // an error state came while we asked
+		return 0, ErrLockLost
+	}
+	if !ok || stat.EphemeralOwner != n.owner() {
+		return 0, fmt.Errorf("%w: %w", ErrLockLost, errNodeVanished)
+	}
+	n.token.Store(stat.Czxid)
+	return stat.Czxid, nil
 }
 
 // verify makes sure the node we were granted is ours in this session
@@ -315,7 +358,8 @@ func (li *lockInternals) verify(ctx context.Context, n *heldNode) error {
 		n.stopLost()
 		return err
 	}
-	n.token = stat.Czxid
+	n.own = stat
+	n.token.Store(stat.Czxid)
 	return nil
 }
 

@@ -139,3 +139,15 @@ func lockRounds(ctx context.Context, l Locker, rounds int, body func(round int) 
 	}
 	return nil
 }
+
+// tokenOf returns what FencingToken returns, and fails the test on an error.
+func tokenOf(t testing.TB, holder interface {
+	FencingToken(context.Context) (int64, error)
+}) int64 {
+	t.Helper()
+	tok, err := holder.FencingToken(testutil.Context(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tok
+}

@@ -172,12 +172,23 @@ func (h *Handle) Lost() <-chan struct{} {
 // FencingToken returns a number that strictly increases across every
 // acquisition of this lock by anyone, across sessions and re-created
 // parents: the lock node's czxid. Pass it to the resource you protect and
-// have it refuse lower tokens than it has seen. 0 when not held.
-func (h *Handle) FencingToken() int64 {
-	if n := h.node.Load(); n != nil {
-		return n.token
+// have it refuse lower tokens than it has seen (docs/guarantees.md).
+//
+// The first call for an acquisition reads the node's Stat (one round trip;
+// an acquire that never asks pays nothing for it), later calls answer at
+// once. The error wraps ErrNotHeld when the handle does not hold the lock,
+// and ErrLockLost once Lost is closed or the node is gone: a holder that
+// cannot get a token must not write.
+func (h *Handle) FencingToken(ctx context.Context) (int64, error) {
+	n := h.node.Load()
+	if n == nil {
+		return 0, fmt.Errorf("gocurator: fencing token of %s: %w", h.m.li.base, ErrNotHeld)
 	}
-	return 0
+	t, err := h.m.li.token(ctx, n)
+	if err != nil {
+		return 0, fmt.Errorf("gocurator: fencing token of %s: %w", n.path, err)
+	}
+	return t, nil
 }
 
 // LockPath returns the full path of the held lock node, or "".

@@ -46,12 +46,19 @@ func TestMutexMutualExclusionAndFIFO(t *testing.T) {
 			}
 			// The token is our node's czxid, however the grant came:
 			// from the first listing, a hand-off or a read of our node.
+			tok, err := h.FencingToken(ctx)
+			if err != nil {
+				return err
+			}
 			ok, stat, err := clients[0].Exists(ctx, h.LockPath())
-			if err != nil || !ok || stat.Czxid != h.FencingToken() {
-				return fmt.Errorf("token %d, node %s czxid %v (%v)", h.FencingToken(), h.LockPath(), stat, err)
+			if err != nil || !ok || stat.Czxid != tok {
+				return fmt.Errorf("token %d, node %s czxid %v (%v)", tok, h.LockPath(), stat, err)
+			}
+			if again, err := h.FencingToken(ctx); again != tok || err != nil {
+				return fmt.Errorf("token asked again: %d, %v; first %d", again, err, tok)
 			}
 			mu.Lock()
-			tokens = append(tokens, h.FencingToken())
+			tokens = append(tokens, tok)
 			mu.Unlock()
 			return nil
 		})
@@ -91,8 +98,8 @@ func TestMutexReentrancyAndTree(t *testing.T) {
 	if err != nil || string(data) != "127.0.0.1" || stat.EphemeralOwner != c.SessionID() {
 		t.Fatalf("node data %q owner %x (%v), want the default data and our session %x", data, stat.EphemeralOwner, err, c.SessionID())
 	}
-	if h.LockPath() != base+"/"+kids[0] || h.FencingToken() != stat.Czxid {
-		t.Fatalf("LockPath %q token %d; node %s czxid %d", h.LockPath(), h.FencingToken(), kids[0], stat.Czxid)
+	if tok := tokenOf(t, h); h.LockPath() != base+"/"+kids[0] || tok != stat.Czxid {
+		t.Fatalf("LockPath %q token %d; node %s czxid %d", h.LockPath(), tok, kids[0], stat.Czxid)
 	}
 	if !m.IsAcquiredInThisProcess() || !h.IsHeld() || m.NewHandle().IsHeld() {
 		t.Fatal("introspection wrong while held")
@@ -223,6 +230,7 @@ func TestMutexLostBeforeAnotherHolds(t *testing.T) {
 	if err := holder.Acquire(ctx); err != nil {
 		t.Fatal(err)
 	}
+	holderToken := tokenOf(t, holder)
 
 	var order eventLog
 	lostSeen := make(chan struct{})
@@ -247,8 +255,12 @@ func TestMutexLostBeforeAnotherHolds(t *testing.T) {
 	if got := order.String(); got != "[holder told lost other holds]" {
 		t.Fatalf("order of events = %s", got)
 	}
-	if contender.FencingToken() <= holder.FencingToken() {
-		t.Fatalf("new holder's token %d not above the old %d", contender.FencingToken(), holder.FencingToken())
+	if tok := tokenOf(t, contender); tok <= holderToken {
+		t.Fatalf("new holder's token %d not above the old %d", tok, holderToken)
+	}
+	// The holder that was told has no token to write with any more.
+	if _, err := holder.FencingToken(ctx); !errors.Is(err, ErrLockLost) {
+		t.Fatalf("token of a holder told of loss: %v, want ErrLockLost", err)
 	}
 	proxy.Restore()
 	if err := holder.Release(ctx); err != nil { // its node is gone with its session: no error
@@ -275,7 +287,7 @@ func TestMutexFencingTokensRiseAcrossReapedParent(t *testing.T) {
 		if err := h.Acquire(ctx); err != nil {
 			t.Fatal(err)
 		}
-		tok := h.FencingToken()
+		tok := tokenOf(t, h)
 		if tok <= last {
 			t.Fatalf("acquisition %d: token %d not above %d", i, tok, last)
 		}

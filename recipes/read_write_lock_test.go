@@ -279,8 +279,8 @@ func TestReadWriteLockDowngrade(t *testing.T) {
 	}
 	// Non-sequential: a sequential create would have had the parent's cversion
 	// appended, so the name would not end in the write node's sequence.
-	if owner.ReadLock().FencingToken() != stat.Czxid {
-		t.Fatalf("read token %d, czxid %d", owner.ReadLock().FencingToken(), stat.Czxid)
+	if tok := tokenOf(t, owner.ReadLock()); tok != stat.Czxid {
+		t.Fatalf("read token %d, czxid %d", tok, stat.Czxid)
 	}
 	if err := owner.WriteLock().Release(ctx); err != nil {
 		t.Fatal(err)

@@ -217,7 +217,7 @@ func (s *InterProcessSemaphoreV2) acquireOne(ctx context.Context, try bool) (*Le
 	if err != nil {
 		return nil, err
 	}
-	l := &Lease{li: &s.leases, path: n.path, token: n.token}
+	l := &Lease{li: &s.leases, path: n.path}
 	l.n.Store(n)
 	return l, nil
 }
@@ -255,10 +255,9 @@ func (d leaseDriver) changed() <-chan struct{} {
 // Lease is one lease of an InterProcessSemaphoreV2: its node
 // P/leases/_c_<uuid>-lease-<seq>. Close it to return it.
 type Lease struct {
-	li    *lockInternals
-	path  string
-	token int64
-	n     atomic.Pointer[heldNode] // nil once closed
+	li   *lockInternals
+	path string
+	n    atomic.Pointer[heldNode] // nil once closed
 }
 
 // Close returns the lease: its node is deleted (guaranteed: if the delete
@@ -305,8 +304,20 @@ func (l *Lease) Lost() <-chan struct{} {
 
 // FencingToken returns the lease node's czxid: it strictly increases across
 // every lease ever granted by this semaphore, across sessions and re-created
-// parents. It stays the lease's number after Close.
-func (l *Lease) FencingToken() int64 { return l.token }
+// parents. As Handle.FencingToken, the first call reads it (one round trip)
+// and later calls answer at once; the error wraps ErrNotHeld once the lease
+// is closed, and ErrLockLost once Lost is closed or the node is gone.
+func (l *Lease) FencingToken(ctx context.Context) (int64, error) {
+	n := l.n.Load()
+	if n == nil {
+		return 0, fmt.Errorf("gocurator: fencing token of lease %s: %w", l.path, ErrNotHeld)
+	}
+	t, err := l.li.token(ctx, n)
+	if err != nil {
+		return 0, fmt.Errorf("gocurator: fencing token of lease %s: %w", l.path, err)
+	}
+	return t, nil
+}
 
 // ReturnAll closes every lease (nil entries are skipped), as Curator's
 // returnAll. Leases already closed are no error; the other errors are

@@ -77,12 +77,13 @@ func (m *InterProcessSemaphoreMutex) Lost() <-chan struct{} {
 	return closedChan
 }
 
-// FencingToken returns the held lease node's czxid (see Handle.FencingToken), or 0.
-func (m *InterProcessSemaphoreMutex) FencingToken() int64 {
+// FencingToken returns the held lease node's czxid, as Lease.FencingToken;
+// the error wraps ErrNotHeld when the lock is not held.
+func (m *InterProcessSemaphoreMutex) FencingToken(ctx context.Context) (int64, error) {
 	if l := m.held(); l != nil {
-		return l.FencingToken()
+		return l.FencingToken(ctx)
 	}
-	return 0
+	return 0, fmt.Errorf("gocurator: fencing token of %s: %w", m.s.path, ErrNotHeld)
 }
 
 // LockPath returns the full path of the held lease node, or "".

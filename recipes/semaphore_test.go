@@ -267,7 +267,7 @@ func TestSemaphoreMutex(t *testing.T) {
 	if err := m1.Acquire(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if !m1.IsAcquiredInThisProcess() || m2.IsAcquiredInThisProcess() || m1.FencingToken() == 0 || m1.LockPath() == "" {
+	if !m1.IsAcquiredInThisProcess() || m2.IsAcquiredInThisProcess() || tokenOf(t, m1) == 0 || m1.LockPath() == "" {
 		t.Fatal("introspection wrong while held")
 	}
 	if err := m1.TryAcquire(ctx); !errors.Is(err, ErrLocked) {
@@ -290,8 +290,11 @@ func TestSemaphoreMutex(t *testing.T) {
 	if err := <-waiting; err != nil {
 		t.Fatal(err)
 	}
-	if m1.IsAcquiredInThisProcess() || m1.LockPath() != "" || m1.FencingToken() != 0 {
+	if m1.IsAcquiredInThisProcess() || m1.LockPath() != "" {
 		t.Fatal("m1 still looks held")
+	}
+	if _, err := m1.FencingToken(ctx); !errors.Is(err, ErrNotHeld) {
+		t.Fatalf("token of a released mutex: %v, want ErrNotHeld", err)
 	}
 	assertClosed(t, m1.Lost(), "Lost of an unheld mutex")
 	var l Locker = m2

@@ -61,8 +61,8 @@ func TestMutexTokenWhenAChildChangesBeforeTheListing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if h.FencingToken() != ours.Czxid {
-		t.Fatalf("token %d, our czxid %d (the other child's %d)", h.FencingToken(), ours.Czxid, theirs.Czxid)
+	if tok := tokenOf(t, h); tok != ours.Czxid {
+		t.Fatalf("token %d, our czxid %d (the other child's %d)", tok, ours.Czxid, theirs.Czxid)
 	}
 	if err := h.Release(ctx); err != nil {
 		t.Fatal(err)

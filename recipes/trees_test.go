@@ -157,8 +157,8 @@ func TestTreeSemaphore(t *testing.T) {
 			t.Fatalf("%s: data %q owner %x (%v)", p, data, stat.EphemeralOwner, err)
 		}
 	}
-	if l2.FencingToken() <= l1[1].FencingToken() {
-		t.Fatalf("fencing tokens %d then %d", l1[1].FencingToken(), l2.FencingToken())
+	if t1, t2 := tokenOf(t, l1[1]), tokenOf(t, l2); t2 <= t1 {
+		t.Fatalf("fencing tokens %d then %d", t1, t2)
 	}
 	if err := l1[0].Close(ctx); err != nil {
 		t.Fatal(err)

@@ -7,6 +7,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/gocurator/curator/framework"
+	"github.com/gocurator/curator/framework/zktest"
 	"github.com/gocurator/curator/internal/testutil"
 )
 
@@ -40,7 +41,64 @@ func TestVerifyRefusesNodeOfAnotherSession(t *testing.T) {
 	}
 	n.stop()
 	_, stat, _ := ours.Exists(ctx, mine)
-	if n.token != stat.Czxid || n.token == 0 {
-		t.Fatalf("token %d, czxid %d", n.token, stat.Czxid)
+	if tok := n.token.Load(); tok != stat.Czxid || tok == 0 {
+		t.Fatalf("token %d, czxid %d", tok, stat.Czxid)
+	}
+}
+
+// A node is trusted without a round trip only while no error state has come
+// since the loss signal was armed before its create; after one (here a
+// dropped connection, SUSPENDED then RECONNECTED in the same session), the
+// grant reads the node again, and the token comes with that read.
+func TestTrustOnlyWithoutErrorStateSinceArming(t *testing.T) {
+	testutil.CheckLeaks(t)
+	ctx := testutil.Context(t)
+	base := testutil.Path(t)
+	testutil.CleanupTree(t, server.Addr(), base)
+	proxy := zktest.NewProxyT(t, server.Addr())
+	c := newClient(t, proxy.Addr())
+	li := lockInternals{client: c, base: base}
+	lost, stopLost := c.NotifyErrorState()
+	path, err := c.Create(ctx, base+"/lock-", nil, framework.WithMode(framework.EphemeralSequential),
+		framework.WithProtection(), framework.CreatingParentContainersIfNeeded())
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := &heldNode{path: path, name: path[len(base)+1:], session: c.SessionID(), lost: lost, stopLost: stopLost}
+	defer func() { n.stop() }()
+	if !li.trusted(n) {
+		t.Fatal("a node created with no error state since arming is not trusted")
+	}
+	if unknown := (&heldNode{lost: lost}); li.trusted(unknown) {
+		t.Fatal("a node armed before any session is trusted")
+	}
+
+	session := c.SessionID()
+	proxy.DropConnections()
+	<-n.lost
+	if err := c.BlockUntilConnected(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if c.SessionID() != session {
+		t.Fatalf("session changed (%x to %x): the test wants a reconnect in the same session", session, c.SessionID())
+	}
+	if li.trusted(n) {
+		t.Fatal("trusted after an error state")
+	}
+	if _, err := li.token(ctx, n); !errors.Is(err, ErrLockLost) {
+		t.Fatalf("token after an error state = %v, want ErrLockLost", err)
+	}
+	if err := li.grant(ctx, n); err != nil {
+		t.Fatalf("grant after a reconnect in the same session = %v", err)
+	}
+	_, stat, err := c.Exists(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !li.trusted(n) || n.token.Load() != stat.Czxid {
+		t.Fatalf("after the grant's read: trusted %v, token %d, czxid %d", li.trusted(n), n.token.Load(), stat.Czxid)
+	}
+	if tok, err := li.token(ctx, n); tok != stat.Czxid || err != nil {
+		t.Fatalf("token = %d, %v; czxid %d", tok, err, stat.Czxid)
 	}
 }

@@ -46,9 +46,10 @@ func (o *oursLease) Release(ctx context.Context) error {
 	return l.Close(ctx)
 }
 
+// Token is the held lease node's sequence number (see oursHandle.Token).
 func (o *oursLease) Token() int64 {
 	if o.lease == nil {
 		return 0
 	}
-	return o.lease.FencingToken()
+	return rawSeq(o.lease.Path())
 }

@@ -716,7 +716,7 @@ func (e *env) scenario6(ctx context.Context) *scenarioResult {
 	s := &scenarioResult{ID: 6, Title: "Many waiting handles in one process",
 		Setup: fmt.Sprintf("one session; one handle holds the lock while %d more, each on its own goroutine, queue behind it; "+
 			"memory per waiter = growth of runtime.MemStats HeapInuse (after GC) / %d, goroutine stacks (StackInuse) shown apart; "+
-			"then the holder releases and each waiter releases as soon as it acquires: FIFO means fencing tokens ascend in acquisition order; one run",
+			"then the holder releases and each waiter releases as soon as it acquires: FIFO means the nodes' sequence numbers ascend in acquisition order; one run",
 			e.c.S6Wait, e.c.S6Wait)}
 	for _, im := range []goImpl{implFloor, implOurs} {
 		n := e.c.S6Wait
@@ -742,7 +742,7 @@ func (e *env) scenario6(ctx context.Context) *scenarioResult {
 		s.Rows = append(s.Rows, r)
 	}
 	s.Rows = append(s.Rows, row{Impl: nameCurator, Status: "not measured: a Curator waiter is a blocked thread, so this would take as many JVM threads as waiters"})
-	s.Notes = append(s.Notes, "The floor's token is the node's sequence number; gocurator's is its FencingToken (the node's czxid).",
+	s.Notes = append(s.Notes, "Both read the FIFO order from the node's sequence number, which costs nothing: gocurator's FencingToken (the node's czxid) costs a round trip on its first call, which the hand-offs timed here would pay one after another, so they do not ask for it.",
 		fmt.Sprintf("The floor runs with at most %d waiters, to keep the run short: every waiter of a ZooKeeper lock lists all the lock's children when it queues and when it wakes, so the time of this scenario grows with the square of the waiters, while the memory per waiter does not depend on their number. Its times are therefore not comparable with gocurator's.", s6FloorWaiters))
 	return s
 }

@@ -222,8 +222,12 @@ func (d *demo) goWorker(ctx context.Context, name string) (func(), string, error
 		h := mu.NewHandle()
 		for r := 0; r < d.rounds; r++ {
 			err := recipes.WithLock(ctx, h, func(ctx context.Context) error {
+				token, err := h.FencingToken(ctx) // no token, no work: the lock is not to be trusted
+				if err != nil {
+					return err
+				}
 				_, node := framework.SplitPath(h.LockPath())
-				d.say("%-12s holds the lock  token %d  node %s", name, h.FencingToken(), node)
+				d.say("%-12s holds the lock  token %d  node %s", name, token, node)
 				return d.work(ctx, name)
 			})
 			if err != nil {

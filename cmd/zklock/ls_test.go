@@ -102,8 +102,12 @@ func TestLsMutex(t *testing.T) {
 		t.Errorf("roles %v", got)
 	}
 	p := l.Participants[0]
-	if p.Path != holder.LockPath() || p.Token != holder.FencingToken() || p.Session != fmt.Sprintf("0x%x", client.SessionID()) || p.Data == "" {
-		t.Errorf("holder %+v; want node %s, token %d, session 0x%x, the local address as data", p, holder.LockPath(), holder.FencingToken(), client.SessionID())
+	token, err := holder.FencingToken(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Path != holder.LockPath() || p.Token != token || p.Session != fmt.Sprintf("0x%x", client.SessionID()) || p.Data == "" {
+		t.Errorf("holder %+v; want node %s, token %d, session 0x%x, the local address as data", p, holder.LockPath(), token, client.SessionID())
 	}
 	if len(l.Warnings) != 0 {
 		t.Errorf("warnings on a clean tree: %v", l.Warnings)

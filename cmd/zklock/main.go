@@ -13,7 +13,9 @@
 // --write for the two halves of an InterProcessReadWriteLock; --semaphore N
 // for a lease of an InterProcessSemaphoreV2 with N leases), runs COMMAND with
 // the lock's fencing token and node in its environment, releases the lock
-// when COMMAND exits and exits with COMMAND's status. The environment gets:
+// when COMMAND exits and exits with COMMAND's status. COMMAND is not run if
+// the fencing token cannot be read after acquiring: run then releases the
+// lock and exits 1, or exits 4 if the lock was lost. The environment gets:
 //
 //	ZKLOCK_TOKEN      the fencing token: the lock node's czxid, which strictly
 //	                  increases across every holder of the lock
@@ -61,8 +63,9 @@
 // if COMMAND died of signal N, 126 if COMMAND could not be started, 127 if
 // it was not found, and with its own codes: 3 when the lock was not acquired
 // (--try-once found it held, or --timeout passed), 4 when the lock was lost
-// while COMMAND ran, 5 when COMMAND was stopped because the lock was revoked,
-// 128+N when zklock got signal N while waiting for the lock.
+// while COMMAND ran (or before it started: then COMMAND is not run), 5 when
+// COMMAND was stopped because the lock was revoked, 128+N when zklock got
+// signal N while waiting for the lock.
 package main
 
 import (

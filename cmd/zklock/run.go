@@ -191,13 +191,28 @@ func (r *reporter) info(name, format string, args ...any) {
 type held struct {
 	kind    string
 	node    string
-	token   int64
+	token   int64 // set by withToken
 	lost    <-chan struct{}
 	release func(ctx context.Context) error
 }
 
-// acquire takes the lock o describes, honouring --try-once; revoked gets a
-// value when a revocable lock is asked to release.
+// withToken reads the fencing token of h, just acquired (one round trip).
+// On failure it returns h, still held, with the error (wrapping
+// recipes.ErrLockLost if the lock was lost meanwhile): the command must not
+// run under a lock without a token.
+func withToken(ctx context.Context, h *held, token func(context.Context) (int64, error)) (*held, error) {
+	t, err := token(ctx)
+	if err != nil {
+		return h, err
+	}
+	h.token = t
+	return h, nil
+}
+
+// acquire takes the lock o describes, honouring --try-once, and reads its
+// fencing token; revoked gets a value when a revocable lock is asked to
+// release. The returned held is nil unless the lock is held; it is returned
+// with an error when the lock is held but its token could not be read.
 func acquire(ctx context.Context, client *framework.Client, o runOptions, revoked chan<- struct{}) (*held, error) {
 	var lockOpts []recipes.LockOption
 	if o.dataSet {
@@ -221,7 +236,7 @@ func acquire(ctx context.Context, client *framework.Client, o runOptions, revoke
 		if err != nil {
 			return nil, err
 		}
-		return &held{kind: lockLease, node: lease.Path(), token: lease.FencingToken(), lost: lease.Lost(), release: lease.Close}, nil
+		return withToken(ctx, &held{kind: lockLease, node: lease.Path(), lost: lease.Lost(), release: lease.Close}, lease.FencingToken)
 	}
 
 	var h *recipes.Handle
@@ -260,7 +275,7 @@ func acquire(ctx context.Context, client *framework.Client, o runOptions, revoke
 	if err != nil {
 		return nil, err
 	}
-	return &held{kind: o.kind, node: h.LockPath(), token: h.FencingToken(), lost: h.Lost(), release: h.Release}, nil
+	return withToken(ctx, &held{kind: o.kind, node: h.LockPath(), lost: h.Lost(), release: h.Release}, h.FencingToken)
 }
 
 // runLocked takes the lock o describes through client, runs o.argv under
@@ -290,7 +305,7 @@ func runLocked(ctx context.Context, client *framework.Client, o runOptions, s st
 	case sig := <-signals:
 		cancel()
 		res = <-done
-		if res.err == nil {
+		if res.h != nil {
 			releaseHeld(ctx, res.h, r)
 		}
 		r.event("interrupted", "got %v while waiting for %s; nothing was run", sig, o.path)
@@ -298,6 +313,15 @@ func runLocked(ctx context.Context, client *framework.Client, o runOptions, s st
 	}
 	if res.err != nil {
 		switch {
+		case res.h != nil && errors.Is(res.err, recipes.ErrLockLost):
+			// Not released, as a lock lost later is not (see below).
+			r.event("lost", "lost %s right after acquiring it, before its fencing token could be read (%v; connection %v); nothing was run",
+				o.path, res.err, client.State())
+			return exitLost
+		case res.h != nil:
+			releaseHeld(ctx, res.h, r)
+			r.event("error", "acquired %s but could not read its fencing token: %v; released it, nothing was run", o.path, res.err)
+			return exitError
 		case errors.Is(res.err, recipes.ErrLocked) && o.kind == lockLease:
 			r.event("not-acquired", "%s has no lease free now (--try-once)", o.path)
 			return exitNotAcquired

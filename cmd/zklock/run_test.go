@@ -61,6 +61,40 @@ func TestRunPassesTokenAndNode(t *testing.T) {
 	}
 }
 
+// A lock whose fencing token cannot be read after acquiring runs nothing.
+// Here the reply to the token's Exists is lost and the connection dropped,
+// so the lock is lost (SUSPENDED) before the token comes: zklock exits 4 and
+// the command does not run. With PATH already there, the token's is the
+// first Exists zklock sends (an uncontended acquire is a create and a
+// listing; only missing parents cost Exists calls). Closing the session
+// removes the node.
+func TestRunNoTokenRunsNothing(t *testing.T) {
+	testutil.CheckLeaks(t)
+	path := testutil.Path(t)
+	testutil.CleanupTree(t, server.Addr(), path)
+	conn := testutil.Connect(t, server.Addr())
+	createNode(t, conn, path)
+	ctx := testutil.Context(t)
+	proxy := zktest.NewProxyT(t, server.Addr())
+	fired := proxy.LoseNextReply(zktest.OpExists)
+	out := tempFile(t, "ran")
+	inv := newInvocation()
+	code := inv.run(ctx, "--servers", proxy.Addr(), "run", path, "--", "sh", "-c", `echo ran > "$0"`, out)
+	select {
+	case <-fired:
+	default:
+		t.Fatalf("no Exists reply was lost; status %d, stderr %q", code, inv.stderr.String())
+	}
+	stderr := inv.stderr.String()
+	if code != exitLost || !strings.Contains(stderr, "fencing token") || !strings.Contains(stderr, "nothing was run") {
+		t.Errorf("status %d, stderr %q; want %d and a report that the token could not be read", code, stderr, exitLost)
+	}
+	if _, err := os.Stat(out); err == nil {
+		t.Error("the command ran without a fencing token")
+	}
+	waitChildren(ctx, t, conn, path, 0)
+}
+
 func TestRunExitStatus(t *testing.T) {
 	testutil.CheckLeaks(t)
 	path := testutil.Path(t)
