@@ -1,10 +1,12 @@
 package zktest
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
 	"net"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -31,6 +33,9 @@ type Proxy struct {
 	bh     atomic.Bool  // mirror of blackholed, read per packet
 	armed  atomic.Int32 // len(arms), read per request
 
+	requests   [maxCountedOpcode]atomic.Int64 // forwarded requests by opcode
+	countWaits atomic.Int32                   // len(waits), read per request
+
 	mu         sync.Mutex
 	closed     bool
 	blackholed bool
@@ -38,6 +43,7 @@ type Proxy struct {
 	changed    chan struct{} // closed (and replaced) to wake held connections
 	expiring   map[int64]int // sessions being expired: their reconnects are held
 	arms       []*loseArm
+	waits      []*requestWait
 	sessions   map[int64]sessionCred
 	order      []int64 // session ids in first-seen order
 
@@ -56,6 +62,78 @@ type loseArm struct {
 }
 
 func (a *loseArm) fire() { a.once.Do(func() { close(a.fired) }) }
+
+// maxCountedOpcode bounds the opcodes Requests counts: every request that
+// gets a reply has a small non-negative opcode.
+const maxCountedOpcode = 128
+
+// requestWait is one WaitRequests call.
+type requestWait struct {
+	opcode int32
+	n      int64
+	done   chan struct{}
+}
+
+// Requests returns how many requests with opcode (OpGetChildren2, ...)
+// the proxy has forwarded to the server, over all its connections.
+func (p *Proxy) Requests(opcode int32) int64 {
+	if opcode < 0 || opcode >= maxCountedOpcode {
+		return 0
+	}
+	return p.requests[opcode].Load()
+}
+
+// WaitRequests waits until Requests(opcode) is at least n, or ctx ends.
+func (p *Proxy) WaitRequests(ctx context.Context, opcode int32, n int64) error {
+	if opcode < 0 || opcode >= maxCountedOpcode {
+		return fmt.Errorf("zktest: opcode %d is not counted", opcode)
+	}
+	w := &requestWait{opcode: opcode, n: n, done: make(chan struct{})}
+	p.mu.Lock()
+	p.waits = append(p.waits, w)
+	p.countWaits.Store(int32(len(p.waits)))
+	p.mu.Unlock()
+	defer p.dropWait(w)
+	if p.Requests(opcode) >= n {
+		return nil
+	}
+	select {
+	case <-w.done:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("zktest: %d of %d requests with opcode %d: %w", p.Requests(opcode), n, opcode, ctx.Err())
+	}
+}
+
+func (p *Proxy) dropWait(w *requestWait) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.waits = slices.DeleteFunc(p.waits, func(x *requestWait) bool { return x == w })
+	p.countWaits.Store(int32(len(p.waits)))
+}
+
+// countRequest counts one forwarded request and wakes the waits it
+// satisfies.
+func (p *Proxy) countRequest(op int32) {
+	if op < 0 || op >= maxCountedOpcode {
+		return
+	}
+	n := p.requests[op].Add(1)
+	if p.countWaits.Load() == 0 {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, w := range p.waits {
+		if w.opcode == op && n >= w.n {
+			select {
+			case <-w.done:
+			default:
+				close(w.done)
+			}
+		}
+	}
+}
 
 // NewProxy listens on a free port of 127.0.0.1 and forwards every accepted
 // connection to target ("host:port"), which it dials when the client's first
@@ -585,6 +663,7 @@ func (c *proxyConn) writeServer(srv net.Conn, up <-chan chunk) {
 		if ch.kind == kindData {
 			x, op, ok := requestHeader(ch.data)
 			if ok && x >= 0 {
+				c.p.countRequest(op)
 				if arm = c.p.takeArm(op); arm != nil {
 					xid = x
 					c.mu.Lock()

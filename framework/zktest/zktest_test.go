@@ -456,6 +456,26 @@ func TestProxy(t *testing.T) {
 		if got := p.Sessions(); len(got) != 1 || got[0] != conn.SessionID() {
 			t.Fatalf("Sessions() = %x, client session %x", got, conn.SessionID())
 		}
+		if c, g, e := p.Requests(OpCreate), p.Requests(OpGetData), p.Requests(OpExists); c != 1 || g != 1 || e != 0 {
+			t.Fatalf("requests counted: create %d, getData %d, exists %d; want 1, 1, 0", c, g, e)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		waited := make(chan error, 1)
+		go func() { waited <- p.WaitRequests(ctx, OpExists, 2) }()
+		for i := 0; i < 2; i++ {
+			if _, _, err := conn.Exists("/fwd"); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := <-waited; err != nil || p.Requests(OpExists) != 2 {
+			t.Fatalf("WaitRequests: %v, %d exists", err, p.Requests(OpExists))
+		}
+		short, cancelShort := context.WithTimeout(ctx, 10*time.Millisecond)
+		defer cancelShort()
+		if err := p.WaitRequests(short, OpExists, 3); !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("WaitRequests for a request never sent: %v", err)
+		}
 		// Non-ZooKeeper traffic (four-letter words) passes as raw bytes.
 		if out, err := fourLetterWord(p.Addr(), "ruok", 5*time.Second); err != nil || out != "imok" {
 			t.Fatalf("ruok through proxy: %q %v", out, err)
