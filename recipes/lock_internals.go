@@ -48,8 +48,19 @@ type driver interface {
 // the hand-off also needs our node's owner to be the current session, with
 // no error state since (an ephemeral node of a live session goes only by an
 // explicit delete).
+//
+// lookahead names, for a waiter further back that watches watch, the node
+// whose deletion is worth listing again for before watch goes: the node two
+// ahead of a mutex waiter (or a writer whose predecessor is not a write
+// node). When it goes, typically because our predecessor now holds, the
+// waiter lists again while the predecessor holds, finds itself second in
+// line, and so holds the moment the predecessor's node is deleted: the
+// re-listing Curator does after every hand-off moves off the critical path.
+// Each deletion then wakes at most two waiters: its successor and the one
+// after; "" means no lookahead.
 type handoffDriver interface {
 	handsOff(sorted []string, ourName, watch string) bool
+	lookahead(sorted []string, ourName, watch string) string
 }
 
 // countingDriver is a driver that decides on the children as a whole (the
@@ -92,6 +103,14 @@ func (d standardDriver) check(sorted []string, ourName string) (bool, string, er
 
 func (d standardDriver) handsOff(sorted []string, ourName, watch string) bool {
 	return d.maxLeases == 1 && indexOf(sorted, ourName) == 1 && !strings.Contains(watch, writeLockName)
+}
+
+func (d standardDriver) lookahead(sorted []string, ourName, watch string) string {
+	i := indexOf(sorted, ourName)
+	if d.maxLeases != 1 || i < 2 || sorted[i-1] != watch || strings.Contains(watch, writeLockName) {
+		return ""
+	}
+	return sorted[i-2]
 }
 
 // lockInternals is Curator's LockInternals: the acquire loop every lock
@@ -217,6 +236,10 @@ func (li *lockInternals) attemptOnce(ctx context.Context, a attempt) (*heldNode,
 func (li *lockInternals) wait(ctx context.Context, a attempt, n *heldNode) error {
 	counting, _ := a.driver.(countingDriver)
 	handoff, _ := a.driver.(handoffDriver)
+	// The watch on the node we wait for is kept across listings while it has
+	// not fired: after a lookahead wake, that node is usually still there.
+	var watched string
+	var kept <-chan zk.Event
 	for {
 		var own chan nodeStat
 		if n.own == nil && !li.trusted(n) {
@@ -230,7 +253,7 @@ func (li *lockInternals) wait(ctx context.Context, a attempt, n *heldNode) error
 			}()
 		}
 		var children []string
-		var w <-chan zk.Event
+		var w, early <-chan zk.Event
 		var changed <-chan struct{}
 		var err error
 		if counting != nil {
@@ -263,12 +286,30 @@ func (li *lockInternals) wait(ctx context.Context, a attempt, n *heldNode) error
 		handsOff := false
 		if watch != "" {
 			handsOff = handoff != nil && handoff.handsOff(sorted, n.name, watch)
-			_, _, w, err = li.client.GetDataW(ctx, framework.JoinPath(li.base, watch))
-			if errors.Is(err, zk.ErrNoNode) {
-				continue // gone already: look again
+			if watch != watched || kept == nil {
+				// Set before the listing that decides on it or after: either
+				// way a deletion after that listing fires it.
+				watched, kept = "", nil
+				_, _, kept, err = li.client.GetDataW(ctx, framework.JoinPath(li.base, watch))
+				if errors.Is(err, zk.ErrNoNode) {
+					continue // gone already: look again
+				}
+				if err != nil {
+					return err
+				}
+				watched = watch
 			}
-			if err != nil {
-				return err
+			w = kept
+			if handoff != nil && !handsOff {
+				if ahead := handoff.lookahead(sorted, n.name, watch); ahead != "" {
+					_, _, early, err = li.client.GetDataW(ctx, framework.JoinPath(li.base, ahead))
+					if errors.Is(err, zk.ErrNoNode) {
+						continue // gone already: look again, perhaps second in line now
+					}
+					if err != nil {
+						return err
+					}
+				}
 			}
 		}
 		// A call retried across a session expiry sets its watch in the new
@@ -280,9 +321,11 @@ func (li *lockInternals) wait(ctx context.Context, a attempt, n *heldNode) error
 		}
 		select {
 		case ev := <-w:
+			kept = nil // fired: a watch is good for one event
 			if handsOff && ev.Type == zk.EventNodeDeleted && li.trusted(n) {
 				return nil
 			}
+		case <-early: // list again, keeping the watch on the node we wait for
 		case <-changed:
 		case <-ctx.Done():
 			return ctx.Err()

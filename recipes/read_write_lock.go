@@ -208,6 +208,11 @@ func (d readDriver) handsOff(sorted []string, ourName, watch string) bool {
 	return false
 }
 
+// lookahead: none for readers. A reader waits on a writer, and the node
+// ahead of that writer does not tell it anything the writer's deletion will
+// not.
+func (readDriver) lookahead([]string, string, string) string { return "" }
+
 func isClosed(ch <-chan struct{}) bool {
 	select {
 	case <-ch:
