@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/gocurator/curator/framework/zktest"
-	"github.com/gocurator/curator/internal/testutil"
 )
 
 // Where a waiter may hold as soon as the node it watches is deleted, without
@@ -75,10 +74,7 @@ func TestLookaheadDecisions(t *testing.T) {
 // that delete: the round trip Curator pays after every hand-off is off the
 // critical path.
 func TestLookaheadListsBeforeTheHandoff(t *testing.T) {
-	testutil.CheckLeaks(t)
-	ctx := testutil.Context(t)
-	base := testutil.Path(t)
-	testutil.CleanupTree(t, server.Addr(), base)
+	ctx, base := begin(t)
 	proxy := zktest.NewProxyT(t, server.Addr())
 	c1, c2, c3 := newClient(t, ""), newClient(t, ""), newClient(t, proxy.Addr())
 	holder := mustMutex(t, c1, base).NewHandle()

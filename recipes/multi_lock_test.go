@@ -14,10 +14,7 @@ import (
 // Three paths, the third held elsewhere: when the deadline passes, the first
 // two are released and nothing of ours is left.
 func TestMultiLockDeadlineReleasesTaken(t *testing.T) {
-	testutil.CheckLeaks(t)
-	ctx := testutil.Context(t)
-	base := testutil.Path(t)
-	testutil.CleanupTree(t, server.Addr(), base)
+	ctx, base := begin(t)
 	c1, c2 := newClient(t, ""), newClient(t, "")
 	paths := []string{base + "/a", base + "/b", base + "/c"}
 	holder := mustMutex(t, c2, paths[2]).NewHandle()
@@ -148,10 +145,7 @@ func TestMultiLockOrderAndErrors(t *testing.T) {
 
 // Lost fires when one real lock of several is lost (its client SUSPENDED).
 func TestMultiLockLost(t *testing.T) {
-	testutil.CheckLeaks(t)
-	ctx := testutil.Context(t)
-	base := testutil.Path(t)
-	testutil.CleanupTree(t, server.Addr(), base)
+	ctx, base := begin(t)
 	proxy := zktest.NewProxyT(t, server.Addr())
 	good, flaky := newClient(t, ""), newClient(t, proxy.Addr())
 	sm, err := NewInterProcessSemaphoreMutex(good, base+"/sem")

@@ -23,10 +23,7 @@ var mutexNode = regexp.MustCompile(`^_c_[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89
 // 8 handles in 3 clients, 50 acquisitions each: never two holders at once,
 // every acquisition released, and the lock granted in queue (creation) order.
 func TestMutexMutualExclusionAndFIFO(t *testing.T) {
-	testutil.CheckLeaks(t)
-	ctx := testutil.Context(t)
-	base := testutil.Path(t)
-	testutil.CleanupTree(t, server.Addr(), base)
+	ctx, base := begin(t)
 	clients := []*framework.Client{newClient(t, ""), newClient(t, ""), newClient(t, "")}
 
 	const handles, rounds = 8, 50
@@ -77,10 +74,7 @@ func TestMutexMutualExclusionAndFIFO(t *testing.T) {
 }
 
 func TestMutexReentrancyAndTree(t *testing.T) {
-	testutil.CheckLeaks(t)
-	ctx := testutil.Context(t)
-	base := testutil.Path(t)
-	testutil.CleanupTree(t, server.Addr(), base)
+	ctx, base := begin(t)
 	c := newClient(t, "", framework.WithDefaultData([]byte("127.0.0.1")))
 	m := mustMutex(t, c, base)
 	h := m.NewHandle()
@@ -130,10 +124,7 @@ func TestMutexReentrancyAndTree(t *testing.T) {
 // A waiter whose deadline passes or whose context is cancelled leaves no
 // node; a try-acquire on a held lock returns at once and leaves none.
 func TestMutexDeadlineCancelAndTry(t *testing.T) {
-	testutil.CheckLeaks(t)
-	ctx := testutil.Context(t)
-	base := testutil.Path(t)
-	testutil.CleanupTree(t, server.Addr(), base)
+	ctx, base := begin(t)
 	c1, c2 := newClient(t, ""), newClient(t, "")
 	holder := mustMutex(t, c1, base).NewHandle()
 	if err := holder.Acquire(ctx); err != nil {
@@ -219,10 +210,7 @@ func waitForChildren(t *testing.T, c *framework.Client, path string, n int) {
 // A holder cut off from the server is told its lock is lost before anyone
 // else can hold it.
 func TestMutexLostBeforeAnotherHolds(t *testing.T) {
-	testutil.CheckLeaks(t)
-	ctx := testutil.Context(t)
-	base := testutil.Path(t)
-	testutil.CleanupTree(t, server.Addr(), base)
+	ctx, base := begin(t)
 	proxy := zktest.NewProxyT(t, server.Addr())
 	holderClient := newClient(t, proxy.Addr(), framework.WithSessionTimeout(2*time.Second))
 	other := newClient(t, "")
@@ -274,10 +262,7 @@ func TestMutexLostBeforeAnotherHolds(t *testing.T) {
 // Fencing tokens rise over 100 acquisitions, one of them after the
 // container parent was reaped and re-created (sequence numbers restart).
 func TestMutexFencingTokensRiseAcrossReapedParent(t *testing.T) {
-	testutil.CheckLeaks(t)
-	ctx := testutil.Context(t)
-	base := testutil.Path(t)
-	testutil.CleanupTree(t, server.Addr(), base)
+	ctx, base := begin(t)
 	raw := testutil.Connect(t, server.Addr())
 	c := newClient(t, "")
 	h := mustMutex(t, c, base).NewHandle()
@@ -306,10 +291,7 @@ func TestMutexFencingTokensRiseAcrossReapedParent(t *testing.T) {
 }
 
 func TestMutexRevocation(t *testing.T) {
-	testutil.CheckLeaks(t)
-	ctx := testutil.Context(t)
-	base := testutil.Path(t)
-	testutil.CleanupTree(t, server.Addr(), base)
+	ctx, base := begin(t)
 	c1, c2 := newClient(t, ""), newClient(t, "")
 	h := mustMutex(t, c1, base).NewHandle()
 	revoked := make(chan struct{})
@@ -360,10 +342,7 @@ func TestMutexRevocation(t *testing.T) {
 // A waiter whose session the server expires queues again with a new node
 // and acquires; a waiter whose client closes gets an error and leaves nothing.
 func TestMutexWaiterSessionExpiryAndClose(t *testing.T) {
-	testutil.CheckLeaks(t)
-	ctx := testutil.Context(t)
-	base := testutil.Path(t)
-	testutil.CleanupTree(t, server.Addr(), base)
+	ctx, base := begin(t)
 	proxy := zktest.NewProxyT(t, server.Addr())
 	holderClient := newClient(t, "")
 	rec := testutil.NewStateRecorder()
@@ -433,10 +412,7 @@ func TestMutexWaiterSessionExpiryAndClose(t *testing.T) {
 }
 
 func TestForeignChildrenOrder(t *testing.T) {
-	testutil.CheckLeaks(t)
-	ctx := testutil.Context(t)
-	base := testutil.Path(t)
-	testutil.CleanupTree(t, server.Addr(), base)
+	ctx, base := begin(t)
 	c := newClient(t, "")
 	if _, err := c.Create(ctx, base+"/zzz-foreign", nil, framework.CreatingParentsIfNeeded()); err != nil {
 		t.Fatal(err)
@@ -460,10 +436,7 @@ func TestForeignChildrenOrder(t *testing.T) {
 }
 
 func TestWithLockCancelsOnLoss(t *testing.T) {
-	testutil.CheckLeaks(t)
-	ctx := testutil.Context(t)
-	base := testutil.Path(t)
-	testutil.CleanupTree(t, server.Addr(), base)
+	ctx, base := begin(t)
 	proxy := zktest.NewProxyT(t, server.Addr())
 	c := newClient(t, proxy.Addr())
 	h := mustMutex(t, c, base).NewHandle()

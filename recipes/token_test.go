@@ -17,10 +17,7 @@ import (
 // parent Stat would save a request, but ZooKeeper gives no way to tell from
 // it whether a child was deleted since our create: see docs/performance.md.)
 func TestMutexTokenWhenAChildChangesBeforeTheListing(t *testing.T) {
-	testutil.CheckLeaks(t)
-	ctx := testutil.Context(t)
-	base := testutil.Path(t)
-	testutil.CleanupTree(t, server.Addr(), base)
+	ctx, base := begin(t)
 	proxy := zktest.NewProxyT(t, server.Addr())
 	c := newClient(t, proxy.Addr())
 	if err := c.BlockUntilConnected(ctx); err != nil {

@@ -8,17 +8,13 @@ import (
 
 	"github.com/gocurator/curator/framework"
 	"github.com/gocurator/curator/framework/zktest"
-	"github.com/gocurator/curator/internal/testutil"
 )
 
 // CURATOR-604: a node that the children list shows first but that belongs
 // to another session (as after a reconnect to a server that has not yet
 // applied the old session's close) must not be reported as held.
 func TestVerifyRefusesNodeOfAnotherSession(t *testing.T) {
-	testutil.CheckLeaks(t)
-	ctx := testutil.Context(t)
-	base := testutil.Path(t)
-	testutil.CleanupTree(t, server.Addr(), base)
+	ctx, base := begin(t)
 	ours, other := newClient(t, ""), newClient(t, "")
 	path, err := other.Create(ctx, base+"/lock-", nil, framework.WithMode(framework.EphemeralSequential),
 		framework.WithProtection(), framework.CreatingParentContainersIfNeeded())
@@ -51,10 +47,7 @@ func TestVerifyRefusesNodeOfAnotherSession(t *testing.T) {
 // dropped connection, SUSPENDED then RECONNECTED in the same session), the
 // grant reads the node again, and the token comes with that read.
 func TestTrustOnlyWithoutErrorStateSinceArming(t *testing.T) {
-	testutil.CheckLeaks(t)
-	ctx := testutil.Context(t)
-	base := testutil.Path(t)
-	testutil.CleanupTree(t, server.Addr(), base)
+	ctx, base := begin(t)
 	proxy := zktest.NewProxyT(t, server.Addr())
 	c := newClient(t, proxy.Addr())
 	li := lockInternals{client: c, base: base}
