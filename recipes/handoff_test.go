@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/gocurator/curator/framework/zktest"
+	"github.com/gocurator/curator/internal/testutil"
 )
 
 // Where a waiter may hold as soon as the node it watches is deleted, without
@@ -74,7 +75,7 @@ func TestLookaheadDecisions(t *testing.T) {
 // that delete: the round trip Curator pays after every hand-off is off the
 // critical path.
 func TestLookaheadListsBeforeTheHandoff(t *testing.T) {
-	ctx, base := begin(t)
+	ctx, base := testutil.Begin(t, server.Addr())
 	proxy := zktest.NewProxyT(t, server.Addr())
 	c1, c2, c3 := newClient(t, ""), newClient(t, ""), newClient(t, proxy.Addr())
 	holder := mustMutex(t, c1, base).NewHandle()

@@ -151,15 +151,3 @@ func tokenOf(t testing.TB, holder interface {
 	}
 	return tok
 }
-
-// begin is the preamble of a test on the shared server: a goroutine-leak
-// check (call begin first, so that the check runs after every cleanup), a
-// bounded context, and a path of the test's own, deleted at the end.
-func begin(t *testing.T) (context.Context, string) {
-	t.Helper()
-	testutil.CheckLeaks(t)
-	ctx := testutil.Context(t)
-	base := testutil.Path(t)
-	testutil.CleanupTree(t, server.Addr(), base)
-	return ctx, base
-}

@@ -14,7 +14,7 @@ import (
 // Three paths, the third held elsewhere: when the deadline passes, the first
 // two are released and nothing of ours is left.
 func TestMultiLockDeadlineReleasesTaken(t *testing.T) {
-	ctx, base := begin(t)
+	ctx, base := testutil.Begin(t, server.Addr())
 	c1, c2 := newClient(t, ""), newClient(t, "")
 	paths := []string{base + "/a", base + "/b", base + "/c"}
 	holder := mustMutex(t, c2, paths[2]).NewHandle()
@@ -145,7 +145,7 @@ func TestMultiLockOrderAndErrors(t *testing.T) {
 
 // Lost fires when one real lock of several is lost (its client SUSPENDED).
 func TestMultiLockLost(t *testing.T) {
-	ctx, base := begin(t)
+	ctx, base := testutil.Begin(t, server.Addr())
 	proxy := zktest.NewProxyT(t, server.Addr())
 	good, flaky := newClient(t, ""), newClient(t, proxy.Addr())
 	sm, err := NewInterProcessSemaphoreMutex(good, base+"/sem")

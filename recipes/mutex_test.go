@@ -23,7 +23,7 @@ var mutexNode = regexp.MustCompile(`^_c_[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89
 // 8 handles in 3 clients, 50 acquisitions each: never two holders at once,
 // every acquisition released, and the lock granted in queue (creation) order.
 func TestMutexMutualExclusionAndFIFO(t *testing.T) {
-	ctx, base := begin(t)
+	ctx, base := testutil.Begin(t, server.Addr())
 	clients := []*framework.Client{newClient(t, ""), newClient(t, ""), newClient(t, "")}
 
 	const handles, rounds = 8, 50
@@ -74,7 +74,7 @@ func TestMutexMutualExclusionAndFIFO(t *testing.T) {
 }
 
 func TestMutexReentrancyAndTree(t *testing.T) {
-	ctx, base := begin(t)
+	ctx, base := testutil.Begin(t, server.Addr())
 	c := newClient(t, "", framework.WithDefaultData([]byte("127.0.0.1")))
 	m := mustMutex(t, c, base)
 	h := m.NewHandle()
@@ -124,7 +124,7 @@ func TestMutexReentrancyAndTree(t *testing.T) {
 // A waiter whose deadline passes or whose context is cancelled leaves no
 // node; a try-acquire on a held lock returns at once and leaves none.
 func TestMutexDeadlineCancelAndTry(t *testing.T) {
-	ctx, base := begin(t)
+	ctx, base := testutil.Begin(t, server.Addr())
 	c1, c2 := newClient(t, ""), newClient(t, "")
 	holder := mustMutex(t, c1, base).NewHandle()
 	if err := holder.Acquire(ctx); err != nil {
@@ -210,7 +210,7 @@ func waitForChildren(t *testing.T, c *framework.Client, path string, n int) {
 // A holder cut off from the server is told its lock is lost before anyone
 // else can hold it.
 func TestMutexLostBeforeAnotherHolds(t *testing.T) {
-	ctx, base := begin(t)
+	ctx, base := testutil.Begin(t, server.Addr())
 	proxy := zktest.NewProxyT(t, server.Addr())
 	holderClient := newClient(t, proxy.Addr(), framework.WithSessionTimeout(2*time.Second))
 	other := newClient(t, "")
@@ -262,7 +262,7 @@ func TestMutexLostBeforeAnotherHolds(t *testing.T) {
 // Fencing tokens rise over 100 acquisitions, one of them after the
 // container parent was reaped and re-created (sequence numbers restart).
 func TestMutexFencingTokensRiseAcrossReapedParent(t *testing.T) {
-	ctx, base := begin(t)
+	ctx, base := testutil.Begin(t, server.Addr())
 	raw := testutil.Connect(t, server.Addr())
 	c := newClient(t, "")
 	h := mustMutex(t, c, base).NewHandle()
@@ -291,7 +291,7 @@ func TestMutexFencingTokensRiseAcrossReapedParent(t *testing.T) {
 }
 
 func TestMutexRevocation(t *testing.T) {
-	ctx, base := begin(t)
+	ctx, base := testutil.Begin(t, server.Addr())
 	c1, c2 := newClient(t, ""), newClient(t, "")
 	h := mustMutex(t, c1, base).NewHandle()
 	revoked := make(chan struct{})
@@ -342,7 +342,7 @@ func TestMutexRevocation(t *testing.T) {
 // A waiter whose session the server expires queues again with a new node
 // and acquires; a waiter whose client closes gets an error and leaves nothing.
 func TestMutexWaiterSessionExpiryAndClose(t *testing.T) {
-	ctx, base := begin(t)
+	ctx, base := testutil.Begin(t, server.Addr())
 	proxy := zktest.NewProxyT(t, server.Addr())
 	holderClient := newClient(t, "")
 	rec := testutil.NewStateRecorder()
@@ -412,7 +412,7 @@ func TestMutexWaiterSessionExpiryAndClose(t *testing.T) {
 }
 
 func TestForeignChildrenOrder(t *testing.T) {
-	ctx, base := begin(t)
+	ctx, base := testutil.Begin(t, server.Addr())
 	c := newClient(t, "")
 	if _, err := c.Create(ctx, base+"/zzz-foreign", nil, framework.CreatingParentsIfNeeded()); err != nil {
 		t.Fatal(err)
@@ -436,7 +436,7 @@ func TestForeignChildrenOrder(t *testing.T) {
 }
 
 func TestWithLockCancelsOnLoss(t *testing.T) {
-	ctx, base := begin(t)
+	ctx, base := testutil.Begin(t, server.Addr())
 	proxy := zktest.NewProxyT(t, server.Addr())
 	c := newClient(t, proxy.Addr())
 	h := mustMutex(t, c, base).NewHandle()

@@ -130,7 +130,7 @@ func (g *rwGuard) leave(write bool) {
 // 2 writers and 6 readers over 3 clients, 30 rounds each: readers share
 // (all 6 are shown to hold at once), writers exclude everyone.
 func TestReadWriteLockExclusionAndSharing(t *testing.T) {
-	ctx, base := begin(t)
+	ctx, base := testutil.Begin(t, server.Addr())
 	clients := []*framework.Client{newClient(t, ""), newClient(t, ""), newClient(t, "")}
 	const readers, writers, rounds = 6, 2, 30
 	var g rwGuard
@@ -187,7 +187,7 @@ func TestReadWriteLockExclusionAndSharing(t *testing.T) {
 
 // Readers R1 holds, writer W queues, reader R2 arrives: R2 may not overtake W.
 func TestReadWriteLockNoWriterStarvation(t *testing.T) {
-	ctx, base := begin(t)
+	ctx, base := testutil.Begin(t, server.Addr())
 	c1, c2, c3 := newClient(t, ""), newClient(t, ""), newClient(t, "")
 	r1 := mustRW(t, c1, base).NewHandle().ReadLock()
 	w := mustRW(t, c2, base).NewHandle().WriteLock()
@@ -238,7 +238,7 @@ func TestReadWriteLockNoWriterStarvation(t *testing.T) {
 // the write lock. The read node takes W1's place, so W2 must not hold while
 // the read lock is held.
 func TestReadWriteLockDowngrade(t *testing.T) {
-	ctx, base := begin(t)
+	ctx, base := testutil.Begin(t, server.Addr())
 	c1, c2 := newClient(t, ""), newClient(t, "")
 	raw := testutil.Connect(t, server.Addr())
 	owner := mustRW(t, c1, base, WithLockData([]byte("owner"))).NewHandle()
@@ -319,7 +319,7 @@ func TestReadWriteLockDowngrade(t *testing.T) {
 // Reentrancy on both halves and releases in any order; an upgrade fails at
 // once and leaves no node.
 func TestReadWriteLockReentrancyAndUpgrade(t *testing.T) {
-	ctx, base := begin(t)
+	ctx, base := testutil.Begin(t, server.Addr())
 	c := newClient(t, "")
 	rw := mustRW(t, c, base)
 	o := rw.NewHandle()

@@ -29,7 +29,7 @@ func mustSemaphore(t testing.TB, c *framework.Client, path string, max int, opts
 // 10 contenders over 3 clients on a semaphore of 3, 5 rounds each: never
 // more than 3 holders; the first 3 are shown to hold at once.
 func TestSemaphoreLimitsHolders(t *testing.T) {
-	ctx, base := begin(t)
+	ctx, base := testutil.Begin(t, server.Addr())
 	clients := []*framework.Client{newClient(t, ""), newClient(t, ""), newClient(t, "")}
 	const contenders, rounds, max = 10, 5, 3
 	var holders, grants atomic.Int32
@@ -85,7 +85,7 @@ func TestSemaphoreLimitsHolders(t *testing.T) {
 // A multi-lease acquire that cannot complete before its deadline returns
 // every lease it took and its internal lock node.
 func TestSemaphoreAcquireNTimesOut(t *testing.T) {
-	ctx, base := begin(t)
+	ctx, base := testutil.Begin(t, server.Addr())
 	c1, c2 := newClient(t, ""), newClient(t, "")
 	s1, s2 := mustSemaphore(t, c1, base, 3), mustSemaphore(t, c2, base, 3)
 	held, err := s1.AcquireN(ctx, 2)
@@ -140,7 +140,7 @@ func TestSemaphoreAcquireNTimesOut(t *testing.T) {
 
 // A count changed from 1 to 2 lets the second waiter in.
 func TestSemaphoreSharedCount(t *testing.T) {
-	ctx, base := begin(t)
+	ctx, base := testutil.Begin(t, server.Addr())
 	countPath := base + "/count"
 	c1, c2 := newClient(t, ""), newClient(t, "")
 	count1, count2 := mustCount(t, c1, countPath, 1), mustCount(t, c2, countPath, 7)
@@ -239,7 +239,7 @@ func mustCount(t testing.TB, c *framework.Client, path string, seed int) *Shared
 }
 
 func TestSemaphoreMutex(t *testing.T) {
-	ctx, base := begin(t)
+	ctx, base := testutil.Begin(t, server.Addr())
 	c1, c2 := newClient(t, ""), newClient(t, "")
 	m1, err := NewInterProcessSemaphoreMutex(c1, base)
 	if err != nil {

@@ -17,7 +17,7 @@ import (
 // parent Stat would save a request, but ZooKeeper gives no way to tell from
 // it whether a child was deleted since our create: see docs/performance.md.)
 func TestMutexTokenWhenAChildChangesBeforeTheListing(t *testing.T) {
-	ctx, base := begin(t)
+	ctx, base := testutil.Begin(t, server.Addr())
 	proxy := zktest.NewProxyT(t, server.Addr())
 	c := newClient(t, proxy.Addr())
 	if err := c.BlockUntilConnected(ctx); err != nil {

@@ -60,7 +60,7 @@ func suffixIs(re interface{ MatchString(string) bool }, suffix string) func(stri
 // §9 "RW lock": c1 reading, c2 reading (lockData rwdata), c2 writing:
 // READ 0, READ 1, WRIT 2 — one sequence, both halves carry the lock data.
 func TestTreeReadWriteLock(t *testing.T) {
-	ctx, base := begin(t)
+	ctx, base := testutil.Begin(t, server.Addr())
 	raw := testutil.Connect(t, server.Addr())
 	ip := framework.WithDefaultData([]byte("127.0.0.1"))
 	c1, c2 := newClient(t, "", ip), newClient(t, "", ip)
@@ -109,7 +109,7 @@ func TestTreeReadWriteLock(t *testing.T) {
 // while it waits. Then: P/locks empty once it is granted; P, P/locks and
 // P/leases are containers (the server reaps them once empty).
 func TestTreeSemaphore(t *testing.T) {
-	ctx, base := begin(t)
+	ctx, base := testutil.Begin(t, server.Addr())
 	raw := testutil.Connect(t, server.Addr())
 	ip := framework.WithDefaultData([]byte("127.0.0.1"))
 	c1, c2 := newClient(t, "", ip), newClient(t, "", ip)
@@ -173,7 +173,7 @@ func TestTreeSemaphore(t *testing.T) {
 // §9 "SemaphoreMutex": P/locks empty, P/leases/_c_…-lease-0000000000 with
 // the local IP, while held.
 func TestTreeSemaphoreMutex(t *testing.T) {
-	ctx, base := begin(t)
+	ctx, base := testutil.Begin(t, server.Addr())
 	raw := testutil.Connect(t, server.Addr())
 	c := newClient(t, "", framework.WithDefaultData([]byte("127.0.0.1")))
 	m, err := NewInterProcessSemaphoreMutex(c, base)

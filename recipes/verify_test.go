@@ -8,13 +8,14 @@ import (
 
 	"github.com/gocurator/curator/framework"
 	"github.com/gocurator/curator/framework/zktest"
+	"github.com/gocurator/curator/internal/testutil"
 )
 
 // CURATOR-604: a node that the children list shows first but that belongs
 // to another session (as after a reconnect to a server that has not yet
 // applied the old session's close) must not be reported as held.
 func TestVerifyRefusesNodeOfAnotherSession(t *testing.T) {
-	ctx, base := begin(t)
+	ctx, base := testutil.Begin(t, server.Addr())
 	ours, other := newClient(t, ""), newClient(t, "")
 	path, err := other.Create(ctx, base+"/lock-", nil, framework.WithMode(framework.EphemeralSequential),
 		framework.WithProtection(), framework.CreatingParentContainersIfNeeded())
@@ -47,7 +48,7 @@ func TestVerifyRefusesNodeOfAnotherSession(t *testing.T) {
 // dropped connection, SUSPENDED then RECONNECTED in the same session), the
 // grant reads the node again, and the token comes with that read.
 func TestTrustOnlyWithoutErrorStateSinceArming(t *testing.T) {
-	ctx, base := begin(t)
+	ctx, base := testutil.Begin(t, server.Addr())
 	proxy := zktest.NewProxyT(t, server.Addr())
 	c := newClient(t, proxy.Addr())
 	li := lockInternals{client: c, base: base}
