@@ -67,11 +67,8 @@ func warningFor(l *lockview.Listing, node string) string {
 func equal(a, b []string) bool { return strings.Join(a, "\n") == strings.Join(b, "\n") }
 
 func TestLsMutex(t *testing.T) {
-	testutil.CheckLeaks(t)
-	path := testutil.Path(t)
-	testutil.CleanupTree(t, server.Addr(), path)
+	ctx, path := testutil.Begin(t, server.Addr())
 	conn := testutil.Connect(t, server.Addr())
-	ctx := testutil.Context(t)
 	client := newClient(t, "")
 	mu, err := recipes.NewInterProcessMutex(client, path)
 	if err != nil {
@@ -141,11 +138,8 @@ func TestLsMutex(t *testing.T) {
 }
 
 func TestLsReadWrite(t *testing.T) {
-	testutil.CheckLeaks(t)
-	path := testutil.Path(t)
-	testutil.CleanupTree(t, server.Addr(), path)
+	ctx, path := testutil.Begin(t, server.Addr())
 	conn := testutil.Connect(t, server.Addr())
-	ctx := testutil.Context(t)
 	client := newClient(t, "")
 	rw, err := recipes.NewInterProcessReadWriteLock(client, path)
 	if err != nil {
@@ -200,11 +194,8 @@ func TestLsReadWrite(t *testing.T) {
 }
 
 func TestLsSemaphore(t *testing.T) {
-	testutil.CheckLeaks(t)
-	path := testutil.Path(t)
-	testutil.CleanupTree(t, server.Addr(), path)
+	ctx, path := testutil.Begin(t, server.Addr())
 	conn := testutil.Connect(t, server.Addr())
-	ctx := testutil.Context(t)
 	client := newClient(t, "")
 	sem, err := recipes.NewInterProcessSemaphoreV2(client, path, 2)
 	if err != nil {
@@ -262,11 +253,8 @@ func TestLsSemaphore(t *testing.T) {
 // names with 36-character UUIDs, the local address as data, container
 // parents, and the 5.5+ downgrade read node.
 func TestLsCuratorTrees(t *testing.T) {
-	testutil.CheckLeaks(t)
-	path := testutil.Path(t)
-	testutil.CleanupTree(t, server.Addr(), path)
+	ctx, path := testutil.Begin(t, server.Addr())
 	conn := testutil.Connect(t, server.Addr())
-	ctx := testutil.Context(t)
 	client := newClient(t, "")
 	acl := zk.WorldACL(zk.PermAll)
 	ip := []byte("127.0.0.1")

@@ -17,6 +17,7 @@ import (
 	"github.com/gocurator/curator/framework/zktest"
 	"github.com/gocurator/curator/internal/testclient"
 	"github.com/gocurator/curator/internal/testutil"
+	"github.com/gocurator/curator/recipes"
 )
 
 // server is the real ZooKeeper every test of the package shares, each under
@@ -36,6 +37,22 @@ func newClient(t testing.TB, servers string, opts ...framework.Option) *framewor
 		servers = server.Addr()
 	}
 	return testclient.New(t, servers, opts...)
+}
+
+// holdMutex takes the mutex at path on a client of its own, for the rest of
+// the test: it is released when the test ends.
+func holdMutex(ctx context.Context, t testing.TB, path string) *recipes.Handle {
+	t.Helper()
+	mu, err := recipes.NewInterProcessMutex(newClient(t, ""), path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := mu.NewHandle()
+	if err := h.Acquire(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = h.Release(context.Background()) })
+	return h
 }
 
 // syncBuffer is an io.Writer safe for the command's output copier and the

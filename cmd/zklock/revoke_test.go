@@ -14,11 +14,8 @@ import (
 )
 
 func TestRevokeRevocableHolder(t *testing.T) {
-	testutil.CheckLeaks(t)
-	path := testutil.Path(t)
-	testutil.CleanupTree(t, server.Addr(), path)
+	ctx, path := testutil.Begin(t, server.Addr())
 	conn := testutil.Connect(t, server.Addr())
-	ctx := testutil.Context(t)
 	h, asked := revocableHolder(t, newClient(t, ""), path)
 
 	code, out, stderr := zklock(t, "--json", "revoke", h.LockPath())
@@ -68,10 +65,7 @@ func revocableHolder(t *testing.T, c *framework.Client, path string) (*recipes.H
 }
 
 func TestRevokeWaitsForRelease(t *testing.T) {
-	testutil.CheckLeaks(t)
-	path := testutil.Path(t)
-	testutil.CleanupTree(t, server.Addr(), path)
-	ctx := testutil.Context(t)
+	ctx, path := testutil.Begin(t, server.Addr())
 	mu, err := recipes.NewInterProcessMutex(newClient(t, ""), path)
 	if err != nil {
 		t.Fatal(err)
@@ -93,11 +87,8 @@ func TestRevokeWaitsForRelease(t *testing.T) {
 }
 
 func TestRevokeErrors(t *testing.T) {
-	testutil.CheckLeaks(t)
-	path := testutil.Path(t)
-	testutil.CleanupTree(t, server.Addr(), path)
+	ctx, path := testutil.Begin(t, server.Addr())
 	conn := testutil.Connect(t, server.Addr())
-	ctx := testutil.Context(t)
 
 	// No such node.
 	code, _, stderr := zklock(t, "revoke", path+"/gone")
@@ -111,15 +102,7 @@ func TestRevokeErrors(t *testing.T) {
 		t.Errorf("persistent node: status %d, stderr %q", code, stderr)
 	}
 	// A holder that is not revocable: written, with a warning.
-	mu, err := recipes.NewInterProcessMutex(newClient(t, ""), path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	h := mu.NewHandle()
-	if err := h.Acquire(ctx); err != nil {
-		t.Fatal(err)
-	}
-	defer h.Release(context.Background())
+	h := holdMutex(ctx, t, path)
 	code, _, stderr = zklock(t, "revoke", h.LockPath())
 	if code != 0 || !strings.Contains(stderr, "did not make its lock revocable") {
 		t.Errorf("non-revocable holder: status %d, stderr %q", code, stderr)

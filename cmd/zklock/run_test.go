@@ -69,12 +69,9 @@ func TestRunPassesTokenAndNode(t *testing.T) {
 // listing; only missing parents cost Exists calls). Closing the session
 // removes the node.
 func TestRunNoTokenRunsNothing(t *testing.T) {
-	testutil.CheckLeaks(t)
-	path := testutil.Path(t)
-	testutil.CleanupTree(t, server.Addr(), path)
+	ctx, path := testutil.Begin(t, server.Addr())
 	conn := testutil.Connect(t, server.Addr())
 	createNode(t, conn, path)
-	ctx := testutil.Context(t)
 	proxy := zktest.NewProxyT(t, server.Addr())
 	fired := proxy.LoseNextReply(zktest.OpExists)
 	out := tempFile(t, "ran")
@@ -121,20 +118,9 @@ func TestRunExitStatus(t *testing.T) {
 }
 
 func TestRunTryOnceOnHeldLock(t *testing.T) {
-	testutil.CheckLeaks(t)
-	path := testutil.Path(t)
-	testutil.CleanupTree(t, server.Addr(), path)
+	ctx, path := testutil.Begin(t, server.Addr())
 	conn := testutil.Connect(t, server.Addr())
-	ctx := testutil.Context(t)
-	mu, err := recipes.NewInterProcessMutex(newClient(t, ""), path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	h := mu.NewHandle()
-	if err := h.Acquire(ctx); err != nil {
-		t.Fatal(err)
-	}
-	defer h.Release(context.Background())
+	h := holdMutex(ctx, t, path)
 
 	marker := tempFile(t, "ran")
 	code, _, stderr := zklock(t, "run", "--try-once", path, "--", "touch", marker)
@@ -160,20 +146,9 @@ func TestRunTryOnceOnHeldLock(t *testing.T) {
 }
 
 func TestRunSignalWhileWaiting(t *testing.T) {
-	testutil.CheckLeaks(t)
-	path := testutil.Path(t)
-	testutil.CleanupTree(t, server.Addr(), path)
+	ctx, path := testutil.Begin(t, server.Addr())
 	conn := testutil.Connect(t, server.Addr())
-	ctx := testutil.Context(t)
-	mu, err := recipes.NewInterProcessMutex(newClient(t, ""), path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	h := mu.NewHandle()
-	if err := h.Acquire(ctx); err != nil {
-		t.Fatal(err)
-	}
-	defer h.Release(context.Background())
+	holdMutex(ctx, t, path)
 
 	inv := newInvocation()
 	done := make(chan int, 1)
@@ -261,10 +236,7 @@ func TestRunLockLostSignalsCommand(t *testing.T) {
 }
 
 func TestRunReadWriteAndSemaphore(t *testing.T) {
-	testutil.CheckLeaks(t)
-	path := testutil.Path(t)
-	testutil.CleanupTree(t, server.Addr(), path)
-	ctx := testutil.Context(t)
+	ctx, path := testutil.Begin(t, server.Addr())
 	client := newClient(t, "")
 	rw, err := recipes.NewInterProcessReadWriteLock(client, path+"/rw")
 	if err != nil {
@@ -311,10 +283,7 @@ func TestRunReadWriteAndSemaphore(t *testing.T) {
 }
 
 func TestRunRevocable(t *testing.T) {
-	testutil.CheckLeaks(t)
-	path := testutil.Path(t)
-	testutil.CleanupTree(t, server.Addr(), path)
-	ctx := testutil.Context(t)
+	ctx, path := testutil.Begin(t, server.Addr())
 	inv := newInvocation()
 	done := make(chan int, 1)
 	go func() {
