@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -283,5 +285,43 @@ func TestDigestAuthAndACL(t *testing.T) {
 	}
 	if _, err := owner.SetData(ctx, p, []byte("w"), -1); err != nil {
 		t.Fatalf("owner SetData = %v", err)
+	}
+}
+
+// The server reaps an empty container parent whenever its check runs, also
+// between the look for the deepest existing ancestor and the create of the
+// first missing node below it (a CI failure: the create of a lock node
+// came back NoNode). Parents are made again, a bounded number of times.
+func TestCreateParentsWhileAnAncestorIsReaped(t *testing.T) {
+	ctx, base := testutil.Begin(t, server.Addr())
+	raw := testutil.Connect(t, server.Addr())
+	for _, always := range []bool{false, true} {
+		c := newClient(t, "")
+		anc := fmt.Sprintf("%s/always-%t", base, always)
+		if _, err := c.Create(ctx, anc, nil, WithMode(Container), CreatingParentContainersIfNeeded()); err != nil {
+			t.Fatal(err)
+		}
+		var reaped atomic.Int32
+		c.cfg.beforeParentCreate = func(p string) {
+			if p == anc+"/x" && (always || reaped.Load() == 0) {
+				reaped.Add(1)
+				if err := raw.Delete(anc, -1); err != nil {
+					t.Errorf("reaping %s: %v", anc, err)
+				}
+			}
+		}
+		node, err := c.Create(ctx, anc+"/x/y/lock-", nil, WithMode(EphemeralSequential), WithProtection(),
+			CreatingParentContainersIfNeeded())
+		c.Close()
+		if always {
+			if !errors.Is(err, zk.ErrNoNode) || reaped.Load() > parentAttempts*(parentAttempts+1) {
+				t.Fatalf("create while the ancestor is always reaped = %q, %v after %d reapings", node, err, reaped.Load())
+			}
+			if ok, _, _ := raw.Exists(anc); ok {
+				t.Fatalf("%s is left after a failed create", anc)
+			}
+		} else if err != nil || reaped.Load() != 1 {
+			t.Fatalf("create after one reaping = %q, %v (%d reapings)", node, err, reaped.Load())
+		}
 	}
 }

@@ -70,6 +70,11 @@ type config struct {
 	dialer            zk.Dialer
 	listeners         []state.Listener
 	juteMaxBuffer     int
+
+	// beforeParentCreate, when set (by tests only), runs before mkdirs
+	// creates each missing parent: the place where the server may reap an
+	// ancestor that is an empty container.
+	beforeParentCreate func(serverPath string)
 }
 
 func defaultConfig() config {
