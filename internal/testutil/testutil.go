@@ -37,10 +37,17 @@ func CheckLeaks(t testing.TB) {
 	t.Cleanup(func() { goleak.VerifyNone(t, ignore) })
 }
 
+// Root is the node under which every test has its own path. CleanupTree
+// makes it a persistent node: as the empty container that the first lock
+// below it would make, the server would reap it between tests, and a client
+// creating parents at that moment (Java Curator's mkdirs, for one) fails
+// with NoNode.
+const Root = "/gocurator-test"
+
 // Path returns a ZooKeeper path unique to the test: /gocurator-test/<name>.
 func Path(t testing.TB, suffix ...string) string {
 	name := strings.NewReplacer("/", "_", " ", "_").Replace(t.Name())
-	p := "/gocurator-test/" + name
+	p := Root + "/" + name
 	for _, s := range suffix {
 		p += "/" + s
 	}

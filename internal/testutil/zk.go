@@ -72,6 +72,11 @@ func CleanupTreeAs(t testing.TB, servers, path, userPassword string) *zk.Conn {
 }
 
 func cleanupTree(t testing.TB, conn *zk.Conn, path string) {
+	if strings.HasPrefix(path, Root+"/") {
+		if _, err := conn.Create(Root, nil, 0, zk.WorldACL(zk.PermAll)); err != nil && !errors.Is(err, zk.ErrNodeExists) {
+			t.Fatalf("creating %s: %v", Root, err)
+		}
+	}
 	t.Cleanup(func() {
 		if err := DeleteTree(conn, path); err != nil {
 			t.Errorf("cleaning up %s: %v", path, err)
