@@ -149,13 +149,14 @@ func (c *Client) createWithParents(p string, data []byte, o createOptions) (stri
 		return c.conn.Create(p, data, o.mode.flags(), o.acl)
 	}
 	created, err := create()
-	// The server may reap a container parent, still empty, between mkdirs
-	// and the create: make the parents again, a bounded number of times.
+	// The server may reap an ancestor that is an empty container while
+	// mkdirs runs (after mkdirs saw it, so that a create in mkdirs fails
+	// with NoNode) or between mkdirs and the create: make the parents
+	// again, a bounded number of times.
 	for try := 0; errors.Is(err, zk.ErrNoNode) && o.parents != noParents && try < parentAttempts; try++ {
-		if err := c.mkdirs(p, false, o.parents == containerParents && c.cfg.containers); err != nil {
-			return "", err
+		if err = c.mkdirs(p, false, o.parents == containerParents && c.cfg.containers); err == nil {
+			created, err = create()
 		}
-		created, err = create()
 	}
 	return created, err
 }

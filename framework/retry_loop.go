@@ -136,21 +136,11 @@ func (c *Client) prepare(ctx context.Context) error {
 // mkdirs creates every missing node of the server path p (p itself only if
 // makeLast), with empty data, as containers or persistent nodes. It looks
 // for the deepest existing ancestor first (Curator 5.7.1+), so an existing
-// tree costs reads, not failed creates. The server may reap an ancestor
-// that is an empty container between that look and the creates below it;
-// then mkdirs looks again, a bounded number of times.
+// tree costs reads, not failed creates.
 func (c *Client) mkdirs(p string, makeLast bool, containers bool) error {
 	if !makeLast {
 		p, _ = SplitPath(p)
 	}
-	err := c.mkdirsOnce(p, containers)
-	for try := 1; errors.Is(err, zk.ErrNoNode) && try < parentAttempts; try++ {
-		err = c.mkdirsOnce(p, containers)
-	}
-	return err
-}
-
-func (c *Client) mkdirsOnce(p string, containers bool) error {
 	var missing []string
 	for q := p; q != "/"; q, _ = SplitPath(q) {
 		ok, _, err := c.conn.Exists(q)
