@@ -171,29 +171,14 @@ func rawChildren(t testing.TB, conn *zk.Conn, path string) []string {
 	return kids
 }
 
-// createNode creates a persistent node at path with missing ancestors as
-// containers (as the recipes make them), again if the server reaps an
-// ancestor in between.
+// createNode creates a persistent node at path, a test's own path: its
+// parent, testutil.Root, is a persistent node that testutil.Begin made, so
+// no ancestor is missing and none can be reaped.
 func createNode(t testing.TB, conn *zk.Conn, path string) {
 	t.Helper()
-	acl := zk.WorldACL(zk.PermAll)
-	for attempt := 0; attempt < 10; attempt++ {
-		for i := 1; i < len(path); i++ {
-			if path[i] == '/' {
-				if _, err := conn.CreateContainer(path[:i], nil, zk.FlagContainer, acl); err != nil && !errors.Is(err, zk.ErrNodeExists) {
-					t.Fatalf("create %s: %v", path[:i], err)
-				}
-			}
-		}
-		_, err := conn.Create(path, nil, 0, acl)
-		if err == nil {
-			return
-		}
-		if !errors.Is(err, zk.ErrNoNode) {
-			t.Fatalf("create %s: %v", path, err)
-		}
+	if _, err := conn.Create(path, nil, 0, zk.WorldACL(zk.PermAll)); err != nil {
+		t.Fatalf("create %s: %v", path, err)
 	}
-	t.Fatalf("create %s: its parent keeps vanishing", path)
 }
 
 // tempFile returns a path in the test's temporary directory.
