@@ -33,15 +33,15 @@ type Proxy struct {
 	bh     atomic.Bool  // mirror of blackholed, read per packet
 	armed  atomic.Int32 // len(arms), read per request
 
-	requests   [maxCountedOpcode]atomic.Int64 // forwarded requests by opcode
-	countWaits atomic.Int32                   // len(waits), read per request
+	requests   [countedOpcodes]atomic.Int64 // forwarded requests by opcode (see opcodeIndex)
+	countWaits atomic.Int32                 // len(waits), read per request
 
 	mu         sync.Mutex
 	closed     bool
 	blackholed bool
 	conns      map[*proxyConn]struct{}
 	changed    chan struct{} // closed (and replaced) to wake held connections
-	expiring   map[int64]int // sessions being expired: their reconnects are held
+	held       map[int64]int // sessions held (HoldSession) or being expired: their reconnects wait
 	arms       []*loseArm
 	waits      []*requestWait
 	sessions   map[int64]sessionCred
@@ -64,8 +64,23 @@ type loseArm struct {
 func (a *loseArm) fire() { a.once.Do(func() { close(a.fired) }) }
 
 // maxCountedOpcode bounds the opcodes Requests counts: every request that
-// gets a reply has a small non-negative opcode.
-const maxCountedOpcode = 128
+// gets a reply has a small non-negative opcode, but for closeSession, which
+// is counted in the slot after them.
+const (
+	maxCountedOpcode = 128
+	countedOpcodes   = maxCountedOpcode + 1
+)
+
+// opcodeIndex returns the slot of requests that counts opcode.
+func opcodeIndex(opcode int32) (int, bool) {
+	switch {
+	case opcode == OpCloseSession:
+		return maxCountedOpcode, true
+	case opcode < 0 || opcode >= maxCountedOpcode:
+		return 0, false
+	}
+	return int(opcode), true
+}
 
 // requestWait is one WaitRequests call.
 type requestWait struct {
@@ -74,18 +89,20 @@ type requestWait struct {
 	done   chan struct{}
 }
 
-// Requests returns how many requests with opcode (OpGetChildren2, ...)
-// the proxy has forwarded to the server, over all its connections.
+// Requests returns how many requests with opcode (OpGetChildren2, ...,
+// OpCloseSession) the proxy has forwarded to the server, over all its
+// connections.
 func (p *Proxy) Requests(opcode int32) int64 {
-	if opcode < 0 || opcode >= maxCountedOpcode {
+	i, ok := opcodeIndex(opcode)
+	if !ok {
 		return 0
 	}
-	return p.requests[opcode].Load()
+	return p.requests[i].Load()
 }
 
 // WaitRequests waits until Requests(opcode) is at least n, or ctx ends.
 func (p *Proxy) WaitRequests(ctx context.Context, opcode int32, n int64) error {
-	if opcode < 0 || opcode >= maxCountedOpcode {
+	if _, ok := opcodeIndex(opcode); !ok {
 		return fmt.Errorf("zktest: opcode %d is not counted", opcode)
 	}
 	w := &requestWait{opcode: opcode, n: n, done: make(chan struct{})}
@@ -115,10 +132,11 @@ func (p *Proxy) dropWait(w *requestWait) {
 // countRequest counts one forwarded request and wakes the waits it
 // satisfies.
 func (p *Proxy) countRequest(op int32) {
-	if op < 0 || op >= maxCountedOpcode {
+	i, ok := opcodeIndex(op)
+	if !ok {
 		return
 	}
-	n := p.requests[op].Add(1)
+	n := p.requests[i].Add(1)
 	if p.countWaits.Load() == 0 {
 		return
 	}
@@ -148,7 +166,7 @@ func NewProxy(target string) (*Proxy, error) {
 		ln:       ln,
 		conns:    make(map[*proxyConn]struct{}),
 		changed:  make(chan struct{}),
-		expiring: make(map[int64]int),
+		held:     make(map[int64]int),
 		sessions: make(map[int64]sessionCred),
 	}
 	p.wg.Add(1)
@@ -270,21 +288,37 @@ func (p *Proxy) ExpireSession(sessionID int64) error {
 		p.mu.Unlock()
 		return fmt.Errorf("zktest: session 0x%x was not seen by this proxy", sessionID)
 	}
-	p.expiring[sessionID]++
+	p.mu.Unlock()
+	release := p.HoldSession(sessionID)
+	defer release()
+	return closeSessionDirect(p.target, sessionID, cred.timeout, cred.passwd, time.Now().Add(10*time.Second))
+}
+
+// HoldSession cuts one session off from the server, as a partition would
+// that session alone: it closes the proxy's connections of that session and
+// holds its reconnects (accepted, with nothing forwarded or answered), while
+// other sessions, new ones included, pass as usual. The server keeps the
+// session until it expires it. The returned function ends the hold (it is
+// idempotent): a held reconnect then goes through to the server.
+func (p *Proxy) HoldSession(sessionID int64) (release func()) {
+	p.mu.Lock()
+	p.held[sessionID]++
 	victims := p.snapshotLocked(func(c *proxyConn) bool {
 		return c.session == sessionID || c.reqSession == sessionID
 	})
 	p.mu.Unlock()
-	defer func() {
-		p.mu.Lock()
-		if p.expiring[sessionID]--; p.expiring[sessionID] <= 0 {
-			delete(p.expiring, sessionID)
-		}
-		p.signalLocked()
-		p.mu.Unlock()
-	}()
 	closeAll(victims)
-	return closeSessionDirect(p.target, sessionID, cred.timeout, cred.passwd, time.Now().Add(10*time.Second))
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			p.mu.Lock()
+			defer p.mu.Unlock()
+			if p.held[sessionID]--; p.held[sessionID] <= 0 {
+				delete(p.held, sessionID)
+			}
+			p.signalLocked()
+		})
+	}
 }
 
 // Close stops listening, closes every connection and waits for all of the
@@ -525,7 +559,7 @@ func (c *proxyConn) run() {
 func (p *Proxy) currentDelay() time.Duration { return time.Duration(p.delay.Load()) }
 
 // waitForwardable holds a new connection while the proxy is black-holed or
-// while its session is being expired. It reports false if the connection
+// while its session is held (HoldSession, ExpireSession). It reports false if the connection
 // was closed meanwhile.
 func (c *proxyConn) waitForwardable(sid int64, raw bool) bool {
 	p := c.p
@@ -536,7 +570,7 @@ func (c *proxyConn) waitForwardable(sid int64, raw bool) bool {
 			return false
 		}
 		c.reqSession = sid
-		held := p.blackholed || (!raw && sid != 0 && p.expiring[sid] > 0)
+		held := p.blackholed || (!raw && sid != 0 && p.held[sid] > 0)
 		ch := p.changed
 		p.mu.Unlock()
 		if !held {

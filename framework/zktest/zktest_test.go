@@ -649,4 +649,53 @@ func TestProxy(t *testing.T) {
 			t.Fatal(err)
 		}
 	})
+
+	t.Run("HoldSession", func(t *testing.T) {
+		p := NewProxyT(t, s.Addr())
+		conn, ev := connect(t, p.Addr(), 10*time.Second)
+		other, _ := connect(t, p.Addr(), 10*time.Second)
+		observer, _ := connect(t, s.Addr(), 10*time.Second)
+		sid := conn.SessionID()
+		if _, err := conn.Create("/held", nil, zk.FlagEphemeral, acl); err != nil {
+			t.Fatal(err)
+		}
+		mark := ev.mark()
+		release := p.HoldSession(sid)
+		ev.waitState(t, mark, zk.StateDisconnected, 10*time.Second)
+		// Other sessions pass; the held one is kept by the server.
+		if _, _, err := other.Get("/"); err != nil {
+			t.Fatal(err)
+		}
+		if ok, _, err := observer.Exists("/held"); err != nil || !ok {
+			t.Fatalf("ephemeral of the held session: exists %v %v", ok, err)
+		}
+		if conn.State() == zk.StateHasSession {
+			t.Fatal("the held session reconnected")
+		}
+		release()
+		release() // idempotent
+		ev.waitState(t, mark, zk.StateHasSession, 15*time.Second)
+		if conn.SessionID() != sid {
+			t.Fatalf("session after the hold %x, want the same %x", conn.SessionID(), sid)
+		}
+		ok, _, gone, err := observer.ExistsW("/held")
+		if err != nil || !ok {
+			t.Fatalf("ephemeral after the hold: exists %v %v", ok, err)
+		}
+		before := p.Requests(OpCloseSession)
+		conn.Close()
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := p.WaitRequests(ctx, OpCloseSession, before+1); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case e := <-gone:
+			if e.Type != zk.EventNodeDeleted {
+				t.Fatalf("observer event %v", e)
+			}
+		case <-ctx.Done():
+			t.Fatal("the ephemeral node survived closeSession")
+		}
+	})
 }
