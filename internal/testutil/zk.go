@@ -15,10 +15,11 @@ import (
 )
 
 // Connect opens a raw go-zookeeper connection for checking the server's
-// view of the tree, waits for its session, and closes it when the test ends.
+// view of the tree (servers: "host:port[,host:port...]"), waits for its
+// session, and closes it when the test ends.
 func Connect(t testing.TB, servers string) *zk.Conn {
 	t.Helper()
-	conn, events, err := zk.Connect([]string{servers}, 10*time.Second,
+	conn, events, err := zk.Connect(strings.Split(servers, ","), 10*time.Second,
 		zk.WithLogger(log.New(io.Discard, "", 0)))
 	if err != nil {
 		t.Fatalf("connect %s: %v", servers, err)
