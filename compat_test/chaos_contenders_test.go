@@ -266,7 +266,7 @@ func (s *goSlot) waitConnected(ctx context.Context, _ time.Time) error {
 	return s.current().BlockUntilConnected(ctx)
 }
 
-// partitioned: every holding inside at t0 must be told (Lost()) by the
+// partitioned: every holding inside at t0 must be told (Done()) by the
 // deadline, or have finished before being told. With none inside, the
 // client's own SUSPENDED or LOST counts.
 func (s *goSlot) partitioned(t0 time.Time) func(time.Time) (time.Duration, bool, string) {
@@ -363,7 +363,7 @@ func pause(ctx context.Context, d time.Duration) {
 	}
 }
 
-// hold is one holding: told (by Lost()) as soon as the lock can no longer
+// hold is one holding: told (by Done()) as soon as the lock can no longer
 // be trusted; otherwise it enters the guard and writes its token. A lock
 // with a resource reads its token first, before the guard (as the Java
 // contender): if that fails with ErrLockLost, the holding is told (it
@@ -375,12 +375,16 @@ func (c *goContender) hold(ctx context.Context, o owner, gen int) error {
 	c.n++
 	h := &goHolding{id: c.label + "." + strconv.Itoa(c.n), kind: c.lock.kind, max: c.lock.max,
 		guard: r.guards[c.lock.guard], done: make(chan struct{})}
-	lost := o.Lost()
+	lost := o.Done()
 	// told reports whether the holding has been told: the first to see
-	// Lost() closed, the holder or the watcher below, records it.
+	// Done() closed for a loss (not for the release after the holding),
+	// the holder or the watcher below, records it.
 	told := func() bool {
 		select {
 		case <-lost:
+			if !errors.Is(o.Err(), recipes.ErrLockLost) {
+				return false
+			}
 			if at := time.Now(); h.tell(at) {
 				r.goTold(h.id, at)
 			}
@@ -407,7 +411,7 @@ func (c *goContender) hold(ctx context.Context, o owner, gen int) error {
 		cancel()
 		switch {
 		case errors.Is(err, recipes.ErrLockLost):
-			// As a holder told by Lost(): told now, so it never enters the
+			// As a holder told by Done(): told now, so it never enters the
 			// guard or writes (the watcher above may have told it first).
 			r.goAcquired.Add(1)
 			if at := time.Now(); h.tell(at) {

@@ -77,7 +77,7 @@ func TestSessionExpiry(t *testing.T) {
 				t.Fatal("Java's untimed acquire returned false")
 			}
 			select {
-			case <-o.Lost():
+			case <-o.Done():
 			case <-ctx.Done():
 				t.Fatal("the Go holder was not told its lock is lost")
 			}

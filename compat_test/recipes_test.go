@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"sync"
 	"testing"
 
 	"github.com/gocurator/curator/framework"
@@ -15,7 +16,8 @@ import (
 type owner interface {
 	Acquire(ctx context.Context) error
 	Release(ctx context.Context) error
-	Lost() <-chan struct{}
+	Done() <-chan struct{}
+	Err() error
 }
 
 // recipe describes one of Curator's lock recipes on both sides, so that a
@@ -193,50 +195,72 @@ func semaphoreRecipe(max int, data string) recipe {
 	}
 }
 
-// leaseOwner holds qty leases of a semaphore as one owner.
+// leaseOwner holds qty leases of a semaphore as one owner. Its methods may
+// be called from several goroutines (a holder and the watcher of its Done).
 type leaseOwner struct {
-	s      *recipes.InterProcessSemaphoreV2
-	qty    int
+	s   *recipes.InterProcessSemaphoreV2
+	qty int
+
+	mu     sync.Mutex
 	leases []*recipes.Lease
 }
 
-func (o *leaseOwner) Acquire(ctx context.Context) error {
-	if len(o.leases) > 0 {
+func (o *leaseOwner) take(ctx context.Context, acquire func(context.Context, int) ([]*recipes.Lease, error)) error {
+	if len(o.held()) > 0 {
 		return errors.New("leaseOwner: already holds leases")
 	}
-	ls, err := o.s.AcquireN(ctx, o.qty)
+	ls, err := acquire(ctx, o.qty)
+	o.mu.Lock()
 	o.leases = ls
+	o.mu.Unlock()
 	return err
 }
 
-func (o *leaseOwner) TryAcquire(ctx context.Context) error {
-	if len(o.leases) > 0 {
-		return errors.New("leaseOwner: already holds leases")
-	}
-	ls, err := o.s.TryAcquireN(ctx, o.qty)
-	o.leases = ls
-	return err
+func (o *leaseOwner) Acquire(ctx context.Context) error { return o.take(ctx, o.s.AcquireN) }
+
+func (o *leaseOwner) TryAcquire(ctx context.Context) error { return o.take(ctx, o.s.TryAcquireN) }
+
+func (o *leaseOwner) held() []*recipes.Lease {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.leases
 }
 
 func (o *leaseOwner) Release(ctx context.Context) error {
-	if len(o.leases) == 0 {
+	o.mu.Lock()
+	leases := o.leases
+	o.leases = nil
+	o.mu.Unlock()
+	if len(leases) == 0 {
 		return fmt.Errorf("leaseOwner: %w", recipes.ErrNotHeld)
 	}
 	var errs []error
-	for _, l := range o.leases {
+	for _, l := range leases {
 		errs = append(errs, l.Close(ctx))
 	}
-	o.leases = nil
 	return errors.Join(errs...)
 }
 
-func (o *leaseOwner) Lost() <-chan struct{} {
-	if len(o.leases) == 0 {
+func (o *leaseOwner) Done() <-chan struct{} {
+	leases := o.held()
+	if len(leases) == 0 {
 		ch := make(chan struct{})
 		close(ch)
 		return ch
 	}
-	return o.leases[0].Lost()
+	return leases[0].Done()
+}
+
+func (o *leaseOwner) Err() error {
+	leases := o.held()
+	if len(leases) == 0 {
+		return fmt.Errorf("leaseOwner: %w", recipes.ErrNotHeld)
+	}
+	var errs []error
+	for _, l := range leases {
+		errs = append(errs, l.Err())
+	}
+	return errors.Join(errs...)
 }
 
 func multiPaths(base string) []string { return []string{base + "/a", base + "/b"} }

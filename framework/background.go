@@ -13,7 +13,7 @@ import (
 // again and again, until it succeeds, fails for a reason that retrying
 // cannot fix, or the client closes. It is how guaranteed deletes and the
 // clean-up of failed protected creates outlive the call that started them.
-func (c *Client) inBackground(what, path string, fn func() error) {
+func (c *Client) inBackground(what, path string, fn func(z *zk.Conn) error) {
 	c.mu.Lock()
 	if c.closed {
 		c.mu.Unlock()
@@ -24,7 +24,7 @@ func (c *Client) inBackground(what, path string, fn func() error) {
 	go func() {
 		defer c.bg.Done()
 		for {
-			_, err := retryLoop(c, c.bgCtx, what, path, func() (struct{}, error) { return struct{}{}, fn() }, nil)
+			_, err := retryLoop(c, c.bgCtx, what, path, func(z *zk.Conn) (struct{}, error) { return struct{}{}, fn(z) }, nil)
 			switch {
 			case err == nil:
 				c.log.Debug("background work done", zap.String("what", what), zap.String("path", path))
@@ -42,8 +42,8 @@ func (c *Client) inBackground(what, path string, fn func() error) {
 
 // deleteInBackground deletes the server path p until it is gone.
 func (c *Client) deleteInBackground(p string) {
-	c.inBackground("guaranteed delete", c.ns.unfix(p), func() error {
-		if err := c.conn.Delete(p, -1); err != nil && !errors.Is(err, zk.ErrNoNode) {
+	c.inBackground("guaranteed delete", c.ns.unfix(p), func(z *zk.Conn) error {
+		if err := z.Delete(p, -1); err != nil && !errors.Is(err, zk.ErrNoNode) {
 			return err
 		}
 		return nil
@@ -56,7 +56,7 @@ func (c *Client) deleteInBackground(p string) {
 // while in flight, it first waits for that attempt to end, so that a node it
 // creates late is found too.
 func (c *Client) findAndDeleteInBackground(parent, prefix string, abandoned <-chan struct{}) {
-	c.inBackground("find and delete protected node", c.ns.unfix(parent), func() error {
+	c.inBackground("find and delete protected node", c.ns.unfix(parent), func(z *zk.Conn) error {
 		if abandoned != nil {
 			select {
 			case <-abandoned:
@@ -64,11 +64,11 @@ func (c *Client) findAndDeleteInBackground(parent, prefix string, abandoned <-ch
 				return c.bgCtx.Err()
 			}
 		}
-		found, err := c.findProtected(parent, prefix)
+		found, err := findProtected(z, parent, prefix)
 		if err != nil || found == "" {
 			return err
 		}
-		if err := c.conn.Delete(found, -1); err != nil && !errors.Is(err, zk.ErrNoNode) {
+		if err := z.Delete(found, -1); err != nil && !errors.Is(err, zk.ErrNoNode) {
 			return err
 		}
 		return nil

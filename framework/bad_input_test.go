@@ -135,7 +135,11 @@ func TestOpsRefuseBadInput(t *testing.T) {
 		testutil.ErrorIs(t, err, ErrClosed, op.name, "client is closed")
 		testutil.ErrorIs(t, err, zk.ErrClosing)
 		testutil.ErrorIs(t, op.do(cancelled, c, base+"/x"), context.Canceled, op.name)
+		//lint:ignore SA1012 a nil context is the bad input under test
+		testutil.ErrorIs(t, op.do(nil, c, base+"/x"), ErrInvalidArgument, op.name, "nil context") //nolint:staticcheck
 	}
+	//lint:ignore SA1012 a nil context is the bad input under test
+	testutil.ErrorIs(t, c.BlockUntilConnected(nil), ErrInvalidArgument, "nil context") //nolint:staticcheck
 	for _, bad := range []any{nil, "not an op", (*zk.CreateRequest)(nil), (*zk.DeleteRequest)(nil),
 		(*zk.SetDataRequest)(nil), (*zk.CheckVersionRequest)(nil), zk.CreateRequest{Path: base}} {
 		_, err := c.Multi(ctx, &zk.CreateRequest{Path: base}, bad)

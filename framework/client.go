@@ -10,9 +10,9 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/go-zookeeper/zk"
 	"go.uber.org/zap"
 
+	"github.com/gocurator/curator/internal/callgate"
 	"github.com/gocurator/curator/retry"
 	"github.com/gocurator/curator/state"
 )
@@ -23,35 +23,34 @@ import (
 // parents and protected nodes, and finishes guaranteed deletes in the
 // background. One Client per process is the rule; it is safe for concurrent use.
 type Client struct {
-	cfg    config
-	log    *zap.Logger
-	policy retry.Policy
-	ns     namespace
-	conn   *zk.Conn
-	events <-chan zk.Event // go-zookeeper's lossy channel: only read to learn when its loop has ended
+	cfg     config
+	log     *zap.Logger
+	policy  retry.Policy
+	ns      namespace
+	servers []string
+	conn    atomic.Pointer[conn] // the current connection; replaced when the session is abandoned
 
-	mu         sync.Mutex
-	cur        state.ConnectionState
-	sessionID  int64
-	negotiated time.Duration
-	changed    chan struct{} // closed and replaced at every transition
-	lostTimer  *time.Timer
-	timerGen   uint64
-	queue      []state.ConnectionState // transitions not yet given to listeners
-	listeners  map[int]state.Listener
-	nextID     int
-	signals    map[*errorSignal]struct{}
-	netConn    net.Conn // the current TCP connection, closed on Close to unblock go-zookeeper
-	closed     bool
+	mu           sync.Mutex
+	cur          state.ConnectionState
+	sessionID    int64
+	sessionEnded chan struct{} // closed when the session sessionID ends (LOST or Close)
+	negotiated   time.Duration
+	changed      chan struct{} // closed and replaced at every transition
+	lostTimer    *time.Timer
+	timerGen     uint64
+	queue        []state.ConnectionState // transitions not yet given to listeners
+	listeners    map[int]state.Listener
+	nextID       int
+	signals      map[*ErrorSignal]struct{}
+	retired      map[*conn]struct{} // abandoned connections whose sessions are still to close
+	closed       bool
 
 	wake       chan struct{}
+	gate       callgate.Gate // listener calls: Close does not wait while one is under way
 	dispatched chan struct{} // closed when the listener goroutine has ended
 	bgCtx      context.Context
 	bgCancel   context.CancelFunc
 	bg         sync.WaitGroup
-
-	readyMu sync.Mutex
-	ready   atomic.Bool
 }
 
 // New makes a client for connectString ("host:port,host:port") with the
@@ -76,15 +75,18 @@ func New(connectString string, policy retry.Policy, opts ...Option) (*Client, er
 		return nil, err
 	}
 	c := &Client{
-		cfg:        cfg,
-		log:        cfg.logger.Named("gocurator"),
-		policy:     policy,
-		changed:    make(chan struct{}),
-		negotiated: cfg.sessionTimeout,
-		listeners:  map[int]state.Listener{},
-		signals:    map[*errorSignal]struct{}{},
-		wake:       make(chan struct{}, 1),
-		dispatched: make(chan struct{}),
+		cfg:          cfg,
+		log:          cfg.logger.Named("gocurator"),
+		policy:       policy,
+		servers:      servers,
+		changed:      make(chan struct{}),
+		sessionEnded: make(chan struct{}),
+		negotiated:   cfg.sessionTimeout,
+		listeners:    map[int]state.Listener{},
+		signals:      map[*ErrorSignal]struct{}{},
+		retired:      map[*conn]struct{}{},
+		wake:         make(chan struct{}, 1),
+		dispatched:   make(chan struct{}),
 	}
 	if cfg.namespace != "" {
 		c.ns = namespace("/" + cfg.namespace)
@@ -93,25 +95,11 @@ func New(connectString string, policy retry.Policy, opts ...Option) (*Client, er
 		c.AddListener(l)
 	}
 	c.bgCtx, c.bgCancel = context.WithCancel(context.Background())
-	dial := cfg.dialer
-	if dial == nil {
-		dial = net.DialTimeout
+	c.mu.Lock() // events may arrive before connect returns; they wait for c.conn
+	z, err := c.connect()
+	if err == nil {
+		c.conn.Store(z)
 	}
-	c.mu.Lock() // events may arrive before Connect returns; they wait for c.conn
-	conn, events, err := zk.Connect(servers, cfg.sessionTimeout,
-		zk.WithEventCallback(c.onEvent),
-		zk.WithLogger(zkLogger{c}),
-		zk.WithMaxConnBufferSize(max(goZKSendBuffer, cfg.juteMaxBuffer+4)), // room for the largest request
-		zk.WithDialer(func(network, address string, timeout time.Duration) (net.Conn, error) {
-			nc, err := dial(network, address, timeout)
-			if err == nil {
-				c.mu.Lock()
-				c.netConn = nc
-				c.mu.Unlock()
-			}
-			return nc, err
-		}))
-	c.conn, c.events = conn, events
 	c.mu.Unlock()
 	if err != nil {
 		c.bgCancel()
@@ -184,7 +172,11 @@ func (c *Client) Logger() *zap.Logger { return c.log }
 
 // BlockUntilConnected waits until the client is connected (CONNECTED,
 // RECONNECTED or READ_ONLY) or ctx ends, as Curator's blockUntilConnected.
+// A nil ctx is an error wrapping ErrInvalidArgument.
 func (c *Client) BlockUntilConnected(ctx context.Context) error {
+	if ctx == nil {
+		return invalidArgument("nil context")
+	}
 	for {
 		c.mu.Lock()
 		closed, connected, changed := c.closed, c.cur.IsConnected(), c.changed
@@ -220,9 +212,13 @@ func (c *Client) AddListener(l state.Listener) (remove func()) {
 }
 
 // Close ends the session (its ephemeral nodes, and so its locks, go at once),
-// stops background work, and waits for every goroutine of the client and of
-// go-zookeeper to end. Listeners hear every change posted before Close (Close
-// waits for them) and none after. Close is idempotent.
+// ends every ErrorSignal, stops background work, and waits for the client's
+// goroutines and go-zookeeper's to end. Listeners hear every change posted
+// before Close, and Close waits for them, but for one case: if a listener
+// call is under way when Close is called, Close does not wait for it (it may
+// be the caller: a listener may close its client, as in Curator's "on LOST,
+// close and build a new client"); the changes still queued are delivered
+// after that call returns. Close is idempotent.
 func (c *Client) Close() error {
 	c.mu.Lock()
 	if c.closed {
@@ -231,25 +227,33 @@ func (c *Client) Close() error {
 	}
 	c.closed = true
 	c.stopLostTimer()
-	for s := range c.signals {
-		s.fire()
-	}
+	c.endSignals(ErrClosed)
 	c.signals = nil
+	c.endSession()
 	close(c.changed)
 	close(c.wake)
+	conns := []*conn{c.zk()}
+	for z := range c.retired {
+		conns = append(conns, z)
+	}
+	c.retired = nil
 	c.mu.Unlock()
 
+	mayWait := c.gate.Close()
 	c.bgCancel()
 	c.bg.Wait()
-	c.conn.Close()
-	c.mu.Lock()
-	if c.netConn != nil {
-		c.netConn.Close() // unblocks a handshake go-zookeeper may be stuck in
+	var wg sync.WaitGroup
+	for _, z := range conns {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			z.close()
+		}()
 	}
-	c.mu.Unlock()
-	for range c.events { // closed when go-zookeeper's loop has ended
+	wg.Wait()
+	if mayWait {
+		<-c.dispatched
 	}
-	<-c.dispatched
 	return nil
 }
 
@@ -262,16 +266,25 @@ func (c *Client) IsClosed() bool {
 }
 
 // zkLogger sends go-zookeeper's messages to zap at debug level, and learns
-// the negotiated session timeout, which go-zookeeper only logs.
-type zkLogger struct{ c *Client }
+// the negotiated session timeout of the current connection, which
+// go-zookeeper only logs.
+type zkLogger struct {
+	c *Client
+	z *conn
+}
 
 func (l zkLogger) Printf(format string, args ...any) {
 	if format == "authenticated: id=%d, timeout=%d" && len(args) == 2 {
 		if ms, ok := args[1].(int32); ok && ms > 0 {
 			l.c.mu.Lock()
-			l.c.negotiated = time.Duration(ms) * time.Millisecond
+			if l.z == l.c.zk() {
+				l.c.negotiated = time.Duration(ms) * time.Millisecond
+			}
 			l.c.mu.Unlock()
 		}
 	}
 	l.c.log.Debug("go-zookeeper: " + fmt.Sprintf(format, args...))
 }
+
+// sessionString formats a session id as ZooKeeper's logs do.
+func sessionString(id int64) string { return fmt.Sprintf("0x%x", id) }

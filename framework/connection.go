@@ -20,13 +20,15 @@ import (
 //	              RECONNECTED. After SUSPENDED or LOST: RECONNECTED.
 //	Disconnected  SUSPENDED, unless already SUSPENDED or LOST; starts the
 //	              timer that posts LOST when the negotiated session timeout ×
-//	              percent / 100 passes while still SUSPENDED.
+//	              percent / 100 passes while still SUSPENDED, and then
+//	              abandons the session (see conn).
 //	Expired       LOST, unless already LOST.
 //
 // go-zookeeper keeps one Conn across sessions and learns of expiry only when
 // it reconnects, so the session-id comparison and the timer are what tell a
-// partitioned client that its session is gone.
-func (c *Client) onEvent(ev zk.Event) {
+// partitioned client that its session is gone. Events of a retired
+// connection (one whose session was abandoned) do not move the machine.
+func (c *Client) onEvent(z *conn, ev zk.Event) {
 	if ev.Type != zk.EventSession {
 		return
 	}
@@ -35,13 +37,21 @@ func (c *Client) onEvent(ev zk.Event) {
 	if c.closed {
 		return
 	}
+	if z != c.zk() {
+		c.onRetiredEvent(z, ev)
+		return
+	}
 	switch ev.State {
 	case zk.StateHasSession:
-		sid := c.conn.SessionID()
+		sid := z.SessionID()
 		if c.sessionID != 0 && sid != c.sessionID && c.cur != state.Lost {
 			c.post(state.Lost)
 		}
-		c.sessionID = sid
+		if sid != c.sessionID {
+			c.endSession()
+			c.sessionID = sid
+			c.sessionEnded = make(chan struct{})
+		}
 		c.stopLostTimer()
 		switch {
 		case c.cur == 0:
@@ -62,9 +72,11 @@ func (c *Client) onEvent(ev zk.Event) {
 	}
 }
 
-// post records a transition; c.mu is held.
+// post records a transition; c.mu is held. The error signals the error
+// policy (and, for LOST, the end of the session) calls for end here, before
+// any listener hears of it.
 func (c *Client) post(s state.ConnectionState) {
-	c.log.Info("connection state change", zap.Stringer("state", s), zap.String("session", fmt.Sprintf("0x%x", c.sessionID)))
+	c.log.Info("connection state change", zap.Stringer("state", s), zap.String("session", sessionString(c.sessionID)))
 	c.cur = s
 	close(c.changed)
 	c.changed = make(chan struct{})
@@ -73,11 +85,11 @@ func (c *Client) post(s state.ConnectionState) {
 	case c.wake <- struct{}{}:
 	default:
 	}
-	if c.cfg.errorPolicy.IsErrorState(s) {
-		for sig := range c.signals {
-			sig.fire()
-			delete(c.signals, sig)
-		}
+	if s == state.Lost {
+		c.endSession()
+	}
+	if s == state.Lost || c.cfg.errorPolicy.IsErrorState(s) {
+		c.endSignals(&StateError{State: s})
 	}
 }
 
@@ -94,6 +106,7 @@ func (c *Client) startLostTimer() {
 		c.log.Warn("session timeout has elapsed while SUSPENDED; the session is presumed lost",
 			zap.Duration("after", d))
 		c.post(state.Lost)
+		c.abandonSession()
 	})
 }
 
@@ -125,7 +138,7 @@ func (c *Client) dispatch() {
 			}
 			for _, s := range q {
 				for _, l := range ls {
-					l.StateChanged(s)
+					c.gate.Call(func() { l.StateChanged(s) })
 				}
 			}
 		}
@@ -160,33 +173,5 @@ func (c *Client) waitConnected(ctx context.Context) error {
 		case <-ctx.Done():
 			return ctx.Err()
 		}
-	}
-}
-
-// errorSignal is closed at the first error state (by the client's error
-// policy) after it was made, or when the client closes.
-type errorSignal struct{ ch chan struct{} }
-
-func (s *errorSignal) fire() { close(s.ch) }
-
-// NotifyErrorState returns a channel that is closed at the first connection
-// state change from now on that the client's error policy counts as an error
-// (SUSPENDED or LOST by default), or when the client is closed; and a
-// function that stops the notification. Lock recipes use it to tell a holder
-// that its lock can no longer be trusted. The current state does not count,
-// only later changes.
-func (c *Client) NotifyErrorState() (<-chan struct{}, func()) {
-	s := &errorSignal{ch: make(chan struct{})}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.closed {
-		s.fire()
-		return s.ch, func() {}
-	}
-	c.signals[s] = struct{}{}
-	return s.ch, func() {
-		c.mu.Lock()
-		defer c.mu.Unlock()
-		delete(c.signals, s)
 	}
 }

@@ -72,9 +72,10 @@ func TestServerExpiredSession(t *testing.T) {
 	testutil.CleanupTree(t, server.Addr(), base)
 	proxy := zktest.NewProxyT(t, server.Addr())
 	rec := testutil.NewStateRecorder()
-	c := newClient(t, proxy.Addr(), WithSessionTimeout(4*time.Second), WithListener(rec))
-	lost, stop := c.NotifyErrorState()
-	defer stop()
+	c := newClient(t, proxy.Addr(), WithSessionTimeout(4*time.Second), WithListener(rec),
+		WithErrorPolicy(state.SessionErrorPolicy{})) // so that the signal ends at LOST, not at the SUSPENDED before it
+	sig := c.NotifyErrorState()
+	defer sig.Stop()
 
 	node, err := c.Create(ctx, base+"/eph", nil, WithMode(Ephemeral), CreatingParentContainersIfNeeded())
 	if err != nil {
@@ -86,8 +87,12 @@ func TestServerExpiredSession(t *testing.T) {
 	}
 	rec.WaitFor(ctx, t, state.Lost)
 	rec.WaitFor(ctx, t, state.Reconnected)
+	var se *StateError
 	select {
-	case <-lost:
+	case <-sig.Done():
+		if !errors.As(sig.Err(), &se) || se.State != state.Lost {
+			t.Fatalf("signal ended with %v, want LOST", sig.Err())
+		}
 	default:
 		t.Fatal("error signal did not fire on LOST")
 	}
@@ -107,23 +112,27 @@ func TestErrorSignalFollowsPolicy(t *testing.T) {
 	proxy := zktest.NewProxyT(t, server.Addr())
 	rec := testutil.NewStateRecorder()
 	c := newClient(t, proxy.Addr(), WithListener(rec), WithErrorPolicy(state.SessionErrorPolicy{}))
-	sig, stop := c.NotifyErrorState()
-	defer stop()
+	sig := c.NotifyErrorState()
+	defer sig.Stop()
 	proxy.DropConnections()
 	rec.WaitFor(ctx, t, state.Suspended)
 	rec.WaitFor(ctx, t, state.Reconnected)
 	select {
-	case <-sig:
+	case <-sig.Done():
 		t.Fatal("SUSPENDED fired the signal under the Session policy")
 	default:
 	}
 
 	std := newClient(t, proxy.Addr())
-	sig2, stop2 := std.NotifyErrorState()
-	defer stop2()
+	sig2 := std.NotifyErrorState()
+	defer sig2.Stop()
 	proxy.DropConnections()
 	select {
-	case <-sig2:
+	case <-sig2.Done():
+		var se *StateError
+		if !errors.As(sig2.Err(), &se) || se.State != state.Suspended {
+			t.Fatalf("signal ended with %v, want SUSPENDED", sig2.Err())
+		}
 	case <-ctx.Done():
 		t.Fatal("SUSPENDED did not fire the signal under the Standard policy")
 	}
@@ -133,11 +142,28 @@ func TestCloseWakesAndRefuses(t *testing.T) {
 	testutil.CheckLeaks(t)
 	ctx := testutil.Context(t)
 	c := newClient(t, "")
-	sig, _ := c.NotifyErrorState()
+	sig := c.NotifyErrorState()
+	stopped := c.NotifyErrorState()
+	if sig.Err() != nil {
+		t.Fatalf("Err of a signal that has not ended = %v", sig.Err())
+	}
+	stopped.Stop()
+	if err := stopped.Err(); err != ErrStopped {
+		t.Fatalf("Err of a stopped signal = %v, want ErrStopped", err)
+	}
 	if err := c.Close(); err != nil {
 		t.Fatal(err)
 	}
-	<-sig // closed by Close
+	<-sig.Done() // closed by Close
+	if err := sig.Err(); !errors.Is(err, ErrClosed) {
+		t.Fatalf("Err of a signal ended by Close = %v, want ErrClosed", err)
+	}
+	if err := stopped.Err(); err != ErrStopped {
+		t.Fatalf("Close changed the Err of a stopped signal to %v", err)
+	}
+	if late := c.NotifyErrorState(); !errors.Is(late.Err(), ErrClosed) {
+		t.Fatalf("signal made after Close: Err %v, want ErrClosed", late.Err())
+	}
 	if _, _, err := c.GetData(ctx, "/"); !errors.Is(err, ErrClosed) || !errors.Is(err, zk.ErrClosing) {
 		t.Fatalf("GetData after Close = %v, want ErrClosed", err)
 	}

@@ -130,8 +130,8 @@ func (c *Client) Create(ctx context.Context, path string, data []byte, opts ...C
 	if o.protected {
 		return c.createProtected(ctx, path, data, o)
 	}
-	created, err := call(c, ctx, "create", path, func() (string, error) {
-		return c.createWithParents(c.ns.fix(path), data, o)
+	created, err := call(c, ctx, "create", path, func(z *zk.Conn) (string, error) {
+		return c.createWithParents(z, c.ns.fix(path), data, o)
 	})
 	if err != nil {
 		return "", err
@@ -141,12 +141,12 @@ func (c *Client) Create(ctx context.Context, path string, data []byte, opts ...C
 
 // createWithParents issues one create of the server path p and, if its
 // parent is missing and parents were asked for, creates them and tries once more.
-func (c *Client) createWithParents(p string, data []byte, o createOptions) (string, error) {
+func (c *Client) createWithParents(z *zk.Conn, p string, data []byte, o createOptions) (string, error) {
 	create := func() (string, error) {
 		if o.mode == Container {
-			return c.conn.CreateContainer(p, data, zk.FlagContainer, o.acl)
+			return z.CreateContainer(p, data, zk.FlagContainer, o.acl)
 		}
-		return c.conn.Create(p, data, o.mode.flags(), o.acl)
+		return z.Create(p, data, o.mode.flags(), o.acl)
 	}
 	created, err := create()
 	// The server may reap an ancestor that is an empty container while
@@ -154,7 +154,7 @@ func (c *Client) createWithParents(p string, data []byte, o createOptions) (stri
 	// with NoNode) or between mkdirs and the create: make the parents
 	// again, a bounded number of times.
 	for try := 0; errors.Is(err, zk.ErrNoNode) && o.parents != noParents && try < parentAttempts; try++ {
-		if err = c.mkdirs(p, false, o.parents == containerParents && c.cfg.containers); err == nil {
+		if err = c.mkdirs(z, p, false, o.parents == containerParents && c.cfg.containers); err == nil {
 			created, err = create()
 		}
 	}
@@ -203,13 +203,13 @@ func (c *Client) Delete(ctx context.Context, path string, opts ...DeleteOption) 
 		return opError("delete", path, err)
 	}
 	full := c.ns.fix(path)
-	del := func() error { return c.conn.Delete(full, o.version) }
-	_, err := call(c, ctx, "delete", path, func() (struct{}, error) { return struct{}{}, del() })
+	del := func(z *zk.Conn) error { return z.Delete(full, o.version) }
+	_, err := call(c, ctx, "delete", path, func(z *zk.Conn) (struct{}, error) { return struct{}{}, del(z) })
 	if err != nil && o.guaranteed && !errors.Is(err, ErrClosed) &&
-		(c.retryable(err) || ctx.Err() != nil) {
+		(c.retryable(err) || ctx != nil && ctx.Err() != nil) {
 		c.log.Info("delete failed; it goes on in the background")
-		c.inBackground("guaranteed delete", path, func() error {
-			if err := del(); err != nil && !errors.Is(err, zk.ErrNoNode) {
+		c.inBackground("guaranteed delete", path, func(z *zk.Conn) error {
+			if err := del(z); err != nil && !errors.Is(err, zk.ErrNoNode) {
 				return err
 			}
 			return nil
@@ -220,8 +220,8 @@ func (c *Client) Delete(ctx context.Context, path string, opts ...DeleteOption) 
 
 // Exists reports whether a node is at path, with its Stat if so.
 func (c *Client) Exists(ctx context.Context, path string) (bool, *zk.Stat, error) {
-	r, err := read(c, ctx, "exists", path, func(p string) (nodeResult, error) {
-		ok, stat, err := c.conn.Exists(p)
+	r, err := read(c, ctx, "exists", path, func(z *zk.Conn, p string) (nodeResult, error) {
+		ok, stat, err := z.Exists(p)
 		return nodeResult{ok: ok, stat: stat}, err
 	})
 	return r.ok, r.stat, err
@@ -232,8 +232,8 @@ func (c *Client) Exists(ctx context.Context, path string) (bool, *zk.Stat, error
 // never appears stays on the server. Event paths are server paths
 // (namespace included).
 func (c *Client) ExistsW(ctx context.Context, path string) (bool, *zk.Stat, <-chan zk.Event, error) {
-	r, err := read(c, ctx, "exists", path, func(p string) (nodeResult, error) {
-		ok, stat, w, err := c.conn.ExistsW(p)
+	r, err := read(c, ctx, "exists", path, func(z *zk.Conn, p string) (nodeResult, error) {
+		ok, stat, w, err := z.ExistsW(p)
 		return nodeResult{ok: ok, stat: stat, watch: w}, err
 	})
 	return r.ok, r.stat, r.watch, err
@@ -241,8 +241,8 @@ func (c *Client) ExistsW(ctx context.Context, path string) (bool, *zk.Stat, <-ch
 
 // GetData returns the node's data and Stat.
 func (c *Client) GetData(ctx context.Context, path string) ([]byte, *zk.Stat, error) {
-	r, err := read(c, ctx, "get data", path, func(p string) (nodeResult, error) {
-		data, stat, err := c.conn.Get(p)
+	r, err := read(c, ctx, "get data", path, func(z *zk.Conn, p string) (nodeResult, error) {
+		data, stat, err := z.Get(p)
 		return nodeResult{data: data, stat: stat}, err
 	})
 	return r.data, r.stat, err
@@ -254,8 +254,8 @@ func (c *Client) GetData(ctx context.Context, path string) ([]byte, *zk.Stat, er
 // session expiry or Close the event has Type zk.EventNotWatching and Err set.
 // Event paths are server paths (namespace included).
 func (c *Client) GetDataW(ctx context.Context, path string) ([]byte, *zk.Stat, <-chan zk.Event, error) {
-	r, err := read(c, ctx, "get data", path, func(p string) (nodeResult, error) {
-		data, stat, w, err := c.conn.GetW(p)
+	r, err := read(c, ctx, "get data", path, func(z *zk.Conn, p string) (nodeResult, error) {
+		data, stat, w, err := z.GetW(p)
 		return nodeResult{data: data, stat: stat, watch: w}, err
 	})
 	return r.data, r.stat, r.watch, err
@@ -266,8 +266,8 @@ func (c *Client) SetData(ctx context.Context, path string, data []byte, version 
 	if err := c.checkRequest("set data", path, func(p string) int { return setDataSize(p, data) }); err != nil {
 		return nil, err
 	}
-	r, err := read(c, ctx, "set data", path, func(p string) (nodeResult, error) {
-		stat, err := c.conn.Set(p, data, version)
+	r, err := read(c, ctx, "set data", path, func(z *zk.Conn, p string) (nodeResult, error) {
+		stat, err := z.Set(p, data, version)
 		return nodeResult{stat: stat}, err
 	})
 	return r.stat, err
@@ -275,8 +275,8 @@ func (c *Client) SetData(ctx context.Context, path string, data []byte, version 
 
 // Children returns the names of the node's children, in server order.
 func (c *Client) Children(ctx context.Context, path string) ([]string, *zk.Stat, error) {
-	r, err := read(c, ctx, "get children", path, func(p string) (nodeResult, error) {
-		names, stat, err := c.conn.Children(p)
+	r, err := read(c, ctx, "get children", path, func(z *zk.Conn, p string) (nodeResult, error) {
+		names, stat, err := z.Children(p)
 		return nodeResult{children: names, stat: stat}, err
 	})
 	return r.children, r.stat, err
@@ -285,8 +285,8 @@ func (c *Client) Children(ctx context.Context, path string) ([]string, *zk.Stat,
 // ChildrenW is Children plus a one-shot watch on the node's children.
 // Event paths are server paths (namespace included).
 func (c *Client) ChildrenW(ctx context.Context, path string) ([]string, *zk.Stat, <-chan zk.Event, error) {
-	r, err := read(c, ctx, "get children", path, func(p string) (nodeResult, error) {
-		names, stat, w, err := c.conn.ChildrenW(p)
+	r, err := read(c, ctx, "get children", path, func(z *zk.Conn, p string) (nodeResult, error) {
+		names, stat, w, err := z.ChildrenW(p)
 		return nodeResult{children: names, stat: stat, watch: w}, err
 	})
 	return r.children, r.stat, r.watch, err
@@ -294,8 +294,8 @@ func (c *Client) ChildrenW(ctx context.Context, path string) ([]string, *zk.Stat
 
 // Sync asks the server the client is connected to to catch up with the leader for path.
 func (c *Client) Sync(ctx context.Context, path string) error {
-	_, err := read(c, ctx, "sync", path, func(p string) (nodeResult, error) {
-		_, err := c.conn.Sync(p)
+	_, err := read(c, ctx, "sync", path, func(z *zk.Conn, p string) (nodeResult, error) {
+		_, err := z.Sync(p)
 		return nodeResult{}, err
 	})
 	return err
@@ -313,13 +313,13 @@ type nodeResult struct {
 // read validates path and runs a single-node operation on its server path
 // in the retry loop. (SetData and Sync go through it too: they are as safe
 // to retry as a read.)
-func read[T any](c *Client, ctx context.Context, op, path string, fn func(serverPath string) (T, error)) (T, error) {
+func read[T any](c *Client, ctx context.Context, op, path string, fn func(z *zk.Conn, serverPath string) (T, error)) (T, error) {
 	if err := ValidatePath(path); err != nil {
 		var zero T
 		return zero, opError(op, path, err)
 	}
 	full := c.ns.fix(path)
-	return call(c, ctx, op, path, func() (T, error) { return fn(full) })
+	return call(c, ctx, op, path, func(z *zk.Conn) (T, error) { return fn(z, full) })
 }
 
 // Multi runs the operations (*zk.CreateRequest, *zk.DeleteRequest,
@@ -341,8 +341,8 @@ func (c *Client) Multi(ctx context.Context, ops ...any) ([]zk.MultiResponse, err
 	if err := c.checkSize(size); err != nil {
 		return nil, opError("multi", "", err)
 	}
-	res, err := call(c, ctx, "multi", "", func() ([]zk.MultiResponse, error) {
-		return c.conn.Multi(fixed...)
+	res, err := call(c, ctx, "multi", "", func(z *zk.Conn) ([]zk.MultiResponse, error) {
+		return z.Multi(fixed...)
 	})
 	for i := range res {
 		if res[i].String != "" {

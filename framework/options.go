@@ -144,13 +144,16 @@ func WithDefaultData(data []byte) Option {
 
 // WithSimulatedSessionExpirationPercent sets, from 1 to 100, the share of the
 // negotiated session timeout after which a client that has stayed SUSPENDED
-// reports LOST without hearing from the server (default 100).
+// reports LOST without hearing from the server (default 100). The client
+// then gives that session up, as Curator does: it moves to a new session,
+// and closes the old one on the server as soon as a server answers it.
 func WithSimulatedSessionExpirationPercent(p int) Option {
 	return optionFunc(func(c *config) { c.expirationPercent = p })
 }
 
 // WithErrorPolicy sets which connection states end the trust in a held lock
-// (default state.StandardErrorPolicy: SUSPENDED and LOST).
+// (default state.StandardErrorPolicy: SUSPENDED and LOST). LOST ends it
+// whatever the policy says: the session is gone.
 func WithErrorPolicy(p state.ErrorPolicy) Option {
 	return optionFunc(func(c *config) { c.errorPolicy = p })
 }

@@ -103,9 +103,9 @@ func (c *Client) createProtected(ctx context.Context, path string, data []byte, 
 	session := c.SessionID()
 	first := true
 	var abandoned <-chan struct{}
-	created, err := retryLoop(c, ctx, "create", path, func() (string, error) {
+	created, err := retryLoop(c, ctx, "create", path, func(z *zk.Conn) (string, error) {
 		if !first {
-			found, err := c.findProtected(parent, prefix)
+			found, err := findProtected(z, parent, prefix)
 			if err != nil {
 				return "", err
 			}
@@ -119,12 +119,12 @@ func (c *Client) createProtected(ctx context.Context, path string, data []byte, 
 		}
 		first = false
 		session = c.SessionID()
-		return c.createWithParents(full, data, o)
+		return c.createWithParents(z, full, data, o)
 	}, &abandoned)
 	if err == nil {
 		return c.ns.unfix(created), nil
 	}
-	if c.retryable(err) || ctx.Err() != nil {
+	if c.retryable(err) || ctx != nil && ctx.Err() != nil {
 		c.findAndDeleteInBackground(parent, prefix, abandoned)
 	}
 	return "", opError("create", path, err)
@@ -132,8 +132,8 @@ func (c *Client) createProtected(ctx context.Context, path string, data []byte, 
 
 // findProtected returns the server path of the first child of parent (in
 // server order) whose name starts with prefix, or "".
-func (c *Client) findProtected(parent, prefix string) (string, error) {
-	children, _, err := c.conn.Children(parent)
+func findProtected(z *zk.Conn, parent, prefix string) (string, error) {
+	children, _, err := z.Children(parent)
 	if errors.Is(err, zk.ErrNoNode) {
 		return "", nil
 	}

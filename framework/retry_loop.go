@@ -15,10 +15,10 @@ import (
 
 // call runs one operation in Curator's retry loop and returns its value:
 // before each attempt it waits (up to the connection timeout) for a
-// connection and makes sure auth and the namespace are in place; a
-// retryable failure is retried as the policy allows. Errors come back as
-// *OpError.
-func call[T any](c *Client, ctx context.Context, op, path string, attempt func() (T, error)) (T, error) {
+// connection and makes sure auth and the namespace are in place on it; the
+// attempt runs on that connection; a retryable failure is retried as the
+// policy allows. Errors come back as *OpError.
+func call[T any](c *Client, ctx context.Context, op, path string, attempt func(z *zk.Conn) (T, error)) (T, error) {
 	v, err := retryLoop(c, ctx, op, path, attempt, nil)
 	return v, opError(op, path, err)
 }
@@ -26,16 +26,20 @@ func call[T any](c *Client, ctx context.Context, op, path string, attempt func()
 // retryLoop is call without the OpError. If abandoned is not nil and ctx
 // cuts an attempt short while it is in flight, *abandoned is set to a channel
 // closed when that attempt has ended.
-func retryLoop[T any](c *Client, ctx context.Context, op, path string, attempt func() (T, error), abandoned *<-chan struct{}) (T, error) {
+func retryLoop[T any](c *Client, ctx context.Context, op, path string, attempt func(z *zk.Conn) (T, error), abandoned *<-chan struct{}) (T, error) {
 	var out T
+	if ctx == nil {
+		return out, invalidArgument("nil context")
+	}
 	if c.IsClosed() {
 		return out, ErrClosed
 	}
 	err := retry.Do(ctx, c.policy, func(ctx context.Context) error {
-		if err := c.prepare(ctx); err != nil {
+		z, err := c.prepare(ctx)
+		if err != nil {
 			return err
 		}
-		v, err, pending := interruptible(ctx, attempt)
+		v, err, pending := interruptible(ctx, func() (T, error) { return attempt(z.Conn) })
 		if pending != nil {
 			if abandoned != nil {
 				*abandoned = pending
@@ -100,50 +104,53 @@ func interruptible[T any](ctx context.Context, fn func() (T, error)) (T, error, 
 	}
 }
 
-// prepare waits for a connection, then, once per client, sends the auth
-// infos and creates the namespace node.
-func (c *Client) prepare(ctx context.Context) error {
+// prepare waits for a connection, then, once per go-zookeeper connection,
+// sends the auth infos and creates the namespace node; it returns the
+// connection the attempt is to run on.
+func (c *Client) prepare(ctx context.Context) (*conn, error) {
 	if err := c.waitConnected(ctx); err != nil {
-		return err
+		return nil, err
 	}
-	if c.ready.Load() {
-		return nil
+	z := c.zk()
+	if z.ready.Load() {
+		return z, nil
 	}
-	c.readyMu.Lock()
-	defer c.readyMu.Unlock()
-	if c.ready.Load() {
-		return nil
+	z.readyMu.Lock()
+	defer z.readyMu.Unlock()
+	if z.ready.Load() {
+		return z, nil
 	}
 	_, err, _ := interruptible(ctx, func() (struct{}, error) {
 		for _, a := range c.cfg.auth {
-			if err := c.conn.AddAuth(a.scheme, a.auth); err != nil {
+			if err := z.AddAuth(a.scheme, a.auth); err != nil {
 				return struct{}{}, opError("auth", a.scheme, err)
 			}
 		}
 		if c.ns != "" {
-			if err := c.mkdirs(string(c.ns), true, c.cfg.containers); err != nil {
+			if err := c.mkdirs(z.Conn, string(c.ns), true, c.cfg.containers); err != nil {
 				return struct{}{}, opError("create namespace", "/"+c.cfg.namespace, err)
 			}
 		}
 		return struct{}{}, nil
 	})
-	if err == nil {
-		c.ready.Store(true)
+	if err != nil {
+		return nil, err
 	}
-	return err
+	z.ready.Store(true)
+	return z, nil
 }
 
 // mkdirs creates every missing node of the server path p (p itself only if
 // makeLast), with empty data, as containers or persistent nodes. It looks
 // for the deepest existing ancestor first (Curator 5.7.1+), so an existing
 // tree costs reads, not failed creates.
-func (c *Client) mkdirs(p string, makeLast bool, containers bool) error {
+func (c *Client) mkdirs(z *zk.Conn, p string, makeLast bool, containers bool) error {
 	if !makeLast {
 		p, _ = SplitPath(p)
 	}
 	var missing []string
 	for q := p; q != "/"; q, _ = SplitPath(q) {
-		ok, _, err := c.conn.Exists(q)
+		ok, _, err := z.Exists(q)
 		if err != nil {
 			return err
 		}
@@ -160,9 +167,9 @@ func (c *Client) mkdirs(p string, makeLast bool, containers bool) error {
 		acl := c.cfg.aclProvider.ACLForPath(c.ns.unfix(q))
 		var err error
 		if containers {
-			_, err = c.conn.CreateContainer(q, []byte{}, zk.FlagContainer, acl)
+			_, err = z.CreateContainer(q, []byte{}, zk.FlagContainer, acl)
 		} else {
-			_, err = c.conn.Create(q, []byte{}, zk.FlagPersistent, acl)
+			_, err = z.Create(q, []byte{}, zk.FlagPersistent, acl)
 		}
 		if err != nil && !errors.Is(err, zk.ErrNodeExists) {
 			return err

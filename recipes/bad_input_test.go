@@ -84,6 +84,10 @@ func TestBadCountsAndLockLists(t *testing.T) {
 		{"AcquireN -1", errOf(sem.AcquireN(ctx, -1)), "qty -1"},
 		{"TryAcquireN 0", errOf(sem.TryAcquireN(ctx, 0)), "qty 0"},
 		{"TryAcquireN -2", errOf(sem.TryAcquireN(ctx, -2)), "qty -2"},
+		{"AcquireN more than maxLeases", errOf(sem.AcquireN(ctx, 3)), "qty 3 is more than the 2 leases"},
+		{"TryAcquireN more than maxLeases", errOf(sem.TryAcquireN(ctx, 5)), "qty 5 is more than the 2 leases"},
+		{"multi-lock of a path inside another", errOf(NewInterProcessMultiLock(c, []string{base + "/x", base + "/x/-sub"})), "is inside lock"},
+		{"multi-lock of a lock inside a semaphore", errOf(NewMultiLock(sm, mustMutex(t, c, base+"/sm/locks").NewHandle())), "is inside lock"},
 		{"multi-lock of nil paths", errOf(NewInterProcessMultiLock(c, nil)), "at least one path"},
 		{"multi-lock of no paths", errOf(NewInterProcessMultiLock(c, []string{})), "at least one path"},
 		{"multi-lock of a path twice", errOf(NewInterProcessMultiLock(c, []string{base + "/a", base + "/b", base + "/a"})), "given twice"},
@@ -256,6 +260,40 @@ func (m made[T]) get(t testing.TB) T {
 	return m.v
 }
 
+// Every call that takes a context refuses a nil one with an error wrapping
+// ErrBadArgument, never a panic, and creates nothing.
+func TestNilContext(t *testing.T) {
+	ctx, base := testutil.Begin(t, server.Addr())
+	nothingCreated := testutil.NothingCreated(t, server.Addr(), base)
+	c := newClient(t, "")
+	var nilCtx context.Context
+	for _, op := range lockOps(t, c, base+"/lock") {
+		t.Run(op.name, func(t *testing.T) { testutil.ErrorIs(t, op.do(nilCtx), ErrBadArgument, "nil context") })
+	}
+	h := mustMutex(t, c, base+"/m").NewHandle()
+	sem := mustSemaphore(t, c, base+"/sem", 1)
+	count := must(NewSharedCount(c, base+"/count", 1)).get(t)
+	for name, err := range map[string]error{
+		"release":            h.Release(nilCtx),
+		"fencing token":      errOf(h.FencingToken(nilCtx)),
+		"semaphore mutex":    must(NewInterProcessSemaphoreMutex(c, base+"/sm")).get(t).Release(nilCtx),
+		"multi-lock release": must(NewInterProcessMultiLock(c, []string{base + "/a"})).get(t).Release(nilCtx),
+		"participants":       errOf(sem.ParticipantNodes(nilCtx)),
+		"shared count Start": count.Start(nilCtx),
+		"revoke":             Revoke(nilCtx, c, base+"/m"),
+		"with lock":          WithLock(nilCtx, h, func(context.Context) error { return nil }),
+	} {
+		t.Run(name, func(t *testing.T) { testutil.ErrorIs(t, err, ErrBadArgument, "nil context") })
+	}
+	nothingCreated()
+	l := must(sem.Acquire(ctx)).get(t)
+	testutil.ErrorIs(t, l.Close(nilCtx), ErrBadArgument, "nil context")
+	testutil.ErrorIs(t, errOf(l.FencingToken(nilCtx)), ErrBadArgument, "nil context")
+	if err := l.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // An acquisition with a context that has already ended fails with the
 // context's error and creates no node.
 func TestAcquireWithCancelledContext(t *testing.T) {
@@ -311,7 +349,7 @@ func TestUseAfterClose(t *testing.T) {
 	if held.IsHeld() {
 		t.Error("the handle still holds after its release")
 	}
-	assertClosed(t, held.Lost(), "Lost of the released handle")
+	assertClosed(t, held.Done(), "Lost of the released handle")
 	if n := ephemerals(t, base); n != 0 {
 		t.Errorf("%d lock nodes left after Close", n)
 	}

@@ -4,6 +4,8 @@ import (
 	"errors"
 
 	"github.com/go-zookeeper/zk"
+
+	"github.com/gocurator/curator/framework"
 )
 
 var (
@@ -12,15 +14,20 @@ var (
 	ErrNotHeld = errors.New("gocurator: not held by this handle")
 	// ErrLocked is returned by TryAcquire when the lock is held elsewhere.
 	ErrLocked = errors.New("gocurator: held by another participant")
-	// ErrLockLost is the cause of the context given to a function run under
-	// a lock (WithLock) when the lock could no longer be trusted.
-	ErrLockLost = errors.New("gocurator: lock lost (connection SUSPENDED or session LOST)")
+	// ErrLockLost is wrapped by the Err of an owner whose acquisition can
+	// no longer be trusted (the connection SUSPENDED or the session LOST,
+	// by the client's error policy; the client closed; the node found
+	// gone), by every later Acquire and Release of it, and by the cause of
+	// the context WithLock gives its function.
+	ErrLockLost = errors.New("gocurator: lock lost")
 	// ErrUpgrade is returned when the holder of a read lock asks for the
 	// write lock of the same read-write lock: Curator would deadlock.
 	ErrUpgrade = errors.New("gocurator: a read lock cannot be upgraded to the write lock")
-	// ErrBadArgument marks a bad argument to a recipe: a zero quantity, a
-	// multi-lock with no locks or the same path twice, ...
-	ErrBadArgument = errors.New("gocurator: invalid argument")
+	// ErrBadArgument marks a bad argument to a recipe: a nil context, a zero
+	// quantity, a request that can never be granted, a multi-lock with no
+	// locks or the same path twice, ... It is framework.ErrInvalidArgument:
+	// one sentinel for every bad argument of the module.
+	ErrBadArgument = framework.ErrInvalidArgument
 )
 
 // errNodeVanished is the cause when our own lock node is no longer there (or

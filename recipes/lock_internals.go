@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"sync/atomic"
 	"time"
 
 	"github.com/go-zookeeper/zk"
@@ -130,53 +129,20 @@ type attempt struct {
 	revoked func() // revocation listener, or nil
 }
 
-// heldNode is a lock node we hold.
-//
-// Whose it is: session is the client's session when the loss signal (lost)
-// was armed, before the create. While no error state has closed lost, the
-// client has had that one session all along, so the node, created in
-// between, is that session's: no round trip is needed to know it. Only after
-// an error state is the node's Stat read (own), as CURATOR-604 needs.
-type heldNode struct {
-	path       string       // as the caller sees it (namespace stripped)
-	name       string       // last segment
-	session    int64        // the client's session when lost was armed (0: none yet)
-	own        *zk.Stat     // the node's Stat, once read; nil until an error state needs it
-	token      atomic.Int64 // czxid, the fencing token, once read (0: not yet)
-	lost       <-chan struct{}
-	stopLost   func()
-	stopRevoke func()
-}
-
-// owner returns the session our node belongs to, as far as we know.
-func (n *heldNode) owner() int64 {
-	if n.own != nil {
-		return n.own.EphemeralOwner
-	}
-	return n.session
-}
-
-func (n *heldNode) stop() {
-	n.stopLost()
-	if n.stopRevoke != nil {
-		n.stopRevoke()
-	}
-}
-
 // acquire creates a node and waits until the driver says it holds the lock,
 // ctx ends, or an error occurs. If the node vanishes (its session expired),
 // a new node is created as far as the client's retry policy allows, as
 // Curator's attemptLock does. On any failure our node is deleted
 // (guaranteed) before acquire returns.
-func (li *lockInternals) acquire(ctx context.Context, a attempt) (*heldNode, error) {
-	return retryVanished(ctx, li.client, li.base, func() (*heldNode, error) { return li.attemptOnce(ctx, a) })
+func (li *lockInternals) acquire(ctx context.Context, a attempt) (*acquisition, error) {
+	return retryVanished(ctx, li.client, li.base, func() (*acquisition, error) { return li.attemptOnce(ctx, a) })
 }
 
 // retryVanished runs once again, as far as the client's retry policy allows,
 // while it fails because our node vanished (errNodeVanished): Curator's
 // NoNode retry (attemptLock; the semaphore's RETRY_DUE_TO_MISSING_NODE).
 // One retry count and one elapsed time cover every run.
-func retryVanished(ctx context.Context, client *framework.Client, base string, once func() (*heldNode, error)) (*heldNode, error) {
+func retryVanished(ctx context.Context, client *framework.Client, base string, once func() (*acquisition, error)) (*acquisition, error) {
 	start := time.Now()
 	for retries := 0; ; retries++ {
 		n, err := once()
@@ -194,18 +160,17 @@ func retryVanished(ctx context.Context, client *framework.Client, base string, o
 	}
 }
 
-func (li *lockInternals) attemptOnce(ctx context.Context, a attempt) (*heldNode, error) {
+func (li *lockInternals) attemptOnce(ctx context.Context, a attempt) (*acquisition, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	// Armed before the create: an error state at any point from here on is
+	// Made before the create: an error state at any point from here on is
 	// seen, and a grant after one is verified again (see grant).
-	lost, stopLost := li.client.NotifyErrorState()
-	session := li.client.SessionID()
+	sig := li.client.NotifyErrorState()
 	path, err := li.client.Create(ctx, framework.JoinPath(li.base, a.name), a.data,
 		framework.WithMode(a.mode), framework.WithProtection(), framework.CreatingParentContainersIfNeeded())
 	if err != nil {
-		stopLost()
+		sig.Stop()
 	}
 	if errors.Is(err, zk.ErrNoNode) {
 		// The server reaped a container parent between the client creating
@@ -216,12 +181,12 @@ func (li *lockInternals) attemptOnce(ctx context.Context, a attempt) (*heldNode,
 	if err != nil {
 		return nil, err // a protected create cleans up after itself
 	}
-	n := &heldNode{path: path, name: path[len(li.base)+1:], session: session, lost: lost, stopLost: stopLost}
+	n := &acquisition{path: path, name: path[len(li.base)+1:], sig: sig}
 	if a.revoked != nil {
 		n.stopRevoke = li.watchRevocation(path, a.revoked)
 	}
 	if err := li.wait(ctx, a, n); err != nil {
-		n.stop()
+		n.end()
 		li.deleteNode(ctx, path)
 		return nil, err
 	}
@@ -232,8 +197,10 @@ func (li *lockInternals) attemptOnce(ctx context.Context, a attempt) (*heldNode,
 // driver names with a data watch (getData, never exists: a missing node
 // leaves no watch behind). Any event on it means "look again". A counting
 // driver (the semaphore's) lists with a child watch instead and waits on it
-// and on its own limit changing, as InterProcessSemaphoreV2 does.
-func (li *lockInternals) wait(ctx context.Context, a attempt, n *heldNode) error {
+// and on its own limit changing, as InterProcessSemaphoreV2 does. The end
+// of our node's session wakes the waiter too: a session the client gave up
+// on (see framework.Client.Session) leaves watches that nothing will fire.
+func (li *lockInternals) wait(ctx context.Context, a attempt, n *acquisition) error {
 	counting, _ := a.driver.(countingDriver)
 	handoff, _ := a.driver.(handoffDriver)
 	// The watch on the node we wait for is kept across listings while it has
@@ -314,12 +281,15 @@ func (li *lockInternals) wait(ctx context.Context, a attempt, n *heldNode) error
 		}
 		// A call retried across a session expiry sets its watch in the new
 		// session, where nothing will wake us for the old session's node:
-		// once the client is in a session other than our node's, the node is
-		// gone (or going) and waiting on it would be forever.
-		if o := n.owner(); o != 0 && o != li.client.SessionID() {
+		// once the client is in a session other than our node's, or its
+		// session has ended, the node is gone (or going) and waiting on it
+		// would be forever.
+		session, ended := li.client.Session()
+		if o := n.owner(); o != 0 && o != session || isClosed(ended) {
 			return errNodeVanished
 		}
 		select {
+		case <-ended:
 		case ev := <-w:
 			kept = nil // fired: a watch is good for one event
 			if handsOff && ev.Type == zk.EventNodeDeleted && li.trusted(n) {
@@ -344,14 +314,14 @@ type nodeStat struct {
 // armed, so the client's session has been alive and the same all along, and
 // our node is that session's. (An ephemeral node of a live session goes only
 // by an explicit delete, which the listing that grants us would show.)
-func (li *lockInternals) trusted(n *heldNode) bool {
-	return n.owner() != 0 && n.owner() == li.client.SessionID() && !isClosed(n.lost)
+func (li *lockInternals) trusted(n *acquisition) bool {
+	return n.owner() != 0 && n.owner() == li.client.SessionID() && n.sig.Err() == nil
 }
 
 // grant completes an acquisition: at once if the node is trusted, otherwise
 // by verify. The fencing token is read only when asked for (token), so an
 // uncontended acquire costs what Curator's does: a create and a listing.
-func (li *lockInternals) grant(ctx context.Context, n *heldNode) error {
+func (li *lockInternals) grant(ctx context.Context, n *acquisition) error {
 	if li.trusted(n) {
 		return nil
 	}
@@ -360,11 +330,11 @@ func (li *lockInternals) grant(ctx context.Context, n *heldNode) error {
 
 // token returns our node's czxid, the fencing token: read from the server
 // the first time it is asked for, unless verify has read it already. The
-// lock must still be trusted: after an error state, or once our node is
-// gone, the answer is an error wrapping ErrLockLost.
-func (li *lockInternals) token(ctx context.Context, n *heldNode) (int64, error) {
-	if isClosed(n.lost) {
-		return 0, ErrLockLost
+// grant must still hold: once it ended, the answer is its err (wrapping
+// ErrLockLost, or ErrNotHeld after release); a node found gone ends it.
+func (li *lockInternals) token(ctx context.Context, n *acquisition) (int64, error) {
+	if err := n.err(); err != nil {
+		return 0, err
 	}
 	if t := n.token.Load(); t != 0 {
 		return t, nil
@@ -373,11 +343,11 @@ func (li *lockInternals) token(ctx context.Context, n *heldNode) (int64, error) 
 	if err != nil {
 		return 0, err
 	}
-	if isClosed(n.lost) { // an error state came while we asked
-		return 0, ErrLockLost
-	}
 	if !ok || stat.EphemeralOwner != n.owner() {
-		return 0, fmt.Errorf("%w: %w", ErrLockLost, errNodeVanished)
+		n.lose()
+	}
+	if err := n.err(); err != nil { // lost, or an error state came while we asked
+		return 0, err
 	}
 	n.token.Store(stat.Czxid)
 	return stat.Czxid, nil
@@ -386,19 +356,16 @@ func (li *lockInternals) token(ctx context.Context, n *heldNode) (int64, error) 
 // verify makes sure the node we were granted is ours in this session
 // (CURATOR-604: after a new session, the old session's node may still be
 // listed until the server removes it) and takes its czxid as the fencing
-// token. The loss signal starts before the check, so no SUSPENDED or LOST
-// after it can go unnoticed.
-func (li *lockInternals) verify(ctx context.Context, n *heldNode) error {
-	if n.stopLost != nil {
-		n.stopLost()
-	}
-	n.lost, n.stopLost = li.client.NotifyErrorState()
+// token. The grant's signal starts again before the check, so no error
+// state after it can go unnoticed.
+func (li *lockInternals) verify(ctx context.Context, n *acquisition) error {
+	n.sig.Stop()
+	n.sig = li.client.NotifyErrorState()
 	ok, stat, err := li.client.Exists(ctx, n.path)
 	if err == nil && (!ok || stat.EphemeralOwner != li.client.SessionID()) {
 		err = errNodeVanished
 	}
 	if err != nil {
-		n.stopLost()
 		return err
 	}
 	n.own = stat
@@ -406,10 +373,10 @@ func (li *lockInternals) verify(ctx context.Context, n *heldNode) error {
 	return nil
 }
 
-// release deletes our node (guaranteed) and stops its watchers. A node that
-// is already gone is no error.
-func (li *lockInternals) release(ctx context.Context, n *heldNode) error {
-	n.stop()
+// deleteGranted deletes the node of a grant that has ended (guaranteed: if
+// the delete fails, it goes on in the background). A node that is already
+// gone is no error.
+func (li *lockInternals) deleteGranted(ctx context.Context, n *acquisition) error {
 	err := li.client.Delete(ctx, n.path, framework.Guaranteed())
 	if errors.Is(err, zk.ErrNoNode) {
 		return nil

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 
 	"github.com/gocurator/curator/framework"
@@ -21,17 +22,18 @@ import (
 type InterProcessMultiLock struct {
 	locks []Locker
 
-	mu       sync.Mutex
-	count    int             // acquisitions through this value not yet released
-	lost     <-chan struct{} // closed when any lock is lost, while held
-	stopLost func()
+	mu    sync.Mutex
+	count int         // acquisitions through this value not yet released, lost ones included
+	grant *multiGrant // while count > 0
 }
 
 // NewInterProcessMultiLock returns a multi-lock of one InterProcessMutex per
 // path, each with a handle of its own, in list order. An empty list, a path
-// given twice, or a nil client is an error wrapping ErrBadArgument; a closed
-// client wraps framework.ErrClosed; a bad path (the root included) is an
-// error that unwraps to zk.ErrInvalidPath.
+// given twice, a path inside another (see NewMultiLock), or a nil client is
+// an error wrapping ErrBadArgument; a closed client wraps
+// framework.ErrClosed; a bad path (the root included) is an error that
+// unwraps to zk.ErrInvalidPath. The multi-lock value is one owner: its
+// handles count up when it is acquired again.
 func NewInterProcessMultiLock(client *framework.Client, paths []string) (*InterProcessMultiLock, error) {
 	if len(paths) == 0 {
 		return nil, fmt.Errorf("%w: a multi-lock needs at least one path", ErrBadArgument)
@@ -49,7 +51,7 @@ func NewInterProcessMultiLock(client *framework.Client, paths []string) (*InterP
 		}
 		locks = append(locks, m.NewHandle())
 	}
-	return &InterProcessMultiLock{locks: locks}, nil
+	return NewMultiLock(locks...)
 }
 
 // NewMultiLock returns a multi-lock of the given lockers (handles of any of
@@ -60,7 +62,11 @@ func NewInterProcessMultiLock(client *framework.Client, paths []string) (*InterP
 // a semaphore mutex given twice. One Handle given twice is allowed (the
 // second acquisition counts up), and so are both halves of one
 // ReadWriteHandle (write, then read: a downgrade; read, then write fails
-// with ErrUpgrade when acquired).
+// with ErrUpgrade when acquired). A lock whose path is inside another's
+// (/x and /x/y) is refused too: the inner lock's parent node is a child of
+// the outer lock, where it takes a place in the queue (before every
+// contender if its name sorts first) and would keep the multi-lock from
+// ever holding both.
 func NewMultiLock(locks ...Locker) (*InterProcessMultiLock, error) {
 	if len(locks) == 0 {
 		return nil, fmt.Errorf("%w: a multi-lock needs at least one lock", ErrBadArgument)
@@ -77,6 +83,13 @@ func NewMultiLock(locks ...Locker) (*InterProcessMultiLock, error) {
 				return nil, fmt.Errorf("%w: lock %d: a second lock on %s: the two would wait for each other", ErrBadArgument, i, s.path)
 			}
 			seen[s.lockSite] = s.owner
+		}
+	}
+	for a := range seen {
+		for b := range seen {
+			if a.client == b.client && strings.HasPrefix(b.path, a.path+"/") {
+				return nil, fmt.Errorf("%w: lock %s is inside lock %s: its parent node would queue in %s", ErrBadArgument, b.path, a.path, a.path)
+			}
 		}
 	}
 	return &InterProcessMultiLock{locks: append([]Locker(nil), locks...)}, nil
@@ -136,7 +149,10 @@ func lockSites(l Locker) ([]ownedSite, error) {
 
 // Acquire takes every lock, in list order, within ctx. If one cannot be
 // taken (ctx ends, an error), the locks already taken are released in
-// reverse order and the error returned wraps the cause.
+// reverse order and the error returned wraps the cause. Acquiring a
+// multi-lock that is held through this value counts up, as its handles do;
+// if that hold was lost, Acquire returns an error wrapping ErrLockLost and
+// counts nothing. A nil ctx is an error wrapping ErrBadArgument.
 func (m *InterProcessMultiLock) Acquire(ctx context.Context) error {
 	return m.acquire(ctx, func(l Locker) error { return l.Acquire(ctx) })
 }
@@ -159,6 +175,17 @@ func (m *InterProcessMultiLock) TryAcquire(ctx context.Context) error {
 }
 
 func (m *InterProcessMultiLock) acquire(ctx context.Context, take func(Locker) error) error {
+	if err := checkContext(ctx); err != nil {
+		return fmt.Errorf("gocurator: multi-lock: %w", err)
+	}
+	m.mu.Lock()
+	if m.count > 0 {
+		if err := m.grant.err(); err != nil {
+			m.mu.Unlock()
+			return fmt.Errorf("gocurator: multi-lock: acquire: %w", err)
+		}
+	}
+	m.mu.Unlock()
 	for i, l := range m.locks {
 		if err := take(l); err != nil {
 			rctx, cancel := cleanupContext(ctx)
@@ -171,28 +198,32 @@ func (m *InterProcessMultiLock) acquire(ctx context.Context, take func(Locker) e
 	defer m.mu.Unlock()
 	m.count++
 	if m.count == 1 {
-		m.lost, m.stopLost = anyClosed(m.locks)
+		m.grant = watchGrant(m.locks)
 	}
 	return nil
 }
 
 // Release releases every lock in reverse list order, trying them all, and
-// returns every error, joined. Releasing a multi-lock that is not held
-// through this value is an error wrapping ErrNotHeld.
+// returns every error, joined (after a loss, one wraps ErrLockLost).
+// Releasing a multi-lock that is not held through this value is an error
+// wrapping ErrNotHeld.
 func (m *InterProcessMultiLock) Release(ctx context.Context) error {
+	if err := checkContext(ctx); err != nil {
+		return fmt.Errorf("gocurator: multi-lock: release: %w", err)
+	}
 	m.mu.Lock()
 	if m.count == 0 {
 		m.mu.Unlock()
 		return fmt.Errorf("gocurator: multi-lock: release: %w", ErrNotHeld)
 	}
 	m.count--
-	var stop func()
+	var g *multiGrant
 	if m.count == 0 {
-		stop, m.stopLost, m.lost = m.stopLost, nil, nil
+		g, m.grant = m.grant, nil
 	}
 	m.mu.Unlock()
-	if stop != nil {
-		stop()
+	if g != nil {
+		g.stop()
 	}
 	return releaseReverse(ctx, m.locks)
 }
@@ -208,45 +239,91 @@ func releaseReverse(ctx context.Context, locks []Locker) error {
 }
 
 // IsAcquiredInThisProcess reports whether the multi-lock is held through
-// this value (acquired and not yet released).
-func (m *InterProcessMultiLock) IsAcquiredInThisProcess() bool {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return m.count > 0
-}
+// this value (acquired and not yet released), and not lost.
+func (m *InterProcessMultiLock) IsAcquiredInThisProcess() bool { return m.Err() == nil }
 
-// Lost returns a channel that is closed as soon as ANY of the locks can no
-// longer be trusted; already closed when the multi-lock is not held.
-func (m *InterProcessMultiLock) Lost() <-chan struct{} {
+// Done returns a channel that is closed as soon as ANY of the locks can no
+// longer be trusted, or when the multi-lock is released; already closed
+// when it is not held. Err tells which.
+func (m *InterProcessMultiLock) Done() <-chan struct{} {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if m.lost == nil {
+	if m.grant == nil {
 		return closedChan
 	}
-	return m.lost
+	return m.grant.done
 }
 
-// anyClosed returns a channel closed when any of the locks' Lost channels
-// closes, and a function that stops watching them and waits until the
-// watching goroutines have ended.
-func anyClosed(locks []Locker) (<-chan struct{}, func()) {
-	lost, stop := make(chan struct{}), make(chan struct{})
-	var once sync.Once
-	var wg sync.WaitGroup
+// Err returns nil while the multi-lock is held through this value; once one
+// of its locks ends (lost, or released behind the multi-lock's back), that
+// lock's Err, wrapping ErrLockLost; and an error wrapping ErrNotHeld when it
+// is not held.
+func (m *InterProcessMultiLock) Err() error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.grant == nil {
+		return fmt.Errorf("gocurator: multi-lock: %w", ErrNotHeld)
+	}
+	return m.grant.err()
+}
+
+// Lost returns Done.
+//
+// Deprecated: Lost is Done under its earlier name; it also closes when the
+// multi-lock is released. Use Done, and Err to tell a loss from a release.
+func (m *InterProcessMultiLock) Lost() <-chan struct{} { return m.Done() }
+
+// multiGrant is one acquisition of a multi-lock: it ends when any of its
+// locks' acquisitions ends, or when it is released.
+type multiGrant struct {
+	done  chan struct{}
+	once  sync.Once
+	cause error // set before done is closed
+	quit  chan struct{}
+	wg    sync.WaitGroup
+}
+
+// watchGrant starts watching the locks' current acquisitions.
+func watchGrant(locks []Locker) *multiGrant {
+	g := &multiGrant{done: make(chan struct{}), quit: make(chan struct{})}
 	for _, l := range locks {
-		ch := l.Lost()
-		wg.Add(1)
+		ch := l.Done()
+		g.wg.Add(1)
 		go func() {
-			defer wg.Done()
+			defer g.wg.Done()
 			select {
 			case <-ch:
-				once.Do(func() { close(lost) })
-			case <-stop:
+				cause := l.Err()
+				if !errors.Is(cause, ErrLockLost) {
+					cause = fmt.Errorf("%w: %w", ErrLockLost, cause)
+				}
+				g.end(cause)
+			case <-g.quit:
 			}
 		}()
 	}
-	return lost, func() {
-		close(stop)
-		wg.Wait()
+	return g
+}
+
+func (g *multiGrant) end(cause error) {
+	g.once.Do(func() {
+		g.cause = cause
+		close(g.done)
+	})
+}
+
+func (g *multiGrant) err() error {
+	select {
+	case <-g.done:
+		return g.cause
+	default:
+		return nil
 	}
+}
+
+// stop ends the grant as released and waits for its watchers to end.
+func (g *multiGrant) stop() {
+	close(g.quit)
+	g.wg.Wait()
+	g.end(errReleased)
 }

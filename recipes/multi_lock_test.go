@@ -95,7 +95,16 @@ func (f *fakeLocker) Release(context.Context) error {
 	return f.releaseErr
 }
 
-func (f *fakeLocker) Lost() <-chan struct{} { return f.lost }
+func (f *fakeLocker) Done() <-chan struct{} { return f.lost }
+
+func (f *fakeLocker) Err() error {
+	select {
+	case <-f.lost:
+		return ErrLockLost
+	default:
+		return nil
+	}
+}
 
 // Acquire in list order, release in reverse, every release attempted, every
 // error joined; a failed acquire releases what was taken in reverse.
@@ -117,14 +126,14 @@ func TestMultiLockOrderAndErrors(t *testing.T) {
 	if err := ml.Acquire(ctx); err != nil {
 		t.Fatal(err)
 	}
-	lost := ml.Lost()
+	lost := ml.Done()
 	select {
 	case <-lost:
-		t.Fatal("Lost closed while every lock is fine")
+		t.Fatal("Done closed while every lock is fine")
 	default:
 	}
 	close(b.lost)
-	waitClosed(ctx, t, lost, "Lost after one lock was lost") // any one is enough
+	waitClosed(ctx, t, lost, "Done after one lock was lost") // any one is enough
 	err = ml.Release(ctx)
 	if !errors.Is(err, errB) || !errors.Is(err, errC) {
 		t.Fatalf("Release = %v, want both errors", err)
@@ -160,18 +169,27 @@ func TestMultiLockLost(t *testing.T) {
 	if err := ml.TryAcquire(ctx); err != nil {
 		t.Fatal(err)
 	}
-	lost := ml.Lost()
+	done := ml.Done()
 	select {
-	case <-lost:
-		t.Fatal("Lost closed while held")
+	case <-done:
+		t.Fatal("Done closed while held")
 	default:
 	}
 	proxy.DropConnections()
-	waitClosed(ctx, t, lost, "Lost after one client was cut off")
-	if err := ml.Release(ctx); err != nil {
-		t.Fatal(err)
+	waitClosed(ctx, t, done, "Done after one client was cut off")
+	if err := ml.Err(); !errors.Is(err, ErrLockLost) || ml.IsAcquiredInThisProcess() {
+		t.Fatalf("Err of a lost multi-lock = %v, acquired %v; want ErrLockLost", err, ml.IsAcquiredInThisProcess())
 	}
-	assertClosed(t, ml.Lost(), "Lost of an unheld multi-lock")
+	if err := ml.Acquire(ctx); !errors.Is(err, ErrLockLost) {
+		t.Fatalf("Acquire of a lost multi-lock = %v, want ErrLockLost", err)
+	}
+	if err := ml.Release(ctx); !errors.Is(err, ErrLockLost) {
+		t.Fatalf("Release of a lost multi-lock = %v, want ErrLockLost", err)
+	}
+	assertClosed(t, ml.Done(), "Done of an unheld multi-lock")
+	if err := ml.Err(); !errors.Is(err, ErrNotHeld) {
+		t.Fatalf("Err of a released multi-lock = %v, want ErrNotHeld", err)
+	}
 }
 
 func waitClosed(ctx context.Context, t *testing.T, ch <-chan struct{}, what string) {

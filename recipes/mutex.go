@@ -2,9 +2,9 @@ package recipes
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
-	"sync/atomic"
 
 	"github.com/gocurator/curator/framework"
 )
@@ -24,7 +24,8 @@ type InterProcessMutex struct {
 	name string
 	data []byte
 
-	held atomic.Int64 // handles of this value that hold the lock now
+	mu     sync.Mutex
+	grants map[*acquisition]struct{} // the grants of this value's handles not yet released
 }
 
 // LockOption configures a lock recipe.
@@ -62,19 +63,42 @@ func newMutex(client *framework.Client, path, name string, d driver, opts []Lock
 			opt.applyLock(&o)
 		}
 	}
-	return &InterProcessMutex{li: lockInternals{client: client, base: path}, d: d, name: name, data: o.data}, nil
+	return &InterProcessMutex{li: lockInternals{client: client, base: path}, d: d, name: name, data: o.data,
+		grants: map[*acquisition]struct{}{}}, nil
 }
 
 // Path returns the lock's base path.
 func (m *InterProcessMutex) Path() string { return m.li.base }
 
-// NewHandle returns a new owner of the lock. Use one handle per goroutine
-// (or per logical owner); it is safe for concurrent use, but reentrancy is
-// counted per handle, not per goroutine.
+// NewHandle returns a new owner of the lock. A handle is one owner: when it
+// already holds the lock, acquiring again only counts up, from whichever
+// goroutine. So goroutines that share a handle do NOT exclude each other;
+// give each goroutine (or each logical owner) a handle of its own, and they
+// contend as two Java threads do.
 func (m *InterProcessMutex) NewHandle() *Handle { return &Handle{m: m, hooks: &m.li} }
 
-// IsAcquiredInThisProcess reports whether any handle of this mutex value holds it.
-func (m *InterProcessMutex) IsAcquiredInThisProcess() bool { return m.held.Load() > 0 }
+// IsAcquiredInThisProcess reports whether a handle of this mutex value
+// holds it, and has not lost it.
+func (m *InterProcessMutex) IsAcquiredInThisProcess() bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for g := range m.grants {
+		if g.err() == nil {
+			return true
+		}
+	}
+	return false
+}
+
+func (m *InterProcessMutex) track(g *acquisition, on bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if on {
+		m.grants[g] = struct{}{}
+	} else {
+		delete(m.grants, g)
+	}
+}
 
 // ParticipantNodes returns the full paths of every child of the lock path,
 // in queue order: the holder first. Foreign children are included, where
@@ -84,90 +108,215 @@ func (m *InterProcessMutex) ParticipantNodes(ctx context.Context) ([]string, err
 }
 
 // Handle is one owner of an InterProcessMutex. Its zero value is not usable:
-// get one from NewHandle.
+// get one from NewHandle. It is safe for concurrent use, but goroutines
+// that share it are one owner (see NewHandle).
+//
+// The life of one acquisition, as every owner type of this package tells it:
+//
+//   - Held: IsHeld is true, Err is nil, Done is open. Acquire counts up;
+//     each Release counts down, the last one deletes the node.
+//   - Lost (SUSPENDED or LOST under the client's error policy, Close, or the
+//     node found gone): Done is closed and Err wraps ErrLockLost; IsHeld is
+//     false; Acquire fails with that error and counts nothing; FencingToken
+//     fails. Release still cleans up (the first one deletes the node if it is
+//     there, and stops the watchers) and returns an error wrapping
+//     ErrLockLost, so that the owner learns its work was not protected all
+//     along; the Release that brings the count to zero frees the handle.
+//   - Released: Done is closed (a goroutine waiting on it returns) and Err
+//     wraps ErrNotHeld, until the next acquisition.
 type Handle struct {
 	m     *InterProcessMutex
 	hooks handleHooks // how nodes are taken and given up: the mutex's lockInternals, or a read-write half
 
-	mu        sync.Mutex // held across Acquire: a second Acquire of the same handle waits, then counts up
-	count     int
-	node      atomic.Pointer[heldNode]
+	mu        sync.Mutex    // guards what follows; never held across a call to ZooKeeper
+	count     int           // holds not yet released, lost ones included
+	grant     *acquisition  // the current acquisition while count > 0
+	cleaned   bool          // the grant's node was given up already (by the first Release after a loss)
+	acquiring chan struct{} // while this handle's acquisition is under way; closed when it ends
 	revocable func()
 }
 
 // Acquire takes the lock, waiting as long as ctx allows. If the handle
-// already holds it, Acquire only counts up, with no ZooKeeper traffic. When
-// ctx ends first, Acquire returns an error wrapping ctx.Err() and leaves no
-// node behind (the delete is guaranteed: done at once when connected, else
-// in the background). If the handle's node vanishes while it waits (the
-// session expired), Acquire queues again with a new node as far as the
-// client's retry policy allows. Success is reported only for a node owned by
-// the current session.
+// already holds it, Acquire only counts up, with no ZooKeeper traffic; if
+// that hold was lost, Acquire returns an error wrapping ErrLockLost and
+// counts nothing. When another Acquire of the same handle is under way,
+// Acquire waits for it (as long as ctx allows), then counts up if it got
+// the lock or else tries itself. When ctx ends first, Acquire returns an
+// error wrapping ctx.Err() and leaves no node behind (the delete is
+// guaranteed: done at once when connected, else in the background). If the
+// handle's node vanishes while it waits (the session expired), Acquire
+// queues again with a new node as far as the client's retry policy allows.
+// Success is reported only for a node owned by the current session. A nil
+// ctx is an error wrapping ErrBadArgument.
 func (h *Handle) Acquire(ctx context.Context) error { return h.acquire(ctx, false) }
 
 // TryAcquire takes the lock only if it is free now: otherwise it returns an
-// error wrapping ErrLocked, having removed its node (Curator's acquire(0, unit)).
+// error wrapping ErrLocked, having removed its node (Curator's acquire(0,
+// unit)). While another Acquire of the same handle is under way the lock is
+// not free now, and TryAcquire returns ErrLocked at once. Held or lost, it
+// counts up or fails as Acquire does.
 func (h *Handle) TryAcquire(ctx context.Context) error { return h.acquire(ctx, true) }
 
 func (h *Handle) acquire(ctx context.Context, try bool) error {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if h.count > 0 {
-		h.count++
-		return nil
-	}
-	a := attempt{name: h.m.name, mode: framework.EphemeralSequential, data: h.m.data, driver: h.m.d, try: try}
-	if h.revocable != nil {
-		a.data, a.revoked = []byte{}, h.revocable
-	}
-	n, err := h.hooks.acquire(ctx, a)
-	if err != nil {
+	if err := checkContext(ctx); err != nil {
 		return fmt.Errorf("gocurator: acquire %s: %w", h.m.li.base, err)
 	}
-	h.count = 1
-	h.revocable = nil // as Curator: makeRevocable holds for one acquisition
-	h.node.Store(n)
-	h.m.held.Add(1)
-	return nil
+	for {
+		h.mu.Lock()
+		if h.count > 0 {
+			err := h.grant.err()
+			if err == nil {
+				h.count++
+			}
+			h.mu.Unlock()
+			if err != nil {
+				return fmt.Errorf("gocurator: acquire %s: %w", h.m.li.base, err)
+			}
+			return nil
+		}
+		if wait := h.acquiring; wait != nil {
+			h.mu.Unlock()
+			if try {
+				return fmt.Errorf("gocurator: acquire %s: %w: this handle's own acquisition is under way", h.m.li.base, ErrLocked)
+			}
+			select {
+			case <-wait:
+				continue
+			case <-ctx.Done():
+				return fmt.Errorf("gocurator: acquire %s: %w", h.m.li.base, ctx.Err())
+			}
+		}
+		done := make(chan struct{})
+		h.acquiring = done
+		a := attempt{name: h.m.name, mode: framework.EphemeralSequential, data: h.m.data, driver: h.m.d, try: try}
+		if h.revocable != nil {
+			a.data, a.revoked = []byte{}, h.revocable
+		}
+		h.mu.Unlock()
+
+		g, err := h.hooks.acquire(ctx, a)
+
+		h.mu.Lock()
+		h.acquiring = nil
+		close(done)
+		if err == nil {
+			h.count, h.grant, h.cleaned = 1, g, false
+			h.revocable = nil // as Curator: makeRevocable holds for one acquisition
+			h.m.track(g, true)
+		}
+		h.mu.Unlock()
+		if err != nil {
+			return fmt.Errorf("gocurator: acquire %s: %w", h.m.li.base, err)
+		}
+		return nil
+	}
 }
 
 // Release gives up one hold; the last one deletes the lock node. Releasing
-// a lock the handle does not hold is an error wrapping ErrNotHeld. The
-// handle is released even when the delete fails (connection loss): the
-// delete then goes on in the background until it succeeds, and the error is
-// returned for information.
+// a lock the handle does not hold is an error wrapping ErrNotHeld. After a
+// loss, each Release returns an error wrapping ErrLockLost, and the first
+// one deletes the node if it is still there. The handle is released even
+// when the delete fails (connection loss, or ctx ending): the delete then
+// goes on in the background until it succeeds, and the error is returned
+// for information. A nil ctx is an error wrapping ErrBadArgument.
 func (h *Handle) Release(ctx context.Context) error {
+	if err := checkContext(ctx); err != nil {
+		return fmt.Errorf("gocurator: release %s: %w", h.m.li.base, err)
+	}
 	h.mu.Lock()
-	defer h.mu.Unlock()
 	if h.count == 0 {
+		h.mu.Unlock()
 		return fmt.Errorf("gocurator: release %s: %w", h.m.li.base, ErrNotHeld)
 	}
+	g := h.grant
+	lost := g.err()
 	h.count--
-	if h.count > 0 {
+	if lost == nil && h.count > 0 {
+		h.mu.Unlock()
 		return nil
 	}
-	n := h.node.Swap(nil)
-	h.m.held.Add(-1)
-	if err := h.hooks.release(ctx, n); err != nil {
+	clean := !h.cleaned
+	h.cleaned = true
+	if h.count == 0 {
+		h.grant = nil
+	}
+	if clean {
+		g.end() // Done closes now, whatever the delete does
+		h.m.track(g, false)
+	}
+	h.mu.Unlock()
+
+	var err error
+	if clean {
+		err = h.hooks.release(ctx, g)
+	}
+	if lost != nil {
+		return errors.Join(fmt.Errorf("gocurator: release %s: %w", h.m.li.base, lost), err)
+	}
+	if err != nil {
 		return fmt.Errorf("gocurator: release %s: %w", h.m.li.base, err)
 	}
 	return nil
 }
 
-// IsHeld reports whether this handle holds the lock
-// (Curator's isOwnedByCurrentThread).
-func (h *Handle) IsHeld() bool { return h.node.Load() != nil }
+// current returns the handle's grant while it has one (held or lost).
+func (h *Handle) current() *acquisition {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.grant
+}
 
-// Lost returns a channel that is closed when the held lock can no longer be
-// trusted: on SUSPENDED or LOST under the client's default error policy, on
-// LOST only under state.SessionErrorPolicy, or when the client closes. If
-// the handle does not hold the lock, the channel is already closed.
-func (h *Handle) Lost() <-chan struct{} {
-	if n := h.node.Load(); n != nil {
-		return n.lost
+// holding reports whether the handle has holds not yet released, lost
+// ones included.
+func (h *Handle) holding() bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.count > 0
+}
+
+// IsHeld reports whether this handle holds the lock and has not lost it
+// (Curator's isOwnedByCurrentThread).
+func (h *Handle) IsHeld() bool { return h.Err() == nil }
+
+// Done returns a channel that is closed when the handle's current
+// acquisition ends, for any reason: the lock can no longer be trusted
+// (SUSPENDED or LOST under the client's default error policy, LOST only
+// under state.SessionErrorPolicy; the client closed), or it was released.
+// Err tells which. If the handle holds nothing, the channel is already
+// closed. A goroutine waiting on it therefore always returns:
+//
+//	go func() {
+//		<-h.Done()
+//		if errors.Is(h.Err(), recipes.ErrLockLost) {
+//			stopWork()
+//		}
+//	}()
+func (h *Handle) Done() <-chan struct{} {
+	if g := h.current(); g != nil {
+		return g.done()
 	}
 	return closedChan
 }
+
+// Err returns nil while the handle holds the lock; an error wrapping
+// ErrLockLost (and what ended it: the connection state, ErrClosed, or
+// zk.ErrNoNode for a node found gone) once its acquisition is lost, until
+// the handle is released; and an error wrapping ErrNotHeld when the handle
+// holds nothing.
+func (h *Handle) Err() error {
+	g := h.current()
+	if g == nil {
+		return fmt.Errorf("gocurator: %s: %w", h.m.li.base, ErrNotHeld)
+	}
+	return g.err()
+}
+
+// Lost returns Done.
+//
+// Deprecated: Lost is Done under its earlier name. Since the ownership
+// contract it also closes when the acquisition is released; use Done, and
+// Err to tell a loss from a release.
+func (h *Handle) Lost() <-chan struct{} { return h.Done() }
 
 // FencingToken returns a number that strictly increases across every
 // acquisition of this lock by anyone, across sessions and re-created
@@ -177,24 +326,28 @@ func (h *Handle) Lost() <-chan struct{} {
 // The first call for an acquisition reads the node's Stat (one round trip;
 // an acquire that never asks pays nothing for it), later calls answer at
 // once. The error wraps ErrNotHeld when the handle does not hold the lock,
-// and ErrLockLost once Lost is closed or the node is gone: a holder that
-// cannot get a token must not write.
+// and ErrLockLost once the acquisition is lost or the node is gone: a
+// holder that cannot get a token must not write.
 func (h *Handle) FencingToken(ctx context.Context) (int64, error) {
-	n := h.node.Load()
-	if n == nil {
+	if err := checkContext(ctx); err != nil {
+		return 0, fmt.Errorf("gocurator: fencing token of %s: %w", h.m.li.base, err)
+	}
+	g := h.current()
+	if g == nil {
 		return 0, fmt.Errorf("gocurator: fencing token of %s: %w", h.m.li.base, ErrNotHeld)
 	}
-	t, err := h.m.li.token(ctx, n)
+	t, err := h.m.li.token(ctx, g)
 	if err != nil {
-		return 0, fmt.Errorf("gocurator: fencing token of %s: %w", n.path, err)
+		return 0, fmt.Errorf("gocurator: fencing token of %s: %w", g.path, err)
 	}
 	return t, nil
 }
 
-// LockPath returns the full path of the held lock node, or "".
+// LockPath returns the full path of the current acquisition's node (held,
+// or lost and not yet released), or "".
 func (h *Handle) LockPath() string {
-	if n := h.node.Load(); n != nil {
-		return n.path
+	if g := h.current(); g != nil {
+		return g.path
 	}
 	return ""
 }
@@ -214,12 +367,12 @@ func (h *Handle) MakeRevocable(listener func()) {
 // mutex, its lockInternals; for a read-write lock's half, rwHalf, which
 // steers the attempt the handle would make (downgrade, upgrade).
 type handleHooks interface {
-	acquire(ctx context.Context, a attempt) (*heldNode, error)
-	release(ctx context.Context, n *heldNode) error
+	acquire(ctx context.Context, a attempt) (*acquisition, error)
+	// release deletes the node of a grant that has ended.
+	release(ctx context.Context, g *acquisition) error
 }
 
-var closedChan = func() chan struct{} {
-	ch := make(chan struct{})
-	close(ch)
-	return ch
-}()
+// release deletes the node of a mutex grant that has ended.
+func (li *lockInternals) release(ctx context.Context, g *acquisition) error {
+	return li.deleteGranted(ctx, g)
+}

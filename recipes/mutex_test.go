@@ -118,7 +118,7 @@ func TestMutexReentrancyAndTree(t *testing.T) {
 	if m.IsAcquiredInThisProcess() || h.IsHeld() {
 		t.Fatal("introspection wrong after release")
 	}
-	assertClosed(t, h.Lost(), "Lost of an unheld handle")
+	assertClosed(t, h.Done(), "Lost of an unheld handle")
 }
 
 // A waiter whose deadline passes or whose context is cancelled leaves no
@@ -223,7 +223,7 @@ func TestMutexLostBeforeAnotherHolds(t *testing.T) {
 	var order eventLog
 	lostSeen := make(chan struct{})
 	go func() {
-		<-holder.Lost()
+		<-holder.Done()
 		order.note("holder told lost")
 		close(lostSeen)
 	}()
@@ -251,8 +251,12 @@ func TestMutexLostBeforeAnotherHolds(t *testing.T) {
 		t.Fatalf("token of a holder told of loss: %v, want ErrLockLost", err)
 	}
 	proxy.Restore()
-	if err := holder.Release(ctx); err != nil { // its node is gone with its session: no error
-		t.Fatal(err)
+	// Its node is gone with its session; the release says the lock was lost.
+	if err := holder.Release(ctx); !errors.Is(err, ErrLockLost) {
+		t.Fatalf("release of a lost lock = %v, want ErrLockLost", err)
+	}
+	if err := holder.Err(); !errors.Is(err, ErrNotHeld) {
+		t.Fatalf("Err after the release of a lost lock = %v, want ErrNotHeld", err)
 	}
 	if err := contender.Release(ctx); err != nil {
 		t.Fatal(err)

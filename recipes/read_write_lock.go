@@ -2,9 +2,9 @@ package recipes
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
-	"sync"
 
 	"github.com/gocurator/curator/framework"
 )
@@ -62,7 +62,7 @@ func (rw *InterProcessReadWriteLock) Path() string { return rw.write.li.base }
 // NewHandle returns a new owner of the lock, with its read and write halves.
 // Use one per goroutine (or per logical owner).
 func (rw *InterProcessReadWriteLock) NewHandle() *ReadWriteHandle {
-	o := &ReadWriteHandle{}
+	o := &ReadWriteHandle{conv: make(chan struct{}, 1)}
 	o.read = &Handle{m: rw.read, hooks: rwHalf{o, false}}
 	o.write = &Handle{m: rw.write, hooks: rwHalf{o, true}}
 	return o
@@ -75,7 +75,8 @@ func (rw *InterProcessReadWriteLock) ParticipantNodes(ctx context.Context) ([]st
 }
 
 // ReadWriteHandle is one owner of an InterProcessReadWriteLock: what a Java
-// thread is to Curator's. Get one from NewHandle.
+// thread is to Curator's. Get one from NewHandle. Each half tells the life
+// of its acquisitions as a Handle does (Done, Err, IsHeld; see Handle).
 //
 // "The owner holds the write lock" means: its WriteLock handle has been
 // granted and not released as many times as it was acquired (IsHeld), at the
@@ -99,8 +100,9 @@ type ReadWriteHandle struct {
 	// conv orders a downgrade against the release of the write lock: the
 	// write node is not deleted while a downgrade read node that takes its
 	// place is being created, so the read node never appears after the
-	// write node is gone (and a writer behind it may hold).
-	conv sync.Mutex
+	// write node is gone (and a writer behind it may hold). It is a
+	// channel of one so that a wait for it honours the caller's context.
+	conv chan struct{}
 }
 
 // ReadLock returns the owner's read half. Acquire, TryAcquire, Release, Lost,
@@ -119,42 +121,66 @@ type rwHalf struct {
 	write bool
 }
 
-func (r rwHalf) acquire(ctx context.Context, a attempt) (*heldNode, error) {
+func (r rwHalf) acquire(ctx context.Context, a attempt) (*acquisition, error) {
 	o, li := r.o, &r.o.write.m.li
 	if r.write {
-		if o.read.IsHeld() {
+		if o.read.holding() {
 			return nil, ErrUpgrade
 		}
 		return li.acquire(ctx, a)
 	}
-	o.conv.Lock()
-	w := o.write.node.Load()
+	select {
+	case o.conv <- struct{}{}:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	w := o.write.current()
 	if w == nil {
-		o.conv.Unlock()
+		<-o.conv
 		return li.acquire(ctx, a)
 	}
-	defer o.conv.Unlock()
+	defer func() { <-o.conv }()
+	if err := w.err(); err != nil {
+		return nil, fmt.Errorf("the write lock it would downgrade: %w", err)
+	}
 	a.name = readLockName + readWriteSortKey(w.name)
 	a.mode = framework.Ephemeral
 	a.driver = readDriver{ownWrite: w.name}
 	n, err := li.acquire(ctx, a)
-	if err == nil && isClosed(w.lost) {
+	if err == nil && errors.Is(w.err(), ErrLockLost) {
 		// The write lock could no longer be trusted when the read node was
 		// made: it may be gone, and the read node must not take its place.
+		n.end()
 		rctx, cancel := cleanupContext(ctx)
 		defer cancel()
-		_ = li.release(rctx, n)
-		return nil, fmt.Errorf("%w: the write lock it would downgrade", ErrLockLost)
+		_ = li.deleteGranted(rctx, n)
+		return nil, fmt.Errorf("the write lock it would downgrade: %w", w.err())
 	}
 	return n, err
 }
 
-func (r rwHalf) release(ctx context.Context, n *heldNode) error {
-	if r.write {
-		r.o.conv.Lock()
-		defer r.o.conv.Unlock()
+// release deletes the node of a grant that has ended. The write node waits
+// for a downgrade under way (conv); if ctx ends first, its delete goes on
+// in the background once the downgrade is done.
+func (r rwHalf) release(ctx context.Context, g *acquisition) error {
+	li := &r.o.write.m.li
+	if !r.write {
+		return li.deleteGranted(ctx, g)
 	}
-	return r.o.write.m.li.release(ctx, n)
+	select {
+	case r.o.conv <- struct{}{}:
+		defer func() { <-r.o.conv }()
+		return li.deleteGranted(ctx, g)
+	case <-ctx.Done():
+	}
+	go func() {
+		r.o.conv <- struct{}{}
+		defer func() { <-r.o.conv }()
+		dctx, cancel := cleanupContext(ctx)
+		defer cancel()
+		_ = li.deleteGranted(dctx, g) // guaranteed
+	}()
+	return fmt.Errorf("a downgrade is under way; the delete goes on in the background: %w", ctx.Err())
 }
 
 // readDriver is the read half's predicate over the read-write lock's queue:

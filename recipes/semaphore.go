@@ -32,8 +32,8 @@ const (
 //
 // Nothing makes every participant use the same maxLeases, as in Curator;
 // NewInterProcessSemaphoreV2WithCount shares it through a SharedCount.
-// Leases are not reentrant and not tied to an owner: any goroutine may
-// close one.
+// Each Lease is an owner of its own: not reentrant, not tied to a goroutine
+// (any goroutine may close it), and closing it gives up that lease only.
 type InterProcessSemaphoreV2 struct {
 	client *framework.Client
 	path   string
@@ -175,8 +175,17 @@ func (s *InterProcessSemaphoreV2) TryAcquireN(ctx context.Context, qty int) ([]*
 }
 
 func (s *InterProcessSemaphoreV2) acquire(ctx context.Context, qty int, try bool) ([]*Lease, error) {
+	if err := checkContext(ctx); err != nil {
+		return nil, fmt.Errorf("gocurator: semaphore %s: %w", s.path, err)
+	}
 	if qty < 1 {
 		return nil, fmt.Errorf("gocurator: semaphore %s: %w: qty %d must be at least 1", s.path, ErrBadArgument, qty)
+	}
+	if s.count == nil && qty > s.max {
+		// Could never be granted: waiting would not end, and a try would
+		// blame a participant that is not there. (With a SharedCount the
+		// limit may rise, so the request waits.)
+		return nil, fmt.Errorf("gocurator: semaphore %s: %w: qty %d is more than the %d leases it grants", s.path, ErrBadArgument, qty, s.max)
 	}
 	leases := make([]*Lease, 0, qty)
 	for len(leases) < qty {
@@ -202,24 +211,23 @@ func (s *InterProcessSemaphoreV2) acquireOne(ctx context.Context, try bool) (*Le
 		driver: lockNameDriver(mutexLockName, 1), try: try}
 	leaseAttempt := attempt{name: leaseName, mode: framework.EphemeralSequential,
 		data: s.data, driver: leaseDriver{s}, try: try}
-	n, err := retryVanished(ctx, s.client, s.path, func() (*heldNode, error) {
+	g, err := retryVanished(ctx, s.client, s.path, func() (*acquisition, error) {
 		lock, err := s.locks.attemptOnce(ctx, lockAttempt)
 		if err != nil {
 			return nil, err
 		}
 		defer func() {
+			lock.end()
 			rctx, cancel := cleanupContext(ctx)
 			defer cancel()
-			_ = s.locks.release(rctx, lock) // guaranteed: goes on in the background if need be
+			_ = s.locks.deleteGranted(rctx, lock) // guaranteed: goes on in the background if need be
 		}()
 		return s.leases.attemptOnce(ctx, leaseAttempt)
 	})
 	if err != nil {
 		return nil, err
 	}
-	l := &Lease{li: &s.leases, path: n.path}
-	l.n.Store(n)
-	return l, nil
+	return &Lease{li: &s.leases, g: g}, nil
 }
 
 // ParticipantNodes returns the names (not paths) of the children of
@@ -253,68 +261,91 @@ func (d leaseDriver) changed() <-chan struct{} {
 }
 
 // Lease is one lease of an InterProcessSemaphoreV2: its node
-// P/leases/_c_<uuid>-lease-<seq>. Close it to return it.
+// P/leases/_c_<uuid>-lease-<seq>. Close it to return it. A lease tells the
+// life of its grant as a Handle does (see Handle): Done closes when it is
+// lost or closed, and Err says which.
 type Lease struct {
-	li   *lockInternals
-	path string
-	n    atomic.Pointer[heldNode] // nil once closed
+	li     *lockInternals
+	g      *acquisition
+	closed atomic.Bool
 }
 
 // Close returns the lease: its node is deleted (guaranteed: if the delete
 // fails for connection loss, it goes on in the background, and the error is
 // returned for information; the lease counts as returned either way).
-// Closing a lease that is already closed returns an error wrapping
-// ErrNotHeld, so that a double return is visible; ReturnAll ignores it.
+// Closing a lease that was lost returns an error wrapping ErrLockLost, so
+// that its owner learns its work was not protected all along. Closing a
+// lease that is already closed returns an error wrapping ErrNotHeld, so
+// that a double return is visible; ReturnAll ignores it. A nil ctx is an
+// error wrapping ErrBadArgument.
 func (l *Lease) Close(ctx context.Context) error {
-	n := l.n.Swap(nil)
-	if n == nil {
-		return fmt.Errorf("gocurator: close lease %s: %w", l.path, ErrNotHeld)
+	if err := checkContext(ctx); err != nil {
+		return fmt.Errorf("gocurator: close lease %s: %w", l.g.path, err)
 	}
-	if err := l.li.release(ctx, n); err != nil {
-		return fmt.Errorf("gocurator: close lease %s: %w", l.path, err)
+	if l.closed.Swap(true) {
+		return fmt.Errorf("gocurator: close lease %s: %w", l.g.path, ErrNotHeld)
+	}
+	lost := l.g.err()
+	l.g.end()
+	err := l.li.deleteGranted(ctx, l.g)
+	if lost != nil {
+		return errors.Join(fmt.Errorf("gocurator: close lease %s: %w", l.g.path, lost), err)
+	}
+	if err != nil {
+		return fmt.Errorf("gocurator: close lease %s: %w", l.g.path, err)
 	}
 	return nil
 }
 
 // Data reads the lease node's data (Curator's getData).
 func (l *Lease) Data(ctx context.Context) ([]byte, error) {
-	data, _, err := l.li.client.GetData(ctx, l.path)
+	data, _, err := l.li.client.GetData(ctx, l.g.path)
 	return data, err
 }
 
 // NodeName returns the last segment of the lease node's path (Curator's getNodeName).
-func (l *Lease) NodeName() string {
-	_, name := framework.SplitPath(l.path)
-	return name
-}
+func (l *Lease) NodeName() string { return l.g.name }
 
 // Path returns the full path of the lease node.
-func (l *Lease) Path() string { return l.path }
+func (l *Lease) Path() string { return l.g.path }
 
-// Lost returns a channel that is closed when the lease can no longer be
-// trusted: on SUSPENDED or LOST under the client's default error policy, on
-// LOST only under state.SessionErrorPolicy, or when the client closes. Once
-// the lease is closed, the channel is already closed.
-func (l *Lease) Lost() <-chan struct{} {
-	if n := l.n.Load(); n != nil {
-		return n.lost
+// Done returns a channel that is closed when the lease ends, for any
+// reason: it can no longer be trusted (SUSPENDED or LOST under the client's
+// default error policy, LOST only under state.SessionErrorPolicy; the
+// client closed), or it was closed. Err tells which.
+func (l *Lease) Done() <-chan struct{} { return l.g.done() }
+
+// Err returns nil while the lease is held; an error wrapping ErrLockLost
+// once it is lost (until it is closed); an error wrapping ErrNotHeld once it
+// is closed.
+func (l *Lease) Err() error {
+	if l.closed.Load() {
+		return errReleased
 	}
-	return closedChan
+	return l.g.err()
 }
+
+// Lost returns Done.
+//
+// Deprecated: Lost is Done under its earlier name; it also closes when the
+// lease is closed. Use Done, and Err to tell a loss from a return.
+func (l *Lease) Lost() <-chan struct{} { return l.Done() }
 
 // FencingToken returns the lease node's czxid: it strictly increases across
 // every lease ever granted by this semaphore, across sessions and re-created
 // parents. As Handle.FencingToken, the first call reads it (one round trip)
 // and later calls answer at once; the error wraps ErrNotHeld once the lease
-// is closed, and ErrLockLost once Lost is closed or the node is gone.
+// is closed, and ErrLockLost once it is lost or the node is gone.
 func (l *Lease) FencingToken(ctx context.Context) (int64, error) {
-	n := l.n.Load()
-	if n == nil {
-		return 0, fmt.Errorf("gocurator: fencing token of lease %s: %w", l.path, ErrNotHeld)
+	if err := checkContext(ctx); err != nil {
+		return 0, fmt.Errorf("gocurator: fencing token of lease %s: %w", l.g.path, err)
 	}
-	t, err := l.li.token(ctx, n)
+	if l.closed.Load() {
+		return 0, fmt.Errorf("gocurator: fencing token of lease %s: %w", l.g.path, ErrNotHeld)
+	}
+	t, err := l.li.token(ctx, l.g)
 	if err != nil {
-		return 0, fmt.Errorf("gocurator: fencing token of lease %s: %w", l.path, err)
+		return 0, fmt.Errorf("gocurator: fencing token of lease %s: %w", l.g.path, err)
 	}
 	return t, nil
 }

@@ -3,19 +3,31 @@ package recipes
 import (
 	"context"
 	"fmt"
-	"sync/atomic"
+	"sync"
 
 	"github.com/gocurator/curator/framework"
 )
 
 // InterProcessSemaphoreMutex is Curator's InterProcessSemaphoreMutex: a
 // mutex across processes that is NOT reentrant, built on a one-lease
-// InterProcessSemaphoreV2 (same tree: P/locks, P/leases). Acquiring it again
-// while it is held waits, like any other contender (TryAcquire returns
-// ErrLocked), and any goroutine may release it.
+// InterProcessSemaphoreV2 (same tree: P/locks, P/leases).
+//
+// The value is the owner, as in Curator, and holds at most one acquisition
+// at a time: any goroutine may release it, and acquiring it again while it
+// is held (or lost and not yet released) waits, like any other contender,
+// but here in the process, as long as ctx allows (TryAcquire returns
+// ErrLocked at once). So a Release can only ever give up the one
+// acquisition the value holds. Goroutines that must not wait for each
+// other's releases should each have a value of their own.
 type InterProcessSemaphoreMutex struct {
-	s     *InterProcessSemaphoreV2
-	lease atomic.Pointer[Lease]
+	s *InterProcessSemaphoreV2
+
+	// slot is taken for the whole of an acquisition, from the start of
+	// Acquire to the end of Release, so that this value never holds two.
+	slot chan struct{}
+
+	mu    sync.Mutex
+	lease *Lease // while held (or lost and not yet released)
 }
 
 // NewInterProcessSemaphoreMutex returns the mutex at path. A bad path (the
@@ -26,56 +38,104 @@ func NewInterProcessSemaphoreMutex(client *framework.Client, path string, opts .
 	if err != nil {
 		return nil, err
 	}
-	return &InterProcessSemaphoreMutex{s: s}, nil
+	return &InterProcessSemaphoreMutex{s: s, slot: make(chan struct{}, 1)}, nil
 }
 
 // Path returns the lock's base path.
 func (m *InterProcessSemaphoreMutex) Path() string { return m.s.path }
 
-// Acquire takes the lock, waiting as long as ctx allows; when ctx ends first
-// it returns an error wrapping ctx.Err() and leaves no node behind.
+// Acquire takes the lock, waiting as long as ctx allows, first for this
+// value's own acquisition to be released (if any), then for the lock; when
+// ctx ends first it returns an error wrapping ctx.Err() and leaves no node
+// behind. A nil ctx is an error wrapping ErrBadArgument.
 func (m *InterProcessSemaphoreMutex) Acquire(ctx context.Context) error {
+	if err := checkContext(ctx); err != nil {
+		return fmt.Errorf("gocurator: acquire %s: %w", m.s.path, err)
+	}
+	select {
+	case m.slot <- struct{}{}:
+	case <-ctx.Done():
+		return fmt.Errorf("gocurator: acquire %s: %w", m.s.path, ctx.Err())
+	}
 	return m.take(m.s.Acquire(ctx))
 }
 
 // TryAcquire takes the lock only if it is free now: otherwise it returns an
 // error wrapping ErrLocked, and leaves no node behind.
 func (m *InterProcessSemaphoreMutex) TryAcquire(ctx context.Context) error {
+	if err := checkContext(ctx); err != nil {
+		return fmt.Errorf("gocurator: acquire %s: %w", m.s.path, err)
+	}
+	select {
+	case m.slot <- struct{}{}:
+	default:
+		return fmt.Errorf("gocurator: acquire %s: %w: held (or being acquired) through this value", m.s.path, ErrLocked)
+	}
 	return m.take(m.s.TryAcquire(ctx))
 }
 
 func (m *InterProcessSemaphoreMutex) take(l *Lease, err error) error {
 	if err != nil {
+		<-m.slot
 		return err
 	}
-	m.lease.Store(l)
+	m.mu.Lock()
+	m.lease = l
+	m.mu.Unlock()
 	return nil
 }
 
 // Release releases the lock, whichever goroutine took it. When it is not
 // held, Release returns an error wrapping ErrNotHeld (Curator's
-// IllegalStateException "Not acquired"). The lock counts as released even
-// when the delete fails (connection loss): it then goes on in the background,
-// and the error is returned for information.
+// IllegalStateException "Not acquired"); when it was lost, an error
+// wrapping ErrLockLost, having deleted the node if it was still there. The
+// lock counts as released even when the delete fails (connection loss): it
+// then goes on in the background, and the error is returned for
+// information.
 func (m *InterProcessSemaphoreMutex) Release(ctx context.Context) error {
-	l := m.lease.Swap(nil)
+	if err := checkContext(ctx); err != nil {
+		return fmt.Errorf("gocurator: release %s: %w", m.s.path, err)
+	}
+	m.mu.Lock()
+	l := m.lease
+	m.lease = nil
+	m.mu.Unlock()
 	if l == nil {
 		return fmt.Errorf("gocurator: release %s: %w", m.s.path, ErrNotHeld)
 	}
+	defer func() { <-m.slot }()
 	return l.Close(ctx)
 }
 
-// IsAcquiredInThisProcess reports whether the lock is held through this value.
-func (m *InterProcessSemaphoreMutex) IsAcquiredInThisProcess() bool { return m.held() != nil }
+// IsAcquiredInThisProcess reports whether the lock is held through this
+// value, and not lost.
+func (m *InterProcessSemaphoreMutex) IsAcquiredInThisProcess() bool { return m.Err() == nil }
 
-// Lost returns a channel that is closed when the held lock can no longer be
-// trusted (see Lease.Lost); already closed when the lock is not held.
-func (m *InterProcessSemaphoreMutex) Lost() <-chan struct{} {
+// Done returns a channel that is closed when the value's current
+// acquisition ends (lost or released; see Lease.Done); already closed when
+// the lock is not held.
+func (m *InterProcessSemaphoreMutex) Done() <-chan struct{} {
 	if l := m.held(); l != nil {
-		return l.Lost()
+		return l.Done()
 	}
 	return closedChan
 }
+
+// Err returns nil while the lock is held through this value, an error
+// wrapping ErrLockLost once it is lost (until it is released), and an error
+// wrapping ErrNotHeld when it is not held.
+func (m *InterProcessSemaphoreMutex) Err() error {
+	if l := m.held(); l != nil {
+		return l.Err()
+	}
+	return fmt.Errorf("gocurator: %s: %w", m.s.path, ErrNotHeld)
+}
+
+// Lost returns Done.
+//
+// Deprecated: Lost is Done under its earlier name; it also closes when the
+// lock is released. Use Done, and Err to tell a loss from a release.
+func (m *InterProcessSemaphoreMutex) Lost() <-chan struct{} { return m.Done() }
 
 // FencingToken returns the held lease node's czxid, as Lease.FencingToken;
 // the error wraps ErrNotHeld when the lock is not held.
@@ -86,7 +146,8 @@ func (m *InterProcessSemaphoreMutex) FencingToken(ctx context.Context) (int64, e
 	return 0, fmt.Errorf("gocurator: fencing token of %s: %w", m.s.path, ErrNotHeld)
 }
 
-// LockPath returns the full path of the held lease node, or "".
+// LockPath returns the full path of the current lease node (held, or lost
+// and not yet released), or "".
 func (m *InterProcessSemaphoreMutex) LockPath() string {
 	if l := m.held(); l != nil {
 		return l.Path()
@@ -94,4 +155,8 @@ func (m *InterProcessSemaphoreMutex) LockPath() string {
 	return ""
 }
 
-func (m *InterProcessSemaphoreMutex) held() *Lease { return m.lease.Load() }
+func (m *InterProcessSemaphoreMutex) held() *Lease {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.lease
+}

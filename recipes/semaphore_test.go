@@ -135,7 +135,7 @@ func TestSemaphoreAcquireNTimesOut(t *testing.T) {
 	if err := ReturnAll(ctx, held); err != nil {
 		t.Fatalf("ReturnAll of returned leases = %v", err)
 	}
-	assertClosed(t, l.Lost(), "Lost of a closed lease")
+	assertClosed(t, l.Done(), "Lost of a closed lease")
 }
 
 // A count changed from 1 to 2 lets the second waiter in.
@@ -284,7 +284,7 @@ func TestSemaphoreMutex(t *testing.T) {
 	if _, err := m1.FencingToken(ctx); !errors.Is(err, ErrNotHeld) {
 		t.Fatalf("token of a released mutex: %v, want ErrNotHeld", err)
 	}
-	assertClosed(t, m1.Lost(), "Lost of an unheld mutex")
+	assertClosed(t, m1.Done(), "Lost of an unheld mutex")
 	var l Locker = m2
 	if err := l.Release(ctx); err != nil {
 		t.Fatal(err)

@@ -13,6 +13,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/gocurator/curator/framework"
+	"github.com/gocurator/curator/internal/callgate"
 )
 
 // sharedCountRetryWait is how long the watcher waits before it reads the
@@ -44,6 +45,7 @@ type SharedCount struct {
 	closed    bool
 	cancel    context.CancelFunc
 	done      chan struct{}
+	gate      callgate.Gate // listener calls: Close does not wait while one is under way
 }
 
 // NewSharedCount returns the count at path, with seed as its value until it
@@ -179,7 +181,7 @@ func (c *SharedCount) notify() {
 	}
 	c.mu.Unlock()
 	for _, l := range ls {
-		l(n)
+		c.gate.Call(func() { l(n) })
 	}
 }
 
@@ -251,7 +253,9 @@ func (c *SharedCount) AddListener(fn func(count int)) (remove func()) {
 }
 
 // Close stops watching the node and waits for the watching goroutine to
-// end; listeners hear nothing more. The node stays. Close is idempotent.
+// end, unless a listener call is under way (it may be the caller: a
+// listener may close its count); listeners hear nothing more. The node
+// stays. Close is idempotent.
 func (c *SharedCount) Close() error {
 	c.mu.Lock()
 	c.closed = true
@@ -260,7 +264,9 @@ func (c *SharedCount) Close() error {
 	c.mu.Unlock()
 	if cancel != nil {
 		cancel()
-		<-done
+		if c.gate.Close() {
+			<-done
+		}
 	}
 	return nil
 }

@@ -1,6 +1,7 @@
 package recipes
 
 import (
+	"context"
 	"fmt"
 
 	"github.com/go-zookeeper/zk"
@@ -26,6 +27,15 @@ func checkArgs(client *framework.Client, path string) error {
 	}
 	if path == "/" {
 		return fmt.Errorf("%w %q: must not be the root", zk.ErrInvalidPath, path)
+	}
+	return nil
+}
+
+// checkContext refuses a nil context: every call that takes one needs it to
+// know when to give up.
+func checkContext(ctx context.Context) error {
+	if ctx == nil {
+		return fmt.Errorf("%w: nil context", ErrBadArgument)
 	}
 	return nil
 }

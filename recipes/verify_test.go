@@ -23,7 +23,7 @@ func TestVerifyRefusesNodeOfAnotherSession(t *testing.T) {
 		t.Fatal(err)
 	}
 	li := lockInternals{client: ours, base: base}
-	n := &heldNode{path: path, name: path[len(base)+1:]}
+	n := &acquisition{path: path, name: path[len(base)+1:], sig: ours.NotifyErrorState()}
 	if err := li.verify(ctx, n); !errors.Is(err, errNodeVanished) || !errors.Is(err, zk.ErrNoNode) {
 		t.Fatalf("verify of another session's node = %v, want errNodeVanished", err)
 	}
@@ -32,11 +32,11 @@ func TestVerifyRefusesNodeOfAnotherSession(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	n = &heldNode{path: mine, name: mine[len(base)+1:]}
+	n = &acquisition{path: mine, name: mine[len(base)+1:], sig: ours.NotifyErrorState()}
 	if err := li.verify(ctx, n); err != nil {
 		t.Fatalf("verify of our own node = %v", err)
 	}
-	n.stop()
+	n.end()
 	_, stat, _ := ours.Exists(ctx, mine)
 	if tok := n.token.Load(); tok != stat.Czxid || tok == 0 {
 		t.Fatalf("token %d, czxid %d", tok, stat.Czxid)
@@ -52,24 +52,24 @@ func TestTrustOnlyWithoutErrorStateSinceArming(t *testing.T) {
 	proxy := zktest.NewProxyT(t, server.Addr())
 	c := newClient(t, proxy.Addr())
 	li := lockInternals{client: c, base: base}
-	lost, stopLost := c.NotifyErrorState()
+	sig := c.NotifyErrorState()
 	path, err := c.Create(ctx, base+"/lock-", nil, framework.WithMode(framework.EphemeralSequential),
 		framework.WithProtection(), framework.CreatingParentContainersIfNeeded())
 	if err != nil {
 		t.Fatal(err)
 	}
-	n := &heldNode{path: path, name: path[len(base)+1:], session: c.SessionID(), lost: lost, stopLost: stopLost}
-	defer func() { n.stop() }()
+	n := &acquisition{path: path, name: path[len(base)+1:], sig: sig}
+	defer func() { n.end() }()
 	if !li.trusted(n) {
 		t.Fatal("a node created with no error state since arming is not trusted")
 	}
-	if unknown := (&heldNode{lost: lost}); li.trusted(unknown) {
+	if unknown := (&acquisition{sig: &framework.ErrorSignal{}}); li.trusted(unknown) {
 		t.Fatal("a node armed before any session is trusted")
 	}
 
 	session := c.SessionID()
 	proxy.DropConnections()
-	<-n.lost
+	<-n.done()
 	if err := c.BlockUntilConnected(ctx); err != nil {
 		t.Fatal(err)
 	}

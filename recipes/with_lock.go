@@ -3,32 +3,54 @@ package recipes
 import (
 	"context"
 	"errors"
+	"fmt"
 )
 
-// Locker is what every lock handle of this package offers: Handle (also
-// the read-write lock's ReadLock and WriteLock), InterProcessSemaphoreMutex
-// and InterProcessMultiLock. All of them also have TryAcquire.
+// Locker is what every lock owner of this package offers: Handle (also the
+// read-write lock's ReadLock and WriteLock), InterProcessSemaphoreMutex and
+// InterProcessMultiLock. All of them also have TryAcquire.
+//
+// Done and Err tell the life of the current acquisition, as Handle
+// documents: Done is closed when it ends (lost or released; already closed
+// when nothing is held), Err is nil while it holds, wraps ErrLockLost once it
+// is lost, and wraps ErrNotHeld when nothing is held.
 type Locker interface {
 	Acquire(ctx context.Context) error
 	Release(ctx context.Context) error
-	Lost() <-chan struct{}
+	Done() <-chan struct{}
+	Err() error
 }
 
-// WithLock acquires l, runs fn, and releases l whatever fn returns. fn's
-// context is cancelled, with cause ErrLockLost (see context.Cause), as soon
-// as the lock can no longer be trusted, so that work under a lost lock stops.
-// The result is fn's error joined with any release error.
+// WithLock acquires l, runs fn, and releases l whatever fn returns: the
+// shortest way to hold a lock, and the one that leaks nothing. fn's context
+// is cancelled, with a cause wrapping ErrLockLost (see context.Cause), as
+// soon as the lock can no longer be trusted, so that work under a lost lock
+// stops. The result is fn's error joined with the release's: after a loss
+// the release reports it (ErrLockLost), so the caller always learns that
+// fn's work was not protected all along. A nil ctx or fn is an error
+// wrapping ErrBadArgument.
 func WithLock(ctx context.Context, l Locker, fn func(ctx context.Context) error) error {
+	if err := checkContext(ctx); err != nil {
+		return fmt.Errorf("gocurator: with lock: %w", err)
+	}
+	if l == nil || fn == nil {
+		return fmt.Errorf("gocurator: with lock: %w: nil locker or function", ErrBadArgument)
+	}
 	if err := l.Acquire(ctx); err != nil {
 		return err
 	}
 	lctx, cancel := context.WithCancelCause(ctx)
 	watching := make(chan struct{})
+	done := l.Done()
 	go func() {
 		defer close(watching)
 		select {
-		case <-l.Lost():
-			cancel(ErrLockLost)
+		case <-done:
+			cause := l.Err()
+			if !errors.Is(cause, ErrLockLost) {
+				cause = fmt.Errorf("%w: %w", ErrLockLost, cause)
+			}
+			cancel(cause)
 		case <-lctx.Done():
 		}
 	}()

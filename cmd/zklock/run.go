@@ -236,7 +236,7 @@ func acquire(ctx context.Context, client *framework.Client, o runOptions, revoke
 		if err != nil {
 			return nil, err
 		}
-		return withToken(ctx, &held{kind: lockLease, node: lease.Path(), lost: lease.Lost(), release: lease.Close}, lease.FencingToken)
+		return withToken(ctx, &held{kind: lockLease, node: lease.Path(), lost: lease.Done(), release: lease.Close}, lease.FencingToken)
 	}
 
 	var h *recipes.Handle
@@ -275,7 +275,7 @@ func acquire(ctx context.Context, client *framework.Client, o runOptions, revoke
 	if err != nil {
 		return nil, err
 	}
-	return withToken(ctx, &held{kind: o.kind, node: h.LockPath(), lost: h.Lost(), release: h.Release}, h.FencingToken)
+	return withToken(ctx, &held{kind: o.kind, node: h.LockPath(), lost: h.Done(), release: h.Release}, h.FencingToken)
 }
 
 // runLocked takes the lock o describes through client, runs o.argv under

@@ -1,0 +1,114 @@
+package compat_test
+
+import (
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/gocurator/curator/framework"
+	"github.com/gocurator/curator/framework/zktest"
+	"github.com/gocurator/curator/internal/testutil"
+	"github.com/gocurator/curator/recipes"
+	"github.com/gocurator/curator/state"
+)
+
+// The ensemble loses its quorum for longer than the session timeout, then
+// gets it back. No session expires while there is no quorum, so a client
+// may come back to its old session. A Go holder is told at SUSPENDED, LOST
+// comes from its local timer, and, like a Curator user told that after LOST
+// there is nothing to release, it does not release. Its client gave the
+// old session up at LOST and closes it as soon as a member answers again:
+// its lock node goes then (not when the server's own expiry comes to it,
+// and not never, as when go-zookeeper resumed the old session), and a Java
+// Curator contender waiting for the lock gets it.
+//
+// The Go client reaches each member through a proxy of its own, so that
+// the closeSession request it sends is counted.
+func TestQuorumLossEndsTheLostSession(t *testing.T) {
+	testutil.CheckLeaks(t)
+	ctx := testutil.Context(t)
+	ens := zktest.NewEnsemble(t, 3, zktest.WithTickTime(200*time.Millisecond),
+		zktest.WithSessionTimeoutRange(400*time.Millisecond, 30*time.Second))
+	var proxies []*zktest.Proxy
+	var addrs []string
+	for _, a := range ens.Addrs() {
+		p := zktest.NewProxyT(t, a)
+		proxies = append(proxies, p)
+		addrs = append(addrs, p.Addr())
+	}
+	rec := testutil.NewStateRecorder()
+	const timeout = 4 * time.Second
+	gc := newClient(t, strings.Join(addrs, ","), framework.WithSessionTimeout(timeout), framework.WithListener(rec))
+	observer := newClient(t, ens.ConnectString())
+	base := testutil.Path(t)
+	testutil.CleanupTree(t, ens.ConnectString(), base)
+
+	h := mustMutex(t, gc, base).NewHandle()
+	must(t, h.Acquire(ctx))
+	node, old := h.LockPath(), gc.SessionID()
+
+	p := startPeer(t, "quorum")
+	p.client(t, "jc", ens.ConnectString(), "session=20000")
+	p.do(t, "-", "mutex", "m", "jc", base)
+	javaGot := javaAcquire(p, "j1", "m", 1, "timeout=60000")
+	waitChildren(t, observer, base, 2)
+
+	// The leader and one follower stop: no quorum. The third stops serving.
+	leader, err := ens.Leader()
+	must(t, err)
+	members := ens.Members()
+	stopped := []*zktest.Server{members[leader], members[(leader+1)%len(members)]}
+	var wg sync.WaitGroup
+	for _, m := range stopped {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			must(t, m.Kill())
+		}()
+	}
+	wg.Wait()
+	select {
+	case <-h.Done():
+	case <-ctx.Done():
+		t.Fatal("the Go holder was not told")
+	}
+	rec.WaitFor(ctx, t, state.Lost) // the local timer: the session timeout has passed without quorum
+	if !errors.Is(h.Err(), recipes.ErrLockLost) {
+		t.Fatalf("holder's Err = %v, want ErrLockLost", h.Err())
+	}
+
+	for _, m := range stopped {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			must(t, m.Restart())
+		}()
+	}
+	wg.Wait()
+	must(t, ens.WaitForQuorum(ctx))
+	if !acquired(t, javaGot.must(t)) {
+		t.Fatal("the Java contender did not acquire after the quorum came back")
+	}
+	var closes int64
+	for _, px := range proxies {
+		closes += px.Requests(zktest.OpCloseSession)
+	}
+	if closes == 0 {
+		t.Fatal("the Go client did not close its lost session: the node went by the server's expiry")
+	}
+	if ok, st, err := observer.Exists(ctx, node); err != nil || ok {
+		t.Fatalf("the lost session's node %s: exists %v (owner %x), %v", node, ok, st.EphemeralOwner, err)
+	}
+	rec.WaitFor(ctx, t, state.Reconnected)
+	if gc.SessionID() == old {
+		t.Fatalf("the Go client is back in its lost session %x", old)
+	}
+	p.do(t, "j1", "release", "m")
+	if err := h.Release(ctx); !errors.Is(err, recipes.ErrLockLost) {
+		t.Fatalf("release after LOST = %v, want ErrLockLost", err)
+	}
+	must(t, h.Acquire(ctx))
+	must(t, h.Release(ctx))
+}

@@ -1,0 +1,119 @@
+package framework
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/gocurator/curator/framework/zktest"
+	"github.com/gocurator/curator/internal/testutil"
+	"github.com/gocurator/curator/state"
+)
+
+// When the local timer posts LOST (the session timeout has passed while
+// SUSPENDED, and no server has said anything), the client gives the session
+// up, as Curator does: it moves to a new session at once, and closes the old
+// one on the server as soon as a server answers it, so that the old
+// session's ephemeral nodes go then, not when the server's own expiry comes
+// to them (or never, while the old session is resumed).
+//
+// HoldSession plays a partition of the old session alone: the server keeps
+// it (its timeout is 20 s), the client's reconnects of it are held, a new
+// session passes.
+func TestTimerLostClosesTheOldSession(t *testing.T) {
+	ctx, base := testutil.Begin(t, server.Addr())
+	proxy := zktest.NewProxyT(t, server.Addr())
+	rec := testutil.NewStateRecorder()
+	const timeout = 20 * time.Second
+	c := newClient(t, proxy.Addr(), WithSessionTimeout(timeout),
+		WithSimulatedSessionExpirationPercent(5), WithListener(rec)) // LOST 1 s after SUSPENDED
+	rec.WaitFor(ctx, t, state.Connected)
+	old, oldEnded := c.Session()
+	if old == 0 || old != c.SessionID() {
+		t.Fatalf("Session() = %x, SessionID() = %x", old, c.SessionID())
+	}
+	node, err := c.Create(ctx, base+"/eph", nil, WithMode(Ephemeral), CreatingParentContainersIfNeeded())
+	if err != nil {
+		t.Fatal(err)
+	}
+	sig := c.NotifyErrorState()
+	defer sig.Stop()
+
+	release := proxy.HoldSession(old)
+	defer release()
+	rec.WaitFor(ctx, t, state.Suspended)
+	rec.WaitFor(ctx, t, state.Lost)
+	lostAt := time.Now()
+	select {
+	case <-oldEnded:
+	default:
+		t.Fatal("the old session's ended channel is open after LOST")
+	}
+	rec.WaitFor(ctx, t, state.Reconnected)
+	now, nowEnded := c.Session()
+	if now == old || now == 0 {
+		t.Fatalf("session after LOST = %x, want a new one (old %x)", now, old)
+	}
+	select {
+	case <-nowEnded:
+		t.Fatal("the new session's ended channel is closed")
+	default:
+	}
+	var se *StateError
+	if !errors.As(sig.Err(), &se) || se.State != state.Suspended {
+		t.Fatalf("signal ended with %v, want SUSPENDED", sig.Err())
+	}
+
+	// The old session is alive on the server: its node is still there.
+	raw := testutil.Connect(t, server.Addr())
+	ok, stat, err := raw.Exists(node)
+	if err != nil || !ok || stat.EphemeralOwner != old {
+		t.Fatalf("node of the old session before it can reach the server: exists %v, %+v, %v", ok, stat, err)
+	}
+	release() // the old session's reconnect reaches the server: the client closes it
+	if err := proxy.WaitRequests(ctx, zktest.OpCloseSession, 1); err != nil {
+		t.Fatal(err)
+	}
+	testutil.WaitGone(t, raw, node)
+	if d := time.Since(lostAt); d >= timeout {
+		t.Fatalf("the old session's node outlived LOST by %v: the server's own expiry (%v) could have removed it", d, timeout)
+	}
+	if err := rec.Equal(state.Connected, state.Suspended, state.Lost, state.Reconnected); err != nil {
+		t.Fatal(err) // the old session's return moved nothing
+	}
+	if _, err := c.Create(ctx, base+"/again", nil, WithMode(Ephemeral)); err != nil {
+		t.Fatalf("create in the new session: %v", err)
+	}
+}
+
+// A listener may close its own client, as in Curator's "on LOST, close and
+// build a new client": Close returns, and the client's goroutines end.
+func TestCloseFromAListener(t *testing.T) {
+	testutil.CheckLeaks(t)
+	ctx := testutil.Context(t)
+	proxy := zktest.NewProxyT(t, server.Addr())
+	c := newClient(t, proxy.Addr())
+	closed := make(chan error, 1)
+	c.AddListener(state.ListenerFunc(func(s state.ConnectionState) {
+		if s == state.Suspended {
+			closed <- c.Close()
+		}
+	}))
+	proxy.DropConnections()
+	select {
+	case err := <-closed:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-ctx.Done():
+		t.Fatal("Close called from a listener did not return")
+	}
+	if !c.IsClosed() {
+		t.Fatal("not closed")
+	}
+	if _, _, err := c.Exists(ctx, "/"); !errors.Is(err, ErrClosed) || !errors.Is(err, zk.ErrClosing) {
+		t.Fatalf("Exists after Close = %v", err)
+	}
+}
