@@ -13,6 +13,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/gocurator/curator/internal/callgate"
+	"github.com/gocurator/curator/internal/errs"
 	"github.com/gocurator/curator/retry"
 	"github.com/gocurator/curator/state"
 )
@@ -190,7 +191,7 @@ func (c *Client) BlockUntilConnected(ctx context.Context) error {
 		select {
 		case <-changed:
 		case <-ctx.Done():
-			return fmt.Errorf("gocurator: waiting for a connection: %w", ctx.Err())
+			return errs.Errorf("waiting for a connection: %w", ctx.Err())
 		}
 	}
 }

@@ -2,12 +2,12 @@ package framework
 
 import (
 	"context"
-	"fmt"
 	"time"
 
 	"github.com/go-zookeeper/zk"
 	"go.uber.org/zap"
 
+	"github.com/gocurator/curator/internal/errs"
 	"github.com/gocurator/curator/state"
 )
 
@@ -169,7 +169,7 @@ func (c *Client) waitConnected(ctx context.Context) error {
 		select {
 		case <-changed:
 		case <-timeout:
-			return fmt.Errorf("gocurator: no connection within %v: %w", c.cfg.connectionTimeout, zk.ErrNoServer)
+			return errs.Errorf("no connection within %v: %w", c.cfg.connectionTimeout, zk.ErrNoServer)
 		case <-ctx.Done():
 			return ctx.Err()
 		}

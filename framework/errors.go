@@ -2,14 +2,15 @@ package framework
 
 import (
 	"errors"
-	"fmt"
 
 	"github.com/go-zookeeper/zk"
+
+	"github.com/gocurator/curator/internal/errs"
 )
 
 // ErrClosed is returned by every operation on a client after Close. It
 // unwraps to zk.ErrClosing, so code written against go-zookeeper keeps working.
-var ErrClosed = fmt.Errorf("gocurator: client is closed: %w", zk.ErrClosing)
+var ErrClosed = errs.Errorf("client is closed: %w", zk.ErrClosing)
 
 // ErrInvalidArgument marks an error caused by a bad argument (an empty connect
 // string, a timeout out of range, node data too large for the servers'
@@ -30,9 +31,10 @@ type OpError struct {
 	Err error
 }
 
-// Error returns "gocurator: <op> <path>: <cause>".
+// Error returns "gocurator: <op> <path>: <cause>", with one "gocurator: "
+// however deep the cause, and a long path shortened.
 func (e *OpError) Error() string {
-	return "gocurator: " + e.Op + " " + e.Path + ": " + e.Err.Error()
+	return errs.Prefix + e.Op + " " + errs.Path(e.Path) + ": " + errs.Strip(e.Err.Error())
 }
 
 // Unwrap returns the cause.
@@ -50,5 +52,5 @@ func opError(op, path string, err error) error {
 }
 
 func invalidArgument(format string, args ...any) error {
-	return fmt.Errorf("%w: "+format, append([]any{ErrInvalidArgument}, args...)...)
+	return errs.Errorf("%w: "+format, append([]any{ErrInvalidArgument}, args...)...)
 }

@@ -92,3 +92,28 @@ func ExampleWithNamespace() {
 	}
 	// Output: created /config (on the server: /example/ns/config)
 }
+
+// Session returns the current session and a channel closed when it ends
+// (LOST, or Close); SessionTimeout the timeout the server granted.
+func ExampleClient_Session() {
+	client, err := framework.New(os.Getenv("ZK_SERVERS"), retry.NewExponentialBackoff(100*time.Millisecond, 3),
+		framework.WithSessionTimeout(10*time.Second))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := client.BlockUntilConnected(ctx); err != nil {
+		fmt.Println(err)
+		return
+	}
+	id, ended := client.Session()
+	fmt.Println("session:", id != 0, "timeout:", client.SessionTimeout())
+	client.Close()
+	<-ended
+	fmt.Println("ended with Close")
+	// Output:
+	// session: true timeout: 10s
+	// ended with Close
+}

@@ -23,6 +23,11 @@ func WithJuteMaxBuffer(n int) Option {
 	return optionFunc(func(c *config) { c.juteMaxBuffer = n })
 }
 
+// JuteMaxBuffer returns the servers' jute.maxbuffer the client assumes
+// (DefaultJuteMaxBuffer, or WithJuteMaxBuffer's): the largest request, in
+// bytes, it sends.
+func (c *Client) JuteMaxBuffer() int { return c.cfg.juteMaxBuffer }
+
 // The sizes of requests as jute encodes them: ints are 4 bytes, strings and
 // byte arrays a 4-byte length and their bytes, vectors a 4-byte count and
 // their elements.

@@ -3,9 +3,10 @@ package framework
 import (
 	"context"
 	"errors"
-	"fmt"
 
 	"github.com/go-zookeeper/zk"
+
+	"github.com/gocurator/curator/internal/errs"
 )
 
 // CreateMode is the kind of node Create makes, with ZooKeeper's names.
@@ -130,7 +131,7 @@ func (c *Client) Create(ctx context.Context, path string, data []byte, opts ...C
 	if o.protected {
 		return c.createProtected(ctx, path, data, o)
 	}
-	created, err := call(c, ctx, "create", path, func(z *zk.Conn) (string, error) {
+	created, err := call(ctx, c, "create", path, func(z *zk.Conn) (string, error) {
 		return c.createWithParents(z, c.ns.fix(path), data, o)
 	})
 	if err != nil {
@@ -204,7 +205,7 @@ func (c *Client) Delete(ctx context.Context, path string, opts ...DeleteOption) 
 	}
 	full := c.ns.fix(path)
 	del := func(z *zk.Conn) error { return z.Delete(full, o.version) }
-	_, err := call(c, ctx, "delete", path, func(z *zk.Conn) (struct{}, error) { return struct{}{}, del(z) })
+	_, err := call(ctx, c, "delete", path, func(z *zk.Conn) (struct{}, error) { return struct{}{}, del(z) })
 	if err != nil && o.guaranteed && !errors.Is(err, ErrClosed) &&
 		(c.retryable(err) || ctx != nil && ctx.Err() != nil) {
 		c.log.Info("delete failed; it goes on in the background")
@@ -220,7 +221,7 @@ func (c *Client) Delete(ctx context.Context, path string, opts ...DeleteOption) 
 
 // Exists reports whether a node is at path, with its Stat if so.
 func (c *Client) Exists(ctx context.Context, path string) (bool, *zk.Stat, error) {
-	r, err := read(c, ctx, "exists", path, func(z *zk.Conn, p string) (nodeResult, error) {
+	r, err := read(ctx, c, "exists", path, func(z *zk.Conn, p string) (nodeResult, error) {
 		ok, stat, err := z.Exists(p)
 		return nodeResult{ok: ok, stat: stat}, err
 	})
@@ -232,7 +233,7 @@ func (c *Client) Exists(ctx context.Context, path string) (bool, *zk.Stat, error
 // never appears stays on the server. Event paths are server paths
 // (namespace included).
 func (c *Client) ExistsW(ctx context.Context, path string) (bool, *zk.Stat, <-chan zk.Event, error) {
-	r, err := read(c, ctx, "exists", path, func(z *zk.Conn, p string) (nodeResult, error) {
+	r, err := read(ctx, c, "exists", path, func(z *zk.Conn, p string) (nodeResult, error) {
 		ok, stat, w, err := z.ExistsW(p)
 		return nodeResult{ok: ok, stat: stat, watch: w}, err
 	})
@@ -241,7 +242,7 @@ func (c *Client) ExistsW(ctx context.Context, path string) (bool, *zk.Stat, <-ch
 
 // GetData returns the node's data and Stat.
 func (c *Client) GetData(ctx context.Context, path string) ([]byte, *zk.Stat, error) {
-	r, err := read(c, ctx, "get data", path, func(z *zk.Conn, p string) (nodeResult, error) {
+	r, err := read(ctx, c, "get data", path, func(z *zk.Conn, p string) (nodeResult, error) {
 		data, stat, err := z.Get(p)
 		return nodeResult{data: data, stat: stat}, err
 	})
@@ -254,7 +255,7 @@ func (c *Client) GetData(ctx context.Context, path string) ([]byte, *zk.Stat, er
 // session expiry or Close the event has Type zk.EventNotWatching and Err set.
 // Event paths are server paths (namespace included).
 func (c *Client) GetDataW(ctx context.Context, path string) ([]byte, *zk.Stat, <-chan zk.Event, error) {
-	r, err := read(c, ctx, "get data", path, func(z *zk.Conn, p string) (nodeResult, error) {
+	r, err := read(ctx, c, "get data", path, func(z *zk.Conn, p string) (nodeResult, error) {
 		data, stat, w, err := z.GetW(p)
 		return nodeResult{data: data, stat: stat, watch: w}, err
 	})
@@ -266,7 +267,7 @@ func (c *Client) SetData(ctx context.Context, path string, data []byte, version 
 	if err := c.checkRequest("set data", path, func(p string) int { return setDataSize(p, data) }); err != nil {
 		return nil, err
 	}
-	r, err := read(c, ctx, "set data", path, func(z *zk.Conn, p string) (nodeResult, error) {
+	r, err := read(ctx, c, "set data", path, func(z *zk.Conn, p string) (nodeResult, error) {
 		stat, err := z.Set(p, data, version)
 		return nodeResult{stat: stat}, err
 	})
@@ -275,7 +276,7 @@ func (c *Client) SetData(ctx context.Context, path string, data []byte, version 
 
 // Children returns the names of the node's children, in server order.
 func (c *Client) Children(ctx context.Context, path string) ([]string, *zk.Stat, error) {
-	r, err := read(c, ctx, "get children", path, func(z *zk.Conn, p string) (nodeResult, error) {
+	r, err := read(ctx, c, "get children", path, func(z *zk.Conn, p string) (nodeResult, error) {
 		names, stat, err := z.Children(p)
 		return nodeResult{children: names, stat: stat}, err
 	})
@@ -285,7 +286,7 @@ func (c *Client) Children(ctx context.Context, path string) ([]string, *zk.Stat,
 // ChildrenW is Children plus a one-shot watch on the node's children.
 // Event paths are server paths (namespace included).
 func (c *Client) ChildrenW(ctx context.Context, path string) ([]string, *zk.Stat, <-chan zk.Event, error) {
-	r, err := read(c, ctx, "get children", path, func(z *zk.Conn, p string) (nodeResult, error) {
+	r, err := read(ctx, c, "get children", path, func(z *zk.Conn, p string) (nodeResult, error) {
 		names, stat, w, err := z.ChildrenW(p)
 		return nodeResult{children: names, stat: stat, watch: w}, err
 	})
@@ -294,7 +295,7 @@ func (c *Client) ChildrenW(ctx context.Context, path string) ([]string, *zk.Stat
 
 // Sync asks the server the client is connected to to catch up with the leader for path.
 func (c *Client) Sync(ctx context.Context, path string) error {
-	_, err := read(c, ctx, "sync", path, func(z *zk.Conn, p string) (nodeResult, error) {
+	_, err := read(ctx, c, "sync", path, func(z *zk.Conn, p string) (nodeResult, error) {
 		_, err := z.Sync(p)
 		return nodeResult{}, err
 	})
@@ -313,13 +314,13 @@ type nodeResult struct {
 // read validates path and runs a single-node operation on its server path
 // in the retry loop. (SetData and Sync go through it too: they are as safe
 // to retry as a read.)
-func read[T any](c *Client, ctx context.Context, op, path string, fn func(z *zk.Conn, serverPath string) (T, error)) (T, error) {
+func read[T any](ctx context.Context, c *Client, op, path string, fn func(z *zk.Conn, serverPath string) (T, error)) (T, error) {
 	if err := ValidatePath(path); err != nil {
 		var zero T
 		return zero, opError(op, path, err)
 	}
 	full := c.ns.fix(path)
-	return call(c, ctx, op, path, func(z *zk.Conn) (T, error) { return fn(z, full) })
+	return call(ctx, c, op, path, func(z *zk.Conn) (T, error) { return fn(z, full) })
 }
 
 // Multi runs the operations (*zk.CreateRequest, *zk.DeleteRequest,
@@ -333,7 +334,7 @@ func (c *Client) Multi(ctx context.Context, ops ...any) ([]zk.MultiResponse, err
 	for i, op := range ops {
 		path, fixedOp, opSize, err := c.fixMultiOp(op)
 		if err != nil {
-			return nil, opError("multi", path, fmt.Errorf("operation %d: %w", i, err))
+			return nil, opError("multi", path, errs.Errorf("operation %d: %w", i, err))
 		}
 		fixed[i] = fixedOp
 		size += multiHeaderSize + opSize
@@ -341,7 +342,7 @@ func (c *Client) Multi(ctx context.Context, ops ...any) ([]zk.MultiResponse, err
 	if err := c.checkSize(size); err != nil {
 		return nil, opError("multi", "", err)
 	}
-	res, err := call(c, ctx, "multi", "", func(z *zk.Conn) ([]zk.MultiResponse, error) {
+	res, err := call(ctx, c, "multi", "", func(z *zk.Conn) ([]zk.MultiResponse, error) {
 		return z.Multi(fixed...)
 	})
 	for i := range res {

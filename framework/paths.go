@@ -5,6 +5,8 @@ import (
 	"strings"
 
 	"github.com/go-zookeeper/zk"
+
+	"github.com/gocurator/curator/internal/errs"
 )
 
 // ValidatePath checks path by ZooKeeper's own rules (Java's PathUtils): it must
@@ -13,7 +15,7 @@ import (
 // unwraps to zk.ErrInvalidPath.
 func ValidatePath(path string) error {
 	if reason := pathProblem(path); reason != "" {
-		return fmt.Errorf("%w %q: %s", zk.ErrInvalidPath, path, reason)
+		return errs.Errorf("%w %q: %s", zk.ErrInvalidPath, errs.Path(path), reason)
 	}
 	return nil
 }

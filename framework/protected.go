@@ -103,7 +103,7 @@ func (c *Client) createProtected(ctx context.Context, path string, data []byte, 
 	session := c.SessionID()
 	first := true
 	var abandoned <-chan struct{}
-	created, err := retryLoop(c, ctx, "create", path, func(z *zk.Conn) (string, error) {
+	created, err := retryLoop(ctx, c, "create", path, func(z *zk.Conn) (string, error) {
 		if !first {
 			found, err := findProtected(z, parent, prefix)
 			if err != nil {

@@ -3,13 +3,13 @@ package framework
 import (
 	"context"
 	"errors"
-	"fmt"
 	"net"
 	"time"
 
 	"github.com/go-zookeeper/zk"
 	"go.uber.org/zap"
 
+	"github.com/gocurator/curator/internal/errs"
 	"github.com/gocurator/curator/retry"
 )
 
@@ -18,15 +18,15 @@ import (
 // connection and makes sure auth and the namespace are in place on it; the
 // attempt runs on that connection; a retryable failure is retried as the
 // policy allows. Errors come back as *OpError.
-func call[T any](c *Client, ctx context.Context, op, path string, attempt func(z *zk.Conn) (T, error)) (T, error) {
-	v, err := retryLoop(c, ctx, op, path, attempt, nil)
+func call[T any](ctx context.Context, c *Client, op, path string, attempt func(z *zk.Conn) (T, error)) (T, error) {
+	v, err := retryLoop(ctx, c, op, path, attempt, nil)
 	return v, opError(op, path, err)
 }
 
 // retryLoop is call without the OpError. If abandoned is not nil and ctx
 // cuts an attempt short while it is in flight, *abandoned is set to a channel
 // closed when that attempt has ended.
-func retryLoop[T any](c *Client, ctx context.Context, op, path string, attempt func(z *zk.Conn) (T, error), abandoned *<-chan struct{}) (T, error) {
+func retryLoop[T any](ctx context.Context, c *Client, op, path string, attempt func(z *zk.Conn) (T, error), abandoned *<-chan struct{}) (T, error) {
 	var out T
 	if ctx == nil {
 		return out, invalidArgument("nil context")
@@ -65,7 +65,7 @@ func connectionLoss(err error) error {
 	}
 	var ne *net.OpError
 	if errors.As(err, &ne) && !retry.IsRetryable(err) {
-		return fmt.Errorf("%w: %w", zk.ErrConnectionClosed, err)
+		return errs.Errorf("%w: %w", zk.ErrConnectionClosed, err)
 	}
 	return err
 }

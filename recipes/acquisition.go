@@ -2,13 +2,13 @@ package recipes
 
 import (
 	"errors"
-	"fmt"
 	"sync"
 	"sync/atomic"
 
 	"github.com/go-zookeeper/zk"
 
 	"github.com/gocurator/curator/framework"
+	"github.com/gocurator/curator/internal/errs"
 )
 
 // acquisition is one grant of a lock or a lease: the node it holds, and the
@@ -42,7 +42,7 @@ type acquisition struct {
 
 // errReleased is an ended grant's err once it was given up: the owner no
 // longer holds it, which ErrNotHeld says.
-var errReleased = fmt.Errorf("%w: released", ErrNotHeld)
+var errReleased = errs.Errorf("%w: released", ErrNotHeld)
 
 // owner returns the session our node belongs to, as far as we know.
 func (a *acquisition) owner() int64 {
@@ -71,14 +71,14 @@ func (a *acquisition) err() error {
 	case errors.Is(cause, framework.ErrStopped):
 		return errReleased
 	}
-	return fmt.Errorf("%w: %w", ErrLockLost, cause)
+	return errs.Errorf("%w: %w", ErrLockLost, cause)
 }
 
 // lose ends the grant because its node was found gone (or not ours).
 func (a *acquisition) lose() {
 	a.mu.Lock()
 	if a.sig.Err() == nil {
-		a.gone = fmt.Errorf("%w: %w", ErrLockLost, errNodeVanished)
+		a.gone = errs.Errorf("%w: %w", ErrLockLost, errNodeVanished)
 	}
 	a.mu.Unlock()
 	a.sig.Stop()

@@ -70,7 +70,7 @@ func TestBadCountsAndLockLists(t *testing.T) {
 	sm, sm2 := must(NewInterProcessSemaphoreMutex(c, base+"/sm")).get(t), must(NewInterProcessSemaphoreMutex(c, base+"/sm")).get(t)
 	m := mustMutex(t, c, base+"/m")
 	rw := mustRW(t, c, base+"/rw")
-	inner := must(NewMultiLock(sm)).get(t)
+	inner := must(NewInterProcessMultiLockWithLocks(sm)).get(t)
 	for _, tc := range []struct {
 		name string
 		err  error
@@ -87,24 +87,24 @@ func TestBadCountsAndLockLists(t *testing.T) {
 		{"AcquireN more than maxLeases", errOf(sem.AcquireN(ctx, 3)), "qty 3 is more than the 2 leases"},
 		{"TryAcquireN more than maxLeases", errOf(sem.TryAcquireN(ctx, 5)), "qty 5 is more than the 2 leases"},
 		{"multi-lock of a path inside another", errOf(NewInterProcessMultiLock(c, []string{base + "/x", base + "/x/-sub"})), "is inside lock"},
-		{"multi-lock of a lock inside a semaphore", errOf(NewMultiLock(sm, mustMutex(t, c, base+"/sm/locks").NewHandle())), "is inside lock"},
+		{"multi-lock of a lock inside a semaphore", errOf(NewInterProcessMultiLockWithLocks(sm, mustMutex(t, c, base+"/sm/locks").NewHandle())), "is inside lock"},
 		{"multi-lock of nil paths", errOf(NewInterProcessMultiLock(c, nil)), "at least one path"},
 		{"multi-lock of no paths", errOf(NewInterProcessMultiLock(c, []string{})), "at least one path"},
 		{"multi-lock of a path twice", errOf(NewInterProcessMultiLock(c, []string{base + "/a", base + "/b", base + "/a"})), "given twice"},
-		{"multi-lock of no lockers", errOf(NewMultiLock()), "at least one lock"},
-		{"nil locker", errOf(NewMultiLock(m.NewHandle(), nil)), "lock 1: nil locker"},
-		{"nil handle", errOf(NewMultiLock((*Handle)(nil))), "nil handle"},
-		{"zero handle", errOf(NewMultiLock(&Handle{})), "not from NewHandle"},
-		{"nil semaphore mutex", errOf(NewMultiLock((*InterProcessSemaphoreMutex)(nil))), "nil semaphore mutex"},
-		{"zero semaphore mutex", errOf(NewMultiLock(&InterProcessSemaphoreMutex{})), "nil semaphore mutex"},
-		{"nil multi-lock", errOf(NewMultiLock((*InterProcessMultiLock)(nil))), "nil multi-lock"},
-		{"semaphore mutex twice", errOf(NewMultiLock(sm, sm)), "wait for each other"},
-		{"two semaphore mutexes on one path", errOf(NewMultiLock(sm, sm2)), "wait for each other"},
-		{"two handles of one mutex", errOf(NewMultiLock(m.NewHandle(), m.NewHandle())), "wait for each other"},
-		{"two mutexes on one path", errOf(NewMultiLock(m.NewHandle(), mustMutex(t, c, base+"/m").NewHandle())), "wait for each other"},
-		{"two owners' write locks", errOf(NewMultiLock(rw.NewHandle().WriteLock(), rw.NewHandle().WriteLock())), "wait for each other"},
-		{"two owners' read locks", errOf(NewMultiLock(rw.NewHandle().ReadLock(), rw.NewHandle().ReadLock())), "wait for each other"},
-		{"a lock inside a multi-lock again", errOf(NewMultiLock(inner, sm)), "wait for each other"},
+		{"multi-lock of no lockers", errOf(NewInterProcessMultiLockWithLocks()), "at least one lock"},
+		{"nil locker", errOf(NewInterProcessMultiLockWithLocks(m.NewHandle(), nil)), "lock 1: nil locker"},
+		{"nil handle", errOf(NewInterProcessMultiLockWithLocks((*Handle)(nil))), "nil handle"},
+		{"zero handle", errOf(NewInterProcessMultiLockWithLocks(&Handle{})), "not from NewHandle"},
+		{"nil semaphore mutex", errOf(NewInterProcessMultiLockWithLocks((*InterProcessSemaphoreMutex)(nil))), "nil semaphore mutex"},
+		{"zero semaphore mutex", errOf(NewInterProcessMultiLockWithLocks(&InterProcessSemaphoreMutex{})), "nil semaphore mutex"},
+		{"nil multi-lock", errOf(NewInterProcessMultiLockWithLocks((*InterProcessMultiLock)(nil))), "nil multi-lock"},
+		{"semaphore mutex twice", errOf(NewInterProcessMultiLockWithLocks(sm, sm)), "wait for each other"},
+		{"two semaphore mutexes on one path", errOf(NewInterProcessMultiLockWithLocks(sm, sm2)), "wait for each other"},
+		{"two handles of one mutex", errOf(NewInterProcessMultiLockWithLocks(m.NewHandle(), m.NewHandle())), "wait for each other"},
+		{"two mutexes on one path", errOf(NewInterProcessMultiLockWithLocks(m.NewHandle(), mustMutex(t, c, base+"/m").NewHandle())), "wait for each other"},
+		{"two owners' write locks", errOf(NewInterProcessMultiLockWithLocks(rw.NewHandle().WriteLock(), rw.NewHandle().WriteLock())), "wait for each other"},
+		{"two owners' read locks", errOf(NewInterProcessMultiLockWithLocks(rw.NewHandle().ReadLock(), rw.NewHandle().ReadLock())), "wait for each other"},
+		{"a lock inside a multi-lock again", errOf(NewInterProcessMultiLockWithLocks(inner, sm)), "wait for each other"},
 	} {
 		testutil.ErrorIs(t, tc.err, ErrBadArgument, tc.want)
 	}
@@ -119,7 +119,7 @@ func TestMultiLockOfOneOwnerTwice(t *testing.T) {
 	h := mustMutex(t, c, base+"/m").NewHandle()
 	o := mustRW(t, c, base+"/rw").NewHandle()
 	for _, locks := range [][]Locker{{h, h}, {o.WriteLock(), o.ReadLock()}} {
-		ml := must(NewMultiLock(locks...)).get(t)
+		ml := must(NewInterProcessMultiLockWithLocks(locks...)).get(t)
 		if err := ml.Acquire(ctx); err != nil {
 			t.Fatal(err)
 		}

@@ -23,6 +23,10 @@ var (
 	// ErrUpgrade is returned when the holder of a read lock asks for the
 	// write lock of the same read-write lock: Curator would deadlock.
 	ErrUpgrade = errors.New("gocurator: a read lock cannot be upgraded to the write lock")
+	// ErrInvalidState is returned by a call its value cannot take in its
+	// state (Curator's IllegalStateException): starting a SharedCount twice
+	// or after Close, setting one that is not started.
+	ErrInvalidState = errors.New("gocurator: invalid state")
 	// ErrBadArgument marks a bad argument to a recipe: a nil context, a zero
 	// quantity, a request that can never be granted, a multi-lock with no
 	// locks or the same path twice, ... It is framework.ErrInvalidArgument:

@@ -156,8 +156,107 @@ func ExampleInterProcessMultiLock() {
 		fmt.Println("holding both")
 		return nil
 	})
-	fmt.Println("released:", err == nil && !ml.IsAcquiredInThisProcess())
+	fmt.Println("released:", err == nil && !ml.IsHeld())
 	// Output:
 	// holding both
 	// released: true
+}
+
+// WithLock is the shortest way to hold a lock, and the one that leaks
+// nothing: it acquires, runs the function with a context that ends if the
+// lock is lost, and releases.
+func ExampleWithLock() {
+	client, ctx, done, err := connect()
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer done()
+
+	mu, err := recipes.NewInterProcessMutex(client, "/examples/with-lock")
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	h := mu.NewHandle()
+	err = recipes.WithLock(ctx, h, func(ctx context.Context) error {
+		token, err := h.FencingToken(ctx)
+		if err != nil {
+			return err // lost: write nothing
+		}
+		fmt.Println("holding; token > 0:", token > 0)
+		return nil
+	})
+	if errors.Is(err, recipes.ErrLockLost) {
+		fmt.Println("lost while working: the work was not protected all along")
+	}
+	fmt.Println("done:", err)
+	// Output:
+	// holding; token > 0: true
+	// done: <nil>
+}
+
+// Done closes when the acquisition ends, lost or released, so a goroutine
+// waiting on it always returns; Err tells which.
+func ExampleHandle_Done() {
+	client, ctx, done, err := connect()
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer done()
+
+	mu, err := recipes.NewInterProcessMutex(client, "/examples/done")
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	h := mu.NewHandle()
+	if err := h.Acquire(ctx); err != nil {
+		fmt.Println(err)
+		return
+	}
+	ended := make(chan error)
+	go func() {
+		<-h.Done()
+		ended <- h.Err()
+	}()
+	fmt.Println("held:", h.IsHeld(), h.Err())
+	h.Release(ctx)
+	err = <-ended
+	fmt.Println("lost:", errors.Is(err, recipes.ErrLockLost), "released:", errors.Is(err, recipes.ErrNotHeld))
+	// Output:
+	// held: true <nil>
+	// lost: false released: true
+}
+
+// The semaphore mutex is not reentrant, and its value is the owner: a
+// second acquisition through the same value waits for the first's release.
+func ExampleInterProcessSemaphoreMutex() {
+	client, ctx, done, err := connect()
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer done()
+
+	m, err := recipes.NewInterProcessSemaphoreMutex(client, "/examples/semaphore-mutex")
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	if err := m.Acquire(ctx); err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println("held:", m.IsHeld())
+	err = m.TryAcquire(ctx)
+	fmt.Println("again through the same value:", errors.Is(err, recipes.ErrLocked))
+	if err := m.Release(ctx); err == nil {
+		fmt.Println("released")
+	}
+	// Output:
+	// held: true
+	// again through the same value: true
+	// released
 }

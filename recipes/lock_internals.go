@@ -3,7 +3,6 @@ package recipes
 import (
 	"context"
 	"errors"
-	"fmt"
 	"strings"
 	"time"
 
@@ -11,6 +10,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/gocurator/curator/framework"
+	"github.com/gocurator/curator/internal/errs"
 )
 
 // cleanupTimeout bounds how long a failed or cancelled acquire, or a
@@ -176,7 +176,7 @@ func (li *lockInternals) attemptOnce(ctx context.Context, a attempt) (*acquisiti
 		// The server reaped a container parent between the client creating
 		// the parents and creating our node: as if our node had vanished,
 		// create again as far as the retry policy allows.
-		return nil, fmt.Errorf("%w: %w", errNodeVanished, err)
+		return nil, errs.Errorf("%w: %w", errNodeVanished, err)
 	}
 	if err != nil {
 		return nil, err // a protected create cleans up after itself
@@ -248,7 +248,7 @@ func (li *lockInternals) wait(ctx context.Context, a attempt, n *acquisition) er
 			return li.grant(ctx, n)
 		}
 		if a.try {
-			return fmt.Errorf("%w: %s", ErrLocked, li.base)
+			return errs.Errorf("%w: %s", ErrLocked, li.base)
 		}
 		handsOff := false
 		if watch != "" {

@@ -3,11 +3,11 @@ package recipes
 import (
 	"context"
 	"errors"
-	"fmt"
 	"strings"
 	"sync"
 
 	"github.com/gocurator/curator/framework"
+	"github.com/gocurator/curator/internal/errs"
 )
 
 // InterProcessMultiLock is Curator's InterProcessMultiLock: several locks
@@ -29,20 +29,20 @@ type InterProcessMultiLock struct {
 
 // NewInterProcessMultiLock returns a multi-lock of one InterProcessMutex per
 // path, each with a handle of its own, in list order. An empty list, a path
-// given twice, a path inside another (see NewMultiLock), or a nil client is
+// given twice, a path inside another (see NewInterProcessMultiLockWithLocks), or a nil client is
 // an error wrapping ErrBadArgument; a closed client wraps
 // framework.ErrClosed; a bad path (the root included) is an error that
 // unwraps to zk.ErrInvalidPath. The multi-lock value is one owner: its
 // handles count up when it is acquired again.
 func NewInterProcessMultiLock(client *framework.Client, paths []string) (*InterProcessMultiLock, error) {
 	if len(paths) == 0 {
-		return nil, fmt.Errorf("%w: a multi-lock needs at least one path", ErrBadArgument)
+		return nil, errs.Errorf("%w: a multi-lock needs at least one path", ErrBadArgument)
 	}
 	seen := make(map[string]bool, len(paths))
 	locks := make([]Locker, 0, len(paths))
 	for _, p := range paths {
 		if seen[p] {
-			return nil, fmt.Errorf("%w: path %s given twice", ErrBadArgument, p)
+			return nil, errs.Errorf("%w: path %s given twice", ErrBadArgument, p)
 		}
 		seen[p] = true
 		m, err := NewInterProcessMutex(client, p)
@@ -51,10 +51,10 @@ func NewInterProcessMultiLock(client *framework.Client, paths []string) (*InterP
 		}
 		locks = append(locks, m.NewHandle())
 	}
-	return NewMultiLock(locks...)
+	return NewInterProcessMultiLockWithLocks(locks...)
 }
 
-// NewMultiLock returns a multi-lock of the given lockers (handles of any of
+// NewInterProcessMultiLockWithLocks returns a multi-lock of the given lockers (handles of any of
 // this package's locks, semaphore mutexes, other multi-locks), in order. No
 // locker, or a nil one, is an error wrapping ErrBadArgument. So are two of
 // this package's lockers on one lock path of one client, which would wait
@@ -67,20 +67,20 @@ func NewInterProcessMultiLock(client *framework.Client, paths []string) (*InterP
 // the outer lock, where it takes a place in the queue (before every
 // contender if its name sorts first) and would keep the multi-lock from
 // ever holding both.
-func NewMultiLock(locks ...Locker) (*InterProcessMultiLock, error) {
+func NewInterProcessMultiLockWithLocks(locks ...Locker) (*InterProcessMultiLock, error) {
 	if len(locks) == 0 {
-		return nil, fmt.Errorf("%w: a multi-lock needs at least one lock", ErrBadArgument)
+		return nil, errs.Errorf("%w: a multi-lock needs at least one lock", ErrBadArgument)
 	}
 	seen := map[lockSite]any{}
 	for i, l := range locks {
 		sites, err := lockSites(l)
 		if err != nil {
-			return nil, fmt.Errorf("%w: lock %d: %w", ErrBadArgument, i, err)
+			return nil, errs.Errorf("%w: lock %d: %w", ErrBadArgument, i, err)
 		}
 		for _, s := range sites {
 			owner, dup := seen[s.lockSite]
 			if dup && (s.owner == nil || owner != s.owner) {
-				return nil, fmt.Errorf("%w: lock %d: a second lock on %s: the two would wait for each other", ErrBadArgument, i, s.path)
+				return nil, errs.Errorf("%w: lock %d: a second lock on %s: the two would wait for each other", ErrBadArgument, i, s.path)
 			}
 			seen[s.lockSite] = s.owner
 		}
@@ -88,7 +88,7 @@ func NewMultiLock(locks ...Locker) (*InterProcessMultiLock, error) {
 	for a := range seen {
 		for b := range seen {
 			if a.client == b.client && strings.HasPrefix(b.path, a.path+"/") {
-				return nil, fmt.Errorf("%w: lock %s is inside lock %s: its parent node would queue in %s", ErrBadArgument, b.path, a.path, a.path)
+				return nil, errs.Errorf("%w: lock %s is inside lock %s: its parent node would queue in %s", ErrBadArgument, b.path, a.path, a.path)
 			}
 		}
 	}
@@ -168,7 +168,7 @@ func (m *InterProcessMultiLock) TryAcquire(ctx context.Context) error {
 	}
 	for i, l := range m.locks {
 		if _, ok := l.(tryLocker); !ok {
-			return fmt.Errorf("gocurator: multi-lock: %w: lock %d (%T) has no TryAcquire", ErrBadArgument, i, l)
+			return errs.Errorf("multi-lock: %w: lock %d (%T) has no TryAcquire", ErrBadArgument, i, l)
 		}
 	}
 	return m.acquire(ctx, func(l Locker) error { return l.(tryLocker).TryAcquire(ctx) })
@@ -176,13 +176,13 @@ func (m *InterProcessMultiLock) TryAcquire(ctx context.Context) error {
 
 func (m *InterProcessMultiLock) acquire(ctx context.Context, take func(Locker) error) error {
 	if err := checkContext(ctx); err != nil {
-		return fmt.Errorf("gocurator: multi-lock: %w", err)
+		return errs.Errorf("multi-lock: %w", err)
 	}
 	m.mu.Lock()
 	if m.count > 0 {
 		if err := m.grant.err(); err != nil {
 			m.mu.Unlock()
-			return fmt.Errorf("gocurator: multi-lock: acquire: %w", err)
+			return errs.Errorf("multi-lock: acquire: %w", err)
 		}
 	}
 	m.mu.Unlock()
@@ -190,7 +190,7 @@ func (m *InterProcessMultiLock) acquire(ctx context.Context, take func(Locker) e
 		if err := take(l); err != nil {
 			rctx, cancel := cleanupContext(ctx)
 			defer cancel()
-			return errors.Join(fmt.Errorf("gocurator: multi-lock: acquire lock %d of %d: %w", i+1, len(m.locks), err),
+			return errors.Join(errs.Errorf("multi-lock: acquire lock %d of %d: %w", i+1, len(m.locks), err),
 				releaseReverse(rctx, m.locks[:i]))
 		}
 	}
@@ -209,12 +209,12 @@ func (m *InterProcessMultiLock) acquire(ctx context.Context, take func(Locker) e
 // wrapping ErrNotHeld.
 func (m *InterProcessMultiLock) Release(ctx context.Context) error {
 	if err := checkContext(ctx); err != nil {
-		return fmt.Errorf("gocurator: multi-lock: release: %w", err)
+		return errs.Errorf("multi-lock: release: %w", err)
 	}
 	m.mu.Lock()
 	if m.count == 0 {
 		m.mu.Unlock()
-		return fmt.Errorf("gocurator: multi-lock: release: %w", ErrNotHeld)
+		return errs.Errorf("multi-lock: release: %w", ErrNotHeld)
 	}
 	m.count--
 	var g *multiGrant
@@ -238,9 +238,10 @@ func releaseReverse(ctx context.Context, locks []Locker) error {
 	return errors.Join(errs...)
 }
 
-// IsAcquiredInThisProcess reports whether the multi-lock is held through
-// this value (acquired and not yet released), and not lost.
-func (m *InterProcessMultiLock) IsAcquiredInThisProcess() bool { return m.Err() == nil }
+// IsHeld reports whether the multi-lock is held through this value
+// (acquired and not yet released), and not lost (Curator's
+// isAcquiredInThisProcess: the value is the owner).
+func (m *InterProcessMultiLock) IsHeld() bool { return m.Err() == nil }
 
 // Done returns a channel that is closed as soon as ANY of the locks can no
 // longer be trusted, or when the multi-lock is released; already closed
@@ -262,7 +263,7 @@ func (m *InterProcessMultiLock) Err() error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.grant == nil {
-		return fmt.Errorf("gocurator: multi-lock: %w", ErrNotHeld)
+		return errs.Errorf("multi-lock: %w", ErrNotHeld)
 	}
 	return m.grant.err()
 }
@@ -295,7 +296,7 @@ func watchGrant(locks []Locker) *multiGrant {
 			case <-ch:
 				cause := l.Err()
 				if !errors.Is(cause, ErrLockLost) {
-					cause = fmt.Errorf("%w: %w", ErrLockLost, cause)
+					cause = errs.Errorf("%w: %w", ErrLockLost, cause)
 				}
 				g.end(cause)
 			case <-g.quit:

@@ -37,7 +37,7 @@ func TestMultiLockDeadlineReleasesTaken(t *testing.T) {
 		}
 	}
 	assertOnlyHolder(t, paths[2], holder)
-	if ml.IsAcquiredInThisProcess() {
+	if ml.IsHeld() {
 		t.Fatal("reported acquired after a failed acquire")
 	}
 	if err := ml.TryAcquire(ctx); !errors.Is(err, ErrLocked) {
@@ -60,7 +60,7 @@ func TestMultiLockDeadlineReleasesTaken(t *testing.T) {
 			t.Fatalf("%s: %v, want one mutex node", p, kids)
 		}
 	}
-	if !ml.IsAcquiredInThisProcess() {
+	if !ml.IsHeld() {
 		t.Fatal("not reported acquired")
 	}
 	if err := ml.Release(ctx); err != nil {
@@ -116,7 +116,7 @@ func TestMultiLockOrderAndErrors(t *testing.T) {
 	a := &fakeLocker{name: "a", log: &log, lost: make(chan struct{})}
 	b := &fakeLocker{name: "b", log: &log, releaseErr: errB, lost: make(chan struct{})}
 	c := &fakeLocker{name: "c", log: &log, releaseErr: errC, lost: make(chan struct{})}
-	ml, err := NewMultiLock(a, b, c)
+	ml, err := NewInterProcessMultiLockWithLocks(a, b, c)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -161,7 +161,7 @@ func TestMultiLockLost(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ml, err := NewMultiLock(mustMutex(t, good, base+"/a").NewHandle(), sm,
+	ml, err := NewInterProcessMultiLockWithLocks(mustMutex(t, good, base+"/a").NewHandle(), sm,
 		mustRW(t, flaky, base+"/rw").NewHandle().WriteLock())
 	if err != nil {
 		t.Fatal(err)
@@ -177,8 +177,8 @@ func TestMultiLockLost(t *testing.T) {
 	}
 	proxy.DropConnections()
 	waitClosed(ctx, t, done, "Done after one client was cut off")
-	if err := ml.Err(); !errors.Is(err, ErrLockLost) || ml.IsAcquiredInThisProcess() {
-		t.Fatalf("Err of a lost multi-lock = %v, acquired %v; want ErrLockLost", err, ml.IsAcquiredInThisProcess())
+	if err := ml.Err(); !errors.Is(err, ErrLockLost) || ml.IsHeld() {
+		t.Fatalf("Err of a lost multi-lock = %v, acquired %v; want ErrLockLost", err, ml.IsHeld())
 	}
 	if err := ml.Acquire(ctx); !errors.Is(err, ErrLockLost) {
 		t.Fatalf("Acquire of a lost multi-lock = %v, want ErrLockLost", err)

@@ -3,10 +3,10 @@ package recipes
 import (
 	"context"
 	"errors"
-	"fmt"
 	"sync"
 
 	"github.com/gocurator/curator/framework"
+	"github.com/gocurator/curator/internal/errs"
 )
 
 // InterProcessMutex is Curator's InterProcessMutex: a reentrant mutex across
@@ -159,7 +159,7 @@ func (h *Handle) TryAcquire(ctx context.Context) error { return h.acquire(ctx, t
 
 func (h *Handle) acquire(ctx context.Context, try bool) error {
 	if err := checkContext(ctx); err != nil {
-		return fmt.Errorf("gocurator: acquire %s: %w", h.m.li.base, err)
+		return errs.Errorf("acquire %s: %w", h.m.li.base, err)
 	}
 	for {
 		h.mu.Lock()
@@ -170,20 +170,20 @@ func (h *Handle) acquire(ctx context.Context, try bool) error {
 			}
 			h.mu.Unlock()
 			if err != nil {
-				return fmt.Errorf("gocurator: acquire %s: %w", h.m.li.base, err)
+				return errs.Errorf("acquire %s: %w", h.m.li.base, err)
 			}
 			return nil
 		}
 		if wait := h.acquiring; wait != nil {
 			h.mu.Unlock()
 			if try {
-				return fmt.Errorf("gocurator: acquire %s: %w: this handle's own acquisition is under way", h.m.li.base, ErrLocked)
+				return errs.Errorf("acquire %s: %w: this handle's own acquisition is under way", h.m.li.base, ErrLocked)
 			}
 			select {
 			case <-wait:
 				continue
 			case <-ctx.Done():
-				return fmt.Errorf("gocurator: acquire %s: %w", h.m.li.base, ctx.Err())
+				return errs.Errorf("acquire %s: %w", h.m.li.base, ctx.Err())
 			}
 		}
 		done := make(chan struct{})
@@ -206,7 +206,7 @@ func (h *Handle) acquire(ctx context.Context, try bool) error {
 		}
 		h.mu.Unlock()
 		if err != nil {
-			return fmt.Errorf("gocurator: acquire %s: %w", h.m.li.base, err)
+			return errs.Errorf("acquire %s: %w", h.m.li.base, err)
 		}
 		return nil
 	}
@@ -221,12 +221,12 @@ func (h *Handle) acquire(ctx context.Context, try bool) error {
 // for information. A nil ctx is an error wrapping ErrBadArgument.
 func (h *Handle) Release(ctx context.Context) error {
 	if err := checkContext(ctx); err != nil {
-		return fmt.Errorf("gocurator: release %s: %w", h.m.li.base, err)
+		return errs.Errorf("release %s: %w", h.m.li.base, err)
 	}
 	h.mu.Lock()
 	if h.count == 0 {
 		h.mu.Unlock()
-		return fmt.Errorf("gocurator: release %s: %w", h.m.li.base, ErrNotHeld)
+		return errs.Errorf("release %s: %w", h.m.li.base, ErrNotHeld)
 	}
 	g := h.grant
 	lost := g.err()
@@ -251,10 +251,10 @@ func (h *Handle) Release(ctx context.Context) error {
 		err = h.hooks.release(ctx, g)
 	}
 	if lost != nil {
-		return errors.Join(fmt.Errorf("gocurator: release %s: %w", h.m.li.base, lost), err)
+		return errors.Join(errs.Errorf("release %s: %w", h.m.li.base, lost), err)
 	}
 	if err != nil {
-		return fmt.Errorf("gocurator: release %s: %w", h.m.li.base, err)
+		return errs.Errorf("release %s: %w", h.m.li.base, err)
 	}
 	return nil
 }
@@ -306,7 +306,7 @@ func (h *Handle) Done() <-chan struct{} {
 func (h *Handle) Err() error {
 	g := h.current()
 	if g == nil {
-		return fmt.Errorf("gocurator: %s: %w", h.m.li.base, ErrNotHeld)
+		return errs.Errorf("%s: %w", h.m.li.base, ErrNotHeld)
 	}
 	return g.err()
 }
@@ -330,15 +330,15 @@ func (h *Handle) Lost() <-chan struct{} { return h.Done() }
 // holder that cannot get a token must not write.
 func (h *Handle) FencingToken(ctx context.Context) (int64, error) {
 	if err := checkContext(ctx); err != nil {
-		return 0, fmt.Errorf("gocurator: fencing token of %s: %w", h.m.li.base, err)
+		return 0, errs.Errorf("fencing token of %s: %w", h.m.li.base, err)
 	}
 	g := h.current()
 	if g == nil {
-		return 0, fmt.Errorf("gocurator: fencing token of %s: %w", h.m.li.base, ErrNotHeld)
+		return 0, errs.Errorf("fencing token of %s: %w", h.m.li.base, ErrNotHeld)
 	}
 	t, err := h.m.li.token(ctx, g)
 	if err != nil {
-		return 0, fmt.Errorf("gocurator: fencing token of %s: %w", g.path, err)
+		return 0, errs.Errorf("fencing token of %s: %w", g.path, err)
 	}
 	return t, nil
 }

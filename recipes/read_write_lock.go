@@ -3,10 +3,10 @@ package recipes
 import (
 	"context"
 	"errors"
-	"fmt"
 	"strings"
 
 	"github.com/gocurator/curator/framework"
+	"github.com/gocurator/curator/internal/errs"
 )
 
 // InterProcessReadWriteLock is Curator's InterProcessReadWriteLock: many
@@ -141,7 +141,7 @@ func (r rwHalf) acquire(ctx context.Context, a attempt) (*acquisition, error) {
 	}
 	defer func() { <-o.conv }()
 	if err := w.err(); err != nil {
-		return nil, fmt.Errorf("the write lock it would downgrade: %w", err)
+		return nil, errs.Errorf("the write lock it would downgrade: %w", err)
 	}
 	a.name = readLockName + readWriteSortKey(w.name)
 	a.mode = framework.Ephemeral
@@ -154,7 +154,7 @@ func (r rwHalf) acquire(ctx context.Context, a attempt) (*acquisition, error) {
 		rctx, cancel := cleanupContext(ctx)
 		defer cancel()
 		_ = li.deleteGranted(rctx, n)
-		return nil, fmt.Errorf("the write lock it would downgrade: %w", w.err())
+		return nil, errs.Errorf("the write lock it would downgrade: %w", w.err())
 	}
 	return n, err
 }
@@ -180,7 +180,7 @@ func (r rwHalf) release(ctx context.Context, g *acquisition) error {
 		defer cancel()
 		_ = li.deleteGranted(dctx, g) // guaranteed
 	}()
-	return fmt.Errorf("a downgrade is under way; the delete goes on in the background: %w", ctx.Err())
+	return errs.Errorf("a downgrade is under way; the delete goes on in the background: %w", ctx.Err())
 }
 
 // readDriver is the read half's predicate over the read-write lock's queue:
@@ -197,7 +197,7 @@ func (readDriver) sort(children []string) []string { return sortBy(children, rea
 
 func (d readDriver) check(sorted []string, ourName string) (bool, string, error) {
 	if d.ownWrite != "" && indexOf(sorted, d.ownWrite) < 0 {
-		return false, "", fmt.Errorf("%w: write lock node %s is gone", ErrLockLost, d.ownWrite)
+		return false, "", errs.Errorf("%w: write lock node %s is gone", ErrLockLost, d.ownWrite)
 	}
 	nearest := -1
 	for i, c := range sorted {

@@ -3,13 +3,13 @@ package recipes
 import (
 	"context"
 	"errors"
-	"fmt"
 	"sync"
 	"sync/atomic"
 
 	"github.com/go-zookeeper/zk"
 
 	"github.com/gocurator/curator/framework"
+	"github.com/gocurator/curator/internal/errs"
 )
 
 // Curator's semaphore layout (InterProcessSemaphoreV2.LOCK_SCHEMA).
@@ -71,7 +71,7 @@ func WithLeaseData(data []byte) SemaphoreOption {
 // unwraps to zk.ErrInvalidPath.
 func NewInterProcessSemaphoreV2(client *framework.Client, path string, maxLeases int, opts ...SemaphoreOption) (*InterProcessSemaphoreV2, error) {
 	if maxLeases < 1 {
-		return nil, fmt.Errorf("%w: maxLeases %d must be at least 1", ErrBadArgument, maxLeases)
+		return nil, errs.Errorf("%w: maxLeases %d must be at least 1", ErrBadArgument, maxLeases)
 	}
 	s, err := newSemaphore(client, path, opts)
 	if err != nil {
@@ -89,7 +89,7 @@ func NewInterProcessSemaphoreV2(client *framework.Client, path string, maxLeases
 // NewInterProcessSemaphoreV2.
 func NewInterProcessSemaphoreV2WithCount(client *framework.Client, path string, count *SharedCount, opts ...SemaphoreOption) (*InterProcessSemaphoreV2, error) {
 	if count == nil {
-		return nil, fmt.Errorf("%w: nil SharedCount", ErrBadArgument)
+		return nil, errs.Errorf("%w: nil SharedCount", ErrBadArgument)
 	}
 	s, err := newSemaphore(client, path, opts)
 	if err != nil {
@@ -176,16 +176,16 @@ func (s *InterProcessSemaphoreV2) TryAcquireN(ctx context.Context, qty int) ([]*
 
 func (s *InterProcessSemaphoreV2) acquire(ctx context.Context, qty int, try bool) ([]*Lease, error) {
 	if err := checkContext(ctx); err != nil {
-		return nil, fmt.Errorf("gocurator: semaphore %s: %w", s.path, err)
+		return nil, errs.Errorf("semaphore %s: %w", s.path, err)
 	}
 	if qty < 1 {
-		return nil, fmt.Errorf("gocurator: semaphore %s: %w: qty %d must be at least 1", s.path, ErrBadArgument, qty)
+		return nil, errs.Errorf("semaphore %s: %w: qty %d must be at least 1", s.path, ErrBadArgument, qty)
 	}
 	if s.count == nil && qty > s.max {
 		// Could never be granted: waiting would not end, and a try would
 		// blame a participant that is not there. (With a SharedCount the
 		// limit may rise, so the request waits.)
-		return nil, fmt.Errorf("gocurator: semaphore %s: %w: qty %d is more than the %d leases it grants", s.path, ErrBadArgument, qty, s.max)
+		return nil, errs.Errorf("semaphore %s: %w: qty %d is more than the %d leases it grants", s.path, ErrBadArgument, qty, s.max)
 	}
 	leases := make([]*Lease, 0, qty)
 	for len(leases) < qty {
@@ -193,7 +193,7 @@ func (s *InterProcessSemaphoreV2) acquire(ctx context.Context, qty int, try bool
 		if err != nil {
 			rctx, cancel := cleanupContext(ctx)
 			defer cancel()
-			return nil, errors.Join(fmt.Errorf("gocurator: semaphore %s: acquire lease %d of %d: %w", s.path, len(leases)+1, qty, err),
+			return nil, errors.Join(errs.Errorf("semaphore %s: acquire lease %d of %d: %w", s.path, len(leases)+1, qty, err),
 				ReturnAll(rctx, leases))
 		}
 		leases = append(leases, l)
@@ -280,19 +280,19 @@ type Lease struct {
 // error wrapping ErrBadArgument.
 func (l *Lease) Close(ctx context.Context) error {
 	if err := checkContext(ctx); err != nil {
-		return fmt.Errorf("gocurator: close lease %s: %w", l.g.path, err)
+		return errs.Errorf("close lease %s: %w", l.g.path, err)
 	}
 	if l.closed.Swap(true) {
-		return fmt.Errorf("gocurator: close lease %s: %w", l.g.path, ErrNotHeld)
+		return errs.Errorf("close lease %s: %w", l.g.path, ErrNotHeld)
 	}
 	lost := l.g.err()
 	l.g.end()
 	err := l.li.deleteGranted(ctx, l.g)
 	if lost != nil {
-		return errors.Join(fmt.Errorf("gocurator: close lease %s: %w", l.g.path, lost), err)
+		return errors.Join(errs.Errorf("close lease %s: %w", l.g.path, lost), err)
 	}
 	if err != nil {
-		return fmt.Errorf("gocurator: close lease %s: %w", l.g.path, err)
+		return errs.Errorf("close lease %s: %w", l.g.path, err)
 	}
 	return nil
 }
@@ -338,14 +338,14 @@ func (l *Lease) Lost() <-chan struct{} { return l.Done() }
 // is closed, and ErrLockLost once it is lost or the node is gone.
 func (l *Lease) FencingToken(ctx context.Context) (int64, error) {
 	if err := checkContext(ctx); err != nil {
-		return 0, fmt.Errorf("gocurator: fencing token of lease %s: %w", l.g.path, err)
+		return 0, errs.Errorf("fencing token of lease %s: %w", l.g.path, err)
 	}
 	if l.closed.Load() {
-		return 0, fmt.Errorf("gocurator: fencing token of lease %s: %w", l.g.path, ErrNotHeld)
+		return 0, errs.Errorf("fencing token of lease %s: %w", l.g.path, ErrNotHeld)
 	}
 	t, err := l.li.token(ctx, l.g)
 	if err != nil {
-		return 0, fmt.Errorf("gocurator: fencing token of lease %s: %w", l.g.path, err)
+		return 0, errs.Errorf("fencing token of lease %s: %w", l.g.path, err)
 	}
 	return t, nil
 }

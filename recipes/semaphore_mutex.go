@@ -2,10 +2,10 @@ package recipes
 
 import (
 	"context"
-	"fmt"
 	"sync"
 
 	"github.com/gocurator/curator/framework"
+	"github.com/gocurator/curator/internal/errs"
 )
 
 // InterProcessSemaphoreMutex is Curator's InterProcessSemaphoreMutex: a
@@ -50,12 +50,12 @@ func (m *InterProcessSemaphoreMutex) Path() string { return m.s.path }
 // behind. A nil ctx is an error wrapping ErrBadArgument.
 func (m *InterProcessSemaphoreMutex) Acquire(ctx context.Context) error {
 	if err := checkContext(ctx); err != nil {
-		return fmt.Errorf("gocurator: acquire %s: %w", m.s.path, err)
+		return errs.Errorf("acquire %s: %w", m.s.path, err)
 	}
 	select {
 	case m.slot <- struct{}{}:
 	case <-ctx.Done():
-		return fmt.Errorf("gocurator: acquire %s: %w", m.s.path, ctx.Err())
+		return errs.Errorf("acquire %s: %w", m.s.path, ctx.Err())
 	}
 	return m.take(m.s.Acquire(ctx))
 }
@@ -64,12 +64,12 @@ func (m *InterProcessSemaphoreMutex) Acquire(ctx context.Context) error {
 // error wrapping ErrLocked, and leaves no node behind.
 func (m *InterProcessSemaphoreMutex) TryAcquire(ctx context.Context) error {
 	if err := checkContext(ctx); err != nil {
-		return fmt.Errorf("gocurator: acquire %s: %w", m.s.path, err)
+		return errs.Errorf("acquire %s: %w", m.s.path, err)
 	}
 	select {
 	case m.slot <- struct{}{}:
 	default:
-		return fmt.Errorf("gocurator: acquire %s: %w: held (or being acquired) through this value", m.s.path, ErrLocked)
+		return errs.Errorf("acquire %s: %w: held (or being acquired) through this value", m.s.path, ErrLocked)
 	}
 	return m.take(m.s.TryAcquire(ctx))
 }
@@ -94,22 +94,22 @@ func (m *InterProcessSemaphoreMutex) take(l *Lease, err error) error {
 // information.
 func (m *InterProcessSemaphoreMutex) Release(ctx context.Context) error {
 	if err := checkContext(ctx); err != nil {
-		return fmt.Errorf("gocurator: release %s: %w", m.s.path, err)
+		return errs.Errorf("release %s: %w", m.s.path, err)
 	}
 	m.mu.Lock()
 	l := m.lease
 	m.lease = nil
 	m.mu.Unlock()
 	if l == nil {
-		return fmt.Errorf("gocurator: release %s: %w", m.s.path, ErrNotHeld)
+		return errs.Errorf("release %s: %w", m.s.path, ErrNotHeld)
 	}
 	defer func() { <-m.slot }()
 	return l.Close(ctx)
 }
 
-// IsAcquiredInThisProcess reports whether the lock is held through this
-// value, and not lost.
-func (m *InterProcessSemaphoreMutex) IsAcquiredInThisProcess() bool { return m.Err() == nil }
+// IsHeld reports whether the lock is held through this value, and not lost
+// (Curator's isAcquiredInThisProcess: the value is the owner).
+func (m *InterProcessSemaphoreMutex) IsHeld() bool { return m.Err() == nil }
 
 // Done returns a channel that is closed when the value's current
 // acquisition ends (lost or released; see Lease.Done); already closed when
@@ -128,7 +128,7 @@ func (m *InterProcessSemaphoreMutex) Err() error {
 	if l := m.held(); l != nil {
 		return l.Err()
 	}
-	return fmt.Errorf("gocurator: %s: %w", m.s.path, ErrNotHeld)
+	return errs.Errorf("%s: %w", m.s.path, ErrNotHeld)
 }
 
 // Lost returns Done.
@@ -143,7 +143,7 @@ func (m *InterProcessSemaphoreMutex) FencingToken(ctx context.Context) (int64, e
 	if l := m.held(); l != nil {
 		return l.FencingToken(ctx)
 	}
-	return 0, fmt.Errorf("gocurator: fencing token of %s: %w", m.s.path, ErrNotHeld)
+	return 0, errs.Errorf("fencing token of %s: %w", m.s.path, ErrNotHeld)
 }
 
 // LockPath returns the full path of the current lease node (held, or lost

@@ -210,15 +210,15 @@ func TestSemaphoreSharedCount(t *testing.T) {
 	if err := ReturnAll(ctx, []*Lease{l1, l2}); err != nil {
 		t.Fatal(err)
 	}
-	if err := count2.Start(ctx); !errors.Is(err, ErrBadArgument) {
-		t.Fatalf("second Start = %v", err)
+	if err := count2.Start(ctx); !errors.Is(err, ErrInvalidState) || errors.Is(err, ErrBadArgument) {
+		t.Fatalf("second Start = %v, want ErrInvalidState", err)
 	}
 	if err := count2.SetCount(ctx, 1<<40); !errors.Is(err, ErrBadArgument) {
 		t.Fatalf("out of range = %v", err)
 	}
 	count2.Close()
-	if err := count2.SetCount(ctx, 1); !errors.Is(err, ErrBadArgument) {
-		t.Fatalf("SetCount after Close = %v", err)
+	if err := count2.SetCount(ctx, 1); !errors.Is(err, ErrInvalidState) {
+		t.Fatalf("SetCount after Close = %v, want ErrInvalidState", err)
 	}
 	if err := count2.Close(); err != nil {
 		t.Fatal(err)
@@ -255,7 +255,7 @@ func TestSemaphoreMutex(t *testing.T) {
 	if err := m1.Acquire(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if !m1.IsAcquiredInThisProcess() || m2.IsAcquiredInThisProcess() || tokenOf(t, m1) == 0 || m1.LockPath() == "" {
+	if !m1.IsHeld() || m2.IsHeld() || tokenOf(t, m1) == 0 || m1.LockPath() == "" {
 		t.Fatal("introspection wrong while held")
 	}
 	if err := m1.TryAcquire(ctx); !errors.Is(err, ErrLocked) {
@@ -278,7 +278,7 @@ func TestSemaphoreMutex(t *testing.T) {
 	if err := <-waiting; err != nil {
 		t.Fatal(err)
 	}
-	if m1.IsAcquiredInThisProcess() || m1.LockPath() != "" {
+	if m1.IsHeld() || m1.LockPath() != "" {
 		t.Fatal("m1 still looks held")
 	}
 	if _, err := m1.FencingToken(ctx); !errors.Is(err, ErrNotHeld) {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
-	"fmt"
 	"math"
 	"sync"
 	"time"
@@ -14,6 +13,7 @@ import (
 
 	"github.com/gocurator/curator/framework"
 	"github.com/gocurator/curator/internal/callgate"
+	"github.com/gocurator/curator/internal/errs"
 )
 
 // sharedCountRetryWait is how long the watcher waits before it reads the
@@ -70,12 +70,12 @@ func (c *SharedCount) Path() string { return c.path }
 
 // Start creates the node with the seed if it is missing, reads it, and
 // starts watching it. Starting twice, or after Close, is an error wrapping
-// ErrBadArgument. If Start fails, it may be called again.
+// ErrInvalidState. If Start fails, it may be called again.
 func (c *SharedCount) Start(ctx context.Context) error {
 	c.mu.Lock()
 	if c.started || c.closed {
 		c.mu.Unlock()
-		return fmt.Errorf("gocurator: shared count %s: %w: started twice or after Close", c.path, ErrBadArgument)
+		return errs.Errorf("shared count %s: %w: started twice or after Close", c.path, ErrInvalidState)
 	}
 	c.started = true
 	c.mu.Unlock()
@@ -85,7 +85,7 @@ func (c *SharedCount) Start(ctx context.Context) error {
 	if err != nil || c.closed {
 		c.started = false
 		if err == nil {
-			err = fmt.Errorf("gocurator: shared count %s: %w: closed while starting", c.path, ErrBadArgument)
+			err = errs.Errorf("shared count %s: %w: closed while starting", c.path, ErrInvalidState)
 		}
 		return err
 	}
@@ -98,11 +98,11 @@ func (c *SharedCount) Start(ctx context.Context) error {
 func (c *SharedCount) start(ctx context.Context) (<-chan zk.Event, error) {
 	_, err := c.client.Create(ctx, c.path, encodeCount(c.seed), framework.CreatingParentContainersIfNeeded())
 	if err != nil && !errors.Is(err, zk.ErrNodeExists) {
-		return nil, fmt.Errorf("gocurator: shared count %s: %w", c.path, err)
+		return nil, errs.Errorf("shared count %s: %w", c.path, err)
 	}
 	data, stat, w, err := c.client.GetDataW(ctx, c.path)
 	if err != nil {
-		return nil, fmt.Errorf("gocurator: shared count %s: %w", c.path, err)
+		return nil, errs.Errorf("shared count %s: %w", c.path, err)
 	}
 	c.update(data, stat)
 	c.notify()
@@ -200,14 +200,16 @@ func (c *SharedCount) VersionedCount() (count int, version int32) {
 	return c.count, c.version
 }
 
-// SetCount sets the count, whatever it is now. The count must be started.
+// SetCount sets the count, whatever it is now. The count must be started
+// (else the error wraps ErrInvalidState).
 func (c *SharedCount) SetCount(ctx context.Context, n int) error {
 	_, err := c.set(ctx, n, -1)
 	return err
 }
 
 // TrySetCount sets the count only if the node is still at version (see
-// VersionedCount), and reports whether it did. The count must be started.
+// VersionedCount), and reports whether it did. The count must be started
+// (else the error wraps ErrInvalidState).
 func (c *SharedCount) TrySetCount(ctx context.Context, n int, version int32) (bool, error) {
 	ok, err := c.set(ctx, n, version)
 	if errors.Is(err, zk.ErrBadVersion) {
@@ -225,12 +227,12 @@ func (c *SharedCount) set(ctx context.Context, n int, version int32) (bool, erro
 	running := c.started && !c.closed
 	c.mu.Unlock()
 	if !running {
-		return false, fmt.Errorf("gocurator: shared count %s: %w: not started, or closed", c.path, ErrBadArgument)
+		return false, errs.Errorf("shared count %s: %w: not started, or closed", c.path, ErrInvalidState)
 	}
 	data := encodeCount(v)
 	stat, err := c.client.SetData(ctx, c.path, data, version)
 	if err != nil {
-		return false, fmt.Errorf("gocurator: set shared count %s: %w", c.path, err)
+		return false, errs.Errorf("set shared count %s: %w", c.path, err)
 	}
 	c.update(data, stat) // listeners hear of it from the watch, as in Curator
 	return true, nil
@@ -273,7 +275,7 @@ func (c *SharedCount) Close() error {
 
 func toInt32(n int) (int32, error) {
 	if n < math.MinInt32 || n > math.MaxInt32 {
-		return 0, fmt.Errorf("%w: count %d is out of the int32 range", ErrBadArgument, n)
+		return 0, errs.Errorf("%w: count %d is out of the int32 range", ErrBadArgument, n)
 	}
 	return int32(n), nil
 }

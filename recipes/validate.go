@@ -2,11 +2,11 @@ package recipes
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/go-zookeeper/zk"
 
 	"github.com/gocurator/curator/framework"
+	"github.com/gocurator/curator/internal/errs"
 )
 
 // checkArgs checks what every recipe constructor (and Revoke) is given: a
@@ -14,28 +14,37 @@ import (
 // (wrapping framework.ErrClosed), and a path ZooKeeper accepts other than
 // the root (wrapping zk.ErrInvalidPath): a recipe's nodes go under its path,
 // and Curator's names for them assume a path of at least one segment; no
-// lock node is the root.
+// lock node is the root. A path so long that no node under it would fit in
+// a request the servers take is refused too (wrapping ErrBadArgument).
 func checkArgs(client *framework.Client, path string) error {
 	if client == nil {
-		return fmt.Errorf("%w: nil client", ErrBadArgument)
+		return errs.Errorf("%w: nil client", ErrBadArgument)
 	}
 	if client.IsClosed() {
-		return fmt.Errorf("gocurator: %s: %w", path, framework.ErrClosed)
+		return errs.Errorf("%s: %w", path, framework.ErrClosed)
 	}
 	if err := framework.ValidatePath(path); err != nil {
 		return err
 	}
 	if path == "/" {
-		return fmt.Errorf("%w %q: must not be the root", zk.ErrInvalidPath, path)
+		return errs.Errorf("%w %q: must not be the root", zk.ErrInvalidPath, path)
+	}
+	if room := client.JuteMaxBuffer() - lockNodeRoom - len(client.Namespace()); len(path) > room {
+		return errs.Errorf("%w: path of %d bytes is too long: the servers take requests of at most %d bytes (jute.maxbuffer), and a lock node's name, data and ACL need %d of them",
+			ErrBadArgument, len(path), client.JuteMaxBuffer(), lockNodeRoom)
 	}
 	return nil
 }
+
+// lockNodeRoom is what a recipe keeps of the servers' jute.maxbuffer for
+// the name, data and ACL of a node under its path.
+const lockNodeRoom = 1024
 
 // checkContext refuses a nil context: every call that takes one needs it to
 // know when to give up.
 func checkContext(ctx context.Context) error {
 	if ctx == nil {
-		return fmt.Errorf("%w: nil context", ErrBadArgument)
+		return errs.Errorf("%w: nil context", ErrBadArgument)
 	}
 	return nil
 }

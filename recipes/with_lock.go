@@ -3,7 +3,8 @@ package recipes
 import (
 	"context"
 	"errors"
-	"fmt"
+
+	"github.com/gocurator/curator/internal/errs"
 )
 
 // Locker is what every lock owner of this package offers: Handle (also the
@@ -31,10 +32,10 @@ type Locker interface {
 // wrapping ErrBadArgument.
 func WithLock(ctx context.Context, l Locker, fn func(ctx context.Context) error) error {
 	if err := checkContext(ctx); err != nil {
-		return fmt.Errorf("gocurator: with lock: %w", err)
+		return errs.Errorf("with lock: %w", err)
 	}
 	if l == nil || fn == nil {
-		return fmt.Errorf("gocurator: with lock: %w: nil locker or function", ErrBadArgument)
+		return errs.Errorf("with lock: %w: nil locker or function", ErrBadArgument)
 	}
 	if err := l.Acquire(ctx); err != nil {
 		return err
@@ -48,7 +49,7 @@ func WithLock(ctx context.Context, l Locker, fn func(ctx context.Context) error)
 		case <-done:
 			cause := l.Err()
 			if !errors.Is(cause, ErrLockLost) {
-				cause = fmt.Errorf("%w: %w", ErrLockLost, cause)
+				cause = errs.Errorf("%w: %w", ErrLockLost, cause)
 			}
 			cancel(cause)
 		case <-lctx.Done():

@@ -3,14 +3,15 @@ package retry
 import (
 	"context"
 	"errors"
-	"fmt"
 	"time"
 
 	"github.com/cenkalti/backoff/v4"
+
+	"github.com/gocurator/curator/internal/errs"
 )
 
 // ErrNilOperation is returned by [Do] when it is given a nil operation.
-var ErrNilOperation = errors.New("retry: nil operation")
+var ErrNilOperation = errors.New("gocurator: retry: nil operation")
 
 // DoOption configures a call of [Do].
 type DoOption func(*doOptions)
@@ -151,13 +152,13 @@ func ctxDoneError(ctx context.Context, lastErr error) error {
 	cause := context.Cause(ctx)
 	switch {
 	case lastErr == nil && (cause == nil || cause == ctxErr):
-		return fmt.Errorf("retry: %w", ctxErr)
+		return errs.Errorf("retry: %w", ctxErr)
 	case lastErr == nil:
-		return fmt.Errorf("retry: %w: %w", ctxErr, cause)
+		return errs.Errorf("retry: %w: %w", ctxErr, cause)
 	case cause == nil || cause == ctxErr:
-		return fmt.Errorf("retry: %w; last error: %w", ctxErr, lastErr)
+		return errs.Errorf("retry: %w; last error: %w", ctxErr, lastErr)
 	default:
-		return fmt.Errorf("retry: %w: %w; last error: %w", ctxErr, cause, lastErr)
+		return errs.Errorf("retry: %w: %w; last error: %w", ctxErr, cause, lastErr)
 	}
 }
 

@@ -139,17 +139,30 @@ func BadPaths(base string) []BadPath {
 	}
 }
 
-// ErrorIs fails the test unless err wraps target and its text holds every
-// one of want.
+// ErrorIs fails the test unless err wraps target, its text holds every one
+// of want, and each of its lines (errors.Join puts one error a line) says
+// "gocurator: " once at most.
 func ErrorIs(t testing.TB, err, target error, want ...string) {
 	t.Helper()
 	if !errors.Is(err, target) {
 		t.Errorf("error %v does not wrap %v", err, target)
 		return
 	}
+	OnePrefix(t, err)
 	for _, w := range want {
 		if !strings.Contains(err.Error(), w) {
 			t.Errorf("error %q does not say %q", err, w)
+		}
+	}
+}
+
+// OnePrefix fails the test if a line of err's text says "gocurator: " more
+// than once: each layer of the module adds only what it knows.
+func OnePrefix(t testing.TB, err error) {
+	t.Helper()
+	for _, line := range strings.Split(err.Error(), "\n") {
+		if n := strings.Count(line, "gocurator: "); n > 1 {
+			t.Errorf("error says \"gocurator: \" %d times: %s", n, line)
 		}
 	}
 }
