@@ -121,3 +121,28 @@ func TestLookaheadListsBeforeTheHandoff(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// planWait puts the rules together: a waiter that is handed off looks no
+// further ahead, one further back does, and a counting driver (the
+// semaphore's leases) watches no node.
+func TestPlanWait(t *testing.T) {
+	mutex := lockNameDriver(mutexLockName, 1)
+	for _, tc := range []struct {
+		name   string
+		d      driver
+		sorted []string
+		our    string
+		watch  string
+		want   waitPlan
+	}{
+		{"second in line", mutex, []string{"a-lock-1", "b-lock-2"}, "b-lock-2", "a-lock-1",
+			waitPlan{watch: "a-lock-1", handsOff: true}},
+		{"third in line", mutex, []string{"a-lock-1", "b-lock-2", "c-lock-3"}, "c-lock-3", "b-lock-2",
+			waitPlan{watch: "b-lock-2", lookahead: "a-lock-1"}},
+		{"leases", leaseDriver{}, []string{"a-lease-1", "b-lease-2"}, "b-lease-2", "", waitPlan{}},
+	} {
+		if got := planWait(tc.d, tc.sorted, tc.our, tc.watch); got != tc.want {
+			t.Errorf("%s: planWait = %+v, want %+v", tc.name, got, tc.want)
+		}
+	}
+}

@@ -238,12 +238,3 @@ func (d readDriver) handsOff(sorted []string, ourName, watch string) bool {
 // ahead of that writer does not tell it anything the writer's deletion will
 // not.
 func (readDriver) lookahead([]string, string, string) string { return "" }
-
-func isClosed(ch <-chan struct{}) bool {
-	select {
-	case <-ch:
-		return true
-	default:
-		return false
-	}
-}

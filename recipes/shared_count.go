@@ -14,6 +14,7 @@ import (
 	"github.com/gocurator/curator/framework"
 	"github.com/gocurator/curator/internal/callgate"
 	"github.com/gocurator/curator/internal/errs"
+	"github.com/gocurator/curator/retry"
 )
 
 // sharedCountRetryWait is how long the watcher waits before it reads the
@@ -140,7 +141,7 @@ func (c *SharedCount) watch(ctx context.Context, w <-chan zk.Event) {
 				}
 			}
 			c.client.Logger().Info("shared count: reading failed; trying again", zap.String("path", c.path), zap.Error(err))
-			if sleep(ctx, sharedCountRetryWait) != nil {
+			if retry.Sleep(ctx, sharedCountRetryWait) != nil {
 				return
 			}
 		}

@@ -17,7 +17,8 @@ var ErrNilOperation = errors.New("gocurator: retry: nil operation")
 type DoOption func(*doOptions)
 
 type doOptions struct {
-	onRetry func(err error, retryCount int, wait time.Duration)
+	onRetry   func(err error, retryCount int, wait time.Duration)
+	retryable func(err error) bool
 }
 
 // OnRetry returns a [DoOption] that makes [Do] call hook before each wait,
@@ -28,18 +29,45 @@ func OnRetry(hook func(err error, retryCount int, wait time.Duration)) DoOption 
 	return func(o *doOptions) { o.onRetry = hook }
 }
 
+func newDoOptions(opts []DoOption) *doOptions {
+	o := &doOptions{}
+	for _, opt := range opts {
+		if opt != nil {
+			opt(o)
+		}
+	}
+	return o
+}
+
+// retry reports whether err is to be retried under p.
+func (o *doOptions) retry(p Policy, err error) bool {
+	if o.retryable != nil {
+		return o.retryable(err)
+	}
+	return Retryable(p, err)
+}
+
+// RetryIf returns a [DoOption] that makes [Do] retry the errors for which
+// retryable returns true, instead of those [Retryable] names: a loop of its
+// own over the policy's waits, for a cause of its own (a lock recipe
+// retries its vanished node so). A nil retryable is ignored.
+func RetryIf(retryable func(err error) bool) DoOption {
+	return func(o *doOptions) { o.retryable = retryable }
+}
+
 // Do calls op until it returns nil, returns an error that is not retryable for p,
 // or p refuses another retry; the waits between attempts use ctx, so cancelling ctx
 // stops a wait at once. It is the counterpart of Curator's RetryLoop.callWithRetry.
 //
-// When p gives up or the error is not retryable (see [Retryable]), Do returns
-// op's last error as is (not re-wrapped). When ctx ends (before an attempt
-// or during a wait), Do returns an error for which errors.Is(err, ctx.Err())
-// is true and, if op had failed before, errors.Is(err, lastErr) is true too
-// (and errors.Is(err, context.Cause(ctx)) when the cause differs). In
-// particular, if ctx is already done when Do is called, op is not called at
-// all. Do checks ctx before every attempt, so op is never started after ctx
-// has ended; ctx is also handed to op, which should honour it.
+// When p gives up or the error is not retryable (see [Retryable], or
+// [RetryIf]), Do returns op's last error as is (not re-wrapped). When ctx
+// ends (before an attempt or during a wait), Do returns an error for which
+// errors.Is(err, ctx.Err()) is true and, if op had failed before,
+// errors.Is(err, lastErr) is true too (and errors.Is(err,
+// context.Cause(ctx)) when the cause differs). In particular, if ctx is
+// already done when Do is called, op is not called at all. Do checks ctx
+// before every attempt, so op is never started after ctx has ended; ctx is
+// also handed to op, which should honour it.
 //
 // Whether an error is retried is decided by [Retryable](p, err) alone; in
 // particular a *backoff.PermanentError returned by op has no special meaning.
@@ -48,7 +76,9 @@ func OnRetry(hook func(err error, retryCount int, wait time.Duration)) DoOption 
 // a nil p never retries, a nil op makes Do return [ErrNilOperation], and
 // nil opts are ignored. A negative wait from p is treated as 0.
 //
-// Do runs op on the caller's goroutine and starts no goroutines.
+// Do runs op on the caller's goroutine and starts no goroutines. The waits
+// are backoff's: p as a backoff.BackOff, which backoff.WithContext stops
+// when ctx ends. An op that succeeds at once costs Do no allocation.
 func Do(ctx context.Context, p Policy, op func(ctx context.Context) error, opts ...DoOption) error {
 	if ctx == nil {
 		ctx = context.Background()
@@ -56,95 +86,63 @@ func Do(ctx context.Context, p Policy, op func(ctx context.Context) error, opts 
 	if op == nil {
 		return ErrNilOperation
 	}
-	if ctx.Err() != nil {
-		return ctxDoneError(ctx, nil)
-	}
-
-	// The first attempt runs without backoff's machinery: most calls
-	// succeed at once, and then cost no allocations of their own.
-	start := time.Now()
-	err := op(ctx)
-	if err == nil {
-		return nil
-	}
-	if !Retryable(p, err) {
-		return err
-	}
-	return retries(ctx, p, op, opts, start, err)
-}
-
-// retries is Do after a first attempt that failed with a retryable error.
-func retries(ctx context.Context, p Policy, op func(ctx context.Context) error, opts []DoOption, start time.Time, lastErr error) error {
-	var o doOptions
-	for _, opt := range opts {
-		if opt != nil {
-			opt(&o)
-		}
-	}
 	var (
-		permanent bool // op failed with an error that is not retryable
-		ctxEnded  bool // ctx was found done before an attempt
-		first     = true
+		start   = time.Now()
+		o       *doOptions      // read at the first failure
+		waits   backoff.BackOff // made at the first retry
+		retries *policyBackOff
+		lastErr error
 	)
-	b := &policyBackOff{p: p, start: start}
-	attempt := func() error {
-		if first { // made above; backoff makes its first call at once
-			first = false
-			return errRetryable
-		}
-		// backoff's wait selects between the timer and ctx.Done(), which
-		// may pick the timer even when ctx has ended: check again.
+	for {
 		if ctx.Err() != nil {
-			ctxEnded = true
-			return backoff.Permanent(errStopped)
+			return ctxDoneError(ctx, lastErr)
 		}
 		err := op(ctx)
 		if err == nil {
 			return nil
 		}
+		if o == nil {
+			o = newDoOptions(opts)
+		}
+		if !o.retry(p, err) {
+			return err
+		}
 		lastErr = err
-		if !Retryable(p, err) {
-			permanent = true
-			return backoff.Permanent(errStopped)
+		if waits == nil {
+			retries = &policyBackOff{p: p, start: start}
+			waits = backoff.WithContext(retries, ctx)
 		}
-		// Hand backoff an opaque error: if op's error happened to wrap a
-		// *backoff.PermanentError, backoff would otherwise stop on it.
-		return errRetryable
-	}
-	notify := func(_ error, wait time.Duration) {
+		wait := waits.NextBackOff()
+		if wait == backoff.Stop {
+			if ctx.Err() != nil {
+				return ctxDoneError(ctx, err)
+			}
+			return err
+		}
 		if o.onRetry != nil {
-			o.onRetry(lastErr, b.retries-1, wait)
+			o.onRetry(err, retries.retries-1, wait)
 		}
-	}
-
-	// backoff.RetryNotify (v4.3.0) always makes the first attempt without
-	// looking at ctx (hence the check above), then asks NextBackOff, which
-	// the WithContext wrapper answers with Stop once ctx is done. It
-	// returns ctx.Err() when ctx ends during a wait or before NextBackOff,
-	// the wrapped error of a PermanentError, or the last error when the
-	// BackOff stops. The errors it returns are our markers, so the outcome
-	// is decided from the flags instead.
-	err := backoff.RetryNotify(attempt, backoff.WithContext(b, ctx), notify)
-	switch {
-	case err == nil:
-		return nil
-	case permanent, b.refused:
-		return lastErr
-	case ctxEnded, ctx.Err() != nil:
-		return ctxDoneError(ctx, lastErr)
-	default:
-		// Not reachable with backoff v4.3.0; be conservative.
-		if lastErr != nil {
-			return lastErr
+		if Sleep(ctx, wait) != nil {
+			return ctxDoneError(ctx, err)
 		}
-		return err
 	}
 }
 
-var (
-	errStopped   = errors.New("retry: stopped")
-	errRetryable = errors.New("retry: retryable failure")
-)
+// Sleep waits for d, or until ctx ends; then it returns ctx.Err(). A d of
+// zero or less does not wait.
+func Sleep(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return ctx.Err()
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
 
 // ctxDoneError builds the error Do returns when ctx has ended.
 func ctxDoneError(ctx context.Context, lastErr error) error {
@@ -152,40 +150,35 @@ func ctxDoneError(ctx context.Context, lastErr error) error {
 	cause := context.Cause(ctx)
 	switch {
 	case lastErr == nil && (cause == nil || cause == ctxErr):
-		return errs.Errorf("retry: %w", ctxErr)
+		return errs.Errorf("%w", ctxErr)
 	case lastErr == nil:
-		return errs.Errorf("retry: %w: %w", ctxErr, cause)
+		return errs.Errorf("%w: %w", ctxErr, cause)
 	case cause == nil || cause == ctxErr:
-		return errs.Errorf("retry: %w; last error: %w", ctxErr, lastErr)
+		return errs.Errorf("%w while retrying; last error: %w", ctxErr, lastErr)
 	default:
-		return errs.Errorf("retry: %w: %w; last error: %w", ctxErr, cause, lastErr)
+		return errs.Errorf("%w: %w while retrying; last error: %w", ctxErr, cause, lastErr)
 	}
 }
 
-// policyBackOff adapts a Policy to backoff.BackOff for one call of Do. It
-// has no cap of its own: only the Policy (and ctx) end the retries.
+// policyBackOff is a Policy as a backoff.BackOff, for one call of Do: each
+// NextBackOff asks the policy about the next retry. It has no cap of its
+// own: only the policy (and ctx, through backoff.WithContext) end the
+// retries.
 type policyBackOff struct {
 	p       Policy
 	start   time.Time // when Do made its first attempt
 	retries int       // retries allowed so far
-	refused bool      // the policy refused a retry
 }
 
-// Reset is called by backoff right before its first call of the attempt
-// (which stands for the one Do made already, at start).
-func (b *policyBackOff) Reset() {
-	b.retries = 0
-	b.refused = false
-}
+// Reset does nothing: a policyBackOff lives for one call of Do.
+func (b *policyBackOff) Reset() {}
 
 func (b *policyBackOff) NextBackOff() time.Duration {
 	if b.p == nil {
-		b.refused = true
 		return backoff.Stop
 	}
 	wait, ok := b.p.AllowRetry(b.retries, time.Since(b.start))
 	if !ok {
-		b.refused = true
 		return backoff.Stop
 	}
 	b.retries++

@@ -282,3 +282,35 @@ func TestDoMisuse(t *testing.T) {
 		t.Errorf("typed nil policy: err=%v calls=%d", err, calls)
 	}
 }
+
+func TestDoRetryIfChoosesTheErrors(t *testing.T) {
+	mine := errors.New("my node vanished")
+	calls := 0
+	var heard []error
+	err := Do(safetyCtx(t), NewNTimes(3, 0), script(&calls, mine, mine),
+		RetryIf(func(err error) bool { return errors.Is(err, mine) }),
+		OnRetry(func(err error, _ int, _ time.Duration) { heard = append(heard, err) }))
+	if err != nil || calls != 3 || len(heard) != 2 {
+		t.Fatalf("err=%v calls=%d heard=%v, want nil after 3 calls and 2 retries", err, calls, heard)
+	}
+	// Connection loss is not mine: returned as is, at once.
+	calls = 0
+	if err := Do(safetyCtx(t), NewNTimes(3, 0), script(&calls, zk.ErrConnectionClosed),
+		RetryIf(func(err error) bool { return errors.Is(err, mine) })); err != zk.ErrConnectionClosed || calls != 1 {
+		t.Fatalf("err=%v calls=%d", err, calls)
+	}
+}
+
+func TestSleep(t *testing.T) {
+	if err := Sleep(safetyCtx(t), 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := Sleep(safetyCtx(t), time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := Sleep(ctx, time.Hour); !errors.Is(err, context.Canceled) {
+		t.Fatalf("Sleep with a cancelled ctx = %v", err)
+	}
+}

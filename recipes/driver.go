@@ -1,0 +1,97 @@
+package recipes
+
+import "strings"
+
+// driver is the recipe-specific part of the lock algorithm (Curator's
+// LockInternalsDriver): how children sort, and whether our node holds the
+// lock or which node to wait on.
+type driver interface {
+	sort(children []string) []string
+	// check returns whether ourName holds the lock among the sorted
+	// children, or else the name of the child to wait on. An error that
+	// unwraps to errNodeVanished means ourName is not among them.
+	check(sorted []string, ourName string) (held bool, watch string, err error)
+}
+
+// handoffDriver is a driver that can say, of the listing in which ourName
+// waits on watch, whether the deletion of watch alone makes ourName the
+// holder, so that the waiter holds the moment that node is deleted, without
+// listing again (the round trip Curator pays at every hand-off).
+//
+// Why it is safe: sequence numbers only grow, so no sequential node can
+// appear ahead of ours after we listed. The only lock node that can is
+// non-sequential: the read node of a read-write downgrade, which takes the
+// key of the downgrader's __WRIT__ node. So the hand-off is allowed only when
+// the deleted node was the one node that could keep us from holding and
+// cannot be replaced by a node that would: a mutex (or a writer) whose only
+// node ahead is not a write node; a reader whose only writer ahead is the
+// one it watches (a downgrade read node does not block readers). A foreign
+// non-sequential child created meanwhile is not seen; it is no participant,
+// so no one else holds because of it. Our node cannot be gone unseen either:
+// the hand-off also needs our node's owner to be the current session, with
+// no error state since (an ephemeral node of a live session goes only by an
+// explicit delete).
+//
+// lookahead names, for a waiter further back that watches watch, the node
+// whose deletion is worth listing again for before watch goes: the node two
+// ahead of a mutex waiter (or a writer whose predecessor is not a write
+// node). When it goes, typically because our predecessor now holds, the
+// waiter lists again while the predecessor holds, finds itself second in
+// line, and so holds the moment the predecessor's node is deleted: the
+// re-listing Curator does after every hand-off moves off the critical path.
+// Each deletion then wakes at most two waiters: its successor and the one
+// after; "" means no lookahead.
+type handoffDriver interface {
+	handsOff(sorted []string, ourName, watch string) bool
+	lookahead(sorted []string, ourName, watch string) string
+}
+
+// countingDriver is a driver that decides on the children as a whole (the
+// semaphore's lease count) rather than on one node ahead of ours: its
+// waiter watches the base's children, and also wakes when changed's channel
+// closes (its own limit changed). When check says neither held nor a node
+// to watch, the waiter waits for one of those.
+type countingDriver interface {
+	driver
+	changed() <-chan struct{}
+}
+
+// standardDriver is StandardLockInternalsDriver: hold when fewer than
+// maxLeases nodes sort before ours; otherwise wait on the node maxLeases
+// places ahead (for a mutex, the immediate predecessor: no herd). key is the
+// sort key: SortKey with the lock name, or the read-write lock's double
+// transformation for its write half.
+type standardDriver struct {
+	key       func(name string) string
+	maxLeases int
+}
+
+// lockNameDriver is the standard driver sorting by SortKey with lockName.
+func lockNameDriver(lockName string, maxLeases int) standardDriver {
+	return standardDriver{key: func(s string) string { return SortKey(s, lockName) }, maxLeases: maxLeases}
+}
+
+func (d standardDriver) sort(children []string) []string { return sortBy(children, d.key) }
+
+func (d standardDriver) check(sorted []string, ourName string) (bool, string, error) {
+	i := indexOf(sorted, ourName)
+	if i < 0 {
+		return false, "", errNodeVanished
+	}
+	if i < d.maxLeases {
+		return true, "", nil
+	}
+	return false, sorted[i-d.maxLeases], nil
+}
+
+func (d standardDriver) handsOff(sorted []string, ourName, watch string) bool {
+	return d.maxLeases == 1 && indexOf(sorted, ourName) == 1 && !strings.Contains(watch, writeLockName)
+}
+
+func (d standardDriver) lookahead(sorted []string, ourName, watch string) string {
+	i := indexOf(sorted, ourName)
+	if d.maxLeases != 1 || i < 2 || sorted[i-1] != watch || strings.Contains(watch, writeLockName) {
+		return ""
+	}
+	return sorted[i-2]
+}

@@ -1,0 +1,208 @@
+package recipes
+
+import (
+	"context"
+	"errors"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/gocurator/curator/framework"
+	"github.com/gocurator/curator/internal/errs"
+)
+
+// wait is Curator's internalLockLoop, in three parts: list the queue (and,
+// after an error state, read our own node alongside); arm the watches the
+// driver's rules call for (planWait); wait for one of them, for our node's
+// session to end, or for ctx. Any event means "look again", but for a
+// hand-off: the deletion of the one node that kept us from holding.
+func (li *lockInternals) wait(ctx context.Context, a attempt, n *acquisition) error {
+	var w watches
+	for {
+		l, err := li.list(ctx, a, n)
+		if err != nil {
+			return err
+		}
+		held, watch, err := a.driver.check(l.sorted, n.name)
+		if err != nil {
+			return err
+		}
+		if held {
+			return li.grant(ctx, n)
+		}
+		if a.try {
+			return errs.Errorf("%w: %s", ErrLocked, li.base)
+		}
+		p := planWait(a.driver, l.sorted, n.name, watch)
+		gone, err := w.arm(ctx, li, p)
+		if err != nil {
+			return err
+		}
+		if gone {
+			continue // a node we would watch is gone already: look again
+		}
+		granted, err := li.await(ctx, n, &w, l, p)
+		if granted || err != nil {
+			return err
+		}
+	}
+}
+
+// listing is one look at the queue.
+type listing struct {
+	sorted []string // the base's children, as the driver sorts them
+	// For a counting driver: the child watch set with the listing, and the
+	// channel that closes when the driver's own limit changes.
+	children <-chan zk.Event
+	changed  <-chan struct{}
+}
+
+// list lists the base's children. After an error state (our node is not
+// trusted), our node's Stat (owner session, czxid) is read alongside, so
+// that a grant needs no round trip of its own to verify it; our node found
+// gone is errNodeVanished.
+func (li *lockInternals) list(ctx context.Context, a attempt, n *acquisition) (listing, error) {
+	var own chan nodeStat
+	if n.own == nil && !li.trusted(n) {
+		own = make(chan nodeStat, 1)
+		go func() {
+			ok, stat, err := li.client.Exists(ctx, n.path)
+			own <- nodeStat{ok, stat, err}
+		}()
+	}
+	var l listing
+	var children []string
+	var err error
+	if counting, ok := a.driver.(countingDriver); ok {
+		l.changed = counting.changed() // before listing: no change between the two goes unseen
+		children, _, l.children, err = li.client.ChildrenW(ctx, li.base)
+	} else {
+		children, _, err = li.client.Children(ctx, li.base)
+	}
+	if own != nil {
+		r := <-own
+		if r.err == nil && !r.ok {
+			return l, errNodeVanished
+		}
+		n.own = r.stat // nil after an error: read again with the next listing
+	}
+	if err != nil && !errors.Is(err, zk.ErrNoNode) {
+		return l, err
+	}
+	l.sorted = a.driver.sort(children)
+	return l, nil
+}
+
+type nodeStat struct {
+	ok   bool
+	stat *zk.Stat
+	err  error
+}
+
+// waitPlan is what a waiter that a listing did not grant waits for.
+type waitPlan struct {
+	watch     string // the node whose deletion (or change) to wait for; "" for a counting driver
+	handsOff  bool   // that deletion alone makes us the holder (see handoffDriver)
+	lookahead string // a node further ahead whose deletion is worth listing again for, or ""
+}
+
+// planWait applies the driver's hand-off and lookahead rules to a listing
+// in which ourName waits on watch.
+func planWait(d driver, sorted []string, ourName, watch string) waitPlan {
+	p := waitPlan{watch: watch}
+	h, ok := d.(handoffDriver)
+	if !ok || watch == "" {
+		return p
+	}
+	p.handsOff = h.handsOff(sorted, ourName, watch)
+	if !p.handsOff {
+		p.lookahead = h.lookahead(sorted, ourName, watch)
+	}
+	return p
+}
+
+// watches are a waiter's data watches (getData, never exists: a missing
+// node leaves no watch behind). The one on the node waited for is kept
+// across listings while it has not fired: after a lookahead wake, that node
+// is usually still there.
+type watches struct {
+	watched string          // the node kept is on
+	kept    <-chan zk.Event // nil once fired
+	early   <-chan zk.Event // the lookahead's, for one listing
+}
+
+// arm sets the watches p calls for; gone reports that one of their nodes is
+// gone already.
+func (w *watches) arm(ctx context.Context, li *lockInternals, p waitPlan) (gone bool, err error) {
+	w.early = nil
+	if p.watch == "" {
+		return false, nil
+	}
+	if p.watch != w.watched || w.kept == nil {
+		// Set before the listing that decides on it or after: either way
+		// a deletion after that listing fires it.
+		w.watched, w.kept = "", nil
+		_, _, w.kept, err = li.client.GetDataW(ctx, framework.JoinPath(li.base, p.watch))
+		if errors.Is(err, zk.ErrNoNode) {
+			return true, nil
+		}
+		if err != nil {
+			return false, err
+		}
+		w.watched = p.watch
+	}
+	if p.lookahead != "" {
+		_, _, w.early, err = li.client.GetDataW(ctx, framework.JoinPath(li.base, p.lookahead))
+		if errors.Is(err, zk.ErrNoNode) {
+			return true, nil // perhaps second in line now
+		}
+		if err != nil {
+			return false, err
+		}
+	}
+	return false, nil
+}
+
+// await waits for what calls for another look: the watched node (or, for a
+// counting driver, the children or the limit) changing, the lookahead's
+// node going, or our node's session ending (a session the client gave up
+// leaves watches that nothing will fire). granted reports a hand-off: the
+// watched node deleted when that alone makes us the holder.
+func (li *lockInternals) await(ctx context.Context, n *acquisition, w *watches, l listing, p waitPlan) (granted bool, err error) {
+	// A call retried across a session expiry sets its watch in the new
+	// session, where nothing will wake us for the old session's node: once
+	// the client is in a session other than our node's, or its session has
+	// ended, the node is gone (or going) and waiting on it would be forever.
+	session, ended := li.client.Session()
+	if o := n.owner(); o != 0 && o != session || isClosed(ended) {
+		return false, errNodeVanished
+	}
+	fired := w.kept
+	if l.children != nil {
+		fired = l.children
+	}
+	select {
+	case <-ended:
+	case ev := <-fired:
+		if l.children == nil {
+			w.kept = nil // fired: a watch is good for one event
+		}
+		if p.handsOff && ev.Type == zk.EventNodeDeleted && li.trusted(n) {
+			return true, nil
+		}
+	case <-w.early: // list again, keeping the watch on the node we wait for
+	case <-l.changed:
+	case <-ctx.Done():
+		return false, ctx.Err()
+	}
+	return false, nil
+}
+
+// isClosed reports whether ch is closed, without waiting.
+func isClosed(ch <-chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
+	}
+}
