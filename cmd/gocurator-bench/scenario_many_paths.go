@@ -1,0 +1,46 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+)
+
+// scenario5 measures the acquisitions per second of many goroutines of one
+// session, each on a lock chosen at random among many paths.
+func (e *env) scenario5(ctx context.Context) *scenarioResult {
+	s := &scenarioResult{ID: 5, Title: "Many lock paths, one client",
+		Setup: fmt.Sprintf("one session, %d goroutines (Java: threads), each acquire+release of a lock chosen at random among %d paths; %s",
+			e.c.S5Worker, e.c.S5Paths, e.throughputSetup(ctx))}
+	entries := goEntries([]goImpl{implFloor, implOurs, implZKLock}, func(ctx context.Context, im goImpl) (contender, error) {
+		sess, err := im.connect(ctx, e.servers)
+		if err != nil {
+			return nil, err
+		}
+		mks := make([]func() owner, e.c.S5Paths)
+		for i := range mks {
+			if mks[i], err = sess.Mutex(fmt.Sprintf("%s/l%d", e.path(5, im.key), i)); err != nil {
+				sess.Close()
+				return nil, err
+			}
+		}
+		var workers []func(context.Context) error
+		for w := range e.c.S5Worker {
+			owners := make([]owner, e.c.S5Paths)
+			rng := rand.New(rand.NewPCG(uint64(w), 5))
+			workers = append(workers, func(ctx context.Context) error {
+				i := rng.IntN(len(owners))
+				if owners[i] == nil {
+					owners[i] = mks[i]()
+				}
+				return cycleOf(owners[i])(ctx)
+			})
+		}
+		return e.newTimed(ctx, workers, sess.Close)
+	})
+	entries = append(entries, entry{nameCurator, func(ctx context.Context) (contender, error) {
+		return e.startJava(ctx, "s5", e.javaArgs(5, e.durationArg(), fmt.Sprintf("threads=%d", e.c.S5Worker), fmt.Sprintf("paths=%d", e.c.S5Paths))...)
+	}})
+	s.Rows = e.interleave(ctx, 5, entries, rateRow)
+	return s
+}
