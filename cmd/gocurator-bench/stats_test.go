@@ -85,21 +85,6 @@ func TestRatio(t *testing.T) {
 	}
 }
 
-func TestS1Row(t *testing.T) {
-	rep := func(packets int64, lat ...time.Duration) repResult { return repResult{lat: lat, packets: packets} }
-	r := s1Row([]repResult{
-		rep(6, 1, 2, 3),
-		rep(6, 4, 5, 6),
-		rep(6, 7, 8, 90),
-	})
-	if r.P50 != 5 || r.P99 != 6 {
-		t.Errorf("p50 %v p99 %v, want the medians of the repetitions' percentiles: 5 and 6", r.P50, r.P99)
-	}
-	if r.PacketsPerOp != 2 {
-		t.Errorf("packets per op %v, want 2", r.PacketsPerOp)
-	}
-}
-
 func TestRateAndS3Rows(t *testing.T) {
 	r := rateRow([]repResult{{ops: 100, elapsed: time.Second}, {ops: 300, elapsed: time.Second}, {ops: 100, elapsed: 500 * time.Millisecond}})
 	if r.Rate != 200 {
@@ -108,35 +93,5 @@ func TestRateAndS3Rows(t *testing.T) {
 	s := s3Row([]repResult{{packets: 660, drain: time.Second, acquisitions: 66, participants: 67, wrote: 17}})
 	if s.PacketsPerAcq != 10 || math.Abs(s.PacketsPerWriter-660.0/17) > 1e-9 || s.Drain != time.Second {
 		t.Errorf("s3 row %+v", s)
-	}
-}
-
-func TestS3Pattern(t *testing.T) {
-	p := s3Pattern(50, 3)
-	writers, readers := 0, 0
-	for _, w := range p {
-		if w {
-			writers++
-		} else {
-			readers++
-		}
-	}
-	if len(p) != 67 || writers != 17 || readers != 50 || !p[0] || p[1] || p[2] || p[3] || !p[4] {
-		t.Errorf("pattern: %d participants, %d writers, %d readers, starts %v", len(p), writers, readers, p[:5])
-	}
-}
-
-func TestCheckFIFO(t *testing.T) {
-	if ok, d := checkFIFO(10, []int64{11, 15, 20}, 3); !ok {
-		t.Errorf("ascending tokens: %s", d)
-	}
-	if ok, _ := checkFIFO(10, []int64{11, 20, 15}, 3); ok {
-		t.Error("out-of-order tokens passed")
-	}
-	if ok, _ := checkFIFO(12, []int64{11, 15, 20}, 3); ok {
-		t.Error("a token below the first holder's passed")
-	}
-	if ok, _ := checkFIFO(10, []int64{11, 15}, 3); ok {
-		t.Error("a missing acquisition passed")
 	}
 }
