@@ -251,7 +251,7 @@ func startChaos(t *testing.T, seed int64) *chaosRun {
 	proxies := func() []*zktest.Proxy {
 		var ps []*zktest.Proxy
 		for _, a := range ens.Addrs() {
-			ps = append(ps, zktest.NewProxyT(t, a))
+			ps = append(ps, zktest.NewProxy(t, a))
 		}
 		return ps
 	}

@@ -28,7 +28,7 @@ func TestSessionExpiry(t *testing.T) {
 			ctx := testutil.Context(t)
 			base := testutil.Path(t)
 			testutil.CleanupTree(t, server.Addr(), base)
-			proxy := zktest.NewProxyT(t, server.Addr())
+			proxy := zktest.NewProxy(t, server.Addr())
 			jx := "jx-" + r.name
 			jsid := p.client(t, jx, proxy.Addr())
 			defer p.do(t, "-", "close-client", jx)
@@ -61,7 +61,7 @@ func TestSessionExpiry(t *testing.T) {
 			ctx := testutil.Context(t)
 			base := testutil.Path(t)
 			testutil.CleanupTree(t, server.Addr(), base)
-			proxy := zktest.NewProxyT(t, server.Addr())
+			proxy := zktest.NewProxy(t, server.Addr())
 			gx := newClient(t, proxy.Addr())
 			o := r.goOwner(t, gx, base, r.full())
 			must(t, o.Acquire(ctx))

@@ -34,7 +34,7 @@ func TestQuorumLossEndsTheLostSession(t *testing.T) {
 	var proxies []*zktest.Proxy
 	var addrs []string
 	for _, a := range ens.Addrs() {
-		p := zktest.NewProxyT(t, a)
+		p := zktest.NewProxy(t, a)
 		proxies = append(proxies, p)
 		addrs = append(addrs, p.Addr())
 	}

@@ -22,7 +22,7 @@ import (
 func TestConnectionStatesThroughFaults(t *testing.T) {
 	testutil.CheckLeaks(t)
 	ctx := testutil.Context(t)
-	proxy := zktest.NewProxyT(t, server.Addr())
+	proxy := zktest.NewProxy(t, server.Addr())
 	a, b := testutil.NewStateRecorder(), testutil.NewStateRecorder()
 	c := newClient(t, proxy.Addr(), WithSessionTimeout(2*time.Second),
 		WithConnectionTimeout(500*time.Millisecond), WithListener(a), WithListener(b))
@@ -70,7 +70,7 @@ func TestServerExpiredSession(t *testing.T) {
 	ctx := testutil.Context(t)
 	base := testutil.Path(t)
 	testutil.CleanupTree(t, server.Addr(), base)
-	proxy := zktest.NewProxyT(t, server.Addr())
+	proxy := zktest.NewProxy(t, server.Addr())
 	rec := testutil.NewStateRecorder()
 	c := newClient(t, proxy.Addr(), WithSessionTimeout(4*time.Second), WithListener(rec),
 		WithErrorPolicy(state.SessionErrorPolicy{})) // so that the signal ends at LOST, not at the SUSPENDED before it
@@ -109,7 +109,7 @@ func TestServerExpiredSession(t *testing.T) {
 func TestErrorSignalFollowsPolicy(t *testing.T) {
 	testutil.CheckLeaks(t)
 	ctx := testutil.Context(t)
-	proxy := zktest.NewProxyT(t, server.Addr())
+	proxy := zktest.NewProxy(t, server.Addr())
 	rec := testutil.NewStateRecorder()
 	c := newClient(t, proxy.Addr(), WithListener(rec), WithErrorPolicy(state.SessionErrorPolicy{}))
 	sig := c.NotifyErrorState()

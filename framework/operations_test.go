@@ -161,7 +161,7 @@ func TestProtectedCreateSurvivesLostReply(t *testing.T) {
 	base := testutil.Path(t)
 	testutil.CleanupTree(t, server.Addr(), base)
 	raw := testutil.Connect(t, server.Addr())
-	proxy := zktest.NewProxyT(t, server.Addr())
+	proxy := zktest.NewProxy(t, server.Addr())
 	c := newClient(t, proxy.Addr())
 	if _, err := c.Create(ctx, base, nil, CreatingParentsIfNeeded()); err != nil {
 		t.Fatal(err)
@@ -194,7 +194,7 @@ func TestGuaranteedDeleteCompletesInBackground(t *testing.T) {
 	base := testutil.Path(t)
 	testutil.CleanupTree(t, server.Addr(), base)
 	raw := testutil.Connect(t, server.Addr())
-	proxy := zktest.NewProxyT(t, server.Addr())
+	proxy := zktest.NewProxy(t, server.Addr())
 	rec := testutil.NewStateRecorder()
 	c, err := New(proxy.Addr(), retry.NewNTimes(0, 0), WithListener(rec),
 		WithSessionTimeout(10*time.Second), WithConnectionTimeout(200*time.Millisecond))

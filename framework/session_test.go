@@ -24,7 +24,7 @@ import (
 // session passes.
 func TestTimerLostClosesTheOldSession(t *testing.T) {
 	ctx, base := testutil.Begin(t, server.Addr())
-	proxy := zktest.NewProxyT(t, server.Addr())
+	proxy := zktest.NewProxy(t, server.Addr())
 	rec := testutil.NewStateRecorder()
 	const timeout = 20 * time.Second
 	c := newClient(t, proxy.Addr(), WithSessionTimeout(timeout),
@@ -93,7 +93,7 @@ func TestTimerLostClosesTheOldSession(t *testing.T) {
 func TestCloseFromAListener(t *testing.T) {
 	testutil.CheckLeaks(t)
 	ctx := testutil.Context(t)
-	proxy := zktest.NewProxyT(t, server.Addr())
+	proxy := zktest.NewProxy(t, server.Addr())
 	c := newClient(t, proxy.Addr())
 	closed := make(chan error, 1)
 	c.AddListener(state.ListenerFunc(func(s state.ConnectionState) {

@@ -76,7 +76,7 @@ func TestLookaheadDecisions(t *testing.T) {
 // critical path.
 func TestLookaheadListsBeforeTheHandoff(t *testing.T) {
 	ctx, base := testutil.Begin(t, server.Addr())
-	proxy := zktest.NewProxyT(t, server.Addr())
+	proxy := zktest.NewProxy(t, server.Addr())
 	c1, c2, c3 := newClient(t, ""), newClient(t, ""), newClient(t, proxy.Addr())
 	holder := mustMutex(t, c1, base).NewHandle()
 	if err := holder.Acquire(ctx); err != nil {

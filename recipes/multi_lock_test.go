@@ -155,7 +155,7 @@ func TestMultiLockOrderAndErrors(t *testing.T) {
 // Lost fires when one real lock of several is lost (its client SUSPENDED).
 func TestMultiLockLost(t *testing.T) {
 	ctx, base := testutil.Begin(t, server.Addr())
-	proxy := zktest.NewProxyT(t, server.Addr())
+	proxy := zktest.NewProxy(t, server.Addr())
 	good, flaky := newClient(t, ""), newClient(t, proxy.Addr())
 	sm, err := NewInterProcessSemaphoreMutex(good, base+"/sem")
 	if err != nil {

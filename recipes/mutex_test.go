@@ -211,7 +211,7 @@ func waitForChildren(t *testing.T, c *framework.Client, path string, n int) {
 // else can hold it.
 func TestMutexLostBeforeAnotherHolds(t *testing.T) {
 	ctx, base := testutil.Begin(t, server.Addr())
-	proxy := zktest.NewProxyT(t, server.Addr())
+	proxy := zktest.NewProxy(t, server.Addr())
 	holderClient := newClient(t, proxy.Addr(), framework.WithSessionTimeout(2*time.Second))
 	other := newClient(t, "")
 	holder := mustMutex(t, holderClient, base).NewHandle()
@@ -347,7 +347,7 @@ func TestMutexRevocation(t *testing.T) {
 // and acquires; a waiter whose client closes gets an error and leaves nothing.
 func TestMutexWaiterSessionExpiryAndClose(t *testing.T) {
 	ctx, base := testutil.Begin(t, server.Addr())
-	proxy := zktest.NewProxyT(t, server.Addr())
+	proxy := zktest.NewProxy(t, server.Addr())
 	holderClient := newClient(t, "")
 	rec := testutil.NewStateRecorder()
 	waiterClient := newClient(t, proxy.Addr(), framework.WithListener(rec))
@@ -441,7 +441,7 @@ func TestForeignChildrenOrder(t *testing.T) {
 
 func TestWithLockCancelsOnLoss(t *testing.T) {
 	ctx, base := testutil.Begin(t, server.Addr())
-	proxy := zktest.NewProxyT(t, server.Addr())
+	proxy := zktest.NewProxy(t, server.Addr())
 	c := newClient(t, proxy.Addr())
 	h := mustMutex(t, c, base).NewHandle()
 	err := WithLock(ctx, h, func(ctx context.Context) error {

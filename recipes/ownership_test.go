@@ -171,7 +171,7 @@ func TestEveryOwnerToldOfLoss(t *testing.T) {
 	for _, k := range ownerKinds() {
 		t.Run(k.name, func(t *testing.T) {
 			ctx, base := testutil.Begin(t, server.Addr())
-			proxy := zktest.NewProxyT(t, server.Addr())
+			proxy := zktest.NewProxy(t, server.Addr())
 			c := newClient(t, proxy.Addr())
 			o := k.make(t, c, base)
 			if err := o.Acquire(ctx); err != nil {
@@ -232,7 +232,7 @@ func TestEveryOwnerToldOfLoss(t *testing.T) {
 // was lost, down to the holds made before the loss.
 func TestReentrantAcquireAfterExpiry(t *testing.T) {
 	ctx, base := testutil.Begin(t, server.Addr())
-	proxy := zktest.NewProxyT(t, server.Addr())
+	proxy := zktest.NewProxy(t, server.Addr())
 	rec := testutil.NewStateRecorder()
 	c := newClient(t, proxy.Addr(), framework.WithListener(rec))
 	m := mustMutex(t, c, base)
@@ -319,7 +319,7 @@ func TestSecondCallOnAHandleHonoursItsContext(t *testing.T) {
 // acquisition: G2 then holds, and no one else can take the lock.
 func TestSemaphoreMutexSharedThroughAnExpiry(t *testing.T) {
 	ctx, base := testutil.Begin(t, server.Addr())
-	proxy := zktest.NewProxyT(t, server.Addr())
+	proxy := zktest.NewProxy(t, server.Addr())
 	rec := testutil.NewStateRecorder()
 	c, other := newClient(t, proxy.Addr(), framework.WithListener(rec)), newClient(t, "")
 	sm := must(NewInterProcessSemaphoreMutex(c, base)).get(t)
@@ -370,7 +370,7 @@ func TestSemaphoreMutexSharedThroughAnExpiry(t *testing.T) {
 // queues again in its new session instead.
 func TestGrantRefusesANodeOfAnEarlierSession(t *testing.T) {
 	ctx, base := testutil.Begin(t, server.Addr())
-	proxy := zktest.NewProxyT(t, server.Addr())
+	proxy := zktest.NewProxy(t, server.Addr())
 	rec := testutil.NewStateRecorder()
 	c := newClient(t, proxy.Addr(), framework.WithListener(rec), framework.WithSessionTimeout(20*time.Second),
 		framework.WithSimulatedSessionExpirationPercent(10)) // LOST 2 s after SUSPENDED
@@ -419,7 +419,7 @@ func TestGrantRefusesANodeOfAnEarlierSession(t *testing.T) {
 // to release).
 func TestTimerLostFreesTheLockWhenTheServerAnswers(t *testing.T) {
 	ctx, base := testutil.Begin(t, server.Addr())
-	proxy := zktest.NewProxyT(t, server.Addr())
+	proxy := zktest.NewProxy(t, server.Addr())
 	rec := testutil.NewStateRecorder()
 	const timeout = 20 * time.Second
 	c := newClient(t, proxy.Addr(), framework.WithListener(rec), framework.WithSessionTimeout(timeout),

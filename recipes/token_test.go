@@ -18,7 +18,7 @@ import (
 // it whether a child was deleted since our create: see docs/performance.md.)
 func TestMutexTokenWhenAChildChangesBeforeTheListing(t *testing.T) {
 	ctx, base := testutil.Begin(t, server.Addr())
-	proxy := zktest.NewProxyT(t, server.Addr())
+	proxy := zktest.NewProxy(t, server.Addr())
 	c := newClient(t, proxy.Addr())
 	if err := c.BlockUntilConnected(ctx); err != nil {
 		t.Fatal(err)

@@ -49,7 +49,7 @@ func TestVerifyRefusesNodeOfAnotherSession(t *testing.T) {
 // grant reads the node again, and the token comes with that read.
 func TestTrustOnlyWithoutErrorStateSinceArming(t *testing.T) {
 	ctx, base := testutil.Begin(t, server.Addr())
-	proxy := zktest.NewProxyT(t, server.Addr())
+	proxy := zktest.NewProxy(t, server.Addr())
 	c := newClient(t, proxy.Addr())
 	li := lockInternals{client: c, base: base}
 	sig := c.NotifyErrorState()

@@ -255,7 +255,7 @@ func TestConnectFailure(t *testing.T) {
 	testutil.CheckLeaks(t)
 	inv := newInvocation()
 	// A port nothing listens on: the proxy's, once closed.
-	p, err := zktest.NewProxy(server.Addr())
+	p, err := zktest.StartProxy(server.Addr())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -72,7 +72,7 @@ func TestRunNoTokenRunsNothing(t *testing.T) {
 	ctx, path := testutil.Begin(t, server.Addr())
 	conn := testutil.Connect(t, server.Addr())
 	createNode(t, conn, path)
-	proxy := zktest.NewProxyT(t, server.Addr())
+	proxy := zktest.NewProxy(t, server.Addr())
 	fired := proxy.LoseNextReply(zktest.OpExists)
 	out := tempFile(t, "ran")
 	inv := newInvocation()
@@ -213,7 +213,7 @@ func TestRunLockLostSignalsCommand(t *testing.T) {
 			path := testutil.Path(t)
 			testutil.CleanupTree(t, server.Addr(), path)
 			ctx := testutil.Context(t)
-			proxy := zktest.NewProxyT(t, server.Addr())
+			proxy := zktest.NewProxy(t, server.Addr())
 			inv := newInvocation()
 			done := make(chan int, 1)
 			go func() {

@@ -6,15 +6,28 @@
 //
 // # Use in your own tests
 //
+// What a test of yours gets, as Curator's curator-test gives Java tests
+// (TestingServer, TestingCluster): a real server (about a second to start),
+// an ensemble whose members it can kill and restart, and a proxy that makes
+// the network faults a lock must survive happen for real. Everything it
+// starts it stops, by pid, when the test ends; nothing is left running.
+//
 //	func TestMyRecipe(t *testing.T) {
-//		srv := zktest.NewServer(t) // started now, closed by t.Cleanup
-//		conn, _, err := zk.Connect([]string{srv.ConnectString()}, 5*time.Second)
+//		srv := zktest.NewServer(t)               // started now, closed by t.Cleanup
+//		proxy := zktest.NewProxy(t, srv.Addr())  // the client talks through it
+//		conn, _, err := zk.Connect([]string{proxy.Addr()}, 5*time.Second)
+//		...
+//		proxy.DropConnections()                  // a fault, for real
 //		...
 //	}
 //
-// NewServer fails the test if the server cannot start; StartServer returns
-// the error instead (close the server yourself). Available reports whether
-// the prerequisites are installed, for tests that prefer t.Skip.
+// example_user_test.go in this package is such a test, whole.
+//
+// One rule for every constructor: New…(t, …) is for tests (it fails t on an
+// error and closes what it started at t.Cleanup), Start…(…) returns the
+// error instead and leaves Close to the caller: NewServer and StartServer,
+// NewEnsemble and StartEnsemble, NewProxy and StartProxy. Available reports
+// whether the prerequisites are installed, for tests that prefer t.Skip.
 //
 // A Server can be stopped (SIGTERM), killed (SIGKILL) and restarted on the
 // same port with the same data; FourLetterWord, Mntr and Mode query it. It
@@ -57,12 +70,15 @@
 //     expires the session and the client learns it on Restore;
 //   - LoseNextReply: the server applies a request but the client never hears
 //     back and sees a connection loss;
-//   - ExpireSession: the server really expires (closes) a session now.
+//   - ExpireSession: the server really expires (closes) a session now;
+//   - HoldSession: one session cut off (its reconnects wait) while the server
+//     keeps it and other sessions pass, as when a client gives a session up;
+//   - Requests and WaitRequests: how many requests of an opcode passed.
 //
 // For example:
 //
 //	srv := zktest.NewServer(t)
-//	proxy := zktest.NewProxyT(t, srv.Addr())
+//	proxy := zktest.NewProxy(t, srv.Addr())
 //	conn, _, _ := zk.Connect([]string{proxy.Addr()}, 4*time.Second)
 //	lost := proxy.LoseNextReply(zktest.OpCreate)
 //	_, err := conn.Create("/a", nil, 0, zk.WorldACL(zk.PermAll))

@@ -153,10 +153,10 @@ func (p *Proxy) countRequest(op int32) {
 	}
 }
 
-// NewProxy listens on a free port of 127.0.0.1 and forwards every accepted
+// StartProxy listens on a free port of 127.0.0.1 and forwards every accepted
 // connection to target ("host:port"), which it dials when the client's first
-// packet arrives.
-func NewProxy(target string) (*Proxy, error) {
+// packet arrives. Close it when done (or use NewProxy in a test).
+func StartProxy(target string) (*Proxy, error) {
 	ln, err := net.Listen("tcp", net.JoinHostPort(loopback, "0"))
 	if err != nil {
 		return nil, fmt.Errorf("zktest: proxy listen: %w", err)
@@ -174,11 +174,11 @@ func NewProxy(target string) (*Proxy, error) {
 	return p, nil
 }
 
-// NewProxyT is NewProxy for tests: it fails t on error and closes the proxy
+// NewProxy is StartProxy for tests: it fails t on error and closes the proxy
 // when the test finishes.
-func NewProxyT(t testing.TB, target string) *Proxy {
+func NewProxy(t testing.TB, target string) *Proxy {
 	t.Helper()
-	p, err := NewProxy(target)
+	p, err := StartProxy(target)
 	if err != nil {
 		t.Fatalf("zktest: %v", err)
 	}

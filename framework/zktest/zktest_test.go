@@ -445,7 +445,7 @@ func TestProxy(t *testing.T) {
 	s := NewServer(t)
 
 	t.Run("Forward", func(t *testing.T) {
-		p := NewProxyT(t, s.Addr())
+		p := NewProxy(t, s.Addr())
 		conn, _ := connect(t, p.Addr(), 4*time.Second)
 		if _, err := conn.Create("/fwd", []byte("x"), 0, acl); err != nil {
 			t.Fatal(err)
@@ -486,7 +486,7 @@ func TestProxy(t *testing.T) {
 	})
 
 	t.Run("DropConnections", func(t *testing.T) {
-		p := NewProxyT(t, s.Addr())
+		p := NewProxy(t, s.Addr())
 		conn, ev := connect(t, p.Addr(), 4*time.Second)
 		sid := conn.SessionID()
 		mark := ev.mark()
@@ -502,7 +502,7 @@ func TestProxy(t *testing.T) {
 	})
 
 	t.Run("BlackHole", func(t *testing.T) {
-		p := NewProxyT(t, s.Addr())
+		p := NewProxy(t, s.Addr())
 		conn, ev := connect(t, p.Addr(), 2*time.Second)
 		observer, _ := connect(t, s.Addr(), 10*time.Second)
 		sid := conn.SessionID()
@@ -538,7 +538,7 @@ func TestProxy(t *testing.T) {
 	})
 
 	t.Run("LoseNextReply", func(t *testing.T) {
-		p := NewProxyT(t, s.Addr())
+		p := NewProxy(t, s.Addr())
 		conn, ev := connect(t, p.Addr(), 4*time.Second)
 		observer, _ := connect(t, s.Addr(), 4*time.Second)
 		sid := conn.SessionID()
@@ -583,7 +583,7 @@ func TestProxy(t *testing.T) {
 	})
 
 	t.Run("Delay", func(t *testing.T) {
-		p := NewProxyT(t, s.Addr())
+		p := NewProxy(t, s.Addr())
 		conn, _ := connect(t, p.Addr(), 6*time.Second)
 		const d = 150 * time.Millisecond
 		p.SetDelay(d)
@@ -621,7 +621,7 @@ func TestProxy(t *testing.T) {
 	})
 
 	t.Run("ExpireSession", func(t *testing.T) {
-		p := NewProxyT(t, s.Addr())
+		p := NewProxy(t, s.Addr())
 		conn, ev := connect(t, p.Addr(), 10*time.Second)
 		observer, _ := connect(t, s.Addr(), 10*time.Second)
 		sid := conn.SessionID()
@@ -651,7 +651,7 @@ func TestProxy(t *testing.T) {
 	})
 
 	t.Run("HoldSession", func(t *testing.T) {
-		p := NewProxyT(t, s.Addr())
+		p := NewProxy(t, s.Addr())
 		conn, ev := connect(t, p.Addr(), 10*time.Second)
 		other, _ := connect(t, p.Addr(), 10*time.Second)
 		observer, _ := connect(t, s.Addr(), 10*time.Second)

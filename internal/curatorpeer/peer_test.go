@@ -115,7 +115,7 @@ func TestReplyParsers(t *testing.T) {
 func TestQuitWithAClientThatCannotClose(t *testing.T) {
 	testutil.CheckLeaks(t)
 	srv := zktest.NewServer(t)
-	proxy := zktest.NewProxyT(t, srv.Addr())
+	proxy := zktest.NewProxy(t, srv.Addr())
 	p := start(t, Options{LogPath: filepath.Join(t.TempDir(), "peer.log")})
 	ctx := testutil.Context(t)
 	if _, err := p.Client(ctx, "c", proxy.Addr(), "session=30000"); err != nil {
