@@ -15,7 +15,7 @@
 // the lock's fencing token and node in its environment, releases the lock
 // when COMMAND exits and exits with COMMAND's status. COMMAND is not run if
 // the fencing token cannot be read after acquiring: run then releases the
-// lock and exits 1, or exits 4 if the lock was lost. The environment gets:
+// lock and exits 125, or exits 122 if the lock was lost. The environment gets:
 //
 //	ZKLOCK_TOKEN      the fencing token: the lock node's czxid, which strictly
 //	                  increases across every holder of the lock
@@ -58,14 +58,27 @@
 //	--tls-cert file           PEM client certificate (with --tls-key file)
 //	--tls-server-name name    name to check the servers' certificates against
 //
-// Exit status: 0 on success; 1 on an error (connection, ZooKeeper, a
-// missing node); 2 on a usage error. run exits with COMMAND's status, 128+N
-// if COMMAND died of signal N, 126 if COMMAND could not be started, 127 if
-// it was not found, and with its own codes: 3 when the lock was not acquired
-// (--try-once found it held, or --timeout passed), 4 when the lock was lost
-// while COMMAND ran (or before it started: then COMMAND is not run), 5 when
-// COMMAND was stopped because the lock was revoked, 128+N when zklock got
-// signal N while waiting for the lock.
+// Exit status. ls and revoke exit 0 on success, 1 on an error (connection,
+// ZooKeeper, a missing node), 2 on a usage error. run passes COMMAND's status
+// on and keeps, as timeout(1) and env(1) do, the high codes for its own
+// outcomes, so that a COMMAND's own 1, 2 or 3 cannot be mistaken for them:
+//
+//	COMMAND's COMMAND ran with the lock held and exited: its status, 0..255,
+//	          passed on
+//	122       the lock was lost, before COMMAND started (then it is not run)
+//	          or while it ran (then it got SIGTERM, and SIGKILL after --grace)
+//	123       COMMAND was stopped because the lock was revoked (--revocable)
+//	124       the lock was not acquired: --try-once found it held, or
+//	          --timeout passed
+//	125       zklock itself failed: a usage error, no connection, a ZooKeeper
+//	          error, a fencing token that could not be read
+//	126       COMMAND was found but could not be run
+//	127       COMMAND was not found
+//	128+N     COMMAND died of signal N (as shells report it), or zklock got
+//	          signal N while waiting for the lock (then nothing was run)
+//
+// A COMMAND that itself exits 122..127 is passed on unchanged, as
+// timeout(1) does.
 package main
 
 import (
@@ -90,16 +103,21 @@ import (
 	"github.com/gocurator/curator/retry"
 )
 
-// Exit statuses of zklock's own outcomes. run also passes COMMAND's status on.
+// Exit statuses: every code zklock uses, in one place.
 const (
-	exitOK          = 0
-	exitError       = 1
-	exitUsage       = 2
-	exitNotAcquired = 3
-	exitLost        = 4
-	exitRevoked     = 5
-	exitCannotRun   = 126
-	exitNotFound    = 127
+	exitOK    = 0 // success (ls, revoke); COMMAND's own 0 (run)
+	exitError = 1 // ls, revoke: an error (connection, ZooKeeper, a missing node)
+	exitUsage = 2 // ls, revoke and the top level: a usage error
+
+	// run's own outcomes, above what commands commonly use, as timeout(1)
+	// and env(1) keep 124..127.
+	exitLost        = 122 // the lock was lost (before or while COMMAND ran)
+	exitRevoked     = 123 // COMMAND was stopped because the lock was revoked
+	exitNotAcquired = 124 // --try-once found the lock held, or --timeout passed
+	exitRunFailed   = 125 // zklock run itself failed: usage, connection, ZooKeeper
+	exitCannotRun   = 126 // COMMAND was found but could not be run
+	exitNotFound    = 127 // COMMAND was not found
+	exitSignalBase  = 128 // + N: COMMAND died of signal N, or zklock got N while waiting
 )
 
 // Defaults of the global flags.
@@ -330,6 +348,9 @@ func zklockMain(ctx context.Context, args []string, s streams, signals <-chan os
 		if errors.Is(err, flag.ErrHelp) {
 			return exitOK
 		}
+		if subcommandOf(fs, args) == "run" {
+			return exitRunFailed // a status COMMAND could not have given
+		}
 		return exitUsage
 	}
 	if fs.NArg() == 0 {
@@ -359,6 +380,38 @@ func zklockMain(ctx context.Context, args []string, s streams, signals <-chan os
 		return exitOK
 	}
 	return exitCode(err)
+}
+
+// subcommandOf returns the subcommand in args, skipping the global flags of
+// fs and their values, for when parsing the global flags failed: a usage
+// error in front of run exits as run's own failures do. An unknown flag is
+// taken to have no value.
+func subcommandOf(fs *flag.FlagSet, args []string) string {
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if a == "--" {
+			if i+1 < len(args) {
+				return args[i+1]
+			}
+			return ""
+		}
+		if len(a) < 2 || a[0] != '-' {
+			return a
+		}
+		name := strings.TrimLeft(a, "-")
+		if strings.Contains(name, "=") {
+			continue
+		}
+		f := fs.Lookup(name)
+		if f == nil {
+			continue
+		}
+		if b, ok := f.Value.(interface{ IsBoolFlag() bool }); ok && b.IsBoolFlag() {
+			continue
+		}
+		i++ // the flag's value
+	}
+	return ""
 }
 
 // reportError writes err to w: "zklock: <err>", or {"error": "<err>"} as JSON.

@@ -188,30 +188,40 @@ func tempFile(t testing.TB, name string) string {
 
 func TestUsageErrors(t *testing.T) {
 	testutil.CheckLeaks(t)
-	for _, args := range [][]string{
-		{},
-		{"frobnicate"},
-		{"--bogus", "ls", "/a"},
-		{"ls"},
-		{"ls", "/a", "/b"},
-		{"ls", "relative"},
-		{"ls", "--recipe", "queue", "/a"},
-		{"run", "/a"},
-		{"run", "/a", "--"},
-		{"run", "--read", "--write", "/a", "--", "true"},
-		{"run", "--semaphore", "-1", "/a", "--", "true"},
-		{"run", "--semaphore", "2", "--revocable", "/a", "--", "true"},
-		{"run", "--error-policy", "never", "/a", "--", "true"},
-		{"run", "--", "/a"},
-		{"--auth", "nocolon", "ls", "/a"},
-		{"--acl", "creator", "ls", "/a"},
-		{"--namespace", "/ns", "ls", "/a"},
-		{"revoke"},
-		{"revoke", "--timeout", "-1s", "/a/b"},
+	for _, tc := range []struct {
+		want int
+		args []string
+	}{
+		{exitUsage, []string{}},
+		{exitUsage, []string{"frobnicate"}},
+		{exitUsage, []string{"--bogus", "ls", "/a"}},
+		{exitUsage, []string{"ls"}},
+		{exitUsage, []string{"ls", "/a", "/b"}},
+		{exitUsage, []string{"ls", "relative"}},
+		{exitUsage, []string{"ls", "--recipe", "queue", "/a"}},
+		{exitUsage, []string{"--auth", "nocolon", "ls", "/a"}},
+		{exitUsage, []string{"--acl", "creator", "ls", "/a"}},
+		{exitUsage, []string{"--namespace", "/ns", "ls", "/a"}},
+		{exitUsage, []string{"revoke"}},
+		{exitUsage, []string{"revoke", "--timeout", "-1s", "/a/b"}},
+		// run's usage errors are its own failures: 125, never a status
+		// the command could have given.
+		{exitRunFailed, []string{"run", "/a"}},
+		{exitRunFailed, []string{"run", "/a", "--"}},
+		{exitRunFailed, []string{"run", "--read", "--write", "/a", "--", "true"}},
+		{exitRunFailed, []string{"run", "--semaphore", "-1", "/a", "--", "true"}},
+		{exitRunFailed, []string{"run", "--semaphore", "2", "--revocable", "/a", "--", "true"}},
+		{exitRunFailed, []string{"run", "--error-policy", "never", "/a", "--", "true"}},
+		{exitRunFailed, []string{"run", "--", "/a"}},
+		{exitRunFailed, []string{"--auth", "nocolon", "run", "/a", "--", "true"}},
+		{exitRunFailed, []string{"--bogus", "run", "/a", "--", "true"}},
+		{exitRunFailed, []string{"--session-timeout", "1s", "--bogus", "run", "/a", "--", "true"}},
+		{exitRunFailed, []string{"--session-timeout", "forever", "run", "/a", "--", "true"}},
 	} {
+		args := tc.args
 		code, _, stderr := zklock(t, args...)
-		if code != exitUsage {
-			t.Errorf("zklock %q: status %d, want %d (stderr %q)", args, code, exitUsage, stderr)
+		if code != tc.want {
+			t.Errorf("zklock %q: status %d, want %d (stderr %q)", args, code, tc.want, stderr)
 		}
 		if stderr == "" {
 			t.Errorf("zklock %q: nothing on stderr", args)
@@ -263,6 +273,12 @@ func TestConnectFailure(t *testing.T) {
 	p.Close()
 	code := inv.run(testutil.Context(t), "--servers", addr, "--connect-timeout", "300ms", "ls", "/a")
 	if code != exitError || !strings.Contains(inv.stderr.String(), "cannot connect") {
-		t.Errorf("status %d, stderr %q", code, inv.stderr.String())
+		t.Errorf("ls: status %d, stderr %q", code, inv.stderr.String())
+	}
+	// run: zklock's own failure, 125, not a status the command could give.
+	inv = newInvocation()
+	code = inv.run(testutil.Context(t), "--servers", addr, "--connect-timeout", "300ms", "run", "/a", "--", "true")
+	if code != exitRunFailed || !strings.Contains(inv.stderr.String(), "cannot connect") {
+		t.Errorf("run: status %d, stderr %q", code, inv.stderr.String())
 	}
 }

@@ -77,8 +77,10 @@ func cmdRun(ctx context.Context, g *globalOptions, args []string, s streams, sig
 		if errors.Is(err, flag.ErrHelp) {
 			return exitOK
 		}
+		// Every failure of run's own, usage errors too, is 125: the low
+		// codes are COMMAND's.
 		reportError(s.stderr, g.json, err)
-		return exitCode(err)
+		return exitRunFailed
 	}
 	extra := []framework.Option{}
 	if o.errorPolicy == "session" {
@@ -87,7 +89,7 @@ func cmdRun(ctx context.Context, g *globalOptions, args []string, s streams, sig
 	client, err := g.connect(ctx, extra...)
 	if err != nil {
 		reportError(s.stderr, g.json, err)
-		return exitCode(err)
+		return exitRunFailed
 	}
 	defer client.Close()
 	r := &reporter{w: s.stderr, json: g.json, verbose: o.verbose}
@@ -280,8 +282,8 @@ func acquire(ctx context.Context, client *framework.Client, o runOptions, revoke
 
 // runLocked takes the lock o describes through client, runs o.argv under
 // it and returns the exit status: the command's, or one of zklock's own
-// (exitNotAcquired, exitLost, exitRevoked, 128+N for a signal while waiting,
-// exitError). Messages go to r; the command's output to s.
+// (exitNotAcquired, exitLost, exitRevoked, exitSignalBase+N for a signal
+// while waiting, exitRunFailed). Messages go to r; the command's output to s.
 func runLocked(ctx context.Context, client *framework.Client, o runOptions, s streams, signals <-chan os.Signal, r *reporter) int {
 	actx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -321,7 +323,7 @@ func runLocked(ctx context.Context, client *framework.Client, o runOptions, s st
 		case res.h != nil:
 			releaseHeld(ctx, res.h, r)
 			r.event("error", "acquired %s but could not read its fencing token: %v; released it, nothing was run", o.path, res.err)
-			return exitError
+			return exitRunFailed
 		case errors.Is(res.err, recipes.ErrLocked) && o.kind == lockLease:
 			r.event("not-acquired", "%s has no lease free now (--try-once)", o.path)
 			return exitNotAcquired
@@ -333,7 +335,7 @@ func runLocked(ctx context.Context, client *framework.Client, o runOptions, s st
 			return exitNotAcquired
 		default:
 			r.event("error", "acquiring %s: %v", o.path, res.err)
-			return exitError
+			return exitRunFailed
 		}
 	}
 	h := res.h
@@ -369,7 +371,7 @@ func runLocked(ctx context.Context, client *framework.Client, o runOptions, s st
 	}
 
 	var (
-		outcome    = 0 // 0: ran to its end; else exitLost, exitRevoked or exitError
+		outcome    = 0 // 0: ran to its end; else exitLost, exitRevoked or exitRunFailed
 		graceTimer *time.Timer
 		grace      <-chan time.Time
 		lost       = h.lost
@@ -398,7 +400,7 @@ func runLocked(ctx context.Context, client *framework.Client, o runOptions, s st
 			stop(exitRevoked, "revoked", "revocation requested for %s: sending SIGTERM to the command, SIGKILL in %v", o.path, o.grace)
 		case <-ctxDone:
 			ctxDone = nil
-			stop(exitError, "cancelled", "cancelled: sending SIGTERM to the command, SIGKILL in %v", o.grace)
+			stop(exitRunFailed, "cancelled", "cancelled: sending SIGTERM to the command, SIGKILL in %v", o.grace)
 		case sig := <-signals:
 			signalGroup(cmd, sig)
 		case <-grace:
@@ -455,12 +457,12 @@ func commandStatus(cmd *exec.Cmd, waitErr error) int {
 	ps := cmd.ProcessState
 	if ps == nil {
 		if waitErr != nil {
-			return exitError
+			return exitRunFailed
 		}
 		return exitOK
 	}
 	if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-		return 128 + int(ws.Signal())
+		return exitSignalBase + int(ws.Signal())
 	}
 	return ps.ExitCode()
 }
@@ -468,9 +470,9 @@ func commandStatus(cmd *exec.Cmd, waitErr error) int {
 // signalStatus is the shell's exit status for a process ended by sig.
 func signalStatus(sig os.Signal) int {
 	if s, ok := sig.(syscall.Signal); ok {
-		return 128 + int(s)
+		return exitSignalBase + int(s)
 	}
-	return exitError
+	return exitRunFailed
 }
 
 // releaseHeld releases h with a context of its own, reporting failures.

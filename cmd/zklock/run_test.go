@@ -102,6 +102,9 @@ func TestRunExitStatus(t *testing.T) {
 	}{
 		{[]string{"true"}, 0},
 		{[]string{"sh", "-c", "exit 7"}, 7},
+		// The command's own status, even where it is one of zklock's.
+		{[]string{"sh", "-c", "exit 3"}, 3},
+		{[]string{"sh", "-c", "exit 124"}, 124},
 		{[]string{"sh", "-c", "kill -TERM $$"}, 128 + int(syscall.SIGTERM)},
 		{[]string{"/nonexistent/zklock-test-command"}, exitNotFound},
 		{[]string{os.DevNull}, exitCannotRun},
