@@ -8,6 +8,7 @@
 //	zklock [global flags] run [flags] PATH -- COMMAND [ARGS...]
 //	zklock [global flags] ls [flags] PATH
 //	zklock [global flags] revoke [flags] NODE
+//	zklock --version
 //
 // run takes the lock at PATH (an InterProcessMutex by default; --read or
 // --write for the two halves of an InterProcessReadWriteLock; --semaphore N
@@ -43,6 +44,11 @@
 // revoke asks the holder of NODE to release it, by writing Curator's
 // "__REVOKE__" to the node (Curator's Revoker.attemptRevoke). Only holders
 // that made their lock revocable react.
+//
+// --version prints "zklock <version>" (the main module's version, "(devel)"
+// in a build from a checkout). -h or --help, at the top or after a
+// subcommand, and "zklock help [COMMAND]" print the usage to stdout and exit
+// 0; a usage error prints its message and the usage to stderr.
 //
 // Global flags (also accepted after the subcommand):
 //
@@ -93,6 +99,7 @@ import (
 	"net"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"strings"
 	"syscall"
 	"time"
@@ -275,8 +282,9 @@ func (o *globalOptions) connect(ctx context.Context, extra ...framework.Option) 
 
 // statusError is an error with the exit status it calls for.
 type statusError struct {
-	code int
-	err  error
+	code  int
+	err   error
+	usage string // for a usage error: the usage to print after the message
 }
 
 // Error returns the message of the underlying error.
@@ -315,6 +323,7 @@ const topUsage = `Usage:
   zklock [global flags] run [--read | --write | --semaphore N] [flags] PATH -- COMMAND [ARGS...]
   zklock [global flags] ls [flags] PATH
   zklock [global flags] revoke [flags] NODE
+  zklock --version
 
 Run "zklock COMMAND -h" for a subcommand's flags.
 
@@ -338,23 +347,30 @@ func zklockMain(ctx context.Context, args []string, s streams, signals <-chan os
 		g.servers = defaultServers
 	}
 	fs := flag.NewFlagSet("zklock", flag.ContinueOnError)
-	fs.SetOutput(s.stderr)
+	fs.SetOutput(io.Discard) // errors and usage are printed below
 	g.register(fs)
+	showVersion := fs.Bool("version", false, "print zklock's version and exit")
 	fs.Usage = func() {
-		fmt.Fprint(s.stderr, topUsage)
+		fmt.Fprint(fs.Output(), topUsage)
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
+			printUsage(fs, s.stdout)
 			return exitOK
 		}
+		reportError(s.stderr, g.json, withUsage(fs, &statusError{code: exitUsage, err: err}))
 		if subcommandOf(fs, args) == "run" {
 			return exitRunFailed // a status COMMAND could not have given
 		}
 		return exitUsage
 	}
+	if *showVersion {
+		fmt.Fprintf(s.stdout, "zklock %s\n", version())
+		return exitOK
+	}
 	if fs.NArg() == 0 {
-		fs.Usage()
+		reportError(s.stderr, g.json, withUsage(fs, usageErrorf("no command given (want run, ls or revoke)")))
 		return exitUsage
 	}
 	var err error
@@ -366,20 +382,67 @@ func zklockMain(ctx context.Context, args []string, s streams, signals <-chan os
 	case "revoke":
 		err = cmdRevoke(ctx, g, rest, s)
 	case "help":
-		fs.SetOutput(s.stdout)
-		fmt.Fprint(s.stdout, topUsage)
-		fs.PrintDefaults()
-		return exitOK
+		switch {
+		case len(rest) == 0:
+			printUsage(fs, s.stdout)
+			return exitOK
+		case rest[0] == "help" || len(rest) > 1:
+			err = withUsage(fs, usageErrorf("help wants at most one command (run, ls or revoke)"))
+		default:
+			return zklockMain(ctx, []string{rest[0], "-h"}, s, signals)
+		}
 	default:
-		err = usageErrorf("unknown command %q (want run, ls or revoke)", sub)
-	}
-	if err != nil && !errors.Is(err, flag.ErrHelp) {
-		reportError(s.stderr, g.json, err)
+		err = withUsage(fs, usageErrorf("unknown command %q (want run, ls or revoke)", sub))
 	}
 	if errors.Is(err, flag.ErrHelp) {
 		return exitOK
 	}
+	if err != nil {
+		reportError(s.stderr, g.json, err)
+	}
 	return exitCode(err)
+}
+
+// version is zklock's version: its main module's, as the go command
+// stamped it into the binary ("(devel)" when built from a checkout without
+// version control information).
+func version() string {
+	bi, ok := debug.ReadBuildInfo()
+	if !ok || bi.Main.Version == "" {
+		return "(devel)"
+	}
+	return bi.Main.Version
+}
+
+// printUsage writes fs's usage (its Usage function) to w.
+func printUsage(fs *flag.FlagSet, w io.Writer) {
+	fs.SetOutput(w)
+	defer fs.SetOutput(io.Discard)
+	fs.Usage()
+}
+
+// withUsage attaches fs's usage to err if it is a usage error, for
+// reportError to print after the message. Other errors are returned as
+// they are.
+func withUsage(fs *flag.FlagSet, err error) error {
+	var se *statusError
+	if errors.As(err, &se) && se.code == exitUsage {
+		var b strings.Builder
+		printUsage(fs, &b)
+		se.usage = b.String()
+	}
+	return err
+}
+
+// parseFailure handles what parsing and checking a subcommand's arguments
+// returned: for -h or --help it prints fs's usage to stdout and returns
+// flag.ErrHelp (exit 0); a usage error gets fs's usage attached (withUsage).
+func parseFailure(fs *flag.FlagSet, s streams, err error) error {
+	if errors.Is(err, flag.ErrHelp) {
+		printUsage(fs, s.stdout)
+		return err
+	}
+	return withUsage(fs, err)
 }
 
 // subcommandOf returns the subcommand in args, skipping the global flags of
@@ -414,13 +477,18 @@ func subcommandOf(fs *flag.FlagSet, args []string) string {
 	return ""
 }
 
-// reportError writes err to w: "zklock: <err>", or {"error": "<err>"} as JSON.
+// reportError writes err to w: "zklock: <err>", then the usage of a usage
+// error; or {"error": "<err>"} as JSON (without the usage, which is no JSON).
 func reportError(w io.Writer, asJSON bool, err error) {
 	if asJSON {
 		writeJSONLine(w, map[string]any{"error": err.Error(), "exit": exitCode(err)})
 		return
 	}
 	fmt.Fprintf(w, "zklock: %v\n", err)
+	var se *statusError
+	if errors.As(err, &se) && se.usage != "" {
+		fmt.Fprintf(w, "\n%s", se.usage)
+	}
 }
 
 // writeJSONLine writes v as one line of JSON.
@@ -459,20 +527,20 @@ func parseArgs(fs *flag.FlagSet, args []string) ([]string, error) {
 	}
 }
 
-// newFlagSet returns a subcommand's flag set with the global flags, printing
-// usage (synopsis, then flags) to stderr.
-func newFlagSet(name, synopsis string, g *globalOptions, s streams) *flag.FlagSet {
+// newFlagSet returns a subcommand's flag set with the global flags. It
+// prints nothing itself: parseFailure prints its usage (synopsis, then
+// flags) to stdout for -h, and reportError to stderr after a usage error.
+func newFlagSet(name, synopsis string, g *globalOptions) *flag.FlagSet {
 	fs := flag.NewFlagSet("zklock "+name, flag.ContinueOnError)
-	fs.SetOutput(s.stderr)
+	fs.SetOutput(io.Discard)
 	g.register(fs)
 	fs.Usage = func() {
-		fmt.Fprintf(s.stderr, "Usage:\n  %s\n\nFlags:\n", synopsis)
+		fmt.Fprintf(fs.Output(), "Usage:\n  %s\n\nFlags:\n", synopsis)
 		fs.PrintDefaults()
 	}
 	return fs
 }
 
-// validatePath checks a path given on the command line.
 // parseOnePath parses fs over args and checks the global flags and the one
 // positional argument, a path called what ("PATH", "NODE"); hint says what
 // the argument is, for the usage error.
@@ -490,6 +558,7 @@ func parseOnePath(fs *flag.FlagSet, g *globalOptions, args []string, what, hint 
 	return pos[0], validatePath(what, pos[0])
 }
 
+// validatePath checks a path given on the command line, called what.
 func validatePath(what, p string) error {
 	if err := framework.ValidatePath(p); err != nil {
 		return usageErrorf("%s %q: %v", what, p, err)

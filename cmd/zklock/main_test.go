@@ -25,8 +25,10 @@ import (
 var server *zktest.Server
 
 func TestMain(m *testing.M) {
-	os.Exit(testutil.Main(m, &server, zktest.WithTickTime(100*time.Millisecond),
-		zktest.WithSessionTimeoutRange(200*time.Millisecond, 30*time.Second)))
+	code := testutil.Main(m, &server, zktest.WithTickTime(100*time.Millisecond),
+		zktest.WithSessionTimeoutRange(200*time.Millisecond, 30*time.Second))
+	removeBinary()
+	os.Exit(code)
 }
 
 // newClient connects to servers (the shared server if "") and closes the
@@ -210,6 +212,7 @@ func TestUsageErrors(t *testing.T) {
 		{exitRunFailed, []string{"run", "/a", "--"}},
 		{exitRunFailed, []string{"run", "--read", "--write", "/a", "--", "true"}},
 		{exitRunFailed, []string{"run", "--semaphore", "-1", "/a", "--", "true"}},
+		{exitRunFailed, []string{"run", "--semaphore", "0", "/a", "--", "true"}},
 		{exitRunFailed, []string{"run", "--semaphore", "2", "--revocable", "/a", "--", "true"}},
 		{exitRunFailed, []string{"run", "--error-policy", "never", "/a", "--", "true"}},
 		{exitRunFailed, []string{"run", "--", "/a"}},
@@ -223,12 +226,12 @@ func TestUsageErrors(t *testing.T) {
 		if code != tc.want {
 			t.Errorf("zklock %q: status %d, want %d (stderr %q)", args, code, tc.want, stderr)
 		}
-		if stderr == "" {
-			t.Errorf("zklock %q: nothing on stderr", args)
+		if !strings.Contains(stderr, "Usage:") {
+			t.Errorf("zklock %q: no usage on stderr: %q", args, stderr)
 		}
 	}
-	if code, _, _ := zklock(t, "ls", "-h"); code != exitOK {
-		t.Errorf("ls -h: status %d", code)
+	if code, out, stderr := zklock(t, "ls", "-h"); code != exitOK || !strings.Contains(out, "Usage:") || stderr != "" {
+		t.Errorf("ls -h: status %d, stdout %q, stderr %q", code, out, stderr)
 	}
 	if code, out, _ := zklock(t, "help"); code != exitOK || !strings.Contains(out, "zklock [global flags] run") {
 		t.Errorf("help: status %d, output %q", code, out)
@@ -244,7 +247,7 @@ func TestParseArgsInterleaved(t *testing.T) {
 		t.Errorf("ls PATH --json on a missing path: status %d, stdout %q, stderr %q", code, out, stderr)
 	}
 	var o runOptions
-	fs := newFlagSet("run", "", &globalOptions{acl: "open"}, streams{stderr: &bytes.Buffer{}})
+	fs := newFlagSet("run", "", &globalOptions{acl: "open"})
 	fs.Bool("write", false, "")
 	if err := parseRunArgs(fs, []string{"--write", "/p", "ls", "-l", "--", "x"}, &o); err != nil {
 		t.Fatal(err)

@@ -38,15 +38,15 @@ type revokeResult struct {
 // cmdRevoke parses revoke's arguments, connects and revokes.
 func cmdRevoke(ctx context.Context, g *globalOptions, args []string, s streams) error {
 	var o revokeOptions
-	fs := newFlagSet("revoke", "zklock revoke [--wait [--timeout D]] [global flags] NODE", g, s)
+	fs := newFlagSet("revoke", "zklock revoke [--wait [--timeout D]] [global flags] NODE", g)
 	fs.BoolVar(&o.wait, "wait", false, "wait until the holder has released NODE")
 	fs.DurationVar(&o.timeout, "timeout", 0, "with --wait, give up after this long (0: wait forever)")
 	node, err := parseOnePath(fs, g, args, "NODE", " (a path from zklock ls)")
-	if err != nil {
-		return err
+	if err == nil && o.timeout < 0 {
+		err = usageErrorf("--timeout must not be negative")
 	}
-	if o.timeout < 0 {
-		return usageErrorf("--timeout must not be negative")
+	if err != nil {
+		return parseFailure(fs, s, err)
 	}
 	client, err := g.connect(ctx)
 	if err != nil {

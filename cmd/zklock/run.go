@@ -37,6 +37,7 @@ type runOptions struct {
 	argv        []string
 	kind        string        // lockMutex, lockRead, lockWrite or lockLease
 	maxLeases   int           // lockLease: the semaphore's limit
+	semaphore   bool          // --semaphore was given
 	timeout     time.Duration // give up acquiring after this long; 0: wait forever
 	tryOnce     bool          // give up at once if the lock is held
 	grace       time.Duration // between SIGTERM and SIGKILL
@@ -51,10 +52,17 @@ type runOptions struct {
 // lock. It returns the exit status.
 func cmdRun(ctx context.Context, g *globalOptions, args []string, s streams, signals <-chan os.Signal) int {
 	o := runOptions{grace: 10 * time.Second, errorPolicy: "standard"}
-	fs := newFlagSet("run", "zklock run [--read | --write | --semaphore N] [flags] PATH -- COMMAND [ARGS...]", g, s)
+	fs := newFlagSet("run", "zklock run [--read | --write | --semaphore N] [flags] PATH -- COMMAND [ARGS...]", g)
 	read := fs.Bool("read", false, "take the read half of an InterProcessReadWriteLock")
 	write := fs.Bool("write", false, "take the write half of an InterProcessReadWriteLock")
-	fs.IntVar(&o.maxLeases, "semaphore", 0, "take one lease of an InterProcessSemaphoreV2 that grants `N` at once")
+	fs.Func("semaphore", "take one lease of an InterProcessSemaphoreV2 that grants `N` (at least 1) at once", func(v string) error {
+		n, err := strconv.Atoi(v)
+		if err != nil {
+			return errors.New("not a number")
+		}
+		o.maxLeases, o.semaphore = n, true
+		return nil
+	})
 	fs.DurationVar(&o.timeout, "timeout", 0, "give up when the lock is not acquired within this long (0: wait forever)")
 	fs.BoolVar(&o.tryOnce, "try-once", false, "give up at once if the lock is held (Curator's acquire(0, unit))")
 	fs.DurationVar(&o.grace, "grace", o.grace, "after SIGTERM, how long the command has before SIGKILL")
@@ -74,7 +82,7 @@ func cmdRun(ctx context.Context, g *globalOptions, args []string, s streams, sig
 		err = o.validate(*read, *write)
 	}
 	if err != nil {
-		if errors.Is(err, flag.ErrHelp) {
+		if err = parseFailure(fs, s, err); errors.Is(err, flag.ErrHelp) {
 			return exitOK
 		}
 		// Every failure of run's own, usage errors too, is 125: the low
@@ -141,11 +149,11 @@ func (o *runOptions) validate(read, write bool) error {
 		n++
 		o.kind = lockWrite
 	}
-	if o.maxLeases != 0 {
+	if o.semaphore {
 		n++
 		o.kind = lockLease
-		if o.maxLeases < 0 {
-			return usageErrorf("--semaphore wants a positive number of leases")
+		if o.maxLeases < 1 {
+			return usageErrorf("--semaphore wants a positive number of leases, not %d", o.maxLeases)
 		}
 	}
 	if n > 1 {
