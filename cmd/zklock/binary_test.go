@@ -2,11 +2,14 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"sort"
 	"strings"
 	"sync"
 	"syscall"
@@ -215,7 +218,7 @@ func TestBinaryRunExitStatus(t *testing.T) {
 
 	// A signal while waiting for the lock: 128+N, nothing run, the queued
 	// node removed.
-	p := startZklock(t, "run", path, "--", "true")
+	p := startZklock(t, "--json", "run", path, "--", "true")
 	waitChildren(ctx, t, conn, path, 2)
 	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
@@ -223,7 +226,151 @@ func TestBinaryRunExitStatus(t *testing.T) {
 	if code := p.wait(ctx, t); code != 128+int(syscall.SIGTERM) {
 		t.Errorf("SIGTERM while waiting: status %d, stderr %q", code, p.stderr.String())
 	}
+	lines := jsonLines(t, p.stderr.String())
+	if bad := checkFields(lines[len(lines)-1], map[string]any{"event": "interrupted", "outcome": "interrupted",
+		"status": 128 + int(syscall.SIGTERM), "command_status": nil}); len(bad) > 0 {
+		t.Errorf("SIGTERM while waiting: %v", bad)
+	}
 	if kids := rawChildren(t, conn, path); len(kids) != 1 {
 		t.Errorf("zklock's node left behind: %v", kids)
+	}
+}
+
+// jsonLines decodes each line of out as a JSON object.
+func jsonLines(t testing.TB, out string) []map[string]any {
+	t.Helper()
+	var lines []map[string]any
+	for _, l := range strings.Split(strings.TrimSpace(out), "\n") {
+		var m map[string]any
+		if err := json.Unmarshal([]byte(l), &m); err != nil {
+			t.Fatalf("%v in line %q of %q", err, l, out)
+		}
+		lines = append(lines, m)
+	}
+	return lines
+}
+
+// checkFields reports, as "key: got, want" items, the fields of line that
+// differ from want; a want of nil means the field must be absent, and
+// anyValue that it must be present.
+func checkFields(line map[string]any, want map[string]any) []string {
+	var bad []string
+	for k, w := range want {
+		got, ok := line[k]
+		switch {
+		case w == nil && ok:
+			bad = append(bad, fmt.Sprintf("%s: %v, want none", k, got))
+		case w == anyValue && !ok:
+			bad = append(bad, fmt.Sprintf("%s: missing", k))
+		case w != nil && w != anyValue && fmt.Sprint(got) != fmt.Sprint(w):
+			bad = append(bad, fmt.Sprintf("%s: %v, want %v", k, got, w))
+		}
+	}
+	sort.Strings(bad)
+	return bad
+}
+
+// anyValue in checkFields' want: the field must be there, with any value.
+const anyValue = "<any>"
+
+// run --json: every line carries the lock's fields, and the last one the
+// outcome, the status zklock exits with and the command's own status.
+func TestBinaryRunJSON(t *testing.T) {
+	ctx, path := testutil.Begin(t, server.Addr())
+
+	// The command ran: its status, and the node, session and token it held.
+	code, _, stderr := zklockBin(t, "--json", "run", "-v", path+"/ok", "--", "sh", "-c", "exit 3")
+	lines := jsonLines(t, stderr)
+	if code != 3 || len(lines) != 3 {
+		t.Fatalf("status %d, stderr %q; want 3 and acquired, released, exit", code, stderr)
+	}
+	for i, ev := range []string{"acquired", "released", "exit"} {
+		want := map[string]any{"event": ev, "path": path + "/ok", "kind": "mutex", "node": anyValue, "session": anyValue, "token": anyValue, "message": anyValue}
+		if bad := checkFields(lines[i], want); len(bad) > 0 {
+			t.Errorf("line %d %v: %v", i, lines[i], bad)
+		}
+	}
+	if bad := checkFields(lines[2], map[string]any{"outcome": "ok", "status": 3, "command_status": 3}); len(bad) > 0 {
+		t.Errorf("last line %v: %v", lines[2], bad)
+	}
+	if bad := checkFields(lines[0], map[string]any{"outcome": nil, "status": nil, "command_status": nil}); len(bad) > 0 {
+		t.Errorf("first line %v: %v", lines[0], bad)
+	}
+	node, _ := lines[2]["node"].(string)
+	session, _ := lines[2]["session"].(string)
+	token, _ := lines[2]["token"].(float64)
+	if !strings.HasPrefix(node, path+"/ok/_c_") || !strings.HasPrefix(session, "0x") || token <= 0 {
+		t.Errorf("node %q, session %q, token %v", node, session, token)
+	}
+
+	// Not acquired: no node, no command status.
+	holdMutex(ctx, t, path+"/held")
+	code, _, stderr = zklockBin(t, "--json", "run", "--try-once", path+"/held", "--", "true")
+	lines = jsonLines(t, stderr)
+	if code != exitNotAcquired || len(lines) != 1 {
+		t.Fatalf("not acquired: status %d, stderr %q", code, stderr)
+	}
+	if bad := checkFields(lines[0], map[string]any{"event": "not-acquired", "outcome": "not-acquired", "status": exitNotAcquired,
+		"path": path + "/held", "kind": "mutex", "node": nil, "command_status": nil, "message": anyValue}); len(bad) > 0 {
+		t.Errorf("not acquired: %v: %v", lines[0], bad)
+	}
+
+	// Revoked while the command ran: stopped, its own status apart.
+	p := startZklock(t, "--json", "run", "--revocable", path+"/rev", "--", "sh", "-c", `echo "node=$ZKLOCK_NODE;"; exec sleep 60`)
+	out := p.stdout.waitFor(ctx, t, ";")
+	node = strings.TrimSuffix(strings.TrimPrefix(strings.TrimSpace(out), "node="), ";")
+	if code, _, rerr := zklock(t, "revoke", node); code != 0 {
+		t.Fatalf("revoke: status %d, stderr %q", code, rerr)
+	}
+	code = p.wait(ctx, t)
+	lines = jsonLines(t, p.stderr.String())
+	last := lines[len(lines)-1]
+	if code != exitRevoked || lines[0]["event"] != "revoked" {
+		t.Errorf("revoked: status %d, stderr %q", code, p.stderr.String())
+	}
+	if bad := checkFields(last, map[string]any{"event": "exit", "outcome": "revoked", "status": exitRevoked,
+		"command_status": 128 + int(syscall.SIGTERM), "node": node, "kind": "mutex"}); len(bad) > 0 {
+		t.Errorf("revoked, last line %v: %v", last, bad)
+	}
+
+	// A usage error: zklock's own failure.
+	code, _, stderr = zklockBin(t, "--json", "run", "--semaphore", "0", path, "--", "true")
+	lines = jsonLines(t, stderr)
+	if code != exitRunFailed || len(lines) != 1 {
+		t.Fatalf("usage error: status %d, stderr %q", code, stderr)
+	}
+	if bad := checkFields(lines[0], map[string]any{"event": "error", "outcome": "error", "status": exitRunFailed, "command_status": nil}); len(bad) > 0 {
+		t.Errorf("usage error: %v: %v", lines[0], bad)
+	}
+	// ls and revoke: their error line has the same fields, with their codes.
+	code, _, stderr = zklockBin(t, "--json", "revoke")
+	lines = jsonLines(t, stderr)
+	if code != exitUsage || len(lines) != 1 {
+		t.Fatalf("revoke usage error: status %d, stderr %q", code, stderr)
+	}
+	if bad := checkFields(lines[0], map[string]any{"event": "error", "outcome": "error", "status": exitUsage, "exit": exitUsage, "message": anyValue, "error": anyValue}); len(bad) > 0 {
+		t.Errorf("revoke usage error: %v: %v", lines[0], bad)
+	}
+}
+
+// A lock lost while the command runs: 122, and the command's own status on
+// the last line.
+func TestBinaryRunLostJSON(t *testing.T) {
+	ctx, path := testutil.Begin(t, server.Addr())
+	proxy := zktest.NewProxyT(t, server.Addr())
+	p := startZklock(t, "--json", "--servers", proxy.Addr(), "--session-timeout", "1s",
+		"run", "--grace", "200ms", path, "--", "sh", "-c", "echo ready; exec sleep 60")
+	p.stdout.waitFor(ctx, t, "ready")
+	proxy.BlackHole() // SUSPENDED after ~2/3 of the session timeout
+	code := p.wait(ctx, t)
+	proxy.Restore()
+	lines := jsonLines(t, p.stderr.String())
+	last := lines[len(lines)-1]
+	if code != exitLost || lines[0]["event"] != "lost" {
+		t.Errorf("status %d, stderr %q", code, p.stderr.String())
+	}
+	if bad := checkFields(last, map[string]any{"event": "exit", "outcome": "lost", "status": exitLost,
+		"command_status": 128 + int(syscall.SIGTERM), "node": anyValue, "session": anyValue, "token": anyValue}); len(bad) > 0 {
+		t.Errorf("last line %v: %v", last, bad)
 	}
 }

@@ -36,6 +36,13 @@
 // waiting), --grace D, --revocable, --error-policy standard|session, --data
 // TEXT (the lock node's data), -v; see zklock run -h.
 //
+// With --json, run's own lines on stderr are JSON objects, one per line,
+// with the fields that apply: event, path, kind, node, session (0x-hex),
+// token, and on the last line, which always comes, outcome (ok, lost,
+// revoked, not-acquired, error, cannot-run, not-found, interrupted), status
+// (what zklock exits with) and command_status (the command's own, if it
+// ran); message is the human text.
+//
 // ls prints the queue at PATH as every participant computes it: holders
 // first, then waiters, with each node's kind, session, data and age. It
 // recognises the mutex, read-write and semaphore (PATH/locks + PATH/leases)
@@ -84,7 +91,8 @@
 //	          signal N while waiting for the lock (then nothing was run)
 //
 // A COMMAND that itself exits 122..127 is passed on unchanged, as
-// timeout(1) does.
+// timeout(1) does; with --json, the outcome on the last line tells them
+// apart.
 package main
 
 import (
@@ -359,11 +367,13 @@ func zklockMain(ctx context.Context, args []string, s streams, signals <-chan os
 			printUsage(fs, s.stdout)
 			return exitOK
 		}
-		reportError(s.stderr, g.json, withUsage(fs, &statusError{code: exitUsage, err: err}))
+		se := &statusError{code: exitUsage, err: err}
+		withUsage(fs, se)
 		if subcommandOf(fs, args) == "run" {
-			return exitRunFailed // a status COMMAND could not have given
+			se.code = exitRunFailed // a status COMMAND could not have given
 		}
-		return exitUsage
+		reportError(s.stderr, g.json, se)
+		return se.code
 	}
 	if *showVersion {
 		fmt.Fprintf(s.stdout, "zklock %s\n", version())
@@ -477,11 +487,30 @@ func subcommandOf(fs *flag.FlagSet, args []string) string {
 	return ""
 }
 
+// errorLine is the JSON line reportError writes: run's fields for a
+// failure (event, outcome, status, message), and the error and exit fields
+// ls and revoke have always had.
+type errorLine struct {
+	// Event is "error".
+	Event string `json:"event"`
+	// Outcome is "error".
+	Outcome string `json:"outcome"`
+	// Status is the status zklock exits with.
+	Status int `json:"status"`
+	// Message says what went wrong.
+	Message string `json:"message"`
+	// Error is Message, by its older name.
+	Error string `json:"error"`
+	// Exit is Status, by its older name.
+	Exit int `json:"exit"`
+}
+
 // reportError writes err to w: "zklock: <err>", then the usage of a usage
-// error; or {"error": "<err>"} as JSON (without the usage, which is no JSON).
+// error; or an errorLine as JSON (without the usage, which is no JSON).
 func reportError(w io.Writer, asJSON bool, err error) {
 	if asJSON {
-		writeJSONLine(w, map[string]any{"error": err.Error(), "exit": exitCode(err)})
+		code := exitCode(err)
+		writeJSONLine(w, errorLine{Event: "error", Outcome: "error", Status: code, Message: err.Error(), Error: err.Error(), Exit: code})
 		return
 	}
 	fmt.Fprintf(w, "zklock: %v\n", err)

@@ -81,26 +81,32 @@ func cmdRun(ctx context.Context, g *globalOptions, args []string, s streams, sig
 	if err == nil {
 		err = o.validate(*read, *write)
 	}
+	r := &reporter{w: s.stderr, json: g.json, verbose: o.verbose, lock: runEvent{Path: o.path}}
+	// Every failure of run's own, usage errors too, is 125: the low codes
+	// are COMMAND's.
+	fail := func(err error) int {
+		if g.json {
+			return r.finish("error", outcomeError, exitRunFailed, -1, textAlways, "%v", err)
+		}
+		reportError(s.stderr, false, err) // with the usage, for a usage error
+		return exitRunFailed
+	}
 	if err != nil {
 		if err = parseFailure(fs, s, err); errors.Is(err, flag.ErrHelp) {
 			return exitOK
 		}
-		// Every failure of run's own, usage errors too, is 125: the low
-		// codes are COMMAND's.
-		reportError(s.stderr, g.json, err)
-		return exitRunFailed
+		return fail(err)
 	}
+	r.lock.Kind = o.kind
 	extra := []framework.Option{}
 	if o.errorPolicy == "session" {
 		extra = append(extra, framework.WithErrorPolicy(state.SessionErrorPolicy{}))
 	}
 	client, err := g.connect(ctx, extra...)
 	if err != nil {
-		reportError(s.stderr, g.json, err)
-		return exitRunFailed
+		return fail(err)
 	}
 	defer client.Close()
-	r := &reporter{w: s.stderr, json: g.json, verbose: o.verbose}
 	return runLocked(ctx, client, o, s, signals, r)
 }
 
@@ -173,21 +179,87 @@ func (o *runOptions) validate(read, write bool) error {
 	return nil
 }
 
+// Outcomes of run, on the last line of its --json output.
+const (
+	outcomeOK          = "ok"           // the command ran with the lock held to its end
+	outcomeLost        = "lost"         // exitLost
+	outcomeRevoked     = "revoked"      // exitRevoked
+	outcomeNotAcquired = "not-acquired" // exitNotAcquired
+	outcomeError       = "error"        // exitRunFailed
+	outcomeCannotRun   = "cannot-run"   // exitCannotRun
+	outcomeNotFound    = "not-found"    // exitNotFound
+	outcomeInterrupted = "interrupted"  // exitSignalBase+N: a signal while waiting for the lock
+)
+
+// runEvent is one line of run's --json output. A field that does not apply
+// is left out: node, session and token once the lock is held (token once
+// read); outcome, status and command_status on the last line only,
+// command_status only if the command ran.
+type runEvent struct {
+	// Event names what happened: acquired, lost, revoked, not-acquired,
+	// error, kill, release, released, cancelled, interrupted, exit.
+	Event string `json:"event"`
+	// Path is the lock path.
+	Path string `json:"path,omitempty"`
+	// Kind is mutex, read, write or lease.
+	Kind string `json:"kind,omitempty"`
+	// Node is the lock (or lease) node's path.
+	Node string `json:"node,omitempty"`
+	// Session is the session holding the node, 0x-prefixed hex.
+	Session string `json:"session,omitempty"`
+	// Token is the fencing token (the node's czxid).
+	Token int64 `json:"token,omitempty"`
+	// Outcome is how run ended: ok, lost, revoked, not-acquired, error,
+	// cannot-run, not-found or interrupted.
+	Outcome string `json:"outcome,omitempty"`
+	// Status is the status zklock exits with.
+	Status *int `json:"status,omitempty"`
+	// CommandStatus is the command's own status (128+N for signal N).
+	CommandStatus *int `json:"command_status,omitempty"`
+	// Message is the text the human output prints.
+	Message string `json:"message"`
+}
+
+// When the last line is printed in the human output (--json always prints it).
+const (
+	textAlways  = iota // it says why run failed
+	textVerbose        // only with -v
+	textNever          // the command's own status says it all
+)
+
 // reporter writes run's own messages to stderr, as text or JSON lines.
 type reporter struct {
 	w       io.Writer
 	json    bool
 	verbose bool
+	// lock holds the fields every JSON line carries: path and kind, then
+	// node, session and token once the lock is held.
+	lock runEvent
+}
+
+// holding records the node held, for the lines that follow.
+func (r *reporter) holding(h *held, session int64) {
+	r.lock.Kind, r.lock.Node, r.lock.Token = h.kind, h.node, h.token
+	r.lock.Session = fmt.Sprintf("0x%x", session)
+}
+
+// write writes ev, completed with the lock's fields, as JSON; as text
+// ("zklock: <message>") only if text.
+func (r *reporter) write(ev runEvent, text bool) {
+	if r.json {
+		line := r.lock
+		line.Event, line.Outcome, line.Status, line.CommandStatus, line.Message = ev.Event, ev.Outcome, ev.Status, ev.CommandStatus, ev.Message
+		writeJSONLine(r.w, line)
+		return
+	}
+	if text {
+		fmt.Fprintf(r.w, "zklock: %s\n", ev.Message)
+	}
 }
 
 // event reports something that always deserves a line (loss, revocation, failure).
 func (r *reporter) event(name, format string, args ...any) {
-	msg := fmt.Sprintf(format, args...)
-	if r.json {
-		writeJSONLine(r.w, map[string]any{"event": name, "message": msg})
-		return
-	}
-	fmt.Fprintf(r.w, "zklock: %s\n", msg)
+	r.write(runEvent{Event: name, Message: fmt.Sprintf(format, args...)}, true)
 }
 
 // info reports routine progress, only with -v.
@@ -195,6 +267,18 @@ func (r *reporter) info(name, format string, args ...any) {
 	if r.verbose {
 		r.event(name, format, args...)
 	}
+}
+
+// finish writes run's last line, with its outcome and the status it exits
+// with, and returns that status. commandStatus is the command's own status,
+// -1 if it did not run. text says when the human output shows the line.
+func (r *reporter) finish(name, outcome string, status, commandStatus, text int, format string, args ...any) int {
+	ev := runEvent{Event: name, Outcome: outcome, Status: &status, Message: fmt.Sprintf(format, args...)}
+	if commandStatus >= 0 {
+		ev.CommandStatus = &commandStatus
+	}
+	r.write(ev, text == textAlways || (text == textVerbose && r.verbose))
+	return status
 }
 
 // held is a lock or lease run holds, whatever its recipe.
@@ -316,42 +400,45 @@ func runLocked(ctx context.Context, client *framework.Client, o runOptions, s st
 		cancel()
 		res = <-done
 		if res.h != nil {
+			r.holding(res.h, client.SessionID())
 			releaseHeld(ctx, res.h, r)
 		}
-		r.event("interrupted", "got %v while waiting for %s; nothing was run", sig, o.path)
-		return signalStatus(sig)
+		return r.finish("interrupted", outcomeInterrupted, signalStatus(sig), -1, textAlways,
+			"got %v while waiting for %s; nothing was run", sig, o.path)
+	}
+	if res.h != nil {
+		r.holding(res.h, client.SessionID())
 	}
 	if res.err != nil {
 		switch {
 		case res.h != nil && errors.Is(res.err, recipes.ErrLockLost):
 			// Not released, as a lock lost later is not (see below).
-			r.event("lost", "lost %s right after acquiring it, before its fencing token could be read (%v; connection %v); nothing was run",
+			return r.finish("lost", outcomeLost, exitLost, -1, textAlways,
+				"lost %s right after acquiring it, before its fencing token could be read (%v; connection %v); nothing was run",
 				o.path, res.err, client.State())
-			return exitLost
 		case res.h != nil:
 			releaseHeld(ctx, res.h, r)
-			r.event("error", "acquired %s but could not read its fencing token: %v; released it, nothing was run", o.path, res.err)
-			return exitRunFailed
+			return r.finish("error", outcomeError, exitRunFailed, -1, textAlways,
+				"acquired %s but could not read its fencing token: %v; released it, nothing was run", o.path, res.err)
 		case errors.Is(res.err, recipes.ErrLocked) && o.kind == lockLease:
-			r.event("not-acquired", "%s has no lease free now (--try-once)", o.path)
-			return exitNotAcquired
+			return r.finish("not-acquired", outcomeNotAcquired, exitNotAcquired, -1, textAlways,
+				"%s has no lease free now (--try-once)", o.path)
 		case errors.Is(res.err, recipes.ErrLocked):
-			r.event("not-acquired", "%s is held by another participant (--try-once)", o.path)
-			return exitNotAcquired
+			return r.finish("not-acquired", outcomeNotAcquired, exitNotAcquired, -1, textAlways,
+				"%s is held by another participant (--try-once)", o.path)
 		case errors.Is(res.err, context.DeadlineExceeded) && ctx.Err() == nil:
-			r.event("not-acquired", "%s was not acquired within %v", o.path, o.timeout)
-			return exitNotAcquired
+			return r.finish("not-acquired", outcomeNotAcquired, exitNotAcquired, -1, textAlways,
+				"%s was not acquired within %v", o.path, o.timeout)
 		default:
-			r.event("error", "acquiring %s: %v", o.path, res.err)
-			return exitRunFailed
+			return r.finish("error", outcomeError, exitRunFailed, -1, textAlways, "acquiring %s: %v", o.path, res.err)
 		}
 	}
 	h := res.h
 	select {
 	case <-h.lost:
 		// Not released: see below.
-		r.event("lost", "lost %s right after acquiring it (connection %v); nothing was run", o.path, client.State())
-		return exitLost
+		return r.finish("lost", outcomeLost, exitLost, -1, textAlways,
+			"lost %s right after acquiring it (connection %v); nothing was run", o.path, client.State())
 	default:
 	}
 	r.info("acquired", "acquired %s %s: node %s, token %d", h.kind, o.path, h.node, h.token)
@@ -371,15 +458,15 @@ func runLocked(ctx context.Context, client *framework.Client, o runOptions, s st
 	waited, err := startChild(cmd)
 	if err != nil {
 		releaseHeld(ctx, h, r)
-		r.event("error", "cannot run %s: %v", o.argv[0], err)
 		if errors.Is(err, exec.ErrNotFound) || errors.Is(err, os.ErrNotExist) {
-			return exitNotFound
+			return r.finish("error", outcomeNotFound, exitNotFound, -1, textAlways, "cannot run %s: %v", o.argv[0], err)
 		}
-		return exitCannotRun
+		return r.finish("error", outcomeCannotRun, exitCannotRun, -1, textAlways, "cannot run %s: %v", o.argv[0], err)
 	}
 
 	var (
 		outcome    = 0 // 0: ran to its end; else exitLost, exitRevoked or exitRunFailed
+		outcomeOf  = map[int]string{exitLost: outcomeLost, exitRevoked: outcomeRevoked, exitRunFailed: outcomeError}
 		graceTimer *time.Timer
 		grace      <-chan time.Time
 		lost       = h.lost
@@ -427,10 +514,9 @@ func runLocked(ctx context.Context, client *framework.Client, o runOptions, s st
 		releaseHeld(ctx, h, r)
 	}
 	if outcome != 0 {
-		r.info("exit", "the command exited with status %d", status)
-		return outcome
+		return r.finish("exit", outcomeOf[outcome], outcome, status, textVerbose, "the command exited with status %d", status)
 	}
-	return status
+	return r.finish("exit", outcomeOK, status, status, textNever, "the command exited with status %d", status)
 }
 
 // startChild starts cmd on a goroutine locked to its OS thread, which then
