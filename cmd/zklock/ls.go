@@ -2,10 +2,36 @@ package main
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"sort"
 	"time"
 
+	"github.com/gocurator/curator/framework"
 	"github.com/gocurator/curator/internal/lockview"
 )
+
+// Bounds of ls's looks beyond PATH: how far below a PATH that is no lock
+// it looks for locks, how many it lists, and how many top-level nodes it
+// tries as a namespace holding PATH.
+const (
+	lsFindDepth   = 3
+	lsFindMax     = 20
+	lsMaxTopLevel = 64
+)
+
+// lsResult is what ls prints: the listing of PATH and, when PATH is not a
+// lock but a parent of locks (recipe "parent"), the locks below it.
+type lsResult struct {
+	*lockview.Listing
+	// Locks are the locks below Path, each with its queue, when Path is a
+	// parent of locks.
+	Locks []*lockview.Listing `json:"locks,omitempty"`
+	// MoreLocks is true when ls stopped looking before it had seen
+	// everything below Path: there may be more locks than Locks.
+	MoreLocks bool `json:"more_locks,omitempty"`
+}
 
 // cmdLs parses ls's arguments, connects and lists.
 func cmdLs(ctx context.Context, g *globalOptions, args []string, s streams) error {
@@ -25,14 +51,119 @@ func cmdLs(ctx context.Context, g *globalOptions, args []string, s streams) erro
 		return err
 	}
 	defer client.Close()
-	l, err := lockview.List(ctx, client, path, o)
+	r, err := list(ctx, client, path, o)
 	if err != nil {
 		return err
 	}
 	if g.json {
-		return l.WriteJSON(s.stdout)
+		return r.writeJSON(s.stdout)
 	}
-	return l.WriteText(s.stdout, time.Now())
+	return r.writeText(s.stdout, time.Now())
+}
+
+// list lists the lock at path. When there is none (no lock node at path,
+// only foreign children or none), and no --recipe insists, it lists the
+// locks below path instead, if there are any; failing that, without a
+// namespace, it warns about a namespace that may be missing.
+func list(ctx context.Context, client *framework.Client, path string, o lockview.Options) (*lsResult, error) {
+	l, err := lockview.List(ctx, client, path, o)
+	if err != nil {
+		return nil, err
+	}
+	r := &lsResult{Listing: l}
+	if l.HasLock() {
+		return r, nil
+	}
+	if l.Exists && o.Recipe == "" {
+		below, more, err := lockview.Find(ctx, client, path, lsFindDepth, lsFindMax)
+		if err != nil {
+			return nil, err
+		}
+		if len(below) > 0 {
+			r.Listing = &lockview.Listing{Path: path, Exists: true, Recipe: lockview.RecipeParent}
+			r.MoreLocks = more
+			for _, p := range below {
+				bl, err := lockview.List(ctx, client, p, lockview.Options{})
+				if err == nil && bl.Recipe == lockview.RecipeSemaphore && o.MaxLeases > 0 {
+					// --max-leases is for the semaphores among them.
+					bl, err = lockview.List(ctx, client, p, lockview.Options{MaxLeases: o.MaxLeases})
+				}
+				if err != nil {
+					return nil, err
+				}
+				r.Locks = append(r.Locks, bl)
+			}
+			return r, nil
+		}
+	}
+	if client.Namespace() == "" {
+		for _, p := range namespacesHolding(ctx, client, path) {
+			l.Warnings = append(l.Warnings, lockview.Warning{
+				Message: fmt.Sprintf("no lock at %s; %s has one: a --namespace may be missing (--namespace %s)", path, p, p[1:len(p)-len(path)]),
+			})
+		}
+	}
+	return r, nil
+}
+
+// namespacesHolding returns the paths /<ns>path that are locks, for the
+// top-level nodes <ns> (at most lsMaxTopLevel of them, ZooKeeper's own
+// /zookeeper aside): where path would be with a --namespace. It is advice:
+// a node it cannot read is passed by.
+func namespacesHolding(ctx context.Context, client *framework.Client, path string) []string {
+	top, _, err := client.Children(ctx, "/")
+	if err != nil {
+		return nil
+	}
+	sort.Strings(top)
+	var found []string
+	tried := 0
+	for _, ns := range top {
+		if ns == "zookeeper" {
+			continue
+		}
+		if tried++; tried > lsMaxTopLevel {
+			break
+		}
+		p := "/" + ns + path
+		if ok, err := lockview.IsLock(ctx, client, p); err == nil && ok {
+			found = append(found, p)
+		}
+	}
+	return found
+}
+
+// writeText prints r: the listing, or for a parent of locks, each lock's.
+func (r *lsResult) writeText(w io.Writer, now time.Time) error {
+	if r.Recipe != lockview.RecipeParent {
+		return r.Listing.WriteText(w, now)
+	}
+	if r.MoreLocks {
+		fmt.Fprintf(w, "%s: not a lock, but a parent of locks; the first %d, looking %d levels down at most (there may be more: give a path further down):\n",
+			r.Path, len(r.Locks), lsFindDepth)
+	} else {
+		fmt.Fprintf(w, "%s: not a lock, but a parent of %d locks (looking %d levels down at most):\n", r.Path, len(r.Locks), lsFindDepth)
+	}
+	for _, l := range r.Locks {
+		fmt.Fprintln(w)
+		if err := l.WriteText(w, now); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// writeJSON prints r as one JSON document: the listing's fields, and for a
+// parent of locks, "locks" (each a listing) and "more_locks".
+func (r *lsResult) writeJSON(w io.Writer) error {
+	for _, l := range append([]*lockview.Listing{r.Listing}, r.Locks...) {
+		if l.Participants == nil {
+			l.Participants = []lockview.Participant{}
+		}
+	}
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(r)
 }
 
 // checkLsOptions checks ls's own flags, normalising --recipe.

@@ -373,3 +373,107 @@ func TestLsCuratorTrees(t *testing.T) {
 		t.Errorf("text output:\n%s", out)
 	}
 }
+
+// ls on a parent of locks lists each lock below it, with its queue,
+// instead of warning about its children as foreign.
+func TestLsParentOfLocks(t *testing.T) {
+	ctx, path := testutil.Begin(t, server.Addr())
+	conn := testutil.Connect(t, server.Addr())
+	client := newClient(t, "")
+	app := path + "/app"
+	createNode(t, conn, path)
+	createNode(t, conn, app)
+	createNode(t, conn, app+"/empty") // no lock anywhere below it
+	orders := holdMutex(ctx, t, app+"/orders")
+	rw, err := recipes.NewInterProcessReadWriteLock(client, app+"/billing/eu")
+	if err != nil {
+		t.Fatal(err)
+	}
+	reader := rw.NewHandle().ReadLock()
+	if err := reader.Acquire(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { reader.Release(context.Background()) })
+	sem, err := recipes.NewInterProcessSemaphoreV2(client, app+"/sem", 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lease, err := sem.Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { lease.Close(context.Background()) })
+
+	code, out, stderr := zklock(t, "ls", app)
+	if code != 0 {
+		t.Fatalf("status %d, stderr %q", code, stderr)
+	}
+	for _, want := range []string{
+		app + ": not a lock, but a parent of 3 locks",
+		app + "/orders: mutex (InterProcessMutex); 1 holding",
+		app + "/sem: semaphore",
+		app + "/billing/eu: read-write lock (InterProcessReadWriteLock); 1 holding",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("no %q in:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "warning") || strings.Contains(out, "foreign") {
+		t.Errorf("warnings about the locks' parents:\n%s", out)
+	}
+
+	// JSON, through the program: the locks, each with its participants.
+	code, out, stderr = zklockBin(t, "--json", "ls", app)
+	if code != 0 {
+		t.Fatalf("--json: status %d, stderr %q", code, stderr)
+	}
+	var doc struct {
+		lockview.Listing
+		Locks     []lockview.Listing `json:"locks"`
+		MoreLocks bool               `json:"more_locks"`
+	}
+	if err := json.Unmarshal([]byte(out), &doc); err != nil {
+		t.Fatalf("%v in %s", err, out)
+	}
+	var got []string
+	for _, l := range doc.Locks {
+		got = append(got, l.Path+" "+l.Recipe+" "+strings.Join(roles(&l), ","))
+	}
+	want := []string{
+		app + "/orders mutex holder/mutex",
+		app + "/sem semaphore holder/lease",
+		app + "/billing/eu read-write holder/read",
+	}
+	if doc.Recipe != lockview.RecipeParent || doc.MoreLocks || !equal(got, want) || len(doc.Warnings) != 0 {
+		t.Errorf("JSON: recipe %q, more %v, locks %q, warnings %v; want parent, %q", doc.Recipe, doc.MoreLocks, got, doc.Warnings, want)
+	}
+	if doc.Locks[0].Participants[0].Path != orders.LockPath() {
+		t.Errorf("holder of orders %q, want %q", doc.Locks[0].Participants[0].Path, orders.LockPath())
+	}
+
+	// A real lock's foreign child is still warned about.
+	createNode(t, conn, app+"/orders/0-foreign")
+	code, out, _ = zklock(t, "ls", app+"/orders")
+	if code != 0 || !strings.Contains(out, "warning: "+app+"/orders/0-foreign") {
+		t.Errorf("foreign child of a lock: status %d, output\n%s", code, out)
+	}
+}
+
+// ls of a path that is a lock only inside a namespace says that a
+// --namespace may be missing.
+func TestLsNamespaceHint(t *testing.T) {
+	ctx, path := testutil.Begin(t, server.Addr())
+	ns := strings.TrimPrefix(testutil.Root, "/")
+	rel := strings.TrimPrefix(path, testutil.Root) + "/lock" // path/lock inside the namespace
+	holdMutex(ctx, t, path+"/lock")
+
+	code, out, stderr := zklock(t, "ls", rel)
+	want := fmt.Sprintf("no lock at %s; %s has one: a --namespace may be missing (--namespace %s)", rel, path+"/lock", ns)
+	if code != 0 || !strings.Contains(out, want) {
+		t.Errorf("status %d, stdout %q, stderr %q; want %q", code, out, stderr, want)
+	}
+	code, out, stderr = zklock(t, "--namespace", ns, "ls", rel)
+	if code != 0 || !strings.Contains(out, "1 holding") || strings.Contains(out, "warning") {
+		t.Errorf("with the namespace: status %d, stdout %q, stderr %q", code, out, stderr)
+	}
+}

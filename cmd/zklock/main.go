@@ -46,7 +46,10 @@
 // ls prints the queue at PATH as every participant computes it: holders
 // first, then waiters, with each node's kind, session, data and age. It
 // recognises the mutex, read-write and semaphore (PATH/locks + PATH/leases)
-// layouts and warns about children that disturb the order.
+// layouts and warns about children that disturb the order. A PATH that is no
+// lock but a parent of locks gets each lock below it listed (3 levels down,
+// 20 locks at most); a PATH with no lock at or below it, without
+// --namespace, gets a warning if /<ns>PATH is a lock for a top-level <ns>.
 //
 // revoke asks the holder of NODE to release it, by writing Curator's
 // "__REVOKE__" to the node (Curator's Revoker.attemptRevoke). Only holders

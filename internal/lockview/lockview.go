@@ -44,7 +44,8 @@ const (
 	RecipeMutex     = "mutex"
 	RecipeReadWrite = "read-write"
 	RecipeSemaphore = "semaphore"
-	RecipeNone      = "none" // no children at all
+	RecipeNone      = "none"   // no children at all
+	RecipeParent    = "parent" // no lock, but locks below it (see Find)
 )
 
 // Roles of a child in its queue.
@@ -207,6 +208,120 @@ func detectRecipe(names []string) string {
 		return RecipeReadWrite
 	}
 	return RecipeMutex
+}
+
+// NodeKind returns the kind of a child named name, by the lock-name marker
+// it carries: KindRead, KindWrite, KindMutex (also a semaphore's internal
+// lock node), KindLease, or KindForeign.
+func NodeKind(name string) string {
+	switch {
+	case strings.Contains(name, markerRead):
+		return KindRead
+	case strings.Contains(name, markerWrite):
+		return KindWrite
+	case strings.Contains(name, markerLease):
+		return KindLease
+	case strings.Contains(name, markerLock):
+		return KindMutex
+	}
+	return KindForeign
+}
+
+// HasLock reports whether List found a lock at l.Path: a child (or, for a
+// semaphore, a lease or internal lock node) that carries a lock-name
+// marker, not only foreign children.
+func (l *Listing) HasLock() bool {
+	for _, p := range l.Participants {
+		if p.Kind != KindForeign {
+			return true
+		}
+	}
+	return false
+}
+
+// findBudget bounds the listings one Find makes.
+const findBudget = 256
+
+// Find returns the lock paths below path, nearest first and in name order
+// within a level: nodes at most depth levels below path that IsLock would
+// call locks, at most max of them. It does not look below a lock. more is
+// true when it stopped (at max, or after findBudget listings) with nodes
+// left to look at.
+func Find(ctx context.Context, client *framework.Client, path string, depth, max int) (locks []string, more bool, err error) {
+	type node struct {
+		path  string
+		depth int
+	}
+	queue := []node{{path, 0}}
+	for listed := 0; len(queue) > 0; listed++ {
+		if len(locks) >= max || listed >= findBudget {
+			return locks, true, nil
+		}
+		n := queue[0]
+		queue = queue[1:]
+		names, err := children(ctx, client, n.path)
+		if err != nil {
+			return nil, false, fmt.Errorf("looking for locks below %s: %w", path, err)
+		}
+		if n.depth > 0 {
+			lock, err := isLock(ctx, client, n.path, names)
+			if err != nil {
+				return nil, false, fmt.Errorf("looking for locks below %s: %w", path, err)
+			}
+			if lock {
+				locks = append(locks, n.path)
+				continue
+			}
+		}
+		if n.depth == depth {
+			continue
+		}
+		sort.Strings(names)
+		for _, c := range names {
+			queue = append(queue, node{framework.JoinPath(n.path, c), n.depth + 1})
+		}
+	}
+	return locks, false, nil
+}
+
+// IsLock reports whether path is a lock path: its children include mutex or
+// read-write lock nodes, or it has a semaphore's leases (or locks) child
+// holding lease (or lock) nodes.
+func IsLock(ctx context.Context, client *framework.Client, path string) (bool, error) {
+	names, err := children(ctx, client, path)
+	if err != nil {
+		return false, err
+	}
+	return isLock(ctx, client, path, names)
+}
+
+// isLock is IsLock for path with the children names.
+func isLock(ctx context.Context, client *framework.Client, path string, names []string) (bool, error) {
+	var sem []string
+	for _, n := range names {
+		switch {
+		case n == semLeases || n == semLocks:
+			sem = append(sem, n)
+		case NodeKind(n) == KindMutex || NodeKind(n) == KindRead || NodeKind(n) == KindWrite:
+			return true, nil
+		}
+	}
+	for _, q := range sem {
+		kids, err := children(ctx, client, framework.JoinPath(path, q))
+		if err != nil {
+			return false, err
+		}
+		want := KindMutex
+		if q == semLeases {
+			want = KindLease
+		}
+		for _, k := range kids {
+			if NodeKind(k) == want {
+				return true, nil
+			}
+		}
+	}
+	return false, nil
 }
 
 // stat reads the children's data and stats; children that are gone by then

@@ -66,3 +66,20 @@ func TestWriteTextOfAMissingPath(t *testing.T) {
 		t.Errorf("JSON %q, %v", b.String(), err)
 	}
 }
+
+func TestNodeKind(t *testing.T) {
+	for name, want := range map[string]string{
+		"_c_x-lock-0000000001":    KindMutex,
+		"_c_x-__READ__0000000001": KindRead,
+		"_c_x-__WRIT__0000000002": KindWrite,
+		"_c_x-lease-0000000003":   KindLease,
+		"locks":                   KindForeign,
+		"leases":                  KindForeign,
+		"orders":                  KindForeign,
+		"a1b2c3d4e5f60718293a4b5c6d7e8f90__lock__0000000009": KindForeign,
+	} {
+		if got := NodeKind(name); got != want {
+			t.Errorf("NodeKind(%q) = %q, want %q", name, got, want)
+		}
+	}
+}
