@@ -7,7 +7,7 @@
 //
 //	zklock [global flags] run [flags] PATH -- COMMAND [ARGS...]
 //	zklock [global flags] ls [flags] PATH
-//	zklock [global flags] revoke [flags] NODE
+//	zklock [global flags] revoke [flags] NODE|PATH
 //	zklock --version
 //
 // run takes the lock at PATH (an InterProcessMutex by default; --read or
@@ -53,7 +53,12 @@
 //
 // revoke asks the holder of NODE to release it, by writing Curator's
 // "__REVOKE__" to the node (Curator's Revoker.attemptRevoke). Only holders
-// that made their lock revocable react.
+// that made their lock revocable react. Given a lock PATH instead, it asks
+// the lock's current holders (a mutex's one, a read-write lock's writer or
+// readers) and names each node it asked; a PATH without a holder is an
+// error, and so is a semaphore (Curator's leases cannot be revoked). A NODE
+// already gone is no error: revoke says so and exits 0, as attemptRevoke
+// does nothing for it.
 //
 // --version prints "zklock <version>" (the main module's version, "(devel)"
 // in a build from a checkout). -h or --help, at the top or after a
@@ -333,7 +338,7 @@ func main() {
 const topUsage = `Usage:
   zklock [global flags] run [--read | --write | --semaphore N] [flags] PATH -- COMMAND [ARGS...]
   zklock [global flags] ls [flags] PATH
-  zklock [global flags] revoke [flags] NODE
+  zklock [global flags] revoke [flags] NODE|PATH
   zklock --version
 
 Run "zklock COMMAND -h" for a subcommand's flags.

@@ -10,6 +10,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/gocurator/curator/framework"
+	"github.com/gocurator/curator/internal/lockview"
 	"github.com/gocurator/curator/recipes"
 )
 
@@ -19,29 +20,46 @@ type revokeOptions struct {
 	timeout time.Duration // bound on wait; 0: none
 }
 
-// revokeResult is what revoke reports.
+// Events of revoke's results.
+const (
+	eventRevokeRequested = "revoke-requested" // __REVOKE__ written to the node
+	eventAlreadyGone     = "already-gone"     // no node: nothing to revoke
+)
+
+// revokeResult is what revoke reports about one node, one JSON line each.
 type revokeResult struct {
+	// Event is revoke-requested, or already-gone when there was no node.
+	Event string `json:"event"`
+	// Path is the lock path: the PATH given, or NODE's parent.
+	Path string `json:"path,omitempty"`
+	// Kind is the node's kind by its name: mutex, read, write or lease.
+	Kind string `json:"kind,omitempty"`
 	// Node is the node revoked (without the namespace).
 	Node string `json:"node"`
 	// Session is the node's ephemeralOwner, in hex.
 	Session string `json:"session"`
+	// Token is the node's czxid, the fencing token its holder has.
+	Token int64 `json:"token,omitempty"`
 	// Revocable is false when the node had data before: its holder did not
 	// make its lock revocable (Curator creates revocable lock nodes empty),
 	// so it will probably not react.
 	Revocable bool `json:"revocable"`
-	// Released is true when --wait saw the node go.
+	// Released is true when the node is gone: --wait saw it go, or it was
+	// gone already.
 	Released bool `json:"released"`
 	// Warning explains a non-revocable holder.
 	Warning string `json:"warning,omitempty"`
+	// Message is the text the human output prints.
+	Message string `json:"message"`
 }
 
 // cmdRevoke parses revoke's arguments, connects and revokes.
 func cmdRevoke(ctx context.Context, g *globalOptions, args []string, s streams) error {
 	var o revokeOptions
-	fs := newFlagSet("revoke", "zklock revoke [--wait [--timeout D]] [global flags] NODE", g)
-	fs.BoolVar(&o.wait, "wait", false, "wait until the holder has released NODE")
+	fs := newFlagSet("revoke", "zklock revoke [--wait [--timeout D]] [global flags] NODE|PATH", g)
+	fs.BoolVar(&o.wait, "wait", false, "wait until the holder has released the node")
 	fs.DurationVar(&o.timeout, "timeout", 0, "with --wait, give up after this long (0: wait forever)")
-	node, err := parseOnePath(fs, g, args, "NODE", " (a path from zklock ls)")
+	target, err := parseOnePath(fs, g, args, "NODE or PATH", " (a lock node from zklock ls, or a lock path)")
 	if err == nil && o.timeout < 0 {
 		err = usageErrorf("--timeout must not be negative")
 	}
@@ -58,79 +76,147 @@ func cmdRevoke(ctx context.Context, g *globalOptions, args []string, s streams) 
 		ctx, cancel = context.WithTimeout(ctx, o.timeout)
 		defer cancel()
 	}
-	r, err := revokeNode(ctx, client, node, o)
-	if r != nil {
-		writeRevokeResult(s.stdout, s.stderr, g.json, r)
-	}
-	return err
-}
-
-// revokeNode writes Curator's __REVOKE__ to the lock node at node, after
-// checking that it is one (an ephemeral node without children), and with
-// o.wait waits for it to be deleted. A missing node is an error that unwraps
-// to zk.ErrNoNode.
-func revokeNode(ctx context.Context, client *framework.Client, node string, o revokeOptions) (*revokeResult, error) {
-	data, st, err := client.GetData(ctx, node)
-	if errors.Is(err, zk.ErrNoNode) {
-		return nil, fmt.Errorf("no node at %s (already released?): %w", node, zk.ErrNoNode)
-	}
+	path, nodes, err := revokeTargets(ctx, client, target)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	if st.EphemeralOwner == 0 || st.NumChildren > 0 {
-		return nil, fmt.Errorf("%s is not a lock node (lock nodes are ephemeral and have no children); give a node from zklock ls", node)
-	}
-	r := &revokeResult{Node: node, Session: fmt.Sprintf("0x%x", st.EphemeralOwner), Revocable: len(data) == 0}
-	if string(data) == string(recipes.RevokeMessage) {
-		r.Revocable = true
-	}
-	if !r.Revocable {
-		r.Warning = "the node has data, so its holder did not make its lock revocable (Curator creates revocable lock nodes empty): it will probably not release"
-	}
-	// Write only if the node is still the one we looked at, and still there.
-	if _, err := client.SetData(ctx, node, recipes.RevokeMessage, st.Version); err != nil {
-		if errors.Is(err, zk.ErrNoNode) {
-			return nil, fmt.Errorf("%s was released before the revocation: %w", node, zk.ErrNoNode)
+	var results []*revokeResult
+	for _, node := range nodes {
+		r, err := requestRevoke(ctx, client, path, node)
+		if err != nil {
+			return err
 		}
-		if !errors.Is(err, zk.ErrBadVersion) {
-			return nil, err
-		}
-		// Changed in between (another revoker): write regardless, as Curator's Revoker does.
-		if err := recipes.Revoke(ctx, client, node); err != nil {
-			return nil, err
+		results = append(results, r)
+		if !g.json || !o.wait || r.Released {
+			writeRevokeResult(s.stdout, s.stderr, g.json, r)
 		}
 	}
 	if !o.wait {
+		return nil
+	}
+	for _, r := range results {
+		if r.Released {
+			continue
+		}
+		err := waitReleased(ctx, client, r.Node)
+		r.Released = err == nil
+		if g.json {
+			writeJSONLine(s.stdout, r)
+		} else if r.Released {
+			fmt.Fprintf(s.stdout, "released: %s\n", r.Node)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// revokeTargets returns the lock path and the nodes to ask for target: a
+// lock node (ephemeral) is asked itself; a lock path's holders are asked,
+// as the lock's rules (lockview) find them. A target with no node is
+// returned as the one node, which requestRevoke then reports gone.
+func revokeTargets(ctx context.Context, client *framework.Client, target string) (path string, nodes []string, err error) {
+	ok, st, err := client.Exists(ctx, target)
+	if err != nil {
+		return "", nil, err
+	}
+	if !ok || st.EphemeralOwner != 0 {
+		parent, _ := framework.SplitPath(target)
+		return parent, []string{target}, nil
+	}
+	l, err := lockview.List(ctx, client, target, lockview.Options{})
+	if err != nil {
+		return "", nil, err
+	}
+	if l.Recipe == lockview.RecipeSemaphore {
+		return "", nil, fmt.Errorf("%s is a semaphore: Curator's semaphore leases cannot be revoked", target)
+	}
+	for _, p := range l.Participants {
+		if p.Role == lockview.RoleHolder && (p.Kind == lockview.KindMutex || p.Kind == lockview.KindRead || p.Kind == lockview.KindWrite) {
+			nodes = append(nodes, p.Path)
+		}
+	}
+	if len(nodes) == 0 {
+		return "", nil, fmt.Errorf("no holder to revoke at %s (%s); give a lock path, or a lock node from zklock ls", target, l.Summary())
+	}
+	return target, nodes, nil
+}
+
+// requestRevoke writes Curator's __REVOKE__ to the lock node at node,
+// after checking that it is one (an ephemeral node). A node that is gone,
+// before or during the request, is reported already gone, as Curator's
+// Revoker.attemptRevoke does nothing for it.
+func requestRevoke(ctx context.Context, client *framework.Client, path, node string) (*revokeResult, error) {
+	_, name := framework.SplitPath(node)
+	r := &revokeResult{Event: eventRevokeRequested, Path: path, Node: node}
+	if kind := lockview.NodeKind(name); kind != lockview.KindForeign {
+		r.Kind = kind
+	}
+	gone := func() (*revokeResult, error) {
+		r.Event, r.Released, r.Revocable, r.Warning = eventAlreadyGone, true, false, ""
+		r.Message = fmt.Sprintf("already gone: %s (no node there: released, or never there); nothing to revoke", node)
 		return r, nil
 	}
+	data, st, err := client.GetData(ctx, node)
+	if errors.Is(err, zk.ErrNoNode) {
+		return gone()
+	}
+	if err != nil {
+		return nil, fmt.Errorf("reading %s: %w", node, err)
+	}
+	if st.EphemeralOwner == 0 {
+		return nil, fmt.Errorf("%s is not a lock node (lock nodes are ephemeral); give a node from zklock ls, or a lock path", node)
+	}
+	r.Session, r.Token = fmt.Sprintf("0x%x", st.EphemeralOwner), st.Czxid
+	r.Revocable = len(data) == 0 || string(data) == string(recipes.RevokeMessage)
+	if !r.Revocable {
+		r.Warning = "the node has data, so its holder did not make its lock revocable (Curator creates revocable lock nodes empty): it will probably not release"
+	}
+	r.Message = fmt.Sprintf("revocation requested: %s (session %s)", node, r.Session)
+	// Write only if the node is still the one we looked at, and still there.
+	if _, err := client.SetData(ctx, node, recipes.RevokeMessage, st.Version); err != nil {
+		if errors.Is(err, zk.ErrNoNode) {
+			return gone()
+		}
+		if !errors.Is(err, zk.ErrBadVersion) {
+			return nil, fmt.Errorf("revoking %s: %w", node, err)
+		}
+		// Changed in between (another revoker): write regardless, as Curator's Revoker does.
+		if err := recipes.Revoke(ctx, client, node); err != nil {
+			return nil, fmt.Errorf("revoking %s: %w", node, err)
+		}
+	}
+	return r, nil
+}
+
+// waitReleased waits, with watches, until node is gone.
+func waitReleased(ctx context.Context, client *framework.Client, node string) error {
 	for {
 		_, _, w, err := client.GetDataW(ctx, node)
 		if errors.Is(err, zk.ErrNoNode) {
-			r.Released = true
-			return r, nil
+			return nil
 		}
 		if err != nil {
-			return r, fmt.Errorf("waiting for %s to be released: %w", node, err)
+			return fmt.Errorf("waiting for %s to be released: %w", node, err)
 		}
 		select {
 		case <-w:
 		case <-ctx.Done():
-			return r, fmt.Errorf("waiting for %s to be released: %w", node, ctx.Err())
+			return fmt.Errorf("waiting for %s to be released: %w", node, ctx.Err())
 		}
 	}
 }
 
-// writeRevokeResult prints what revoke did.
+// writeRevokeResult prints what revoke did to one node: as text, the
+// message (and a warning on stderr), or as one JSON line.
 func writeRevokeResult(stdout, stderr io.Writer, asJSON bool, r *revokeResult) {
 	if asJSON {
 		writeJSONLine(stdout, r)
 		return
 	}
-	fmt.Fprintf(stdout, "revocation requested: %s (session %s)\n", r.Node, r.Session)
+	fmt.Fprintln(stdout, r.Message)
 	if r.Warning != "" {
 		fmt.Fprintf(stderr, "zklock: warning: %s\n", r.Warning)
-	}
-	if r.Released {
-		fmt.Fprintf(stdout, "released: %s\n", r.Node)
 	}
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -90,15 +91,23 @@ func TestRevokeErrors(t *testing.T) {
 	ctx, path := testutil.Begin(t, server.Addr())
 	conn := testutil.Connect(t, server.Addr())
 
-	// No such node.
-	code, _, stderr := zklock(t, "revoke", path+"/gone")
-	if code != exitError || !strings.Contains(stderr, "no node") {
-		t.Errorf("missing node: status %d, stderr %q", code, stderr)
+	// No such node: already gone, nothing to do, as Curator's Revoker.
+	code, out, stderr := zklock(t, "revoke", path+"/gone")
+	if code != 0 || !strings.Contains(out, "already gone: "+path+"/gone") {
+		t.Errorf("missing node: status %d, stdout %q, stderr %q", code, out, stderr)
 	}
-	// Not a lock node: persistent.
+	code, out, stderr = zklock(t, "--json", "revoke", "--wait", path+"/gone")
+	var r revokeResult
+	if err := json.Unmarshal([]byte(out), &r); err != nil || code != 0 {
+		t.Fatalf("missing node, --json: status %d, stdout %q (%v), stderr %q", code, out, err, stderr)
+	}
+	if r.Event != eventAlreadyGone || r.Node != path+"/gone" || !r.Released {
+		t.Errorf("missing node, --json: %+v", r)
+	}
+	// Not a lock: a persistent node with no lock below it has no holder.
 	createNode(t, conn, path)
 	code, _, stderr = zklock(t, "revoke", path)
-	if code != exitError || !strings.Contains(stderr, "not a lock node") {
+	if code != exitError || !strings.Contains(stderr, "no holder to revoke at "+path) {
 		t.Errorf("persistent node: status %d, stderr %q", code, stderr)
 	}
 	// A holder that is not revocable: written, with a warning.
@@ -151,5 +160,104 @@ func TestRevokeNeedsCredentials(t *testing.T) {
 	case <-asked:
 	case <-ctx.Done():
 		t.Fatal("the holder did not hear the owner's revocation")
+	}
+}
+
+// revoke PATH asks the lock's current holders, by the lock's own rules,
+// and names the nodes it asked.
+func TestRevokeLockPath(t *testing.T) {
+	ctx, path := testutil.Begin(t, server.Addr())
+	conn := testutil.Connect(t, server.Addr())
+	client := newClient(t, "")
+
+	// A mutex: its holder, not its waiter.
+	h, asked := revocableHolder(t, client, path+"/mutex")
+	mu, err := recipes.NewInterProcessMutex(client, path+"/mutex")
+	if err != nil {
+		t.Fatal(err)
+	}
+	queued(ctx, t, conn, path+"/mutex", 2, mu.NewHandle().Acquire)
+	code, out, stderr := zklock(t, "revoke", path+"/mutex")
+	if code != 0 || strings.TrimSpace(out) != "revocation requested: "+h.LockPath()+" (session "+fmt.Sprintf("0x%x", client.SessionID())+")" {
+		t.Errorf("mutex: status %d, stdout %q, stderr %q; want only the holder %s asked", code, out, stderr, h.LockPath())
+	}
+	select {
+	case <-asked:
+	case <-ctx.Done():
+		t.Fatal("the holder did not hear the revocation")
+	}
+
+	// A read-write lock: both readers hold; the writer waits.
+	rw, err := recipes.NewInterProcessReadWriteLock(client, path+"/rw")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var readers []string
+	for i := 0; i < 2; i++ {
+		r := rw.NewHandle().ReadLock()
+		if err := r.Acquire(ctx); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { r.Release(context.Background()) })
+		readers = append(readers, r.LockPath())
+	}
+	queued(ctx, t, conn, path+"/rw", 3, rw.NewHandle().WriteLock().Acquire)
+	code, out, stderr = zklockBin(t, "--json", "revoke", path+"/rw")
+	if code != 0 {
+		t.Fatalf("rw: status %d, stderr %q", code, stderr)
+	}
+	lines := jsonLines(t, out)
+	var nodes []string
+	for _, l := range lines {
+		if bad := checkFields(l, map[string]any{"event": eventRevokeRequested, "path": path + "/rw", "kind": "read",
+			"session": anyValue, "token": anyValue, "message": anyValue, "released": false}); len(bad) > 0 {
+			t.Errorf("rw: %v: %v", l, bad)
+		}
+		nodes = append(nodes, fmt.Sprint(l["node"]))
+	}
+	if !equal(nodes, readers) {
+		t.Errorf("rw: asked %v, want the readers %v", nodes, readers)
+	}
+
+	// A semaphore: leases cannot be revoked.
+	sem, err := recipes.NewInterProcessSemaphoreV2(client, path+"/sem", 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lease, err := sem.Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { lease.Close(context.Background()) })
+	code, _, stderr = zklock(t, "revoke", path+"/sem")
+	if code != exitError || !strings.Contains(stderr, "cannot be revoked") {
+		t.Errorf("semaphore: status %d, stderr %q", code, stderr)
+	}
+}
+
+// revoke --wait PATH: the holder releases, and the JSON line says so.
+func TestRevokeLockPathWaits(t *testing.T) {
+	ctx, path := testutil.Begin(t, server.Addr())
+	mu, err := recipes.NewInterProcessMutex(newClient(t, ""), path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := mu.NewHandle()
+	released := make(chan error, 1)
+	h.MakeRevocable(func() { released <- h.Release(context.Background()) })
+	if err := h.Acquire(ctx); err != nil {
+		t.Fatal(err)
+	}
+	node := h.LockPath()
+	code, out, stderr := zklockBin(t, "--json", "revoke", "--wait", path)
+	lines := jsonLines(t, out)
+	if code != 0 || len(lines) != 1 {
+		t.Fatalf("status %d, stdout %q, stderr %q", code, out, stderr)
+	}
+	if bad := checkFields(lines[0], map[string]any{"event": eventRevokeRequested, "node": node, "path": path, "kind": "mutex", "released": true}); len(bad) > 0 {
+		t.Errorf("%v: %v", lines[0], bad)
+	}
+	if err := <-released; err != nil {
+		t.Error(err)
 	}
 }
