@@ -195,7 +195,7 @@ func TestBinaryRunExitStatus(t *testing.T) {
 	}
 
 	// No connection: zklock's own failure.
-	proxy, err := zktest.NewProxy(server.Addr())
+	proxy, err := zktest.StartProxy(server.Addr())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -357,7 +357,7 @@ func TestBinaryRunJSON(t *testing.T) {
 // the last line.
 func TestBinaryRunLostJSON(t *testing.T) {
 	ctx, path := testutil.Begin(t, server.Addr())
-	proxy := zktest.NewProxyT(t, server.Addr())
+	proxy := zktest.NewProxy(t, server.Addr())
 	p := startZklock(t, "--json", "--servers", proxy.Addr(), "--session-timeout", "1s",
 		"run", "--grace", "200ms", path, "--", "sh", "-c", "echo ready; exec sleep 60")
 	p.stdout.waitFor(ctx, t, "ready")
