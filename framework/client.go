@@ -43,7 +43,6 @@ type Client struct {
 	listeners    map[int]state.Listener
 	nextID       int
 	signals      map[*ErrorSignal]struct{}
-	retired      map[*conn]struct{} // abandoned connections whose sessions are still to close
 	closed       bool
 
 	wake       chan struct{}
@@ -85,7 +84,6 @@ func New(connectString string, policy retry.Policy, opts ...Option) (*Client, er
 		negotiated:   cfg.sessionTimeout,
 		listeners:    map[int]state.Listener{},
 		signals:      map[*ErrorSignal]struct{}{},
-		retired:      map[*conn]struct{}{},
 		wake:         make(chan struct{}, 1),
 		dispatched:   make(chan struct{}),
 	}
@@ -233,25 +231,13 @@ func (c *Client) Close() error {
 	c.endSession()
 	close(c.changed)
 	close(c.wake)
-	conns := []*conn{c.zk()}
-	for z := range c.retired {
-		conns = append(conns, z)
-	}
-	c.retired = nil
+	z := c.zk()
 	c.mu.Unlock()
 
 	mayWait := c.gate.Close()
 	c.bgCancel()
 	c.bg.Wait()
-	var wg sync.WaitGroup
-	for _, z := range conns {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			z.close()
-		}()
-	}
-	wg.Wait()
+	z.close()
 	if mayWait {
 		<-c.dispatched
 	}

@@ -26,8 +26,8 @@ import (
 //
 // go-zookeeper keeps one Conn across sessions and learns of expiry only when
 // it reconnects, so the session-id comparison and the timer are what tell a
-// partitioned client that its session is gone. Events of a retired
-// connection (one whose session was abandoned) do not move the machine.
+// partitioned client that its session is gone. Events of a connection the
+// client gave up do not move the machine.
 func (c *Client) onEvent(z *conn, ev zk.Event) {
 	if ev.Type != zk.EventSession {
 		return
@@ -38,8 +38,7 @@ func (c *Client) onEvent(z *conn, ev zk.Event) {
 		return
 	}
 	if z != c.zk() {
-		c.onRetiredEvent(z, ev)
-		return
+		return // a connection the client gave up, being closed
 	}
 	switch ev.State {
 	case zk.StateHasSession:

@@ -277,6 +277,7 @@ func (m *InterProcessMultiLock) Lost() <-chan struct{} { return m.Done() }
 // multiGrant is one acquisition of a multi-lock: it ends when any of its
 // locks' acquisitions ends, or when it is released.
 type multiGrant struct {
+	locks []Locker
 	done  chan struct{}
 	once  sync.Once
 	cause error // set before done is closed
@@ -286,7 +287,7 @@ type multiGrant struct {
 
 // watchGrant starts watching the locks' current acquisitions.
 func watchGrant(locks []Locker) *multiGrant {
-	g := &multiGrant{done: make(chan struct{}), quit: make(chan struct{})}
+	g := &multiGrant{locks: locks, done: make(chan struct{}), quit: make(chan struct{})}
 	for _, l := range locks {
 		ch := l.Done()
 		g.wg.Add(1)
@@ -294,16 +295,21 @@ func watchGrant(locks []Locker) *multiGrant {
 			defer g.wg.Done()
 			select {
 			case <-ch:
-				cause := l.Err()
-				if !errors.Is(cause, ErrLockLost) {
-					cause = errs.Errorf("%w: %w", ErrLockLost, cause)
-				}
-				g.end(cause)
+				g.lost(l.Err())
 			case <-g.quit:
 			}
 		}()
 	}
 	return g
+}
+
+// lost ends the grant because one of its locks' acquisitions ended with
+// cause.
+func (g *multiGrant) lost(cause error) {
+	if !errors.Is(cause, ErrLockLost) {
+		cause = errs.Errorf("%w: %w", ErrLockLost, cause)
+	}
+	g.end(cause)
 }
 
 func (g *multiGrant) end(cause error) {
@@ -313,13 +319,22 @@ func (g *multiGrant) end(cause error) {
 	})
 }
 
+// err returns why the grant ended, or nil. It asks the locks themselves
+// too: their watchers end the grant on goroutines of their own, a moment
+// after a lock's Err has changed.
 func (g *multiGrant) err() error {
 	select {
 	case <-g.done:
 		return g.cause
 	default:
-		return nil
 	}
+	for _, l := range g.locks {
+		if err := l.Err(); err != nil {
+			g.lost(err)
+			return g.cause
+		}
+	}
+	return nil
 }
 
 // stop ends the grant as released and waits for its watchers to end.

@@ -483,3 +483,67 @@ func TestSharedCountClosedFromItsListener(t *testing.T) {
 		t.Fatal("Close called from the count's listener did not return")
 	}
 }
+
+// A multi-lock says it is lost as soon as one of its locks does, not a
+// moment later when its watcher runs.
+func TestMultiLockLostWithItsLock(t *testing.T) {
+	ctx, base := testutil.Begin(t, server.Addr())
+	proxy := zktest.NewProxy(t, server.Addr())
+	c := newClient(t, proxy.Addr())
+	h := mustMutex(t, c, base).NewHandle()
+	ml := must(NewInterProcessMultiLockWithLocks(h)).get(t)
+	for round := 0; round < 5; round++ {
+		if err := ml.Acquire(ctx); err != nil {
+			t.Fatal(err)
+		}
+		proxy.DropConnections()
+		waitClosed(ctx, t, h.Done(), "the handle's Done")
+		if ml.IsHeld() || !errors.Is(ml.Err(), ErrLockLost) {
+			t.Fatalf("round %d: the handle is lost (%v), the multi-lock says held %v, %v", round, h.Err(), ml.IsHeld(), ml.Err())
+		}
+		testutil.ErrorIs(t, ml.Release(ctx), ErrLockLost)
+		if err := c.BlockUntilConnected(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// A shared count keeps following its node when the client gives its
+// session up (the timer's LOST while the server keeps the session): the
+// watch set in the old session fires when the client leaves it, and the
+// count reads the node again in the new one, though the old session is
+// still cut off.
+func TestSharedCountFollowsIntoANewSession(t *testing.T) {
+	ctx, base := testutil.Begin(t, server.Addr())
+	proxy := zktest.NewProxy(t, server.Addr())
+	rec := testutil.NewStateRecorder()
+	c := newClient(t, proxy.Addr(), framework.WithListener(rec), framework.WithSessionTimeout(20*time.Second),
+		framework.WithSimulatedSessionExpirationPercent(5))
+	other := newClient(t, "")
+	count := must(NewSharedCount(c, base+"/count", 1)).get(t)
+	heard := make(chan int, 10)
+	count.AddListener(func(n int) { heard <- n })
+	if err := count.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer count.Close()
+	release := proxy.HoldSession(c.SessionID())
+	defer release()
+	rec.WaitFor(ctx, t, state.Lost)
+	rec.WaitFor(ctx, t, state.Reconnected)
+	setter := must(NewSharedCount(other, base+"/count", 1)).get(t)
+	if err := setter.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer setter.Close()
+	if err := setter.SetCount(ctx, 7); err != nil {
+		t.Fatal(err)
+	}
+	for n := 0; n != 7; {
+		select {
+		case n = <-heard:
+		case <-ctx.Done():
+			t.Fatalf("the count did not follow into the new session: %d", count.Count())
+		}
+	}
+}

@@ -11,6 +11,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/gocurator/curator/internal/zkwire"
 )
 
 // Proxy is a TCP fault-injection proxy between ZooKeeper clients and one
@@ -414,7 +416,7 @@ func (p *Proxy) rearm(a *loseArm) {
 }
 
 func (p *Proxy) recordSession(c *proxyConn, frame []byte) {
-	timeout, sid, passwd, ok := parseConnectResponse(frame)
+	timeout, sid, passwd, ok := zkwire.ParseConnectResponse(frame)
 	if !ok || sid == 0 {
 		return
 	}
@@ -506,17 +508,17 @@ func (c *proxyConn) run() {
 	defer c.p.wg.Done()
 	defer c.close()
 
-	var hdr [frameHeaderLen]byte
+	var hdr [zkwire.FrameHeaderLen]byte
 	if _, err := io.ReadFull(c.client, hdr[:]); err != nil {
 		return
 	}
 	var first []byte
-	_, isFrame := frameLen(hdr)
+	_, isFrame := zkwire.FrameLen(hdr)
 	raw := !isFrame // e.g. a four-letter word
 	if raw {
 		first = hdr[:]
 	} else {
-		f, err := readFrameBody(c.client, hdr)
+		f, err := zkwire.ReadFrameBody(c.client, hdr)
 		if err != nil {
 			return
 		}
@@ -525,7 +527,7 @@ func (c *proxyConn) run() {
 	at := time.Now()
 	var sid int64
 	if !raw {
-		sid = connectRequestSession(first)
+		sid = zkwire.ConnectRequestSession(first)
 	}
 	if !c.waitForwardable(sid, raw) {
 		return
@@ -608,7 +610,7 @@ func (c *proxyConn) readPackets(r net.Conn, q chan<- chunk, raw bool, inspect fu
 			}
 			data = append([]byte(nil), buf[:n]...)
 		} else {
-			f, err := readFrame(r)
+			f, err := zkwire.ReadFrame(r)
 			if err != nil {
 				c.send(q, chunk{at: time.Now().Add(c.p.currentDelay()), kind: kindEOF})
 				return
@@ -644,7 +646,7 @@ func (c *proxyConn) readServer(srv net.Conn, down chan<- chunk, raw bool) {
 			c.p.recordSession(c, f)
 			return false, nil
 		}
-		xid, ok := replyXid(f)
+		xid, ok := zkwire.ReplyXid(f)
 		if !ok || xid < 0 {
 			return false, nil
 		}
@@ -695,7 +697,7 @@ func (c *proxyConn) writeServer(srv net.Conn, up <-chan chunk) {
 		var arm *loseArm
 		var xid int32
 		if ch.kind == kindData {
-			x, op, ok := requestHeader(ch.data)
+			x, op, ok := zkwire.RequestHeader(ch.data)
 			if ok && x >= 0 {
 				c.p.countRequest(op)
 				if arm = c.p.takeArm(op); arm != nil {

@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gocurator/curator/internal/zkwire"
+
 	"github.com/go-zookeeper/zk"
 	"go.uber.org/goleak"
 )
@@ -245,9 +247,9 @@ func TestRestartClosesEarlyConnections(t *testing.T) {
 					continue
 				}
 				_ = c.SetDeadline(time.Now().Add(3 * time.Second))
-				_, err = c.Write(connectRequestFrame(0, 4000, make([]byte, 16)))
+				_, err = c.Write(zkwire.ConnectRequestFrame(0, 4000, make([]byte, 16)))
 				if err == nil {
-					_, err = readFrame(c)
+					_, err = zkwire.ReadFrame(c)
 				}
 				c.Close()
 				var ne net.Error
