@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/gocurator/curator/framework"
+	"github.com/gocurator/curator/internal/locktree"
 	"github.com/gocurator/curator/internal/testutil"
 	"github.com/gocurator/curator/recipes"
 )
@@ -28,11 +29,11 @@ func checkProtected(t testing.TB, p *peer, names []string) {
 		if len(f) != 3 {
 			t.Fatalf("is-protected %s: %q", n, f)
 		}
-		id, ok := framework.ProtectedID(n)
+		id, ok := locktree.ProtectedID(n)
 		if !ok {
 			id = "-"
 		}
-		goSays := []string{boolText(framework.IsProtectedName(n)), framework.NormalizeProtectedName(n), id}
+		goSays := []string{boolText(locktree.IsProtected(n)), locktree.NormalizeProtected(n), id}
 		if f[0] == "true" {
 			protected++
 		}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/go-zookeeper/zk"
@@ -55,7 +56,7 @@ func ExampleClient_Create() {
 		return
 	}
 	_, name := framework.SplitPath(path)
-	fmt.Println(framework.IsProtectedName(name), framework.NormalizeProtectedName(name))
+	fmt.Println(framework.IsProtectedName(name), strings.HasSuffix(name, "-job-0000000000"))
 
 	_, _, err = client.GetData(ctx, "/example/create/missing")
 	fmt.Println(errors.Is(err, zk.ErrNoNode))
@@ -65,7 +66,7 @@ func ExampleClient_Create() {
 		fmt.Println(err)
 	}
 	// Output:
-	// true job-0000000000
+	// true true
 	// true
 	// gocurator: get data /example/create/missing: zk: node does not exist
 }

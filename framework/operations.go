@@ -7,6 +7,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/gocurator/curator/internal/errs"
+	"github.com/gocurator/curator/internal/locktree"
 )
 
 // CreateMode is the kind of node Create makes, with ZooKeeper's names.
@@ -122,7 +123,7 @@ func (c *Client) Create(ctx context.Context, path string, data []byte, opts ...C
 	}
 	if err := c.checkRequest("create", path, func(p string) int {
 		if o.protected {
-			return createSize(p, data, o.acl) + ProtectedPrefixLength
+			return createSize(p, data, o.acl) + locktree.ProtectedPrefixLength
 		}
 		return createSize(p, data, o.acl)
 	}); err != nil {

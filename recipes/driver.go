@@ -1,6 +1,6 @@
 package recipes
 
-import "strings"
+import "github.com/gocurator/curator/internal/locktree"
 
 // driver is the recipe-specific part of the lock algorithm (Curator's
 // LockInternalsDriver): how children sort, and whether our node holds the
@@ -56,42 +56,57 @@ type countingDriver interface {
 	changed() <-chan struct{}
 }
 
-// standardDriver is StandardLockInternalsDriver: hold when fewer than
-// maxLeases nodes sort before ours; otherwise wait on the node maxLeases
-// places ahead (for a mutex, the immediate predecessor: no herd). key is the
-// sort key: SortKey with the lock name, or the read-write lock's double
-// transformation for its write half.
+// standardDriver is StandardLockInternalsDriver (locktree.Standard): hold
+// when fewer than maxLeases nodes sort before ours; otherwise wait on the
+// node maxLeases places ahead (for a mutex, the immediate predecessor: no
+// herd). key is the sort key: the lock name's, or the read-write lock's for
+// its write half (writeDriver).
 type standardDriver struct {
 	key       func(name string) string
 	maxLeases int
 }
 
-// lockNameDriver is the standard driver sorting by SortKey with lockName.
+// lockNameDriver is the standard driver sorting by the key of lockName.
 func lockNameDriver(lockName string, maxLeases int) standardDriver {
-	return standardDriver{key: func(s string) string { return SortKey(s, lockName) }, maxLeases: maxLeases}
+	return standardDriver{key: locktree.KeyFor(lockName), maxLeases: maxLeases}
 }
 
-func (d standardDriver) sort(children []string) []string { return sortBy(children, d.key) }
+func (d standardDriver) sort(children []string) []string { return locktree.Sort(children, d.key) }
 
 func (d standardDriver) check(sorted []string, ourName string) (bool, string, error) {
-	i := indexOf(sorted, ourName)
-	if i < 0 {
+	held, watch, found := locktree.Standard(sorted, ourName, d.maxLeases)
+	if !found {
 		return false, "", errNodeVanished
 	}
-	if i < d.maxLeases {
-		return true, "", nil
-	}
-	return false, sorted[i-d.maxLeases], nil
+	return held, watch, nil
 }
 
 func (d standardDriver) handsOff(sorted []string, ourName, watch string) bool {
-	return d.maxLeases == 1 && indexOf(sorted, ourName) == 1 && !strings.Contains(watch, writeLockName)
+	return d.maxLeases == 1 && locktree.IndexOf(sorted, ourName) == 1 && !locktree.IsWrite(watch)
 }
 
 func (d standardDriver) lookahead(sorted []string, ourName, watch string) string {
-	i := indexOf(sorted, ourName)
-	if d.maxLeases != 1 || i < 2 || sorted[i-1] != watch || strings.Contains(watch, writeLockName) {
+	i := locktree.IndexOf(sorted, ourName)
+	if d.maxLeases != 1 || i < 2 || sorted[i-1] != watch || locktree.IsWrite(watch) {
 		return ""
 	}
 	return sorted[i-2]
+}
+
+// writeDriver is the read-write lock's write half: the standard rule with
+// one lease over the read-write key (locktree.Write), which also counts a
+// write node behind nothing but its own downgrade read node as holding (a
+// writer only has one while it holds).
+type writeDriver struct{ standardDriver }
+
+func newWriteDriver() writeDriver {
+	return writeDriver{standardDriver{key: locktree.ReadWriteSortKey, maxLeases: 1}}
+}
+
+func (writeDriver) check(sorted []string, ourName string) (bool, string, error) {
+	held, watch, found := locktree.Write(sorted, ourName)
+	if !found {
+		return false, "", errNodeVanished
+	}
+	return held, watch, nil
 }

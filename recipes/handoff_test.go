@@ -6,14 +6,15 @@ import (
 	"time"
 
 	"github.com/gocurator/curator/framework/zktest"
+	"github.com/gocurator/curator/internal/locktree"
 	"github.com/gocurator/curator/internal/testutil"
 )
 
 // Where a waiter may hold as soon as the node it watches is deleted, without
 // listing again — and, as important, where it may not.
 func TestHandoffDecisions(t *testing.T) {
-	mutex := lockNameDriver(mutexLockName, 1)
-	writer := standardDriver{key: readWriteSortKey, maxLeases: 1}
+	mutex := lockNameDriver(locktree.MutexName, 1)
+	writer := newWriteDriver()
 	reader := readDriver{}
 	for _, tc := range []struct {
 		name   string
@@ -25,7 +26,7 @@ func TestHandoffDecisions(t *testing.T) {
 	}{
 		{"mutex second in line", mutex, []string{"a-lock-1", "b-lock-2"}, "b-lock-2", "a-lock-1", true},
 		{"mutex third in line", mutex, []string{"a-lock-1", "b-lock-2", "c-lock-3"}, "c-lock-3", "b-lock-2", false},
-		{"semaphore v1 with two leases", lockNameDriver(mutexLockName, 2), []string{"a-lock-1", "b-lock-2", "c-lock-3"}, "c-lock-3", "a-lock-1", false},
+		{"semaphore v1 with two leases", lockNameDriver(locktree.MutexName, 2), []string{"a-lock-1", "b-lock-2", "c-lock-3"}, "c-lock-3", "a-lock-1", false},
 		// the holder of __WRIT__1 may downgrade: its read node __READ__1 would
 		// take the write node's place before the write node goes
 		{"writer behind a writer", writer, []string{"a-__WRIT__1", "b-__WRIT__2"}, "b-__WRIT__2", "a-__WRIT__1", false},
@@ -44,8 +45,8 @@ func TestHandoffDecisions(t *testing.T) {
 // Which node a waiter further back also watches, so that it lists again
 // while its predecessor holds (lookahead).
 func TestLookaheadDecisions(t *testing.T) {
-	mutex := lockNameDriver(mutexLockName, 1)
-	writer := standardDriver{key: readWriteSortKey, maxLeases: 1}
+	mutex := lockNameDriver(locktree.MutexName, 1)
+	writer := newWriteDriver()
 	for _, tc := range []struct {
 		name   string
 		d      handoffDriver
@@ -57,7 +58,7 @@ func TestLookaheadDecisions(t *testing.T) {
 		{"mutex third in line", mutex, []string{"a-lock-1", "b-lock-2", "c-lock-3"}, "c-lock-3", "b-lock-2", "a-lock-1"},
 		{"mutex fourth in line", mutex, []string{"a-lock-1", "b-lock-2", "c-lock-3", "d-lock-4"}, "d-lock-4", "c-lock-3", "b-lock-2"},
 		{"mutex second in line (hands off already)", mutex, []string{"a-lock-1", "b-lock-2"}, "b-lock-2", "a-lock-1", ""},
-		{"semaphore v1 with two leases", lockNameDriver(mutexLockName, 2), []string{"a-lock-1", "b-lock-2", "c-lock-3"}, "c-lock-3", "a-lock-1", ""},
+		{"semaphore v1 with two leases", lockNameDriver(locktree.MutexName, 2), []string{"a-lock-1", "b-lock-2", "c-lock-3"}, "c-lock-3", "a-lock-1", ""},
 		{"writer behind readers", writer, []string{"a-__READ__1", "b-__READ__2", "c-__WRIT__3"}, "c-__WRIT__3", "b-__READ__2", "a-__READ__1"},
 		// second in line behind a writer, it would still have to list again
 		{"writer behind a writer", writer, []string{"a-__READ__1", "b-__WRIT__2", "c-__WRIT__3"}, "c-__WRIT__3", "b-__WRIT__2", ""},
@@ -126,7 +127,7 @@ func TestLookaheadListsBeforeTheHandoff(t *testing.T) {
 // further ahead, one further back does, and a counting driver (the
 // semaphore's leases) watches no node.
 func TestPlanWait(t *testing.T) {
-	mutex := lockNameDriver(mutexLockName, 1)
+	mutex := lockNameDriver(locktree.MutexName, 1)
 	for _, tc := range []struct {
 		name   string
 		d      driver

@@ -7,6 +7,7 @@ import (
 
 	"github.com/gocurator/curator/framework"
 	"github.com/gocurator/curator/internal/errs"
+	"github.com/gocurator/curator/internal/locktree"
 )
 
 // InterProcessMutex is Curator's InterProcessMutex: a reentrant mutex across
@@ -50,7 +51,7 @@ func WithLockData(data []byte) LockOption {
 // included) is an error that unwraps to zk.ErrInvalidPath; a nil client
 // wraps ErrBadArgument, a closed one framework.ErrClosed.
 func NewInterProcessMutex(client *framework.Client, path string, opts ...LockOption) (*InterProcessMutex, error) {
-	return newMutex(client, path, mutexLockName, lockNameDriver(mutexLockName, 1), opts)
+	return newMutex(client, path, locktree.MutexName, lockNameDriver(locktree.MutexName, 1), opts)
 }
 
 func newMutex(client *framework.Client, path, name string, d driver, opts []LockOption) (*InterProcessMutex, error) {

@@ -3,10 +3,10 @@ package recipes
 import (
 	"context"
 	"errors"
-	"strings"
 
 	"github.com/gocurator/curator/framework"
 	"github.com/gocurator/curator/internal/errs"
+	"github.com/gocurator/curator/internal/locktree"
 )
 
 // InterProcessReadWriteLock is Curator's InterProcessReadWriteLock: many
@@ -45,11 +45,11 @@ type InterProcessReadWriteLock struct {
 // is an error that unwraps to zk.ErrInvalidPath; a nil client wraps
 // ErrBadArgument, a closed one framework.ErrClosed.
 func NewInterProcessReadWriteLock(client *framework.Client, path string, opts ...LockOption) (*InterProcessReadWriteLock, error) {
-	write, err := newMutex(client, path, writeLockName, standardDriver{key: readWriteSortKey, maxLeases: 1}, opts)
+	write, err := newMutex(client, path, locktree.WriteName, newWriteDriver(), opts)
 	if err != nil {
 		return nil, err
 	}
-	read, err := newMutex(client, path, readLockName, readDriver{}, opts)
+	read, err := newMutex(client, path, locktree.ReadName, readDriver{}, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -143,7 +143,7 @@ func (r rwHalf) acquire(ctx context.Context, a attempt) (*acquisition, error) {
 	if err := w.err(); err != nil {
 		return nil, errs.Errorf("the write lock it would downgrade: %w", err)
 	}
-	a.name = readLockName + readWriteSortKey(w.name)
+	a.name = locktree.ReadName + locktree.ReadWriteSortKey(w.name)
 	a.mode = framework.Ephemeral
 	a.driver = readDriver{ownWrite: w.name}
 	n, err := li.acquire(ctx, a)
@@ -183,35 +183,29 @@ func (r rwHalf) release(ctx context.Context, g *acquisition) error {
 	return errs.Errorf("a downgrade is under way; the delete goes on in the background: %w", ctx.Err())
 }
 
-// readDriver is the read half's predicate over the read-write lock's queue:
-// held when no writer's node (a child containing __WRIT__) sorts before
-// ours; otherwise wait on the NEAREST such node ahead of us. Every other
-// child, foreign ones included, counts as a reader. For a downgrade, ownWrite
-// is the owner's write node: the read node is held at once, as long as that
-// node is still there.
+// readDriver is the read half's predicate over the read-write lock's queue
+// (locktree.Read): held when no writer's node sorts before ours, or beside
+// its own holding write node (a downgrade); otherwise wait on the NEAREST
+// writer ahead of us. Every other child, foreign ones included, counts as a
+// reader. For a downgrade, ownWrite is the owner's write node: once it is
+// gone, the downgrade has lost what it would take the place of.
 type readDriver struct {
 	ownWrite string
 }
 
-func (readDriver) sort(children []string) []string { return sortBy(children, readWriteSortKey) }
+func (readDriver) sort(children []string) []string {
+	return locktree.Sort(children, locktree.ReadWriteSortKey)
+}
 
 func (d readDriver) check(sorted []string, ourName string) (bool, string, error) {
-	if d.ownWrite != "" && indexOf(sorted, d.ownWrite) < 0 {
+	if d.ownWrite != "" && locktree.IndexOf(sorted, d.ownWrite) < 0 {
 		return false, "", errs.Errorf("%w: write lock node %s is gone", ErrLockLost, d.ownWrite)
 	}
-	nearest := -1
-	for i, c := range sorted {
-		if c == ourName {
-			if d.ownWrite != "" || nearest < 0 {
-				return true, "", nil
-			}
-			return false, sorted[nearest], nil
-		}
-		if strings.Contains(c, writeLockName) {
-			nearest = i
-		}
+	held, watch, found := locktree.Read(sorted, ourName)
+	if !found {
+		return false, "", errNodeVanished
 	}
-	return false, "", errNodeVanished
+	return held, watch, nil
 }
 
 // handsOff: a reader whose only writer ahead is the one it watches holds
@@ -219,7 +213,7 @@ func (d readDriver) check(sorted []string, ourName string) (bool, string, error)
 // can appear ahead, and a downgrade node, the only non-sequential one, is a
 // reader's.
 func (d readDriver) handsOff(sorted []string, ourName, watch string) bool {
-	if d.ownWrite != "" || !strings.Contains(watch, writeLockName) {
+	if d.ownWrite != "" || !locktree.IsWrite(watch) {
 		return false
 	}
 	writers := 0
@@ -227,7 +221,7 @@ func (d readDriver) handsOff(sorted []string, ourName, watch string) bool {
 		if c == ourName {
 			return writers == 1
 		}
-		if strings.Contains(c, writeLockName) {
+		if locktree.IsWrite(c) {
 			writers++
 		}
 	}

@@ -288,7 +288,7 @@ func TestReadWriteLockDowngrade(t *testing.T) {
 			w2Name = k
 		}
 	}
-	wd := standardDriver{key: readWriteSortKey, maxLeases: 1}
+	wd := newWriteDriver()
 	held, watch, err := wd.check(wd.sort(kids), w2Name)
 	if err != nil || held || watch != readName {
 		t.Fatalf("tree %v: W2 held=%v watching %q (%v); want waiting on the downgrade node %s", kids, held, watch, err, readName)

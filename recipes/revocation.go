@@ -1,7 +1,6 @@
 package recipes
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"sync"
@@ -9,11 +8,12 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/gocurator/curator/framework"
+	"github.com/gocurator/curator/internal/locktree"
 )
 
 // RevokeMessage is the data Curator's Revoker writes to ask a holder to
 // release: ASCII "__REVOKE__".
-var RevokeMessage = []byte("__REVOKE__")
+const RevokeMessage = locktree.RevokeMessage
 
 // Revoke asks the holder of the lock node at nodePath to release it, as
 // Curator's Revoker.attemptRevoke: it writes RevokeMessage to the node. The
@@ -27,7 +27,7 @@ func Revoke(ctx context.Context, client *framework.Client, nodePath string) erro
 	if err := checkArgs(client, nodePath); err != nil {
 		return err
 	}
-	_, err := client.SetData(ctx, nodePath, RevokeMessage, -1)
+	_, err := client.SetData(ctx, nodePath, []byte(RevokeMessage), -1)
 	if errors.Is(err, zk.ErrNoNode) {
 		return nil
 	}
@@ -50,7 +50,7 @@ func (li *lockInternals) watchRevocation(path string, listener func()) (stop fun
 			if err != nil {
 				return // node gone, client closed, or stopped
 			}
-			if !first && bytes.Equal(data, RevokeMessage) {
+			if !first && string(data) == RevokeMessage {
 				go listener()
 			}
 			first = false

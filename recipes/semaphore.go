@@ -10,12 +10,7 @@ import (
 
 	"github.com/gocurator/curator/framework"
 	"github.com/gocurator/curator/internal/errs"
-)
-
-// Curator's semaphore layout (InterProcessSemaphoreV2.LOCK_SCHEMA).
-const (
-	semaphoreLocks  = "locks"
-	semaphoreLeases = "leases"
+	"github.com/gocurator/curator/internal/locktree"
 )
 
 // InterProcessSemaphoreV2 is Curator's InterProcessSemaphoreV2: at most
@@ -113,8 +108,8 @@ func newSemaphore(client *framework.Client, path string, opts []SemaphoreOption)
 	return &InterProcessSemaphoreV2{
 		client:  client,
 		path:    path,
-		locks:   lockInternals{client: client, base: framework.JoinPath(path, semaphoreLocks)},
-		leases:  lockInternals{client: client, base: framework.JoinPath(path, semaphoreLeases)},
+		locks:   lockInternals{client: client, base: framework.JoinPath(path, locktree.SemaphoreLocks)},
+		leases:  lockInternals{client: client, base: framework.JoinPath(path, locktree.SemaphoreLeases)},
 		data:    o.data,
 		changed: make(chan struct{}),
 	}, nil
@@ -207,9 +202,9 @@ func (s *InterProcessSemaphoreV2) acquire(ctx context.Context, qty int, try bool
 // lock's node) vanishes, the whole is tried again as far as the client's
 // retry policy allows (RETRY_DUE_TO_MISSING_NODE).
 func (s *InterProcessSemaphoreV2) acquireOne(ctx context.Context, try bool) (*Lease, error) {
-	lockAttempt := attempt{name: mutexLockName, mode: framework.EphemeralSequential,
-		driver: lockNameDriver(mutexLockName, 1), try: try}
-	leaseAttempt := attempt{name: leaseName, mode: framework.EphemeralSequential,
+	lockAttempt := attempt{name: locktree.MutexName, mode: framework.EphemeralSequential,
+		driver: lockNameDriver(locktree.MutexName, 1), try: try}
+	leaseAttempt := attempt{name: locktree.LeaseName, mode: framework.EphemeralSequential,
 		data: s.data, driver: leaseDriver{s}, try: try}
 	g, err := retryVanished(ctx, s.client, s.path, func() (*acquisition, error) {
 		lock, err := s.locks.attemptOnce(ctx, lockAttempt)
@@ -248,10 +243,11 @@ type leaseDriver struct{ s *InterProcessSemaphoreV2 }
 func (leaseDriver) sort(children []string) []string { return children }
 
 func (d leaseDriver) check(children []string, ourName string) (bool, string, error) {
-	if indexOf(children, ourName) < 0 {
+	held, found := locktree.Leases(children, ourName, d.s.MaxLeases())
+	if !found {
 		return false, "", errNodeVanished
 	}
-	return len(children) <= d.s.MaxLeases(), "", nil
+	return held, "", nil
 }
 
 func (d leaseDriver) changed() <-chan struct{} {

@@ -10,6 +10,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/gocurator/curator/framework"
+	"github.com/gocurator/curator/internal/locktree"
 	"github.com/gocurator/curator/internal/lockview"
 	"github.com/gocurator/curator/internal/testutil"
 	"github.com/gocurator/curator/recipes"
@@ -277,7 +278,7 @@ func TestLsCuratorTrees(t *testing.T) {
 		if seq {
 			flags |= zk.FlagSequence
 		}
-		p, err := conn.Create(parent+"/"+framework.ProtectedName(framework.NewProtectedID(), name), data, flags, acl)
+		p, err := conn.Create(parent+"/"+locktree.ProtectedName(locktree.NewProtectedID(), name), data, flags, acl)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -328,7 +329,7 @@ func TestLsCuratorTrees(t *testing.T) {
 	mkdirs(dg)
 	w := create(dg, "__WRIT__", ip, true)
 	_, wName := framework.SplitPath(w)
-	down := create(dg, "__READ__"+recipes.SortKey(wName, "__WRIT__"), ip, false)
+	down := create(dg, "__READ__"+locktree.SortKey(wName, locktree.WriteName), ip, false)
 	wait := create(dg, "__WRIT__", ip, true)
 	l, err = lockview.List(ctx, client, dg, lockview.Options{})
 	if err != nil {

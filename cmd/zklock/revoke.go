@@ -175,7 +175,7 @@ func requestRevoke(ctx context.Context, client *framework.Client, path, node str
 	}
 	r.Message = fmt.Sprintf("revocation requested: %s (session %s)", node, r.Session)
 	// Write only if the node is still the one we looked at, and still there.
-	if _, err := client.SetData(ctx, node, recipes.RevokeMessage, st.Version); err != nil {
+	if _, err := client.SetData(ctx, node, []byte(recipes.RevokeMessage), st.Version); err != nil {
 		if errors.Is(err, zk.ErrNoNode) {
 			return gone()
 		}

@@ -22,21 +22,17 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/gocurator/curator/framework"
-	"github.com/gocurator/curator/recipes"
+	"github.com/gocurator/curator/internal/locktree"
 )
 
-// Curator's lock-name markers: the text before a node's sequence number.
+// Curator's names, from the one home of the tree format.
 const (
-	markerLock  = "lock-"
-	markerRead  = "__READ__"
-	markerWrite = "__WRIT__"
-	markerLease = "lease-"
-)
-
-// The semaphore layout's children (Curator's InterProcessSemaphoreV2 LOCK_SCHEMA).
-const (
-	semLocks  = "locks"
-	semLeases = "leases"
+	markerLock  = locktree.MutexName
+	markerRead  = locktree.ReadName
+	markerWrite = locktree.WriteName
+	markerLease = locktree.LeaseName
+	semLocks    = locktree.SemaphoreLocks
+	semLeases   = locktree.SemaphoreLeases
 )
 
 // Recipes (layouts) List recognises.
@@ -343,7 +339,7 @@ func stat(ctx context.Context, client *framework.Client, parent string, names []
 		}
 		part.Created = time.UnixMilli(st.Ctime)
 		part.AgeMillis = max(0, time.Since(part.Created).Milliseconds())
-		if string(data) == string(recipes.RevokeMessage) {
+		if string(data) == locktree.RevokeMessage {
 			part.Notes = append(part.Notes, "revocation requested (__REVOKE__)")
 		}
 		ps = append(ps, part)
@@ -384,7 +380,8 @@ func (l *Listing) mutex(ctx context.Context, client *framework.Client, parent st
 	if err != nil {
 		return err
 	}
-	sortParticipants(ps, func(n string) string { return recipes.SortKey(n, markerLock) })
+	sortParticipants(ps, locktree.KeyFor(markerLock))
+	held := Holders(RecipeMutex, names)
 	// locksAfter[i] counts the lock nodes that sort after child i.
 	locksAfter := make([]int, len(ps)+1)
 	for i := len(ps) - 1; i >= 0; i-- {
@@ -407,7 +404,7 @@ func (l *Listing) mutex(ctx context.Context, client *framework.Client, parent st
 		}
 		p.Kind = kind
 		p.Role = RoleWaiting
-		if i == 0 {
+		if held[p.Node] {
 			p.Role = RoleHolder
 		} else if locksAfter[0]-locksAfter[i] == 0 {
 			p.Notes = append(p.Notes, "first lock node, behind a blocking child: it holds the lock only if it got it before that child appeared")
@@ -430,37 +427,24 @@ func (l *Listing) readWrite(ctx context.Context, client *framework.Client, names
 	if err != nil {
 		return err
 	}
-	sortParticipants(ps, func(n string) string {
-		return recipes.SortKey(recipes.SortKey(n, markerRead), markerWrite)
-	})
+	sortParticipants(ps, locktree.ReadWriteSortKey)
+	held := Holders(RecipeReadWrite, names)
 	var mixed bool
-	firstWrite, lastWrite := -1, -1
+	lastWrite, holdingWriter := -1, -1
 	for i := range ps {
 		p := &ps[i]
 		switch {
-		case strings.Contains(p.Node, markerWrite):
+		case locktree.IsWrite(p.Node):
 			p.Kind = KindWrite
-			if firstWrite < 0 {
-				firstWrite = i
-			}
 			lastWrite = i
-		case strings.Contains(p.Node, markerRead):
+			if held[p.Node] {
+				holdingWriter = i
+			}
+		case locktree.IsRead(p.Node):
 			p.Kind = KindRead
 		default:
 			p.Kind = KindForeign
-			mixed = mixed || strings.Contains(p.Node, markerLock)
-		}
-	}
-	// The holding writer, if any: first writer, with nothing ahead of it but
-	// read nodes of its own sequence (its downgrade read node may sort first).
-	holdingWriter := -1
-	if firstWrite >= 0 {
-		holdingWriter = firstWrite
-		for j := 0; j < firstWrite; j++ {
-			if ps[j].Kind != KindRead || ps[j].sortKey != ps[firstWrite].sortKey {
-				holdingWriter = -1
-				break
-			}
+			mixed = mixed || locktree.IsLock(p.Node)
 		}
 	}
 	for i := range ps {
@@ -468,17 +452,16 @@ func (l *Listing) readWrite(ctx context.Context, client *framework.Client, names
 		switch p.Kind {
 		case KindWrite:
 			p.Role = RoleWaiting
-			if i == holdingWriter {
+			if held[p.Node] {
 				p.Role = RoleHolder
 			}
 			l.checkLockNode(p, markerWrite)
 		case KindRead:
 			p.Role = RoleWaiting
-			if firstWrite < 0 || i < firstWrite {
+			if held[p.Node] {
 				p.Role = RoleHolder
 			}
 			if holdingWriter >= 0 && p.sortKey == ps[holdingWriter].sortKey {
-				p.Role = RoleHolder
 				p.Notes = append(p.Notes, "downgrade read node: shares the holding write node's sequence (Curator 5.5+)")
 				if p.owner != ps[holdingWriter].owner {
 					l.warnf(p.Path, "read node with the holding writer's sequence but another session (0x%x): a downgrade read node belongs to the writer's session", p.owner)
@@ -530,7 +513,7 @@ func (l *Listing) semaphore(ctx context.Context, client *framework.Client, names
 	if err != nil {
 		return err
 	}
-	sortParticipants(leases, func(n string) string { return recipes.SortKey(n, markerLease) })
+	sortParticipants(leases, locktree.KeyFor(markerLease))
 	for i := range leases {
 		p := &leases[i]
 		p.Role = RoleHolder
@@ -601,7 +584,7 @@ func (l *Listing) semaphore(ctx context.Context, client *framework.Client, names
 // go-zookeeper-protected, or not ephemeral.
 func (l *Listing) checkLockNode(p *Participant, marker string) {
 	switch {
-	case framework.IsProtectedName(p.Node):
+	case locktree.IsProtected(p.Node):
 	case goZKProtected.MatchString(p.Node):
 		l.warnf(p.Path, "go-zookeeper protected name (_c_ + 32 hex digits): it sorts correctly among %s nodes, but Curator's ProtectedUtils does not recognise it as protected (it wants a 36-character UUID), so Curator's protected-create recovery and ProtectedUtils.normalize pass it by", strings.TrimSuffix(marker, "-"))
 	default:
@@ -793,4 +776,36 @@ func FormatAge(d time.Duration) string {
 	default:
 		return fmt.Sprintf("%dd%dh", int(d.Hours())/24, int(d.Hours())%24)
 	}
+}
+
+// Holders returns the children of a mutex or read-write lock path (names,
+// in any order) that hold it, by the hold rules every participant applies
+// (internal/locktree): the same rules the recipes' drivers grant by.
+// Foreign children never hold.
+func Holders(recipe string, names []string) map[string]bool {
+	held := map[string]bool{}
+	switch recipe {
+	case RecipeMutex:
+		sorted := locktree.Sort(names, locktree.KeyFor(markerLock))
+		for _, n := range sorted {
+			if ok, _, _ := locktree.Standard(sorted, n, 1); ok && locktree.IsLock(n) {
+				held[n] = true
+			}
+		}
+	case RecipeReadWrite:
+		sorted := locktree.Sort(names, locktree.ReadWriteSortKey)
+		for _, n := range sorted {
+			var ok bool
+			switch {
+			case locktree.IsWrite(n):
+				ok, _, _ = locktree.Write(sorted, n)
+			case locktree.IsRead(n):
+				ok, _, _ = locktree.Read(sorted, n)
+			}
+			if ok {
+				held[n] = true
+			}
+		}
+	}
+	return held
 }

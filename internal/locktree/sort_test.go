@@ -1,4 +1,4 @@
-package recipes
+package locktree
 
 import (
 	"strings"
@@ -48,7 +48,7 @@ func TestSortChildrenMatchesCurator(t *testing.T) {
 		{"marker at the end gives an empty key", "lock-", []string{"a-lock-0000000001", "b-lock-"},
 			[]string{"b-lock-", "a-lock-0000000001"}},
 	} {
-		got := SortChildren(tc.in, tc.lockName)
+		got := Sort(tc.in, KeyFor(tc.lockName))
 		if strings.Join(got, " ") != strings.Join(tc.want, " ") {
 			t.Errorf("%s:\n got %v\nwant %v", tc.name, got, tc.want)
 		}
@@ -60,7 +60,7 @@ func TestReadWriteSortInterleaves(t *testing.T) {
 		"_c_a-__WRIT__0000000002", "_c_b-__READ__0000000001", "_c_c-__READ__0000000003",
 		"_c_d-__READ__0000000002", // a downgrade read node carries its write node's sequence
 	}
-	got := sortBy(in, readWriteSortKey)
+	got := Sort(in, ReadWriteSortKey)
 	want := "_c_b-__READ__0000000001 _c_a-__WRIT__0000000002 _c_d-__READ__0000000002 _c_c-__READ__0000000003"
 	if strings.Join(got, " ") != want {
 		t.Errorf("got %v\nwant %s", got, want)

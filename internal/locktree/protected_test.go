@@ -1,4 +1,4 @@
-package framework
+package locktree
 
 import (
 	"regexp"
@@ -41,11 +41,11 @@ func TestProtectedNames(t *testing.T) {
 		{"_c_40bfe6fd_3b9e-4c4d-9a5e-0123456789ab-lock", false, "_c_40bfe6fd_3b9e-4c4d-9a5e-0123456789ab-lock"},
 		{"_c_40bfe6fd-3b9e-4c4d-9a5e-0123456789ag-lock", false, "_c_40bfe6fd-3b9e-4c4d-9a5e-0123456789ag-lock"},
 	} {
-		if got := IsProtectedName(tc.name); got != tc.protected {
-			t.Errorf("IsProtectedName(%q) = %v, want %v", tc.name, got, tc.protected)
+		if got := IsProtected(tc.name); got != tc.protected {
+			t.Errorf("IsProtected(%q) = %v, want %v", tc.name, got, tc.protected)
 		}
-		if got := NormalizeProtectedName(tc.name); got != tc.normal {
-			t.Errorf("NormalizeProtectedName(%q) = %q, want %q", tc.name, got, tc.normal)
+		if got := NormalizeProtected(tc.name); got != tc.normal {
+			t.Errorf("NormalizeProtected(%q) = %q, want %q", tc.name, got, tc.normal)
 		}
 	}
 	if got, ok := ProtectedID(name); !ok || got != id {

@@ -1,28 +1,26 @@
-package recipes
+package locktree
 
 import (
 	"fmt"
 	"sort"
 	"strings"
 	"testing"
-
-	"github.com/gocurator/curator/framework"
 )
 
-// FuzzSortChildren: the order is a permutation of the input, keys never
+// FuzzSort: the order is a permutation of the input, keys never
 // decrease, and equal keys keep their input order (Java's stable sort).
-func FuzzSortChildren(f *testing.F) {
+func FuzzSort(f *testing.F) {
 	f.Add("_c_a-lock-0000000002,_c_b-lock-0000000001,0-foreign,zzz-foreign", "lock-")
 	f.Add("_c_a-__WRIT__0000000002,_c_b-__READ__0000000001,_c_d-__READ__0000000002", "__READ__")
 	f.Add("x-lock--000000001,y-lock-2147483647,lock-", "lock-")
 	f.Fuzz(func(t *testing.T, list, lockName string) {
 		in := strings.Split(list, ",")
-		got := SortChildren(in, lockName)
+		got := Sort(in, KeyFor(lockName))
 		a, b := append([]string(nil), in...), append([]string(nil), got...)
 		sort.Strings(a)
 		sort.Strings(b)
 		if strings.Join(a, "\x00") != strings.Join(b, "\x00") {
-			t.Fatalf("SortChildren(%q) = %q: not a permutation", in, got)
+			t.Fatalf("Sort(%q) = %q: not a permutation", in, got)
 		}
 		for i := 1; i < len(got); i++ {
 			ki, kp := SortKey(got[i], lockName), SortKey(got[i-1], lockName)
@@ -82,14 +80,14 @@ func FuzzSequenceKey(f *testing.F) {
 		}
 
 		digits := func(n int32) string { return fmt.Sprintf("%010d", n) }
-		for _, marker := range []string{mutexLockName, leaseName, readLockName, writeLockName} {
-			node := framework.ProtectedName(id, marker+digits(seq))
+		for _, marker := range []string{MutexName, LeaseName, ReadName, WriteName} {
+			node := ProtectedName(id, marker+digits(seq))
 			if got := SortKey(node, marker); got != digits(seq) {
 				t.Fatalf("SortKey(%q, %q) = %q, want %q", node, marker, got, digits(seq))
 			}
-			if marker == readLockName || marker == writeLockName {
-				if got := readWriteSortKey(node); got != digits(seq) {
-					t.Fatalf("readWriteSortKey(%q) = %q, want %q", node, got, digits(seq))
+			if marker == ReadName || marker == WriteName {
+				if got := ReadWriteSortKey(node); got != digits(seq) {
+					t.Fatalf("ReadWriteSortKey(%q) = %q, want %q", node, got, digits(seq))
 				}
 			}
 		}
@@ -104,10 +102,36 @@ func FuzzSequenceKey(f *testing.F) {
 				t.Fatalf("sequences %q and %q do not sort as %d and %d", a, b, seq, other)
 			}
 		}
-		write := framework.ProtectedName(id, writeLockName+digits(seq))
-		downgrade := framework.ProtectedName(id, readLockName+readWriteSortKey(write))
-		if got := readWriteSortKey(downgrade); got != readWriteSortKey(write) {
-			t.Fatalf("downgrade node %q has key %q, its write node %q has %q", downgrade, got, write, readWriteSortKey(write))
+		write := ProtectedName(id, WriteName+digits(seq))
+		downgrade := ProtectedName(id, ReadName+ReadWriteSortKey(write))
+		if got := ReadWriteSortKey(downgrade); got != ReadWriteSortKey(write) {
+			t.Fatalf("downgrade node %q has key %q, its write node %q has %q", downgrade, got, write, ReadWriteSortKey(write))
+		}
+	})
+}
+
+// FuzzProtectedName: the three parsers agree with each other, and with
+// ProtectedName for every UUID NewProtectedID could make.
+func FuzzProtectedName(f *testing.F) {
+	for _, s := range []string{"_c_40bfe6fd-3b9e-4c4d-9a5e-0123456789ab-lock-0000000007",
+		"_c_0123456789abcdef0123456789abcdef-lock-0000000001", "lock-0000000001", "_c_", "",
+		"_c_40bfe6fd-3b9e-4c4d-9a5e-0123456789ab-"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, name string) {
+		id, ok := ProtectedID(name)
+		if ok != IsProtected(name) {
+			t.Fatalf("ProtectedID and IsProtected disagree on %q", name)
+		}
+		norm := NormalizeProtected(name)
+		if !ok {
+			if norm != name {
+				t.Fatalf("NormalizeProtected changed unprotected %q to %q", name, norm)
+			}
+			return
+		}
+		if ProtectedName(id, norm) != name || !strings.HasSuffix(name, norm) {
+			t.Fatalf("%q does not rebuild from id %q and rest %q", name, id, norm)
 		}
 	})
 }

@@ -1,0 +1,248 @@
+// Package locktree is the one home of Curator's lock-tree format: the names
+// of lock nodes, the order in which every participant sorts them, the rules
+// that say which nodes hold, and the protected-name prefix. The recipes'
+// drivers and internal/lockview (`zklock ls`) both use it, so that the
+// command cannot disagree with the library about who holds a lock.
+//
+// Everything here is Curator 5.x's, as curator-lock-trees.md describes it
+// and compat_test checks against live Curator processes.
+package locktree
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"slices"
+	"strings"
+)
+
+// Curator's lock names: the marker before a node's sequence number.
+const (
+	MutexName = "lock-"    // InterProcessMutex, and a semaphore's internal lock
+	ReadName  = "__READ__" // InterProcessReadWriteLock, read half
+	WriteName = "__WRIT__" // InterProcessReadWriteLock, write half
+	LeaseName = "lease-"   // InterProcessSemaphoreV2 leases
+	LatchName = "latch-"   // LeaderLatch
+)
+
+// A semaphore's layout: P/locks holds its internal mutex, P/leases its
+// leases (InterProcessSemaphoreV2.LOCK_SCHEMA).
+const (
+	SemaphoreLocks  = "locks"
+	SemaphoreLeases = "leases"
+)
+
+// RevokeMessage is what Curator's Revoker writes to a lock node to ask its
+// holder to release.
+const RevokeMessage = "__REVOKE__"
+
+// SortKey is the text Curator orders a lock child by
+// (StandardLockInternalsDriver.fixForSorting): what follows the last
+// occurrence of lockName, or the whole name if lockName does not occur.
+func SortKey(name, lockName string) string {
+	if i := strings.LastIndex(name, lockName); i >= 0 {
+		return name[i+len(lockName):]
+	}
+	return name
+}
+
+// ReadWriteSortKey is the read-write lock's key (its
+// SortingLockInternalsDriver): the standard key with __READ__, then again
+// with __WRIT__. A write node and its owner's downgrade read node, which
+// carries the write node's sequence, have the same key.
+func ReadWriteSortKey(name string) string {
+	return SortKey(SortKey(name, ReadName), WriteName)
+}
+
+// KeyFor returns the sort key of the lock whose nodes are named lockName.
+func KeyFor(lockName string) func(string) string {
+	return func(name string) string { return SortKey(name, lockName) }
+}
+
+// Sort orders lock children as every Curator participant does: by key,
+// compared byte-wise (Java's String.compareTo for the ASCII names locks
+// use), stably, with nothing filtered out. Foreign children are sorted and
+// counted too, so "0-foreign" sorts before every sequence number and blocks
+// the lock in Curator and here alike. It returns a new slice.
+func Sort(children []string, key func(string) string) []string {
+	type keyed struct{ key, name string }
+	ks := make([]keyed, len(children))
+	for i, c := range children {
+		ks[i] = keyed{key(c), c}
+	}
+	slices.SortStableFunc(ks, func(a, b keyed) int { return strings.Compare(a.key, b.key) })
+	out := make([]string, len(ks))
+	for i, k := range ks {
+		out[i] = k.name
+	}
+	return out
+}
+
+// IndexOf returns the index of name in sorted, or -1.
+func IndexOf(sorted []string, name string) int { return slices.Index(sorted, name) }
+
+// IsWrite, IsRead, IsLock and IsLease report a child's kind by its marker.
+func IsWrite(name string) bool { return strings.Contains(name, WriteName) }
+
+// IsRead reports whether name is a read-write lock's read node.
+func IsRead(name string) bool { return strings.Contains(name, ReadName) }
+
+// IsLock reports whether name is a mutex (or semaphore-internal) lock node.
+func IsLock(name string) bool { return strings.Contains(name, MutexName) }
+
+// IsLease reports whether name is a semaphore lease node.
+func IsLease(name string) bool { return strings.Contains(name, LeaseName) }
+
+// The hold rules. Each takes the children sorted by the lock's key and a
+// child's name, and says whether that child holds, or else which child it
+// waits on; found is false when the name is not among the children.
+
+// Standard is StandardLockInternalsDriver's rule: a child holds when fewer
+// than maxLeases children sort before it; otherwise it waits on the child
+// maxLeases places ahead (for a mutex, its predecessor: no herd).
+func Standard(sorted []string, name string, maxLeases int) (held bool, watch string, found bool) {
+	i := IndexOf(sorted, name)
+	if i < 0 {
+		return false, "", false
+	}
+	if i < maxLeases {
+		return true, "", true
+	}
+	return false, sorted[i-maxLeases], true
+}
+
+// Write is the read-write lock's rule for a write node: it holds at the
+// head of the queue (Standard with one lease), or behind nothing but read
+// nodes of its own sequence (its owner's downgrade read node, which a
+// writer only has while it holds); otherwise it waits on its predecessor.
+func Write(sorted []string, name string) (held bool, watch string, found bool) {
+	i := IndexOf(sorted, name)
+	if i < 0 {
+		return false, "", false
+	}
+	key := ReadWriteSortKey(name)
+	for j := 0; j < i; j++ {
+		if !IsRead(sorted[j]) || ReadWriteSortKey(sorted[j]) != key {
+			return false, sorted[i-1], true
+		}
+	}
+	return true, "", true
+}
+
+// Read is the read-write lock's rule for a read node: it holds when no
+// write node sorts before it (every other child, foreign ones included,
+// counts as a reader), or when it is a downgrade read node: one that
+// shares the sequence of a write node that holds (ownWrite, when the caller
+// knows it is its owner's write node). Otherwise it waits on the NEAREST
+// write node ahead of it (Curator's readers watch the first one; the queue
+// and the grants are the same, fewer readers wake). Curator 5.4's readers
+// grant a downgrade read node by the same rule, since its key equals its
+// write node's.
+func Read(sorted []string, name string) (held bool, watch string, found bool) {
+	nearest := -1
+	for i, c := range sorted {
+		if c == name {
+			if nearest < 0 {
+				return true, "", true
+			}
+			if w := sorted[nearest]; ReadWriteSortKey(w) == ReadWriteSortKey(name) {
+				if held, _, _ := Write(sorted, w); held {
+					return true, "", true // a downgrade read node, beside its holding write node
+				}
+			}
+			return false, sorted[nearest], true
+		}
+		if IsWrite(c) {
+			nearest = i
+		}
+	}
+	return false, "", false
+}
+
+// Leases is InterProcessSemaphoreV2's rule for a lease node: the leases
+// hold while there are at most maxLeases of them, foreign children of
+// P/leases included; order does not matter.
+func Leases(children []string, name string, maxLeases int) (held, found bool) {
+	if IndexOf(children, name) < 0 {
+		return false, false
+	}
+	return len(children) <= maxLeases, true
+}
+
+// Curator's protected-node format (ProtectedUtils): "_c_" + a 36-character
+// UUID + "-" in front of the last path segment.
+const (
+	protectedPrefix = "_c_"
+	// ProtectedPrefixLength is the length of "_c_<uuid>-": 40.
+	ProtectedPrefixLength = len(protectedPrefix) + 36 + 1
+)
+
+// NewProtectedID returns a random version-4 UUID in the canonical lowercase
+// 8-4-4-4-12 form, as Java's UUID.randomUUID().toString().
+func NewProtectedID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails (Go 1.24+)
+	b[6] = b[6]&0x0f | 0x40
+	b[8] = b[8]&0x3f | 0x80
+	var s [36]byte
+	hex.Encode(s[0:8], b[0:4])
+	s[8] = '-'
+	hex.Encode(s[9:13], b[4:6])
+	s[13] = '-'
+	hex.Encode(s[14:18], b[6:8])
+	s[18] = '-'
+	hex.Encode(s[19:23], b[8:10])
+	s[23] = '-'
+	hex.Encode(s[24:], b[10:])
+	return string(s[:])
+}
+
+// ProtectedName returns name with the protection prefix for id: "_c_<id>-<name>".
+func ProtectedName(id, name string) string { return protectedPrefix + id + "-" + name }
+
+// IsProtected reports whether a node name carries Curator's protection
+// prefix, by Curator's own test (ProtectedUtils.isProtectedZNode): longer
+// than 40 characters, "_c_" first, "-" at index 39, and a UUID in between.
+func IsProtected(name string) bool {
+	return len(name) > ProtectedPrefixLength &&
+		strings.HasPrefix(name, protectedPrefix) &&
+		name[ProtectedPrefixLength-1] == '-' &&
+		isUUID(name[len(protectedPrefix):ProtectedPrefixLength-1])
+}
+
+// ProtectedID returns the UUID of a protected name, and whether it is one.
+func ProtectedID(name string) (string, bool) {
+	if !IsProtected(name) {
+		return "", false
+	}
+	return name[len(protectedPrefix) : ProtectedPrefixLength-1], true
+}
+
+// NormalizeProtected strips the protection prefix from a protected name and
+// returns any other name unchanged (Curator's ProtectedUtils.normalize).
+func NormalizeProtected(name string) string {
+	if IsProtected(name) {
+		return name[ProtectedPrefixLength:]
+	}
+	return name
+}
+
+// isUUID accepts the canonical 8-4-4-4-12 hexadecimal form, either case.
+func isUUID(s string) bool {
+	if len(s) != 36 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch i {
+		case 8, 13, 18, 23:
+			if c != '-' {
+				return false
+			}
+		default:
+			if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F') {
+				return false
+			}
+		}
+	}
+	return true
+}
