@@ -99,3 +99,11 @@ var closedChan = func() chan struct{} {
 	close(ch)
 	return ch
 }()
+
+// renew returns a new acquisition of the same node, for the next grant on
+// it (a leader latch's next term): it is not trusted (its signal has ended),
+// so the grant reads the node again; the ended one is left as it is, for
+// whoever still looks at it.
+func (a *acquisition) renew() *acquisition {
+	return &acquisition{path: a.path, name: a.name, sig: a.sig, stopRevoke: a.stopRevoke}
+}

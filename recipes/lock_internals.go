@@ -62,12 +62,26 @@ func retryVanished(ctx context.Context, client *framework.Client, base string, o
 }
 
 func (li *lockInternals) attemptOnce(ctx context.Context, a attempt) (*acquisition, error) {
-	// Made before the create: an error state at any point from here on is
-	// seen, and a grant after one is verified again (see grant).
+	n, err := li.create(ctx, a)
+	if err != nil {
+		return nil, err
+	}
+	if err := li.wait(ctx, a, n); err != nil {
+		n.end()
+		li.deleteNode(ctx, n.path)
+		return nil, err
+	}
+	return n, nil
+}
+
+// create creates the node of an attempt: protected, under container
+// parents, with its signal made before the create, so that an error state
+// at any point from then on is seen and a grant after one is verified again
+// (see grant). A container parent the server reaps meanwhile is made again
+// by the client (createWithParents), and a protected create cleans up after
+// itself: an error here is final.
+func (li *lockInternals) create(ctx context.Context, a attempt) (*acquisition, error) {
 	sig := li.client.NotifyErrorState()
-	// A container parent the server reaps meanwhile is made again by the
-	// client (createWithParents), and a protected create cleans up after
-	// itself: an error here is final.
 	path, err := li.client.Create(ctx, framework.JoinPath(li.base, a.name), a.data,
 		framework.WithMode(a.mode), framework.WithProtection(), framework.CreatingParentContainersIfNeeded())
 	if err != nil {
@@ -77,11 +91,6 @@ func (li *lockInternals) attemptOnce(ctx context.Context, a attempt) (*acquisiti
 	n := &acquisition{path: path, name: path[len(li.base)+1:], sig: sig}
 	if a.revoked != nil {
 		n.stopRevoke = li.watchRevocation(path, a.revoked)
-	}
-	if err := li.wait(ctx, a, n); err != nil {
-		n.end()
-		li.deleteNode(ctx, path)
-		return nil, err
 	}
 	return n, nil
 }

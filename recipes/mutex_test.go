@@ -187,12 +187,19 @@ func assertOnlyHolder(t *testing.T, base string, h *Handle) {
 	}
 }
 
-// waitForChildren waits, with a child watch, until path has n children.
+// waitForChildren waits, with a child watch (or, while path is missing,
+// an exists watch), until path has n children.
 func waitForChildren(t *testing.T, c *framework.Client, path string, n int) {
 	t.Helper()
 	ctx := testutil.Context(t)
 	for {
 		kids, _, w, err := c.ChildrenW(ctx, path)
+		if errors.Is(err, zk.ErrNoNode) {
+			var ok bool
+			if ok, _, w, err = c.ExistsW(ctx, path); err == nil && ok {
+				continue
+			}
+		}
 		if err != nil {
 			t.Fatal(err)
 		}

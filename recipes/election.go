@@ -1,0 +1,164 @@
+package recipes
+
+import (
+	"context"
+	"errors"
+	"sync"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/gocurator/curator/framework"
+	"github.com/gocurator/curator/internal/errs"
+)
+
+// Participant is a candidate of a leader election (Curator's Participant):
+// its id, as its node's data says, and whether it leads.
+type Participant struct {
+	// ID is the candidate's participant id (the UTF-8 text of its node's
+	// data): WithParticipantID's, or, for a LeaderSelector without one, the
+	// client's default data (the local IP address), as in Curator.
+	ID string
+	// IsLeader is true for the first candidate in the queue.
+	IsLeader bool
+}
+
+// ErrNotLeader is what a latch's or selector's Err wraps while it does not
+// lead.
+var ErrNotLeader = errors.New("gocurator: not the leader")
+
+// ElectionOption configures a LeaderLatch or a LeaderSelector.
+type ElectionOption interface{ applyElection(*electionOptions) }
+
+type electionOptions struct {
+	id          string
+	closeMode   CloseMode
+	autoRequeue bool
+	latchOnly   string // the name of a latch-only option given, for the selector to refuse
+	selector    string // the name of a selector-only option given, for the latch to refuse
+}
+
+type electionOptionFunc func(*electionOptions)
+
+func (f electionOptionFunc) applyElection(o *electionOptions) { f(o) }
+
+// WithParticipantID sets the candidate's participant id, which other
+// candidates (Go or Java) read from its node: Curator's id argument of
+// LeaderLatch and LeaderSelector.setId. The default is "" (a latch's node
+// is then empty; a selector's holds the client's default data).
+func WithParticipantID(id string) ElectionOption {
+	return electionOptionFunc(func(o *electionOptions) { o.id = id })
+}
+
+// WithCloseMode sets what a LeaderLatch's Close tells its listeners
+// (Curator's CloseMode; default CloseSilent). Latches only.
+func WithCloseMode(m CloseMode) ElectionOption {
+	return electionOptionFunc(func(o *electionOptions) { o.closeMode, o.latchOnly = m, "WithCloseMode" })
+}
+
+// WithAutoRequeue makes a LeaderSelector queue again each time its
+// leadership ends (Curator's autoRequeue). Selectors only.
+func WithAutoRequeue() ElectionOption {
+	return electionOptionFunc(func(o *electionOptions) { o.autoRequeue, o.selector = true, "WithAutoRequeue" })
+}
+
+func electionOptionsOf(opts []ElectionOption) electionOptions {
+	var o electionOptions
+	for _, opt := range opts {
+		if opt != nil {
+			opt.applyElection(&o)
+		}
+	}
+	return o
+}
+
+// participants reads the ids of the candidates whose nodes are at the
+// sorted paths (Curator's LeaderSelector.getParticipants): the first node
+// still there leads; nodes gone meanwhile are left out.
+func participants(ctx context.Context, client *framework.Client, sorted []string) ([]Participant, error) {
+	var out []Participant
+	for _, p := range sorted {
+		data, _, err := client.GetData(ctx, p)
+		if errors.Is(err, zk.ErrNoNode) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, Participant{ID: string(data), IsLeader: len(out) == 0})
+	}
+	return out, nil
+}
+
+// leader is participants' first, or the zero Participant when there is
+// none (Curator returns a Participant with an empty id then).
+func leader(ctx context.Context, client *framework.Client, sorted []string) (Participant, error) {
+	for _, p := range sorted {
+		data, _, err := client.GetData(ctx, p)
+		if errors.Is(err, zk.ErrNoNode) {
+			continue
+		}
+		if err != nil {
+			return Participant{}, err
+		}
+		return Participant{ID: string(data), IsLeader: true}, nil
+	}
+	return Participant{}, nil
+}
+
+// runState is the life of a latch or selector: Curator's LATENT, STARTED,
+// CLOSED.
+type runState int
+
+const (
+	latent runState = iota
+	started
+	closed
+)
+
+// lifecycle starts and closes a latch's or selector's goroutine.
+type lifecycle struct {
+	mu     sync.Mutex
+	state  runState
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+// start moves LATENT to STARTED and runs run on a goroutine of its own
+// with a context that Close cancels. Starting twice, or after Close, is an
+// error wrapping ErrInvalidState.
+func (l *lifecycle) start(what string, run func(ctx context.Context)) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.state != latent {
+		return errs.Errorf("%s: %w: started twice or after Close", what, ErrInvalidState)
+	}
+	l.state = started
+	ctx, cancel := context.WithCancel(context.Background())
+	l.cancel, l.done = cancel, make(chan struct{})
+	go func() {
+		defer close(l.done)
+		run(ctx)
+	}()
+	return nil
+}
+
+// stop moves STARTED to CLOSED and cancels the goroutine's context; it
+// returns the channel closed when the goroutine has ended. Closing what is
+// not started, or closing twice, is an error wrapping ErrInvalidState
+// (Curator's IllegalStateException).
+func (l *lifecycle) stop(what string) (<-chan struct{}, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.state != started {
+		return nil, errs.Errorf("%s: %w: closed twice or before Start", what, ErrInvalidState)
+	}
+	l.state = closed
+	l.cancel()
+	return l.done, nil
+}
+
+func (l *lifecycle) current() runState {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.state
+}

@@ -1,0 +1,302 @@
+package recipes
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+
+	"github.com/gocurator/curator/framework"
+	"github.com/gocurator/curator/framework/zktest"
+	"github.com/gocurator/curator/internal/testutil"
+	"github.com/gocurator/curator/state"
+)
+
+func mustLatch(t *testing.T, c *framework.Client, path, id string, opts ...ElectionOption) *LeaderLatch {
+	t.Helper()
+	l, err := NewLeaderLatch(c, path, append([]ElectionOption{WithParticipantID(id)}, opts...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l
+}
+
+// leaderOf waits until exactly one latch leads and returns it.
+func leaderOf(ctx context.Context, t *testing.T, latches []*LeaderLatch) *LeaderLatch {
+	t.Helper()
+	got := make(chan *LeaderLatch, len(latches))
+	actx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var wg sync.WaitGroup
+	for _, l := range latches {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if l.Await(actx) == nil {
+				got <- l
+			}
+		}()
+	}
+	var lead *LeaderLatch
+	select {
+	case lead = <-got:
+	case <-ctx.Done():
+		t.Fatal("no latch leads")
+	}
+	cancel()
+	wg.Wait()
+	for _, l := range latches {
+		if l != lead && l.HasLeadership() {
+			t.Fatalf("%s and %s lead at once", lead.ID(), l.ID())
+		}
+	}
+	return lead
+}
+
+// Three candidates in Curator's tree: the first node leads, the others
+// queue behind it with their ids; the leader's departure hands leadership
+// to the next, whose fencing token is higher; listeners hear it; each
+// latch's node goes at Close.
+func TestLeaderLatchElection(t *testing.T) {
+	ctx, base := testutil.Begin(t, server.Addr())
+	c := newClient(t, "")
+	var log eventLog
+	var latches []*LeaderLatch
+	for i := 0; i < 3; i++ {
+		id := fmt.Sprintf("go-%d", i)
+		l := mustLatch(t, c, base, id, WithCloseMode(CloseNotifyLeader))
+		l.AddListener(LeaderLatchListenerFuncs{
+			OnIsLeader: func() { log.note(id + " leads") }, OnNotLeader: func() { log.note(id + " follows") }})
+		if err := l.Start(); err != nil {
+			t.Fatal(err)
+		}
+		latches = append(latches, l)
+		waitForChildren(t, c, base, i+1) // queue in order
+	}
+	first := leaderOf(ctx, t, latches)
+	if first != latches[0] {
+		t.Fatalf("%s leads, want go-0 (the first node)", first.ID())
+	}
+	ps, err := first.Participants(ctx)
+	if err != nil || fmt.Sprint(ps) != "[{go-0 true} {go-1 false} {go-2 false}]" {
+		t.Fatalf("participants %v, %v", ps, err)
+	}
+	if p, err := latches[2].Leader(ctx); err != nil || p != (Participant{"go-0", true}) {
+		t.Fatalf("leader %v, %v", p, err)
+	}
+	tok := tokenOf(t, first)
+	if _, err := latches[1].FencingToken(ctx); !errors.Is(err, ErrNotLeader) {
+		t.Fatalf("a follower's token: %v, want ErrNotLeader", err)
+	}
+	testutil.ErrorIs(t, latches[1].Err(), ErrNotLeader)
+	done := first.Done()
+	if err := first.Close(); err != nil {
+		t.Fatal(err)
+	}
+	waitClosed(ctx, t, done, "the closed leader's Done")
+	testutil.ErrorIs(t, first.Err(), ErrNotLeader)
+	next := leaderOf(ctx, t, latches[1:])
+	if next != latches[1] || tokenOf(t, next) <= tok {
+		t.Fatalf("%s leads next with token %d (first %d), want go-1 with a higher one", next.ID(), tokenOf(t, next), tok)
+	}
+	testutil.ErrorIs(t, first.Close(), ErrInvalidState, "closed twice")
+	testutil.ErrorIs(t, first.Start(), ErrInvalidState, "started twice")
+	if err := latches[1].Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := latches[2].Await(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := latches[2].CloseWithMode(CloseSilent); err != nil {
+		t.Fatal(err)
+	}
+	if kids := children(t, base); len(kids) != 0 {
+		t.Fatalf("nodes left: %v", kids)
+	}
+	if got := log.String(); got != "[go-0 leads go-0 follows go-1 leads go-1 follows go-2 leads]" { // go-2 closed silently
+		t.Fatalf("listeners heard %s", got)
+	}
+}
+
+// A leader told SUSPENDED stops leading (Done, Err wrapping ErrLockLost);
+// back in the same session, with its node still first, it leads again,
+// with the same node and token: nobody led in between. After its session
+// expires, its node is gone, the next candidate leads, and the latch
+// queues again with a new node.
+func TestLeaderLatchThroughFaults(t *testing.T) {
+	ctx, base := testutil.Begin(t, server.Addr())
+	proxy := zktest.NewProxy(t, server.Addr())
+	rec := testutil.NewStateRecorder()
+	c, other := newClient(t, proxy.Addr(), framework.WithListener(rec)), newClient(t, "")
+	a, b := mustLatch(t, c, base, "a"), mustLatch(t, other, base, "b")
+	for _, l := range []*LeaderLatch{a, b} {
+		if err := l.Start(); err != nil {
+			t.Fatal(err)
+		}
+		defer l.Close()
+		waitForChildren(t, other, base, len(children(t, base))+1)
+	}
+	if err := a.Await(ctx); err != nil {
+		t.Fatal(err)
+	}
+	node, tok := a.OurPath(), tokenOf(t, a)
+
+	done := a.Done()
+	proxy.DropConnections()
+	waitClosed(ctx, t, done, "the leader's Done at SUSPENDED")
+	testutil.ErrorIs(t, a.Err(), ErrLockLost)
+	testutil.ErrorIs(t, a.Err(), ErrNotLeader)
+	if err := a.Await(ctx); err != nil { // RECONNECTED, same session: leads again
+		t.Fatal(err)
+	}
+	if a.OurPath() != node || tokenOf(t, a) != tok || b.HasLeadership() {
+		t.Fatalf("after the blip: node %s (was %s), token %d (was %d), b leads %v", a.OurPath(), node, tokenOf(t, a), tok, b.HasLeadership())
+	}
+
+	if err := proxy.ExpireSession(c.SessionID()); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Await(ctx); err != nil {
+		t.Fatal(err)
+	}
+	rec.WaitFor(ctx, t, state.Reconnected)
+	for a.OurPath() == node || a.OurPath() == "" {
+		if err := b.Await(ctx); err != nil { // wait for a's new node, without sleeping
+			t.Fatal(err)
+		}
+		waitForChildren(t, other, base, 2)
+	}
+	if a.HasLeadership() || tokenOf(t, b) <= tok {
+		t.Fatalf("after a's expiry: a leads %v, b's token %d (a's was %d)", a.HasLeadership(), tokenOf(t, b), tok)
+	}
+	ps, err := b.Participants(ctx)
+	if err != nil || fmt.Sprint(ps) != "[{b true} {a false}]" {
+		t.Fatalf("participants %v, %v", ps, err)
+	}
+}
+
+// A selector's function runs while it leads, one candidate at a time, in
+// queue order; its context ends when leadership is lost (cause wrapping
+// ErrLockLost) or interrupted (ErrLeadershipInterrupted); returning gives
+// leadership up; with auto-requeue the candidate queues again. Its node
+// holds its id, as Curator's selector's does.
+func TestLeaderSelectorTurns(t *testing.T) {
+	ctx, base := testutil.Begin(t, server.Addr())
+	proxy := zktest.NewProxy(t, server.Addr())
+	c := newClient(t, proxy.Addr())
+	var log eventLog
+	var inside sync.Mutex
+	causes := make(chan error, 10)
+	leading := make(chan string, 10)
+	fn := func(id string) func(context.Context) error {
+		return func(ctx context.Context) error {
+			if !inside.TryLock() {
+				t.Errorf("%s leads while another does", id)
+				return nil
+			}
+			defer inside.Unlock()
+			log.note(id)
+			leading <- id
+			<-ctx.Done()
+			causes <- context.Cause(ctx)
+			return nil
+		}
+	}
+	x, err := NewLeaderSelector(c, base, fn("x"), WithParticipantID("x"), WithAutoRequeue())
+	if err != nil {
+		t.Fatal(err)
+	}
+	y, err := NewLeaderSelector(newClient(t, ""), base, fn("y"), WithParticipantID("y"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := x.Start(); err != nil {
+		t.Fatal(err)
+	}
+	if got := <-leading; got != "x" || !x.HasLeadership() {
+		t.Fatalf("%s leads first, want x", got)
+	}
+	if err := y.Start(); err != nil {
+		t.Fatal(err)
+	}
+	waitForChildren(t, c, base, 2)
+	ps, err := y.Participants(ctx)
+	if err != nil || fmt.Sprint(ps) != "[{x true} {y false}]" {
+		t.Fatalf("participants %v, %v", ps, err)
+	}
+	x.InterruptLeadership()
+	if cause := <-causes; !errors.Is(cause, ErrLeadershipInterrupted) {
+		t.Fatalf("cause %v, want ErrLeadershipInterrupted", cause)
+	}
+	if got := <-leading; got != "y" {
+		t.Fatalf("%s leads second, want y", got)
+	}
+	waitForChildren(t, c, base, 2) // x queued again behind y
+	if err := y.Close(); err != nil {
+		t.Fatal(err)
+	}
+	<-causes
+	if got := <-leading; got != "x" {
+		t.Fatalf("%s leads third, want x again", got)
+	}
+	proxy.DropConnections()
+	if cause := <-causes; !errors.Is(cause, ErrLockLost) {
+		t.Fatalf("cause at SUSPENDED %v, want ErrLockLost", cause)
+	}
+	if got := <-leading; got != "x" { // requeued, and alone
+		t.Fatalf("%s leads after the blip, want x", got)
+	}
+	if err := x.Close(); err != nil {
+		t.Fatal(err)
+	}
+	<-causes
+	testutil.ErrorIs(t, x.Close(), ErrInvalidState)
+	if _, err := x.Requeue(); !errors.Is(err, ErrInvalidState) {
+		t.Fatalf("Requeue after Close: %v", err)
+	}
+	if got := log.String(); got != "[x y x x]" {
+		t.Fatalf("turns %s", got)
+	}
+}
+
+// The leadership function may close its own selector: Close returns, and
+// leadership is given up when the function returns.
+func TestLeaderSelectorClosedFromItsFunction(t *testing.T) {
+	ctx, base := testutil.Begin(t, server.Addr())
+	c := newClient(t, "")
+	closed := make(chan error, 1)
+	var s *LeaderSelector
+	s, err := NewLeaderSelector(c, base, func(context.Context) error {
+		closed <- s.Close()
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Start(); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-closed:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-ctx.Done():
+		t.Fatal("Close from the leadership function did not return")
+	}
+	testutil.WaitGone(t, rawConn(t), base)
+}
+
+func TestElectionBadArguments(t *testing.T) {
+	_, base := testutil.Begin(t, server.Addr())
+	c := newClient(t, "")
+	testutil.ErrorIs(t, errOf(NewLeaderLatch(c, base, WithAutoRequeue())), ErrBadArgument, "a LeaderSelector's option")
+	testutil.ErrorIs(t, errOf(NewLeaderSelector(c, base, nil)), ErrBadArgument, "nil leadership function")
+	testutil.ErrorIs(t, errOf(NewLeaderSelector(c, base, func(context.Context) error { return nil }, WithCloseMode(CloseSilent))), ErrBadArgument, "a LeaderLatch's option")
+	l := mustLatch(t, c, base, "x")
+	testutil.ErrorIs(t, l.Close(), ErrInvalidState, "before Start")
+	testutil.ErrorIs(t, l.Await(testutil.Context(t)), ErrInvalidState)
+	var nilCtx context.Context
+	testutil.ErrorIs(t, l.Await(nilCtx), ErrBadArgument)
+}

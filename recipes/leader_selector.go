@@ -1,0 +1,233 @@
+package recipes
+
+import (
+	"context"
+	"errors"
+	"sync"
+
+	"go.uber.org/zap"
+
+	"github.com/gocurator/curator/framework"
+	"github.com/gocurator/curator/internal/callgate"
+	"github.com/gocurator/curator/internal/errs"
+	"github.com/gocurator/curator/retry"
+)
+
+// ErrLeadershipInterrupted is the cause of the context a LeaderSelector's
+// function runs with when InterruptLeadership ends its leadership.
+var ErrLeadershipInterrupted = errors.New("gocurator: leadership interrupted")
+
+// LeaderSelector is Curator's LeaderSelector: the candidates of an election
+// take turns to lead, each running its function while it leads; returning
+// from the function gives leadership up. Go and Java Curator candidates can
+// share one election.
+//
+// Tree: exactly an InterProcessMutex on the path whose lock nodes hold the
+// participant id (WithParticipantID; without one, the client's default
+// data), as Curator's selector writes: the candidate whose node is first
+// leads.
+//
+// The function runs with a context that is cancelled, with a cause wrapping
+// ErrLockLost, as soon as leadership can no longer be trusted (SUSPENDED or
+// LOST under the client's default error policy, LOST only under
+// state.SessionErrorPolicy: Curator's LeaderSelectorListenerAdapter, which
+// interrupts takeLeadership then), with cause ErrLeadershipInterrupted at
+// InterruptLeadership, and when the selector closes. The function should
+// return then: leadership is given up (the node deleted) only when it
+// returns.
+type LeaderSelector struct {
+	mu          *InterProcessMutex
+	fn          func(ctx context.Context) error
+	id          string
+	autoRequeue bool
+	life        lifecycle
+	gate        callgate.Gate // the function's calls: Close does not wait while one is under way
+
+	lock      sync.Mutex
+	queued    bool                    // a turn is queued or under way
+	interrupt context.CancelCauseFunc // ends the function's context, while it leads
+	holder    *Handle                 // while it leads
+	wake      chan struct{}           // Requeue asks the goroutine for another turn
+}
+
+// NewLeaderSelector returns a selector for the election at path that runs
+// fn while it leads (Curator's LeaderSelector(client, leaderPath, listener)
+// with the listener's takeLeadership). The client and path are checked as
+// for NewInterProcessMutex; a nil fn is an error wrapping ErrBadArgument,
+// and so is WithCloseMode (a latch's option).
+func NewLeaderSelector(client *framework.Client, path string, fn func(ctx context.Context) error, opts ...ElectionOption) (*LeaderSelector, error) {
+	if fn == nil {
+		return nil, errs.Errorf("%w: nil leadership function", ErrBadArgument)
+	}
+	o := electionOptionsOf(opts)
+	if o.latchOnly != "" {
+		return nil, errs.Errorf("%w: %s is a LeaderLatch's option", ErrBadArgument, o.latchOnly)
+	}
+	var lockOpts []LockOption
+	if o.id != "" {
+		lockOpts = append(lockOpts, WithLockData([]byte(o.id)))
+	}
+	mu, err := NewInterProcessMutex(client, path, lockOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return &LeaderSelector{mu: mu, fn: fn, id: o.id, autoRequeue: o.autoRequeue, wake: make(chan struct{}, 1)}, nil
+}
+
+// Path returns the election's path.
+func (s *LeaderSelector) Path() string { return s.mu.Path() }
+
+// ID returns the selector's participant id.
+func (s *LeaderSelector) ID() string { return s.id }
+
+// Start joins the election (Curator's start()): the selector queues for
+// leadership once; with WithAutoRequeue, again after each turn. Starting
+// twice, or after Close, is an error wrapping ErrInvalidState.
+func (s *LeaderSelector) Start() error {
+	s.lock.Lock()
+	s.queued = true
+	s.lock.Unlock()
+	return s.life.start("leader selector "+s.Path(), s.run)
+}
+
+// Requeue queues the selector for another turn if it is not queued (nor
+// leading) already, and reports whether it did (Curator's requeue()). It is
+// an error wrapping ErrInvalidState when the selector is not started, or
+// closed.
+func (s *LeaderSelector) Requeue() (bool, error) {
+	if s.life.current() != started {
+		return false, errs.Errorf("leader selector %s: %w: not started, or closed", s.Path(), ErrInvalidState)
+	}
+	s.lock.Lock()
+	defer s.lock.Unlock()
+	if s.queued {
+		return false, nil
+	}
+	s.queued = true
+	select {
+	case s.wake <- struct{}{}:
+	default:
+	}
+	return true, nil
+}
+
+// HasLeadership reports whether the selector leads now: its function runs
+// and leadership can be trusted (Curator's hasLeadership).
+func (s *LeaderSelector) HasLeadership() bool {
+	s.lock.Lock()
+	defer s.lock.Unlock()
+	return s.holder != nil && s.holder.IsHeld()
+}
+
+// InterruptLeadership cancels the context of the function under way, with
+// cause ErrLeadershipInterrupted (Curator's interruptLeadership). It does
+// nothing when the selector does not lead.
+func (s *LeaderSelector) InterruptLeadership() {
+	s.lock.Lock()
+	defer s.lock.Unlock()
+	if s.interrupt != nil {
+		s.interrupt(ErrLeadershipInterrupted)
+	}
+}
+
+// Close leaves the election: a queued turn is dropped, and the function
+// under way has its context cancelled; leadership is given up when it
+// returns. Close waits for the selector's goroutine to end, but while the
+// function runs (it may be the caller). Closing twice, or before Start, is
+// an error wrapping ErrInvalidState.
+func (s *LeaderSelector) Close() error {
+	done, err := s.life.stop("leader selector " + s.Path())
+	if err != nil {
+		return err
+	}
+	if s.gate.Close() {
+		<-done
+	}
+	return nil
+}
+
+// Participants returns every candidate, leader first, in queue order, with
+// the ids their nodes hold (Curator's getParticipants).
+func (s *LeaderSelector) Participants(ctx context.Context) ([]Participant, error) {
+	sorted, err := s.mu.ParticipantNodes(ctx)
+	if err != nil {
+		return nil, errs.Errorf("participants of %s: %w", s.Path(), err)
+	}
+	return participants(ctx, s.mu.li.client, sorted)
+}
+
+// Leader returns the leading candidate, or the zero Participant when there
+// is none (Curator's getLeader).
+func (s *LeaderSelector) Leader(ctx context.Context) (Participant, error) {
+	sorted, err := s.mu.ParticipantNodes(ctx)
+	if err != nil {
+		return Participant{}, errs.Errorf("leader of %s: %w", s.Path(), err)
+	}
+	return leader(ctx, s.mu.li.client, sorted)
+}
+
+// run is the selector's goroutine: one turn each time it is queued.
+func (s *LeaderSelector) run(ctx context.Context) {
+	for {
+		s.turn(ctx)
+		s.lock.Lock()
+		s.queued = s.autoRequeue
+		again := s.queued
+		s.lock.Unlock()
+		if !again {
+			select {
+			case <-s.wake:
+			case <-ctx.Done():
+				return
+			}
+		}
+		if ctx.Err() != nil {
+			return
+		}
+	}
+}
+
+// turn is one turn (Curator's doWork): take the mutex, run the function
+// while leading, give the mutex up.
+func (s *LeaderSelector) turn(ctx context.Context) {
+	h := s.mu.NewHandle()
+	if err := h.Acquire(ctx); err != nil {
+		if ctx.Err() == nil {
+			s.mu.li.client.Logger().Info("leader selector: queueing failed", zap.String("path", s.Path()), zap.Error(err))
+			_ = retry.Sleep(ctx, latchRetryWait)
+		}
+		return
+	}
+	lctx, cancel := context.WithCancelCause(ctx)
+	watching := make(chan struct{})
+	go func() {
+		defer close(watching)
+		select {
+		case <-h.Done():
+			cause := h.Err()
+			if !errors.Is(cause, ErrLockLost) {
+				cause = errs.Errorf("%w: %w", ErrLockLost, cause)
+			}
+			cancel(cause)
+		case <-lctx.Done():
+		}
+	}()
+	s.lock.Lock()
+	s.holder, s.interrupt = h, cancel
+	s.lock.Unlock()
+
+	var err error
+	s.gate.Call(func() { err = s.fn(lctx) })
+
+	s.lock.Lock()
+	s.holder, s.interrupt = nil, nil
+	s.lock.Unlock()
+	cancel(nil)
+	<-watching
+	if err != nil && !errors.Is(err, context.Canceled) && lctx.Err() == nil {
+		s.mu.li.client.Logger().Info("leader selector: the leadership function failed", zap.String("path", s.Path()), zap.Error(err))
+	}
+	rctx, rcancel := cleanupContext(ctx)
+	defer rcancel()
+	_ = h.Release(rctx) // after a loss it says so; leadership is given up either way
+}
