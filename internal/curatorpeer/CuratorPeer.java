@@ -23,6 +23,7 @@
 //     ! state <client> <ConnectionState> [<µs>]    (<µs>: clients made with stamp=true)
 //     ! revoked <lock>
 //     ! released <lock>
+//     ! leader <latch|sel> true|false   (a latch's listener; a selector's takeLeadership begins, ends)
 //
 // <µs> is the wall-clock time (microseconds since the Unix epoch) at which
 // the client's ConnectionStateListener ran.
@@ -56,6 +57,16 @@
 //           [hold=<ms>] [writes=<n>] [resource=<url>] [acquire=<ms>] [linger=<ms>]
 //           -> acquisitions=<n> told=<n> fenced=<n> failures=<n> timeouts=<n> notoken=<n>
 //     chaos-stop <label>
+//     latch <latch> <client> <path> [id=<id>]                    (a LeaderLatch)
+//     latch-start <latch>, latch-close <latch> [mode=notify]
+//     latch-has <latch>                                          -> true | false
+//     latch-await <latch> <ms>                                   -> true | false
+//     selector <sel> <client> <path> [id=<id>] [autorequeue=true] (a LeaderSelector)
+//     selector-start <sel>, selector-close <sel>, selector-requeue <sel>
+//     selector-release <sel>   (its takeLeadership returns)
+//     selector-has <sel>                                         -> true | false
+//     election-participants <latch|sel>                          -> <n> <id>:<isLeader>...
+//     election-leader <latch|sel>                                -> <id>:<isLeader>
 //     linger <client> on|off
 //     inside <client>                                            -> <n>
 //     ping
@@ -134,6 +145,11 @@ import java.util.stream.Stream;
 import org.apache.curator.framework.CuratorFramework;
 import org.apache.curator.framework.CuratorFrameworkFactory;
 import org.apache.curator.framework.imps.ProtectedUtils;
+import org.apache.curator.framework.recipes.leader.LeaderLatch;
+import org.apache.curator.framework.recipes.leader.LeaderLatchListener;
+import org.apache.curator.framework.recipes.leader.LeaderSelector;
+import org.apache.curator.framework.recipes.leader.LeaderSelectorListenerAdapter;
+import org.apache.curator.framework.recipes.leader.Participant;
 import org.apache.curator.framework.recipes.locks.InterProcessLock;
 import org.apache.curator.framework.recipes.locks.InterProcessMultiLock;
 import org.apache.curator.framework.recipes.locks.InterProcessMutex;
@@ -164,6 +180,11 @@ public final class CuratorPeer {
 
     private final Map<String, Client> clients = new ConcurrentHashMap<>();
     private final Map<String, Object> locks = new ConcurrentHashMap<>();
+    // Leader elections: latches and selectors by name, and each selector's
+    // permits to return from takeLeadership.
+    private final Map<String, LeaderLatch> latches = new ConcurrentHashMap<>();
+    private final Map<String, LeaderSelector> selectors = new ConcurrentHashMap<>();
+    private final Map<String, java.util.concurrent.Semaphore> selectorRelease = new ConcurrentHashMap<>();
     private final Map<String, ExecutorService> workers = new ConcurrentHashMap<>();
     private final Map<String, Deque<Lease>> leases = new ConcurrentHashMap<>();
     private final Map<String, Deque<Path>> entered = new ConcurrentHashMap<>();
@@ -549,9 +570,108 @@ public final class CuratorPeer {
                 }
                 return "left";
             }
+            case "latch": {
+                String name = arg(pos, 0, "latch");
+                LeaderLatch l = new LeaderLatch(client(arg(pos, 1, "client")).view, arg(pos, 2, "path"), opt.getOrDefault("id", ""));
+                l.addListener(new LeaderLatchListener() {
+                    @Override
+                    public void isLeader() {
+                        emit("! leader " + name + " true");
+                    }
+
+                    @Override
+                    public void notLeader() {
+                        emit("! leader " + name + " false");
+                    }
+                });
+                latches.put(name, l);
+                return "made";
+            }
+            case "latch-start":
+                latch(arg(pos, 0, "latch")).start();
+                return "started";
+            case "latch-close": {
+                LeaderLatch l = latch(arg(pos, 0, "latch"));
+                l.close(opt.getOrDefault("mode", "silent").equals("notify")
+                    ? LeaderLatch.CloseMode.NOTIFY_LEADER : LeaderLatch.CloseMode.SILENT);
+                return "closed";
+            }
+            case "latch-has":
+                return Boolean.toString(latch(arg(pos, 0, "latch")).hasLeadership());
+            case "latch-await":
+                return Boolean.toString(latch(arg(pos, 0, "latch")).await(Long.parseLong(arg(pos, 1, "ms")), TimeUnit.MILLISECONDS));
+            case "selector": {
+                String name = arg(pos, 0, "selector");
+                java.util.concurrent.Semaphore release = new java.util.concurrent.Semaphore(0);
+                selectorRelease.put(name, release);
+                LeaderSelector sel = new LeaderSelector(client(arg(pos, 1, "client")).view, arg(pos, 2, "path"),
+                    new LeaderSelectorListenerAdapter() {
+                        @Override
+                        public void takeLeadership(CuratorFramework c) throws Exception {
+                            emit("! leader " + name + " true");
+                            try {
+                                release.acquire();
+                            } finally {
+                                emit("! leader " + name + " false");
+                            }
+                        }
+                    });
+                if (opt.containsKey("id")) {
+                    sel.setId(opt.get("id"));
+                }
+                if (Boolean.parseBoolean(opt.getOrDefault("autorequeue", "false"))) {
+                    sel.autoRequeue();
+                }
+                selectors.put(name, sel);
+                return "made";
+            }
+            case "selector-start":
+                selector(arg(pos, 0, "selector")).start();
+                return "started";
+            case "selector-close":
+                selector(arg(pos, 0, "selector")).close();
+                return "closed";
+            case "selector-requeue":
+                return Boolean.toString(selector(arg(pos, 0, "selector")).requeue());
+            case "selector-release":
+                selector(arg(pos, 0, "selector"));
+                selectorRelease.get(pos.get(0)).release();
+                return "released";
+            case "selector-has":
+                return Boolean.toString(selector(arg(pos, 0, "selector")).hasLeadership());
+            case "election-participants": {
+                String name = arg(pos, 0, "latch or selector");
+                Collection<Participant> ps = latches.containsKey(name) ? latch(name).getParticipants() : selector(name).getParticipants();
+                StringBuilder sb = new StringBuilder(Integer.toString(ps.size()));
+                for (Participant p : ps) {
+                    sb.append(' ').append(p.getId()).append(':').append(p.isLeader());
+                }
+                return sb.toString();
+            }
+            case "election-leader": {
+                String name = arg(pos, 0, "latch or selector");
+                Participant p = latches.containsKey(name) ? latch(name).getLeader() : selector(name).getLeader();
+                return p.getId() + ":" + p.isLeader();
+            }
             default:
                 throw new IllegalArgumentException("unknown verb " + verb);
         }
+    }
+
+    private LeaderLatch latch(String name) {
+        LeaderLatch l = latches.get(name);
+        if (l == null) {
+            throw new IllegalArgumentException("no latch " + name);
+        }
+        return l;
+    }
+
+    private LeaderSelector selector(String name) {
+        LeaderSelector s = selectors.get(name);
+        if (s == null) {
+            throw new IllegalArgumentException("no selector " + name);
+        }
+        return s;
     }
 
     private boolean acquire(String workerName, String ref, long timeoutMs, int qty) throws Exception {

@@ -392,6 +392,16 @@ func (p *Peer) Close() error {
 	return p.closeErr
 }
 
+// Kill kills the JVM at once, like a crash (SIGKILL to its pid): its
+// clients do not close their sessions, which the server expires in their
+// time. It waits for the JVM; a later Close does nothing.
+func (p *Peer) Kill() {
+	p.closeOnce.Do(func() {
+		p.proc.Kill()
+		<-p.readerDone
+	})
+}
+
 // Client opens a Curator client named name in the peer, connected to
 // connect, with options such as "ns=<namespace>" or "session=<ms>", and
 // returns its session id.

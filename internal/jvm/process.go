@@ -204,13 +204,14 @@ func (p *Process) dumpThreads() string {
 	return "its threads' stacks are in its stderr"
 }
 
-// Kill kills the JVM at once (SIGKILL to its pid, like a crash) and waits
-// for it. Lines not read by then are dropped.
+// Kill kills the JVM at once (SIGKILL to its pid, like a crash: before it
+// can see its standard input end) and waits for it. Lines not read by then
+// are dropped.
 func (p *Process) Kill() {
-	p.finish()
 	if !p.Exited() {
 		_ = p.cmd.Process.Kill()
 	}
+	p.finish()
 	_ = p.drained()
 }
 
