@@ -478,3 +478,66 @@ func TestLsNamespaceHint(t *testing.T) {
 		t.Errorf("with the namespace: status %d, stdout %q, stderr %q", code, out, stderr)
 	}
 }
+
+// `zklock ls` on elections: a LeaderLatch's tree (latch- nodes) and a
+// LeaderSelector's (a mutex whose nodes hold the ids), the leader first,
+// each candidate with its participant id, as Curator reports them.
+func TestLsElections(t *testing.T) {
+	ctx, base := testutil.Begin(t, server.Addr())
+	conn := testutil.Connect(t, server.Addr())
+	client := newClient(t, "")
+	latchPath, selectorPath := base+"/latch", base+"/selector"
+	for i, id := range []string{"alpha", "beta"} {
+		l, err := recipes.NewLeaderLatch(client, latchPath, recipes.WithParticipantID(id))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := l.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { l.Close() })
+		waitChildren(ctx, t, conn, latchPath, i+1)
+	}
+	leading := make(chan struct{})
+	for i, id := range []string{"gamma", "delta"} {
+		s, err := recipes.NewLeaderSelector(client, selectorPath, func(ctx context.Context) error {
+			close(leading)
+			<-ctx.Done()
+			return nil
+		}, recipes.WithParticipantID(id))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Close() })
+		if i == 0 {
+			<-leading
+		}
+		waitChildren(ctx, t, conn, selectorPath, i+1)
+	}
+	for _, tc := range []struct {
+		path, recipe, kind string
+		ids                []string
+	}{
+		{latchPath, lockview.RecipeLatch, lockview.KindLatch, []string{"alpha", "beta"}},
+		{selectorPath, lockview.RecipeMutex, lockview.KindMutex, []string{"gamma", "delta"}},
+	} {
+		l, err := lockview.List(ctx, client, tc.path, lockview.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, p := range l.Participants {
+			got = append(got, p.Role+"/"+p.Kind+"/"+p.Data)
+		}
+		want := []string{"holder/" + tc.kind + "/" + tc.ids[0], "waiting/" + tc.kind + "/" + tc.ids[1]}
+		if l.Recipe != tc.recipe || !equal(got, want) || len(l.Warnings) != 0 {
+			t.Errorf("%s: recipe %s, participants %v, warnings %v; want %s, %v", tc.path, l.Recipe, got, l.Warnings, tc.recipe, want)
+		}
+		if !strings.Contains(l.Summary(), "participant id") {
+			t.Errorf("summary %q does not say the data is the participant id", l.Summary())
+		}
+	}
+}

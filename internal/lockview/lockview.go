@@ -31,6 +31,7 @@ const (
 	markerRead  = locktree.ReadName
 	markerWrite = locktree.WriteName
 	markerLease = locktree.LeaseName
+	markerLatch = locktree.LatchName
 	semLocks    = locktree.SemaphoreLocks
 	semLeases   = locktree.SemaphoreLeases
 )
@@ -38,6 +39,7 @@ const (
 // Recipes (layouts) List recognises.
 const (
 	RecipeMutex     = "mutex"
+	RecipeLatch     = "leader-latch"
 	RecipeReadWrite = "read-write"
 	RecipeSemaphore = "semaphore"
 	RecipeNone      = "none"   // no children at all
@@ -56,6 +58,7 @@ const (
 // Kinds of a child.
 const (
 	KindMutex        = "mutex"
+	KindLatch        = "latch"
 	KindRead         = "read"
 	KindWrite        = "write"
 	KindLease        = "lease"
@@ -162,6 +165,8 @@ func List(ctx context.Context, client *framework.Client, path string, o Options)
 		err = l.semaphore(ctx, client, names)
 	case RecipeReadWrite:
 		err = l.readWrite(ctx, client, names)
+	case RecipeLatch:
+		err = l.mutex(ctx, client, path, names, "", KindLatch)
 	case RecipeNone:
 	default:
 		err = l.mutex(ctx, client, path, names, "", KindMutex)
@@ -189,7 +194,7 @@ func detectRecipe(names []string) string {
 	if len(names) == 0 {
 		return RecipeNone
 	}
-	var rw, mutex bool
+	var rw, mutex, latch bool
 	for _, n := range names {
 		switch {
 		case n == semLocks || n == semLeases:
@@ -198,10 +203,15 @@ func detectRecipe(names []string) string {
 			rw = true
 		case strings.Contains(n, markerLock):
 			mutex = true
+		case strings.Contains(n, markerLatch):
+			latch = true
 		}
 	}
-	if rw && !mutex {
+	switch {
+	case rw && !mutex:
 		return RecipeReadWrite
+	case latch && !mutex:
+		return RecipeLatch
 	}
 	return RecipeMutex
 }
@@ -219,6 +229,8 @@ func NodeKind(name string) string {
 		return KindLease
 	case strings.Contains(name, markerLock):
 		return KindMutex
+	case strings.Contains(name, markerLatch):
+		return KindLatch
 	}
 	return KindForeign
 }
@@ -298,7 +310,7 @@ func isLock(ctx context.Context, client *framework.Client, path string, names []
 		switch {
 		case n == semLeases || n == semLocks:
 			sem = append(sem, n)
-		case NodeKind(n) == KindMutex || NodeKind(n) == KindRead || NodeKind(n) == KindWrite:
+		case NodeKind(n) == KindMutex || NodeKind(n) == KindRead || NodeKind(n) == KindWrite || NodeKind(n) == KindLatch:
 			return true, nil
 		}
 	}
@@ -372,34 +384,40 @@ func sortParticipants(ps []Participant, key func(name string) string) {
 	}
 }
 
-// mutex lists an InterProcessMutex's children (or, with queue "locks", a
-// semaphore's internal lock): the first in Curator's order holds, the rest
-// wait, each on its predecessor.
+// mutex lists an InterProcessMutex's children (a LeaderSelector's too; or,
+// with queue "locks", a semaphore's internal lock; or, with kind KindLatch,
+// a LeaderLatch's, whose nodes are named latch-): the first in Curator's
+// order holds (leads), the rest wait, each on its predecessor. A node's
+// data is its holder's IP address, or for an election, its participant id.
 func (l *Listing) mutex(ctx context.Context, client *framework.Client, parent string, names []string, queue, kind string) error {
 	ps, err := stat(ctx, client, parent, names, queue)
 	if err != nil {
 		return err
 	}
-	sortParticipants(ps, locktree.KeyFor(markerLock))
-	held := Holders(RecipeMutex, names)
+	marker, recipe := markerLock, RecipeMutex
+	if kind == KindLatch {
+		marker, recipe = markerLatch, RecipeLatch
+	}
+	sortParticipants(ps, locktree.KeyFor(marker))
+	held := Holders(recipe, names)
 	// locksAfter[i] counts the lock nodes that sort after child i.
 	locksAfter := make([]int, len(ps)+1)
 	for i := len(ps) - 1; i >= 0; i-- {
 		locksAfter[i] = locksAfter[i+1]
-		if strings.Contains(ps[i].Node, markerLock) {
+		if strings.Contains(ps[i].Node, marker) {
 			locksAfter[i]++
 		}
 	}
 	for i := range ps {
 		p := &ps[i]
 		behind := locksAfter[i+1]
-		if !strings.Contains(p.Node, markerLock) {
+		if !strings.Contains(p.Node, marker) {
 			p.Kind = KindForeign
 			p.Role = RoleForeign
 			if behind > 0 {
 				p.Role = RoleBlocking
 			}
-			l.foreign(p, markerLock, i == 0, behind, "lock node")
+			l.foreign(p, marker, i == 0, behind, "lock node")
 			continue
 		}
 		p.Kind = kind
@@ -412,7 +430,7 @@ func (l *Listing) mutex(ctx context.Context, client *framework.Client, parent st
 		if queue == semLocks && i == 0 {
 			p.Notes = append(p.Notes, "holds the semaphore's internal lock: creating or counting its lease")
 		}
-		l.checkLockNode(p, markerLock)
+		l.checkLockNode(p, marker)
 	}
 	l.Participants = append(l.Participants, ps...)
 	return nil
@@ -663,7 +681,9 @@ func (l *Listing) Summary() string {
 	var what string
 	switch l.Recipe {
 	case RecipeMutex:
-		what = "mutex (InterProcessMutex)"
+		what = "mutex (InterProcessMutex, or a LeaderSelector: the data is its participant id)"
+	case RecipeLatch:
+		what = "leader latch (LeaderLatch; the data is each candidate's participant id)"
 	case RecipeReadWrite:
 		what = "read-write lock (InterProcessReadWriteLock)"
 	case RecipeSemaphore:
@@ -778,17 +798,21 @@ func FormatAge(d time.Duration) string {
 	}
 }
 
-// Holders returns the children of a mutex or read-write lock path (names,
+// Holders returns the children of a mutex, leader latch or read-write lock path (names,
 // in any order) that hold it, by the hold rules every participant applies
 // (internal/locktree): the same rules the recipes' drivers grant by.
 // Foreign children never hold.
 func Holders(recipe string, names []string) map[string]bool {
 	held := map[string]bool{}
 	switch recipe {
-	case RecipeMutex:
-		sorted := locktree.Sort(names, locktree.KeyFor(markerLock))
+	case RecipeMutex, RecipeLatch:
+		marker := markerLock
+		if recipe == RecipeLatch {
+			marker = markerLatch
+		}
+		sorted := locktree.Sort(names, locktree.KeyFor(marker))
 		for _, n := range sorted {
-			if ok, _, _ := locktree.Standard(sorted, n, 1); ok && locktree.IsLock(n) {
+			if ok, _, _ := locktree.Standard(sorted, n, 1); ok && strings.Contains(n, marker) {
 				held[n] = true
 			}
 		}

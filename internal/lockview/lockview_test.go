@@ -36,6 +36,7 @@ func TestDetectRecipe(t *testing.T) {
 		{[]string{"_c_x-__READ__0000000001", "_c_y-lock-0000000002"}, RecipeMutex},
 		{[]string{"leases", "locks"}, RecipeSemaphore},
 		{[]string{"foreign"}, RecipeMutex},
+		{[]string{"_c_x-latch-0000000001", "_c_y-latch-0000000002"}, RecipeLatch},
 	} {
 		if got := detectRecipe(c.names); got != c.want {
 			t.Errorf("detectRecipe(%q) = %q, want %q", c.names, got, c.want)
