@@ -75,6 +75,11 @@
 //     keeps it and other sessions pass, as when a client gives a session up;
 //   - Requests and WaitRequests: how many requests of an opcode passed.
 //
+// Between servers: an ensemble started WithPeerLinks reaches its members'
+// quorum and election ports through raw proxies (WithRawStream), and
+// Ensemble.Partition cuts one member off from the others while its clients
+// still reach it.
+//
 // For example:
 //
 //	srv := zktest.NewServer(t)

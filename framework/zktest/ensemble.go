@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -20,6 +21,10 @@ type Ensemble struct {
 	dir     string
 	members []*Server
 	solo    bool // the hidden one-member quorum of a StartServer server
+
+	// links are the raw proxies between members (WithPeerLinks): the one
+	// member from uses to reach member to's quorum or election port.
+	links map[peerLink]*Proxy
 
 	closeOnce sync.Once
 	closeErr  error
@@ -100,6 +105,11 @@ func (e *Ensemble) start(timeout time.Duration) error {
 	}
 	for i, m := range e.members {
 		m.setPorts(ports[k*i : k*(i+1)])
+	}
+	if e.members[0].cfg.peerLinks {
+		if err := e.startLinks(); err != nil {
+			return err
+		}
 	}
 	for _, m := range e.members {
 		if err := m.writeConfig(); err != nil {
@@ -280,6 +290,96 @@ func (e *Ensemble) poll(ctx context.Context, check func() (bool, string)) error 
 	}
 }
 
+// peerLink is one direction of the quorum or election traffic between two
+// members (indexes into members).
+type peerLink struct {
+	from, to int
+	election bool
+}
+
+// startLinks starts a raw proxy for every peerLink, to the members' current
+// ports, closing those of an earlier attempt.
+func (e *Ensemble) startLinks() error {
+	e.closeLinks()
+	e.links = map[peerLink]*Proxy{}
+	for i := range e.members {
+		for j, to := range e.members {
+			if i == j {
+				continue
+			}
+			for _, election := range []bool{false, true} {
+				port := to.quorumPort
+				if election {
+					port = to.electionPort
+				}
+				p, err := StartProxy(net.JoinHostPort(loopback, strconv.Itoa(port)), WithRawStream())
+				if err != nil {
+					e.closeLinks()
+					return err
+				}
+				e.links[peerLink{i, j, election}] = p
+			}
+		}
+	}
+	return nil
+}
+
+func (e *Ensemble) closeLinks() {
+	for _, p := range e.links {
+		_ = p.Close()
+	}
+	e.links = nil
+}
+
+// peerPorts returns the loopback ports member from reaches member to's
+// quorum and election ports at: through the links when there are some.
+func (e *Ensemble) peerPorts(from, to *Server) (quorum, election int) {
+	if from != to && e.links != nil {
+		return portOf(e.links[peerLink{from.id - 1, to.id - 1, false}].Addr()),
+			portOf(e.links[peerLink{from.id - 1, to.id - 1, true}].Addr())
+	}
+	return to.quorumPort, to.electionPort
+}
+
+func portOf(addr string) int {
+	_, port, _ := net.SplitHostPort(addr)
+	n, _ := strconv.Atoi(port)
+	return n
+}
+
+// Partition cuts member i (an index into Members) off from the others, in
+// both directions, as a network partition between servers would: its
+// links drop their connections and pass nothing until heal is called. The
+// member's clients still reach it; once it notices it has no quorum it
+// stops serving them, and they move to other members. It needs
+// WithPeerLinks. heal is idempotent.
+func (e *Ensemble) Partition(i int) (heal func(), err error) {
+	if e.links == nil {
+		return nil, errors.New("zktest: Partition needs an ensemble started WithPeerLinks")
+	}
+	if i < 0 || i >= len(e.members) {
+		return nil, fmt.Errorf("zktest: no member %d", i)
+	}
+	var cut []*Proxy
+	for l, p := range e.links {
+		if l.from == i || l.to == i {
+			cut = append(cut, p)
+		}
+	}
+	for _, p := range cut {
+		p.BlackHole()
+		p.DropConnections()
+	}
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			for _, p := range cut {
+				p.Restore()
+			}
+		})
+	}, nil
+}
+
 // Close stops every member and removes the ensemble's directory. It is
 // idempotent.
 func (e *Ensemble) Close() error {
@@ -294,6 +394,7 @@ func (e *Ensemble) Close() error {
 			}()
 		}
 		wg.Wait()
+		e.closeLinks()
 		errs = append(errs, os.RemoveAll(e.dir))
 		e.closeErr = errors.Join(errs...)
 	})

@@ -29,6 +29,7 @@ type config struct {
 	extra          [][2]string
 	standalone     bool
 	tls            *TLSFiles // nil: no secureClientPort
+	peerLinks      bool      // members reach each other through raw proxies
 }
 
 // portsPerServer is how many ports each server takes: client, quorum and
@@ -128,4 +129,13 @@ func WithConfig(key, value string) Option {
 // promptly. Ensembles ignore this option.
 func WithStandaloneMode() Option {
 	return func(c *config) { c.standalone = true }
+}
+
+// WithPeerLinks routes the traffic between an ensemble's members (quorum
+// and election) through a raw proxy for each direction of each pair, so
+// that a test can cut a member off from the others (Ensemble.Partition)
+// while its clients still reach it. Servers that are not ensemble members
+// ignore it.
+func WithPeerLinks() Option {
+	return func(c *config) { c.peerLinks = true }
 }

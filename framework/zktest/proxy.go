@@ -30,6 +30,7 @@ import (
 // All methods are safe for concurrent use.
 type Proxy struct {
 	target string
+	raw    bool // every connection is a plain byte stream (WithRawStream)
 	ln     net.Listener
 	delay  atomic.Int64 // time.Duration
 	bh     atomic.Bool  // mirror of blackholed, read per packet
@@ -155,10 +156,21 @@ func (p *Proxy) countRequest(op int32) {
 	}
 }
 
+// ProxyOption configures a Proxy.
+type ProxyOption func(*Proxy)
+
+// WithRawStream makes the proxy forward plain byte streams, dialling the
+// target as soon as a connection is accepted: for traffic that is not
+// ZooKeeper's client protocol, such as the quorum and election traffic
+// between ensemble members (WithPeerLinks). Delay, DropConnections,
+// BlackHole and Restore work as for client traffic; what needs the client
+// protocol (LoseNextReply, HoldSession, ExpireSession, Requests) does not.
+func WithRawStream() ProxyOption { return func(p *Proxy) { p.raw = true } }
+
 // StartProxy listens on a free port of 127.0.0.1 and forwards every accepted
 // connection to target ("host:port"), which it dials when the client's first
 // packet arrives. Close it when done (or use NewProxy in a test).
-func StartProxy(target string) (*Proxy, error) {
+func StartProxy(target string, opts ...ProxyOption) (*Proxy, error) {
 	ln, err := net.Listen("tcp", net.JoinHostPort(loopback, "0"))
 	if err != nil {
 		return nil, fmt.Errorf("zktest: proxy listen: %w", err)
@@ -171,6 +183,11 @@ func StartProxy(target string) (*Proxy, error) {
 		held:     make(map[int64]int),
 		sessions: make(map[int64]sessionCred),
 	}
+	for _, o := range opts {
+		if o != nil {
+			o(p)
+		}
+	}
 	p.wg.Add(1)
 	go p.acceptLoop()
 	return p, nil
@@ -178,9 +195,9 @@ func StartProxy(target string) (*Proxy, error) {
 
 // NewProxy is StartProxy for tests: it fails t on error and closes the proxy
 // when the test finishes.
-func NewProxy(t testing.TB, target string) *Proxy {
+func NewProxy(t testing.TB, target string, opts ...ProxyOption) *Proxy {
 	t.Helper()
-	p, err := StartProxy(target)
+	p, err := StartProxy(target, opts...)
 	if err != nil {
 		t.Fatalf("zktest: %v", err)
 	}
@@ -437,6 +454,8 @@ type proxyConn struct {
 	done   chan struct{} // closed by close
 	once   sync.Once
 
+	raw bool // a plain byte stream, set before its readers and writers start
+
 	// Guarded by p.mu.
 	tainted    bool  // lived through a black hole: Restore closes it
 	reqSession int64 // session id in the client's ConnectRequest
@@ -509,15 +528,19 @@ func (c *proxyConn) run() {
 	defer c.close()
 
 	var hdr [zkwire.FrameHeaderLen]byte
-	if _, err := io.ReadFull(c.client, hdr[:]); err != nil {
-		return
-	}
 	var first []byte
-	_, isFrame := zkwire.FrameLen(hdr)
-	raw := !isFrame // e.g. a four-letter word
-	if raw {
-		first = hdr[:]
-	} else {
+	raw := c.p.raw
+	if !raw {
+		if _, err := io.ReadFull(c.client, hdr[:]); err != nil {
+			return
+		}
+		_, isFrame := zkwire.FrameLen(hdr)
+		raw = !isFrame // e.g. a four-letter word
+		if raw {
+			first = hdr[:]
+		}
+	}
+	if !raw {
 		f, err := zkwire.ReadFrameBody(c.client, hdr)
 		if err != nil {
 			return
@@ -546,8 +569,11 @@ func (c *proxyConn) run() {
 	kind := kindConnect
 	if raw {
 		kind = kindData
+		c.raw = true
 	}
-	up <- chunk{data: first, at: at.Add(c.p.currentDelay()), kind: kind}
+	if len(first) > 0 {
+		up <- chunk{data: first, at: at.Add(c.p.currentDelay()), kind: kind}
+	}
 
 	var wg sync.WaitGroup
 	wg.Add(3)
@@ -696,7 +722,7 @@ func (c *proxyConn) writeServer(srv net.Conn, up <-chan chunk) {
 		}
 		var arm *loseArm
 		var xid int32
-		if ch.kind == kindData {
+		if ch.kind == kindData && !c.raw {
 			x, op, ok := zkwire.RequestHeader(ch.data)
 			if ok && x >= 0 {
 				c.p.countRequest(op)

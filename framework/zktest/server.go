@@ -388,8 +388,9 @@ func (s *Server) writeConfig() error {
 		kv("reconfigEnabled", "false")
 		kv("quorumListenOnAllIPs", "false")
 		for _, m := range s.ens.members {
+			quorum, election := s.ens.peerPorts(s, m)
 			kv("server."+strconv.Itoa(m.id), fmt.Sprintf("%s:%d:%d;%s:%d",
-				loopback, m.quorumPort, m.electionPort, loopback, m.clientPort))
+				loopback, quorum, election, loopback, m.clientPort))
 		}
 		if err := os.WriteFile(filepath.Join(s.dataDir, "myid"), []byte(strconv.Itoa(s.id)+"\n"), 0o644); err != nil {
 			return fmt.Errorf("zktest: write myid: %w", err)

@@ -701,3 +701,55 @@ func TestProxy(t *testing.T) {
 		}
 	})
 }
+
+// An ensemble WithPeerLinks: a member cut off from the other two stops
+// serving its clients (no quorum) while the other two go on; healed, it
+// serves again, with the writes made meanwhile.
+func TestEnsemblePartition(t *testing.T) {
+	e := NewEnsemble(t, 3, WithPeerLinks())
+	leader, err := e.Leader()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cut := (leader + 1) % 3 // a follower
+	heal, err := e.Partition(cut)
+	if err != nil {
+		t.Fatal(err)
+	}
+	members := e.Members()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		mode, _ := members[cut].Mode()
+		if mode != "follower" && mode != "leader" {
+			break // it no longer serves
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("member %d still serves as %s, cut off for 30s", cut+1, mode)
+		}
+		time.Sleep(50 * time.Millisecond) // polling the member's mode
+	}
+	var others []string
+	for i, m := range members {
+		if i != cut {
+			others = append(others, m.Addr())
+		}
+	}
+	conn, _ := connect(t, strings.Join(others, ","), 10*time.Second)
+	if _, err := conn.Create("/while-cut", nil, 0, acl); err != nil {
+		t.Fatalf("the majority does not serve while a member is cut off: %v", err)
+	}
+	heal()
+	heal() // idempotent
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := e.WaitForQuorum(ctx); err != nil {
+		t.Fatal(err)
+	}
+	back, _ := connect(t, members[cut].Addr(), 10*time.Second)
+	if ok, _, err := back.Exists("/while-cut"); err != nil || !ok {
+		t.Fatalf("the healed member does not have what was written meanwhile: %v, %v", ok, err)
+	}
+	if _, err := NewEnsemble(t, 1).Partition(0); err == nil {
+		t.Fatal("Partition without WithPeerLinks succeeded")
+	}
+}
