@@ -837,11 +837,14 @@ public final class CuratorPeer {
         }
     }
 
+    /** A nap this much longer than asked means the process was paused during it. */
+    private static final long PAUSE_GAP_MS = 1000;
+
     /** A running chaos loop and its counts. */
     private static final class ChaosLoop {
         final String label;
         volatile boolean stop;
-        long acquisitions, told, fenced, failures, timeouts, noToken;
+        long acquisitions, told, fenced, failures, timeouts, noToken, staleTries;
         private final Set<String> failureKinds = new java.util.HashSet<>();
 
         ChaosLoop(String label) {
@@ -857,7 +860,7 @@ public final class CuratorPeer {
         }
 
         String report() {
-            return "acquisitions=" + acquisitions + " told=" + told + " fenced=" + fenced + " failures=" + failures
+            return "acquisitions=" + acquisitions + " told=" + told + " fenced=" + fenced + " stale-tries=" + staleTries + " failures=" + failures
                 + " timeouts=" + timeouts + " notoken=" + noToken;
         }
     }
@@ -1063,7 +1066,19 @@ public final class CuratorPeer {
                             loop.fenced++;
                             break;
                         }
-                        Thread.sleep(i < writes ? Math.max(1, hold / Math.max(1, writes)) : 20); // time in the critical section
+                        long nap = i < writes ? Math.max(1, hold / Math.max(1, writes)) : 20;
+                        long before = System.nanoTime();
+                        Thread.sleep(nap); // time in the critical section
+                        // Paused (SIGSTOP) during the nap: the write that was due goes
+                        // out before the holder can look at its lock, as work resumed
+                        // after a pause does. The fenced resource must refuse it.
+                        if (resource != null && System.nanoTime() - before > (nap + PAUSE_GAP_MS) * 1_000_000L) {
+                            loop.staleTries++;
+                            if (!write(resource, h.id, token)) {
+                                loop.fenced++;
+                                break;
+                            }
+                        }
                     }
                 } catch (IOException e) {
                     loop.failed("write", e);

@@ -133,12 +133,21 @@ func Start(ctx context.Context, name string, opts Options) (*Peer, error) {
 		"-Dorg.slf4j.simpleLogger.dateTimeFormat=HH:mm:ss.SSS",
 		"-Dzookeeper.jmx.log4j.disable=true",
 		"-cp", classpath, "CuratorPeer")
+	return StartProcess(ctx, name, cmd, opts)
+}
+
+// StartProcess starts cmd, a program that speaks the peer's line protocol
+// (CuratorPeer, or the chaos suite's Go contender process), named name in
+// errors, and waits (as long as ctx allows) until it reads requests. Close
+// it when done. cmd's Stdin and Stdout must be nil; its Stderr goes to
+// opts.LogPath when one is given.
+func StartProcess(ctx context.Context, name string, cmd *exec.Cmd, opts Options) (*Peer, error) {
 	if opts.LogPath != "" {
 		logFile, err := os.Create(opts.LogPath)
 		if err != nil {
 			return nil, err
 		}
-		defer logFile.Close() // the JVM has its own descriptor
+		defer logFile.Close() // the process has its own descriptor
 		cmd.Stderr = logFile
 	}
 	proc, err := jvm.Start(cmd)
@@ -211,7 +220,7 @@ func (p *Peer) read() {
 // Name returns the name given to Start.
 func (p *Peer) Name() string { return p.name }
 
-// Pid returns the JVM's process id.
+// Pid returns the process id.
 func (p *Peer) Pid() int { return p.proc.Pid() }
 
 // LogPath returns Options.LogPath.
@@ -372,6 +381,7 @@ func (p *Peer) HasEvent(text string) bool {
 // not expect. Close is idempotent.
 func (p *Peer) Close() error {
 	p.closeOnce.Do(func() {
+		_ = p.Resume() // a paused process would neither read quit nor exit
 		p.mu.Lock()
 		if p.dead == nil {
 			fmt.Fprintf(p.proc.Stdin(), "0 - quit\n")
