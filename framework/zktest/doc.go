@@ -39,7 +39,8 @@
 // Options tune the server for fast tests: WithTickTime (default 100ms),
 // WithSessionTimeoutRange (default 2×tick to 60s), WithContainerCheckInterval
 // (default 500ms), WithLogOutput, WithStartTimeout, WithJVMFlags, WithConfig,
-// WithStandaloneMode, WithTLS.
+// WithStandaloneMode, WithTLS, and WithTmpfs (the server's directory, its
+// data included, on /dev/shm where it can be).
 //
 // # TLS
 //

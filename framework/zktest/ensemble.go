@@ -40,7 +40,7 @@ func StartEnsemble(n int, opts ...Option) (*Ensemble, error) {
 	if err := Available(); err != nil {
 		return nil, err
 	}
-	dir, err := os.MkdirTemp("", "zktest-ensemble-")
+	dir, err := cfg.tempDir("zktest-ensemble-")
 	if err != nil {
 		return nil, fmt.Errorf("zktest: %w", err)
 	}

@@ -2,6 +2,7 @@ package zktest
 
 import (
 	"io"
+	"os"
 	"time"
 )
 
@@ -28,8 +29,25 @@ type config struct {
 	jvmFlags       []string
 	extra          [][2]string
 	standalone     bool
+	tmpfs          bool      // WithTmpfs: the temporary directory on tmpfsDir when it can be
 	tls            *TLSFiles // nil: no secureClientPort
 	peerLinks      bool      // members reach each other through raw proxies
+}
+
+// tmpfsDir is where WithTmpfs puts a server's temporary directory: Linux's
+// shared-memory tmpfs.
+var tmpfsDir = "/dev/shm"
+
+// tempDir makes the temporary directory of a server or ensemble: on
+// tmpfsDir with WithTmpfs when that is a writable directory, else in
+// os.TempDir().
+func (c *config) tempDir(pattern string) (string, error) {
+	if c.tmpfs {
+		if dir, err := os.MkdirTemp(tmpfsDir, pattern); err == nil {
+			return dir, nil
+		}
+	}
+	return os.MkdirTemp("", pattern)
 }
 
 // portsPerServer is how many ports each server takes: client, quorum and
@@ -138,4 +156,14 @@ func WithStandaloneMode() Option {
 // ignore it.
 func WithPeerLinks() Option {
 	return func(c *config) { c.peerLinks = true }
+}
+
+// WithTmpfs puts the server's temporary directory (zoo.cfg, its log, and
+// ZooKeeper's dataDir: snapshots and the transaction log) on /dev/shm, a
+// tmpfs on Linux, when that is a writable directory, so that no disk stall
+// (writeback, a busy device) delays a request; where it is not, the option
+// does nothing and the directory stays in os.TempDir(). DataDir says where
+// it went. The data lives in memory until Close removes it.
+func WithTmpfs() Option {
+	return func(c *config) { c.tmpfs = true }
 }

@@ -77,7 +77,7 @@ func StartServer(opts ...Option) (*Server, error) {
 	if err := Available(); err != nil {
 		return nil, err
 	}
-	dir, err := os.MkdirTemp("", "zktest-")
+	dir, err := cfg.tempDir("zktest-")
 	if err != nil {
 		return nil, fmt.Errorf("zktest: %w", err)
 	}

@@ -753,3 +753,42 @@ func TestEnsemblePartition(t *testing.T) {
 		t.Fatal("Partition without WithPeerLinks succeeded")
 	}
 }
+
+func TestTmpfs(t *testing.T) {
+	probe, err := os.MkdirTemp(tmpfsDir, "zktest-probe-")
+	if err != nil {
+		t.Skipf("%s is not a writable directory here: %v", tmpfsDir, err)
+	}
+	os.Remove(probe)
+	var dir string
+	t.Cleanup(func() { // runs last, after the server's Close
+		if _, err := os.Stat(dir); !os.IsNotExist(err) {
+			t.Errorf("Close left %s behind: %v", dir, err)
+		}
+	})
+	s := NewServer(t, WithTmpfs())
+	dir = s.Dir()
+	if !strings.HasPrefix(s.DataDir(), tmpfsDir+"/") {
+		t.Errorf("DataDir %s is not on %s", s.DataDir(), tmpfsDir)
+	}
+	conn, _ := connect(t, s.ConnectString(), 4*time.Second)
+	if _, err := conn.Create("/on-tmpfs", nil, 0, acl); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Where the tmpfs is missing, WithTmpfs leaves the directory in
+// os.TempDir().
+func TestTmpfsMissing(t *testing.T) {
+	defer func(d string) { tmpfsDir = d }(tmpfsDir)
+	tmpfsDir = t.TempDir() + "/no-such-dir"
+	c := newConfig([]Option{WithTmpfs()})
+	dir, err := c.tempDir("zktest-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	if !strings.HasPrefix(dir, os.TempDir()) {
+		t.Errorf("tempDir = %s, want it in %s", dir, os.TempDir())
+	}
+}
