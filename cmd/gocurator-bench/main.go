@@ -9,7 +9,8 @@
 //	                [-scenarios 1,2,3,4,5,6] [-reps n] [-waiters n] [-gobench=true] [-profile dir]
 //
 // Without -servers it starts a throwaway ZooKeeper (Debian's zookeeper
-// package; forceSync off, as the tests run it) and removes it afterwards.
+// package; forceSync off, as the tests run it; its data dir on /dev/shm
+// where that is a writable tmpfs) and removes it afterwards.
 // With -servers, the first server must answer the four-letter word mntr
 // (4lw.commands.whitelist), allow a few hundred connections from this host
 // (maxClientCnxns), and serve no other client during the run: its counters
@@ -144,6 +145,7 @@ func run(ctx context.Context, o options) error {
 		logf("starting a throwaway ZooKeeper ...")
 		srv, err = zktest.StartServer(
 			zktest.WithContainerCheckInterval(60*time.Second), // ZooKeeper's default: containers are not reaped mid-run
+			zktest.WithTmpfs(), // no disk stalls in what is measured
 			zktest.WithJVMFlags("-Xmx1g", "-XX:TieredStopAtLevel=4"))
 		if err != nil {
 			return fmt.Errorf("starting ZooKeeper: %w", err)
@@ -151,7 +153,7 @@ func run(ctx context.Context, o options) error {
 		defer srv.Close()
 		e.servers = srv.Addr()
 		rep.ServerSetup = "throwaway standalone server started by the command (framework/zktest): forceSync=no, " +
-			"containers reaped every 60 s, JVM -Xmx1g with the full JIT, on the same machine as the clients"
+			"containers reaped every 60 s, JVM -Xmx1g with the full JIT, on the same machine as the clients; " + dataDirSetup(srv.DataDir())
 	} else {
 		rep.ServerSetup = "external (-servers " + e.servers + "); packets are counted on its first server only"
 	}
@@ -224,6 +226,15 @@ func run(ctx context.Context, o options) error {
 		fmt.Printf("  scenario %d: %-8s %s — %s\n", t.Scenario, t.Status, t.Text, t.Measured)
 	}
 	return nil
+}
+
+// dataDirSetup says where the server's data dir is, for the report.
+func dataDirSetup(dir string) string {
+	typ := fsType(dir)
+	if typ == "tmpfs" {
+		return "data dir on tmpfs (" + dir + "): snapshots and transaction log in memory"
+	}
+	return "data dir on disk (" + dir + ", " + typ + "): no writable tmpfs at /dev/shm, so disk stalls may show in the numbers"
 }
 
 // warmServer runs the floor's mutex for a while so the server's JIT has

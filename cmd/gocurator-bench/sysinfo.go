@@ -97,3 +97,30 @@ func loadAverage() string {
 	}
 	return strings.Join(f[:3], ", ")
 }
+
+// fsType returns the type of the file system that holds path (the mount
+// point in /proc/self/mounts that is its longest prefix: "tmpfs", "ext4",
+// ...), or "unknown".
+func fsType(path string) string {
+	b, err := os.ReadFile("/proc/self/mounts")
+	if err != nil {
+		return "unknown"
+	}
+	return mountedFSType(string(b), path)
+}
+
+func mountedFSType(mounts, path string) string {
+	best, typ := -1, "unknown"
+	for _, line := range strings.Split(mounts, "\n") {
+		f := strings.Fields(line)
+		if len(f) < 3 {
+			continue
+		}
+		mp := strings.ReplaceAll(f[1], `\040`, " ")
+		under := path == mp || mp == "/" || strings.HasPrefix(path, mp+"/")
+		if under && len(mp) >= best { // a later mount over the same point hides the earlier
+			best, typ = len(mp), f[2]
+		}
+	}
+	return typ
+}
