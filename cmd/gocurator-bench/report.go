@@ -124,8 +124,10 @@ func durFormat(x float64) string {
 }
 
 var summaryMeasures = []measureSpec{
-	{1, "p50 latency of acquire+release (lower is better)", func(r row) float64 { return durValue(r.P50) }, durFormat},
-	{1, "p99 latency of acquire+release (lower is better)", func(r row) float64 { return durValue(r.P99) }, durFormat},
+	{1, "p50 latency of acquire+release (lower is better)", func(r row) float64 { return durValue(r.Lat.P50) }, durFormat},
+	{1, "p99 latency of acquire+release (lower is better)", func(r row) float64 { return durValue(r.Lat.P99) }, durFormat},
+	{1, "slowest acquire+release, all repetitions (lower is better)", func(r row) float64 { return durValue(r.Lat.Max()) }, durFormat},
+	{1, "acquire+release cycles over 100 ms, all repetitions", func(r row) float64 { return float64(r.Lat.Slow()) }, func(x float64) string { return fmtNum(x, 0) }},
 	{1, "server packets per acquire+release", func(r row) float64 { return r.PacketsPerOp }, func(x float64) string { return fmtNum(x, 2) }},
 	{2, "acquisitions per second, one hot mutex (higher is better)", func(r row) float64 { return r.Rate }, func(x float64) string { return fmtNum(x, 0) }},
 	{3, "server packets per writer release (lower is better)", func(r row) float64 { return r.PacketsPerWriter }, func(x float64) string { return fmtNum(x, 1) }},
@@ -153,8 +155,8 @@ func s3Bound(group int, packetsPerOp float64) float64 {
 
 func (r *report) targets() []targetResult {
 	s1, s2, s3, s5, s6 := r.scenario(1), r.scenario(2), r.scenario(3), r.scenario(5), r.scenario(6)
-	p50 := func(x row) float64 { return durValue(x.P50) }
-	p99 := func(x row) float64 { return durValue(x.P99) }
+	p50 := func(x row) float64 { return durValue(x.Lat.P50) }
+	p99 := func(x row) float64 { return durValue(x.Lat.P99) }
 	rate := func(x row) float64 { return x.Rate }
 	var out []targetResult
 	add := func(scenario int, text, measured string, ok bool, missing ...string) {
@@ -333,19 +335,15 @@ func (r *report) writeScenario(w io.Writer, s *scenarioResult) {
 	var skipped []row
 	switch s.ID {
 	case 1:
-		p("| Implementation | p50 | p99 | p50 vs Curator | p99 vs Curator | p50 vs floor | p99 vs floor | packets / op | p50, p99 per repetition |\n")
-		p("|---|---:|---:|---:|---:|---:|---:|---:|---|\n")
-		g50 := func(x row) float64 { return durValue(x.P50) }
-		g99 := func(x row) float64 { return durValue(x.P99) }
+		p("| Implementation | %s | packets / op | %s |\n", latencyHeads, stallHeads)
+		p("|---|%s---:|%s\n", latencyAligns, stallAligns)
+		lat := func(x row) latency { return x.Lat }
 		for _, x := range s.Rows {
 			if !x.ok() {
 				skipped = append(skipped, x)
 				continue
 			}
-			c50, f50 := vs(g50, x.Impl)
-			c99, f99 := vs(g99, x.Impl)
-			p("| %s | %s | %s | %s | %s | %s | %s | %s | %s; %s |\n", x.Impl, fmtDur(x.P50), fmtDur(x.P99), c50, c99, f50, f99,
-				fmtNum(x.PacketsPerOp, 2), fmtDurs(x.RepP50), fmtDurs(x.RepP99))
+			p("| %s | %s | %s | %s |\n", x.Impl, latencyCells(s, x.Impl, lat), fmtNum(x.PacketsPerOp, 2), stallCells(x.Lat))
 		}
 	case 2, 4, 5:
 		unit := "acquisitions / s"
@@ -403,4 +401,35 @@ func (r *report) writeScenario(w io.Writer, s *scenarioResult) {
 		p("- %s\n", n)
 	}
 	p("\n")
+}
+
+// The columns of a latency in a scenario's table: latencyCells' and
+// stallCells'.
+const (
+	latencyHeads  = "p50 | p99 | p50 vs Curator | p99 vs Curator | p50 vs floor | p99 vs floor"
+	latencyAligns = "---:|---:|---:|---:|---:|---:|"
+	stallHeads    = "max per repetition | cycles > 100 ms per repetition | p50, p99 per repetition"
+	stallAligns   = "---|---|---|"
+)
+
+// latencyCells are impl's p50 and p99 in s, and their ratios to Curator's
+// and the floor's.
+func latencyCells(s *scenarioResult, impl string, get func(row) latency) string {
+	g50 := func(x row) float64 { return durValue(get(x).P50) }
+	g99 := func(x row) float64 { return durValue(get(x).P99) }
+	cell := func(g func(row) float64, other string) string {
+		return fmtRatio(ratio(s.value(impl, g), s.value(other, g)))
+	}
+	return strings.Join([]string{durFormat(s.value(impl, g50)), durFormat(s.value(impl, g99)),
+		cell(g50, nameCurator), cell(g99, nameCurator), cell(g50, nameFloor), cell(g99, nameFloor)}, " | ")
+}
+
+// stallCells are what the percentiles hide: each repetition's slowest cycle
+// and number of cycles over slowCycle, then its p50 and p99.
+func stallCells(l latency) string {
+	slow := make([]string, len(l.RepSlow))
+	for i, n := range l.RepSlow {
+		slow[i] = fmt.Sprint(n)
+	}
+	return fmt.Sprintf("%s | %s | %s; %s", fmtDurs(l.RepMax), strings.Join(slow, ", "), fmtDurs(l.RepP50), fmtDurs(l.RepP99))
 }

@@ -20,10 +20,12 @@ func sampleReport() *report {
 		LoadStart: "0.10, 0.20, 0.30", LoadEnd: "1.00, 0.50, 0.40",
 		Scenarios: []*scenarioResult{
 			{ID: 1, Title: "Uncontended", Setup: "one session", Rows: []row{
-				{Impl: nameFloor, P50: ms(1), P99: ms(2), RepP50: []time.Duration{ms(1)}, RepP99: []time.Duration{ms(2)}, PacketsPerOp: 3},
-				{Impl: nameOurs, P50: ms(1.5), P99: ms(2.4), RepP50: []time.Duration{ms(1.5)}, RepP99: []time.Duration{ms(2.4)}, PacketsPerOp: 4},
-				{Impl: nameZKLock, P50: ms(1.1), P99: ms(2.2), PacketsPerOp: 3},
-				{Impl: nameCurator, P50: ms(2), P99: ms(4), PacketsPerOp: 3},
+				{Impl: nameFloor, Lat: latency{P50: ms(1), P99: ms(2), RepP50: []time.Duration{ms(1)}, RepP99: []time.Duration{ms(2)},
+					RepMax: []time.Duration{ms(3)}, RepSlow: []int{0}}, PacketsPerOp: 3},
+				{Impl: nameOurs, Lat: latency{P50: ms(1.5), P99: ms(2.4), RepP50: []time.Duration{ms(1.5)}, RepP99: []time.Duration{ms(2.4)},
+					RepMax: []time.Duration{ms(2500)}, RepSlow: []int{4}}, PacketsPerOp: 4},
+				{Impl: nameZKLock, Lat: latency{P50: ms(1.1), P99: ms(2.2)}, PacketsPerOp: 3},
+				{Impl: nameCurator, Lat: latency{P50: ms(2), P99: ms(4)}, PacketsPerOp: 3},
 			}},
 			{ID: 2, Title: "Hot mutex", Setup: "8 sessions", Rows: []row{
 				{Impl: nameFloor, Rate: 400, RepRates: []float64{400}},
@@ -68,7 +70,9 @@ func TestReportHeaderAndTables(t *testing.T) {
 		"| 6 | heap per waiting handle (lower is better) | 2.00 KiB | — | 1.17 KiB | — | — | 1.71× |",
 		// scenario sections
 		"## Scenario 1: Uncontended",
-		"| gocurator | 1.50 ms | 2.40 ms | 0.75× | 0.60× | 1.50× | 1.20× | 4.00 | 1.50 ms; 2.40 ms |",
+		"| gocurator | 1.50 ms | 2.40 ms | 0.75× | 0.60× | 1.50× | 1.20× | 4.00 | 2.50 s | 4 | 1.50 ms; 2.40 ms |",
+		"| 1 | slowest acquire+release, all repetitions (lower is better) | 2.50 s | — | 3.00 ms | — | — | 833.33× |",
+		"| 1 | acquire+release cycles over 100 ms, all repetitions | 4 | 0 | 0 | 0 | — | — |",
 		"- gocurator: not measured: recipe not in package recipes yet: InterProcessReadWriteLock.",
 		"- Curator 5.4 (Java): failed: boom.",
 		"| gocurator | 10000 | 2.00 KiB | 8.00 KiB | 1.71× |",

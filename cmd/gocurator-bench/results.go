@@ -43,10 +43,9 @@ type row struct {
 	Impl   string
 	Status string // empty when measured; else why not (not supported, not yet, error)
 
-	// scenario 1
-	P50, P99       time.Duration // medians over repetitions
-	RepP50, RepP99 []time.Duration
-	PacketsPerOp   float64 // server packets per acquire+release
+	// scenario 1: each acquire+release
+	Lat          latency
+	PacketsPerOp float64 // server packets per acquire+release
 
 	// scenarios 2, 4, 5: acquisitions (leases) per second
 	Rate     float64 // median

@@ -165,8 +165,9 @@ func (e *env) startProfile(name string) func() {
 // brief is a one-line summary of a row for progress output.
 func brief(r row) string {
 	switch {
-	case r.P50 > 0:
-		return fmt.Sprintf("p50 %s p99 %s, %.2f packets/op", fmtDur(r.P50), fmtDur(r.P99), r.PacketsPerOp)
+	case r.Lat.P50 > 0:
+		return fmt.Sprintf("p50 %s p99 %s max %s, %d over %s, %.2f packets/op",
+			fmtDur(r.Lat.P50), fmtDur(r.Lat.P99), fmtDur(r.Lat.Max()), r.Lat.Slow(), fmtDur(slowCycle), r.PacketsPerOp)
 	case r.Rate > 0:
 		return fmt.Sprintf("%.0f/s", r.Rate)
 	case r.Writers > 0:

@@ -53,7 +53,7 @@ func TestScenariosSmoke(t *testing.T) {
 		}
 	}
 	s1, s6 := rep.scenario(1), rep.scenario(6)
-	if r, ok := s1.find(nameFloor); !ok || r.P50 <= 0 || r.P99 < r.P50 || r.PacketsPerOp < 3 {
+	if r, ok := s1.find(nameFloor); !ok || r.Lat.P50 <= 0 || r.Lat.P99 < r.Lat.P50 || r.Lat.Max() < r.Lat.P99 || r.PacketsPerOp < 3 {
 		t.Errorf("scenario 1 floor row: %+v", r)
 	}
 	for _, impl := range []string{nameFloor, nameOurs} {

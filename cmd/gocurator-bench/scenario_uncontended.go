@@ -75,13 +75,13 @@ func (c *s1Contender) rep(ctx context.Context) (repResult, error) {
 func s1Row(reps []repResult) row {
 	var r row
 	var packets, ops int64
+	var lats [][]time.Duration
 	for _, rep := range reps {
-		r.RepP50 = append(r.RepP50, percentile(rep.lat, 50))
-		r.RepP99 = append(r.RepP99, percentile(rep.lat, 99))
+		lats = append(lats, rep.lat)
 		packets += rep.packets
 		ops += int64(len(rep.lat))
 	}
-	r.P50, r.P99 = medianDuration(r.RepP50), medianDuration(r.RepP99)
+	r.Lat = latencyOf(lats)
 	if ops > 0 {
 		r.PacketsPerOp = float64(packets) / float64(ops)
 	}

@@ -13,8 +13,8 @@ func TestS1Row(t *testing.T) {
 		rep(6, 4, 5, 6),
 		rep(6, 7, 8, 90),
 	})
-	if r.P50 != 5 || r.P99 != 6 {
-		t.Errorf("p50 %v p99 %v, want the medians of the repetitions' percentiles: 5 and 6", r.P50, r.P99)
+	if r.Lat.P50 != 5 || r.Lat.P99 != 6 {
+		t.Errorf("p50 %v p99 %v, want the medians of the repetitions' percentiles: 5 and 6", r.Lat.P50, r.Lat.P99)
 	}
 	if r.PacketsPerOp != 2 {
 		t.Errorf("packets per op %v, want 2", r.PacketsPerOp)

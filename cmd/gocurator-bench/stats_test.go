@@ -2,6 +2,7 @@ package main
 
 import (
 	"math"
+	"slices"
 	"testing"
 	"time"
 )
@@ -93,5 +94,26 @@ func TestRateAndS3Rows(t *testing.T) {
 	s := s3Row([]repResult{{packets: 660, drain: time.Second, acquisitions: 66, participants: 67, wrote: 17}})
 	if s.PacketsPerAcq != 10 || math.Abs(s.PacketsPerWriter-660.0/17) > 1e-9 || s.Drain != time.Second {
 		t.Errorf("s3 row %+v", s)
+	}
+}
+
+func TestLatencyOf(t *testing.T) {
+	ms := time.Millisecond
+	l := latencyOf([][]time.Duration{
+		{1 * ms, 2 * ms, 3 * ms},
+		{2 * ms, 2500 * ms, 3 * ms, 101 * ms},
+		{4 * ms, 100 * ms, 5 * ms},
+	})
+	if want := []time.Duration{3 * ms, 2500 * ms, 100 * ms}; !slices.Equal(l.RepMax, want) {
+		t.Errorf("RepMax %v, want %v", l.RepMax, want)
+	}
+	if want := []int{0, 2, 0}; !slices.Equal(l.RepSlow, want) { // over 100 ms, not at it
+		t.Errorf("RepSlow %v, want %v", l.RepSlow, want)
+	}
+	if l.Max() != 2500*ms || l.Slow() != 2 {
+		t.Errorf("Max %v Slow %d, want 2.5s and 2", l.Max(), l.Slow())
+	}
+	if l.P50 != 3*ms { // the median of the repetitions' p50s: 2, 3 and 5 ms
+		t.Errorf("P50 %v, want 3ms", l.P50)
 	}
 }
