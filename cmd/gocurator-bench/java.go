@@ -115,17 +115,27 @@ func (p *javaProc) next(ctx context.Context, limit time.Duration) (string, error
 	}
 }
 
-func (p *javaProc) rep(ctx context.Context) (repResult, error) {
-	if _, err := io.WriteString(p.proc.Stdin(), "rep\n"); err != nil {
+func (p *javaProc) rep(ctx context.Context) (repResult, error) { return p.ask(ctx, "rep") }
+
+// repAt runs a repetition of scenario 2 with the first n of the JVM's
+// sessions.
+func (p *javaProc) repAt(ctx context.Context, n int) (repResult, error) {
+	return p.ask(ctx, fmt.Sprintf("rep %d", n))
+}
+
+// ask sends the JVM one line that asks for a repetition, and returns the
+// repetition's result.
+func (p *javaProc) ask(ctx context.Context, line string) (repResult, error) {
+	if _, err := io.WriteString(p.proc.Stdin(), line+"\n"); err != nil {
 		return repResult{}, fmt.Errorf("CuratorBench: %w; stderr: %s", err, tail(p.proc.Stderr(), 1500))
 	}
-	line, err := p.next(ctx, p.limit)
+	answer, err := p.next(ctx, p.limit)
 	if err != nil {
 		return repResult{}, fmt.Errorf("CuratorBench: %w; stderr: %s", err, tail(p.proc.Stderr(), 1500))
 	}
 	var r javaRep
-	if err := json.Unmarshal([]byte(line), &r); err != nil {
-		return repResult{}, fmt.Errorf("CuratorBench: bad output %q: %v", tail(line, 200), err)
+	if err := json.Unmarshal([]byte(answer), &r); err != nil {
+		return repResult{}, fmt.Errorf("CuratorBench: bad output %q: %v", tail(answer, 200), err)
 	}
 	res := repResult{packets: r.Packets, ops: r.Ops, elapsed: time.Duration(r.ElapsedNs), drain: time.Duration(r.DrainNs),
 		acquisitions: r.Acquisitions, participants: r.Participants, wrote: r.Writers}

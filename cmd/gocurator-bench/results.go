@@ -17,7 +17,8 @@ type counts struct {
 	WarmJava time.Duration // warm-up (JIT) of the JVM per scenario
 	S1Ops    int           // acquire+release cycles per repetition
 	Duration time.Duration // measured window of each throughput repetition
-	S2Client int           // sessions on the hot mutex
+	S2Client int           // sessions on the hot mutex: the scenario's headline
+	S2Sweep  []int         // the numbers of sessions of its sweep (gocurator, Curator, floor)
 	S3Reader int           // readers in the read-write queue
 	S3Group  int           // readers between two writers
 	S4Client int           // sessions on the semaphore
@@ -29,12 +30,12 @@ type counts struct {
 
 func fullCounts() counts {
 	return counts{Reps: 3, WarmGo: time.Second, WarmJava: 4 * time.Second, S1Ops: 1500, Duration: 2 * time.Second,
-		S2Client: 8, S3Reader: 50, S3Group: 3, S4Client: 16, S4Leases: 3, S5Paths: 200, S5Worker: 16, S6Wait: 10000}
+		S2Client: 8, S2Sweep: []int{1, 2, 4, 8, 16, 32}, S3Reader: 50, S3Group: 3, S4Client: 16, S4Leases: 3, S5Paths: 200, S5Worker: 16, S6Wait: 10000}
 }
 
 func quickCounts() counts {
 	return counts{Reps: 1, WarmGo: 200 * time.Millisecond, WarmJava: time.Second, S1Ops: 200,
-		Duration: 500 * time.Millisecond, S2Client: 8, S3Reader: 20, S3Group: 3, S4Client: 16, S4Leases: 3,
+		Duration: 500 * time.Millisecond, S2Client: 8, S2Sweep: []int{1, 8, 32}, S3Reader: 20, S3Group: 3, S4Client: 16, S4Leases: 3,
 		S5Paths: 200, S5Worker: 16, S6Wait: 500}
 }
 
@@ -79,6 +80,21 @@ type scenarioResult struct {
 	Setup string
 	Rows  []row
 	Notes []string
+	Sweep []sweepPoint // scenario 2: rows at each number of sessions
+}
+
+// sweepPoint is a scenario's rows at one number of sessions.
+type sweepPoint struct {
+	Sessions int
+	Rows     []row
+}
+
+// find returns the row of impl, if measured.
+func (pt sweepPoint) find(impl string) (row, bool) { return findRow(pt.Rows, impl) }
+
+// value returns a metric of impl's row, NaN if it was not measured.
+func (pt sweepPoint) value(impl string, f func(row) float64) float64 {
+	return rowValue(pt.Rows, impl, f)
 }
 
 // find returns the row of impl, if measured.
@@ -86,7 +102,19 @@ func (s *scenarioResult) find(impl string) (row, bool) {
 	if s == nil {
 		return row{}, false
 	}
-	for _, r := range s.Rows {
+	return findRow(s.Rows, impl)
+}
+
+// value returns a metric of impl's row, NaN if it was not measured.
+func (s *scenarioResult) value(impl string, f func(row) float64) float64 {
+	if s == nil {
+		return math.NaN()
+	}
+	return rowValue(s.Rows, impl, f)
+}
+
+func findRow(rows []row, impl string) (row, bool) {
+	for _, r := range rows {
 		if r.Impl == impl && r.ok() {
 			return r, true
 		}
@@ -94,9 +122,8 @@ func (s *scenarioResult) find(impl string) (row, bool) {
 	return row{}, false
 }
 
-// value returns a metric of impl's row, NaN if it was not measured.
-func (s *scenarioResult) value(impl string, f func(row) float64) float64 {
-	r, ok := s.find(impl)
+func rowValue(rows []row, impl string, f func(row) float64) float64 {
+	r, ok := findRow(rows, impl)
 	if !ok {
 		return math.NaN()
 	}

@@ -1,12 +1,14 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"runtime/pprof"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -74,29 +76,36 @@ func statusOf(err error) string {
 // falls on all of them alike, and never two at once. agg turns an
 // implementation's repetitions into its row.
 func (e *env) interleave(ctx context.Context, id int, entries []entry, agg func([]repResult) row) []row {
-	type live struct {
-		c      contender
-		reps   []repResult
-		status string
-	}
-	ls := make([]live, len(entries))
-	defer func() {
-		for _, l := range ls {
-			if l.c != nil {
-				l.c.close()
-			}
-		}
-	}()
+	l := e.setUp(ctx, id, entries)
+	defer l.close()
+	return l.run(ctx, "", func(ctx context.Context, _ entry, c contender) (repResult, error) { return c.rep(ctx) }, agg)
+}
+
+// lineup is a scenario's implementations, set up and warmed up, ready to
+// run their repetitions interleaved, once (interleave) or at each step of a
+// sweep (scenario 2).
+type lineup struct {
+	e       *env
+	id      int
+	entries []entry
+	cs      []contender // nil: not set up, or failed
+	status  []string    // why cs[i] is nil
+}
+
+// setUp sets every implementation up, one after the other, and lets the
+// last warm-up settle.
+func (e *env) setUp(ctx context.Context, id int, entries []entry) *lineup {
+	l := &lineup{e: e, id: id, entries: entries, cs: make([]contender, len(entries)), status: make([]string, len(entries))}
 	for i, en := range entries {
 		if ctx.Err() != nil {
-			ls[i].status = statusOf(ctx.Err())
+			l.status[i] = statusOf(ctx.Err())
 			continue
 		}
 		e.logf("scenario %d: %s: setting up and warming up ...", id, en.impl)
 		c, err := en.setup(ctx)
-		ls[i].c, ls[i].status = c, statusOf(err)
+		l.cs[i], l.status[i] = c, statusOf(err)
 		if err != nil {
-			e.logf("scenario %d: %s: %s", id, en.impl, ls[i].status)
+			e.logf("scenario %d: %s: %s", id, en.impl, l.status[i])
 		}
 	}
 	// let the JVM's compiler threads, started by the last warm-up, settle
@@ -104,42 +113,67 @@ func (e *env) interleave(ctx context.Context, id int, entries []entry, agg func(
 	case <-time.After(e.c.WarmGo):
 	case <-ctx.Done():
 	}
+	return l
+}
+
+func (l *lineup) close() {
+	for _, c := range l.cs {
+		if c != nil {
+			c.close()
+		}
+	}
+}
+
+// run runs the repetitions round-robin and returns a row per
+// implementation. step names what rep runs ("": the scenario's one
+// measure) in the log and the profiles. An implementation whose rep fails
+// is closed, and its row says why from then on; one whose rep returns an
+// error wrapping errSkipped is not measured at this step, and stays.
+func (l *lineup) run(ctx context.Context, step string, rep func(context.Context, entry, contender) (repResult, error), agg func([]repResult) row) []row {
+	e, id := l.e, l.id
+	label, tag := fmt.Sprint(id), ""
+	if step != "" {
+		label, tag = label+", "+step, "-"+strings.ReplaceAll(step, " ", "-")
+	}
+	reps := make([][]repResult, len(l.entries))
+	skipped := make([]string, len(l.entries))
 	for r := range e.c.Reps {
-		for i, en := range entries {
-			l := &ls[i]
-			if l.c == nil {
+		for i, en := range l.entries {
+			if l.cs[i] == nil || skipped[i] != "" {
 				continue
 			}
 			var stop func()
 			if e.profileDir != "" && en.impl == nameOurs {
-				stop = e.startProfile(fmt.Sprintf("s%d-gocurator-rep%d", id, r+1))
+				stop = e.startProfile(fmt.Sprintf("s%d%s-gocurator-rep%d", id, tag, r+1))
 			}
 			start := time.Now()
-			res, err := l.c.rep(ctx)
+			res, err := rep(ctx, en, l.cs[i])
 			if stop != nil {
 				stop()
 			}
-			if err != nil {
-				l.status = statusOf(err)
-				e.logf("scenario %d: %s: repetition %d %s", id, en.impl, r+1, l.status)
-				l.c.close()
-				l.c = nil
+			switch {
+			case errors.Is(err, errSkipped):
+				skipped[i] = statusOf(err)
+				continue
+			case err != nil:
+				l.status[i] = statusOf(err)
+				e.logf("scenario %s: %s: repetition %d %s", label, en.impl, r+1, l.status[i])
+				l.cs[i].close()
+				l.cs[i] = nil
 				continue
 			}
-			l.reps = append(l.reps, res)
-			e.logf("scenario %d: %s: repetition %d in %s: %s", id, en.impl, r+1, time.Since(start).Round(time.Millisecond), brief(agg([]repResult{res})))
+			reps[i] = append(reps[i], res)
+			e.logf("scenario %s: %s: repetition %d in %s: %s", label, en.impl, r+1, time.Since(start).Round(time.Millisecond), brief(agg([]repResult{res})))
 		}
 	}
-	rows := make([]row, len(entries))
-	for i, en := range entries {
-		if ls[i].status != "" || len(ls[i].reps) == 0 {
-			rows[i] = row{Impl: en.impl, Status: ls[i].status}
-			if rows[i].Status == "" {
-				rows[i].Status = "failed: no repetition"
-			}
+	rows := make([]row, len(l.entries))
+	for i, en := range l.entries {
+		status := cmp.Or(skipped[i], l.status[i])
+		if status != "" || len(reps[i]) == 0 {
+			rows[i] = row{Impl: en.impl, Status: cmp.Or(status, "failed: no repetition")}
 			continue
 		}
-		rows[i] = agg(ls[i].reps)
+		rows[i] = agg(reps[i])
 		rows[i].Impl = en.impl
 	}
 	return rows
@@ -231,8 +265,23 @@ type timedContender struct {
 func (c *timedContender) close() { c.closeAll() }
 
 func (c *timedContender) rep(ctx context.Context) (repResult, error) {
-	n, el, err := runTimed(ctx, c.workers, c.e.c.Duration)
-	return repResult{ops: n, elapsed: el}, err
+	return c.repAt(ctx, len(c.workers))
+}
+
+// sweeper is a contender that can run a repetition with only some of its
+// sessions (scenario 2's sweep).
+type sweeper interface {
+	repAt(ctx context.Context, sessions int) (repResult, error)
+}
+
+// repAt runs a repetition with the first n workers; with fewer, it is not
+// measured.
+func (c *timedContender) repAt(ctx context.Context, n int) (repResult, error) {
+	if n > len(c.workers) {
+		return repResult{}, fmt.Errorf("%w with %d sessions (set up with %d)", errSkipped, n, len(c.workers))
+	}
+	ops, el, err := runTimed(ctx, c.workers[:n], c.e.c.Duration)
+	return repResult{ops: ops, elapsed: el}, err
 }
 
 // newTimed warms the workers up and returns them as a contender.

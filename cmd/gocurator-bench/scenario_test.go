@@ -27,7 +27,7 @@ func TestScenariosSmoke(t *testing.T) {
 	defer cancel()
 	e := &env{servers: srv.Addr(), base: "/smoke", logf: t.Logf, profileDir: t.TempDir(), c: counts{
 		Reps: 2, WarmGo: 50 * time.Millisecond, WarmJava: 300 * time.Millisecond, S1Ops: 20, Duration: 200 * time.Millisecond,
-		S2Client: 3, S3Reader: 6, S3Group: 2, S4Client: 4, S4Leases: 2, S5Paths: 10, S5Worker: 4, S6Wait: 50,
+		S2Client: 3, S2Sweep: []int{1, 2}, S3Reader: 6, S3Group: 2, S4Client: 4, S4Leases: 2, S5Paths: 10, S5Worker: 4, S6Wait: 50,
 	}}
 	if _, err := jvm.Tool("javac"); err == nil {
 		j, err := newJavaRunner(ctx)
@@ -52,7 +52,21 @@ func TestScenariosSmoke(t *testing.T) {
 			}
 		}
 	}
-	s1, s6 := rep.scenario(1), rep.scenario(6)
+	s1, s2, s6 := rep.scenario(1), rep.scenario(2), rep.scenario(6)
+	if len(s2.Sweep) != 3 {
+		t.Errorf("scenario 2's sweep has %d points, want 1, 2 and 3 sessions", len(s2.Sweep))
+	}
+	for _, pt := range s2.Sweep {
+		for _, x := range pt.Rows {
+			switch {
+			case x.ok():
+			case x.Impl == nameZKLock && pt.Sessions != e.c.S2Client && strings.HasPrefix(x.Status, "not measured"):
+			case x.Impl == nameCurator && e.java == nil:
+			default:
+				t.Errorf("scenario 2 with %d sessions: %s: %s", pt.Sessions, x.Impl, x.Status)
+			}
+		}
+	}
 	if r, ok := s1.find(nameFloor); !ok || r.Lat.P50 <= 0 || r.Lat.P99 < r.Lat.P50 || r.Lat.Max() < r.Lat.P99 || r.PacketsPerOp < 3 {
 		t.Errorf("scenario 1 floor row: %+v", r)
 	}

@@ -11,7 +11,7 @@
 // The JVM sets the scenario up (sessions, locks), warms up (JIT) by running
 // it for warmupMs on the same clients, and prints "ready". Then, for every
 // line "rep" on stdin, it runs one measured repetition and prints its result
-// as one JSON line; on "quit" (or end of input) it prints a last JSON line
+// as one JSON line ("rep <n>" in s2 and s4: with the first n sessions only); on "quit" (or end of input) it prints a last JSON line
 // with its versions, closes its sessions and exits. The Go side asks for each
 // repetition when its turn comes, so that repetitions of the Go and Java
 // implementations alternate on the same server and none runs alongside
@@ -22,6 +22,7 @@
 //     s1  uncontended mutex, one client    ops=<acquire+release cycles per rep>
 //         -> {"latNs":[...],"packets":n}
 //     s2  one hot mutex                    clients=<n> durationMs=<ms>  -> {"ops":n,"elapsedNs":t}
+//         (clients is the most sessions a repetition asks for: "rep 4" runs 4)
 //     s3  read-write lock, W R R R W ...   readers=<n> group=<readers per writer>
 //         -> {"packets":n,"drainNs":t,"acquisitions":n,"participants":n,"writers":n}
 //     s4  semaphore                        clients=<n> leases=<n> durationMs=<ms>  -> {"ops":n,"elapsedNs":t}
@@ -64,9 +65,10 @@ public class CuratorBench {
     static final List<CuratorFramework> clients = new ArrayList<>();
 
     // A scenario, set up and warmed up: each call runs one measured
-    // repetition and returns its JSON object.
+    // repetition and returns its JSON object. arg is what followed "rep" on
+    // its line ("" for none).
     interface Rep {
-        String run() throws Exception;
+        String run(String arg) throws Exception;
     }
 
     public static void main(String[] args) throws Exception {
@@ -100,8 +102,9 @@ public class CuratorBench {
         System.out.flush();
         BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
         for (String line; (line = in.readLine()) != null && !line.trim().equals("quit"); ) {
-            if (line.trim().equals("rep")) {
-                System.out.println(rep.run());
+            String l = line.trim();
+            if (l.equals("rep") || l.startsWith("rep ")) {
+                System.out.println(rep.run(l.substring(3).trim()));
                 System.out.flush();
             }
         }
@@ -211,7 +214,7 @@ public class CuratorBench {
             m.acquire();
             m.release();
         }
-        return () -> {
+        return arg -> {
             long[] lat = new long[ops];
             long before = counter("zk_packets_sent");
             for (int i = 0; i < ops; i++) {
@@ -271,11 +274,17 @@ public class CuratorBench {
         return new long[] {count.get(), elapsed};
     }
 
+    // timedReps warms all workers up; each repetition runs the first n of
+    // them ("rep n"), or all.
     static Rep timedReps(List<Cycle> workers) throws Exception {
         timed(workers, num("warmupMs", 3000));
         long durationMs = num("durationMs", 2000);
-        return () -> {
-            long[] res = timed(workers, durationMs);
+        return arg -> {
+            int n = arg.isEmpty() ? workers.size() : Integer.parseInt(arg);
+            if (n < 1 || n > workers.size()) {
+                throw new IllegalArgumentException("rep " + n + ": there are " + workers.size() + " workers");
+            }
+            long[] res = timed(workers.subList(0, n), durationMs);
             return "{\"ops\":" + res[0] + ",\"elapsedNs\":" + res[1] + "}";
         };
     }
@@ -358,7 +367,7 @@ public class CuratorBench {
         CuratorFramework admin = newClient();
         s3rep(cs, admin, isWriter, path + "/r0");
         int[] rep = {0};
-        return () -> {
+        return arg -> {
             rep[0]++;
             long[] res = s3rep(cs, admin, isWriter, path + "/r" + rep[0]);
             return "{\"packets\":" + res[0] + ",\"drainNs\":" + res[1] + ",\"acquisitions\":" + (n - 1)
