@@ -63,7 +63,7 @@ demo: deps
 
 # bench: gocurator against the floor (raw go-zookeeper), Java Curator 5.4 and
 # go-zookeeper's zk.Lock on a fresh throwaway ZooKeeper, in one run;
-# regenerates docs/performance.md. BENCH_FLAGS=-quick: a one-minute smoke run,
+# regenerates docs/performance.md and its plot, docs/hot-mutex-sessions.svg. BENCH_FLAGS=-quick: a one-minute smoke run,
 # written to $$TMPDIR instead.
 bench: deps
 	$(GO) run ./cmd/gocurator-bench $(BENCH_FLAGS)

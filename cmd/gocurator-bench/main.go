@@ -18,11 +18,15 @@
 //
 // A -quick run writes its report to $TMPDIR/gocurator-bench-quick.md unless
 // -out is given, so that smoke numbers never replace docs/performance.md.
+// The plot of scenario 2's sweep, hot-mutex-sessions.svg, goes next to the
+// report (docs/hot-mutex-sessions.svg for a full run), which links to it.
 //
 // Scenarios:
 //
 //  1. uncontended mutex acquire + release, one client: p50 / p99 latency;
-//  2. one hot mutex, 8 sessions in a loop: acquisitions per second;
+//  2. one hot mutex, 8 sessions in a loop: acquisitions per second; and,
+//     for gocurator, Curator and the floor, with 1, 2, 4, 8, 16 and 32
+//     sessions (the plot);
 //  3. read-write lock, W R R R W R R R … with 50 readers: server packets
 //     per writer release (the herd) and time to drain the queue;
 //  4. semaphore with 3 leases, 16 sessions: leases per second;
@@ -44,6 +48,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -211,15 +216,15 @@ func run(ctx context.Context, o options) error {
 	}
 	rep.Elapsed = time.Since(began)
 	if o.out != "" {
-		var buf bytes.Buffer
-		rep.write(&buf)
-		if err := os.MkdirAll(filepath.Dir(o.out), 0o755); err != nil {
+		if err := writeOutput(o.out, rep.write); err != nil {
 			return err
 		}
-		if err := os.WriteFile(o.out, buf.Bytes(), 0o644); err != nil {
-			return err
+		// the plot the report links to, next to it
+		if plot, ok := rep.hotMutexPlot(); ok {
+			if err := writeOutput(filepath.Join(filepath.Dir(o.out), hotMutexSVG), plot.writeSVG); err != nil {
+				return err
+			}
 		}
-		logf("wrote %s", o.out)
 	}
 	fmt.Printf("gocurator-bench: %s in %s\n", map[bool]string{true: "quick run", false: "full run"}[o.quick], rep.Elapsed.Round(time.Second))
 	for _, t := range rep.targets() {
@@ -235,6 +240,20 @@ func dataDirSetup(dir string) string {
 		return "data dir on tmpfs (" + dir + "): snapshots and transaction log in memory"
 	}
 	return "data dir on disk (" + dir + ", " + typ + "): no writable tmpfs at /dev/shm, so disk stalls may show in the numbers"
+}
+
+// writeOutput writes a file of the run's output with write.
+func writeOutput(path string, write func(io.Writer)) error {
+	var buf bytes.Buffer
+	write(&buf)
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
+		return err
+	}
+	logf("wrote %s", path)
+	return nil
 }
 
 // warmServer runs the floor's mutex for a while so the server's JIT has

@@ -346,6 +346,7 @@ func (r *report) writeScenario(w io.Writer, s *scenarioResult) {
 			p("| %s | %s | %s | %s |\n", x.Impl, latencyCells(s, x.Impl, lat), fmtNum(x.PacketsPerOp, 2), stallCells(x.Lat))
 		}
 	case 2, 4, 5:
+		defer r.writeSweep(w, s)
 		unit := "acquisitions / s"
 		if s.ID == 4 {
 			unit = "leases / s"
@@ -427,9 +428,72 @@ func latencyCells(s *scenarioResult, impl string, get func(row) latency) string 
 // stallCells are what the percentiles hide: each repetition's slowest cycle
 // and number of cycles over slowCycle, then its p50 and p99.
 func stallCells(l latency) string {
-	slow := make([]string, len(l.RepSlow))
-	for i, n := range l.RepSlow {
-		slow[i] = fmt.Sprint(n)
+	return fmt.Sprintf("%s | %s | %s; %s", fmtDurs(l.RepMax), joinInts(l.RepSlow, ", "), fmtDurs(l.RepP50), fmtDurs(l.RepP99))
+}
+
+// hotMutexSVG is the file name of the plot of scenario 2's sweep, which the
+// command writes next to the report.
+const hotMutexSVG = "hot-mutex-sessions.svg"
+
+// sweepImpls are the implementations of scenario 2's sweep, in the order of
+// its table and plot, with their lines' colours and dashes.
+var sweepImpls = []plotSeries{
+	{Name: nameOurs, Color: "#1f6fb4"},
+	{Name: nameCurator, Color: "#d62728"},
+	{Name: nameFloor, Color: "#666666", Dash: "6 4"},
+}
+
+// hotMutexPlot is the plot of scenario 2's sweep: the median acquisitions
+// per second of each implementation against the number of sessions. ok is
+// false when the sweep was not run.
+func (r *report) hotMutexPlot() (plot linePlot, ok bool) {
+	s := r.scenario(2)
+	if s == nil || len(s.Sweep) == 0 {
+		return linePlot{}, false
 	}
-	return fmt.Sprintf("%s | %s | %s; %s", fmtDurs(l.RepMax), strings.Join(slow, ", "), fmtDurs(l.RepP50), fmtDurs(l.RepP99))
+	plot = linePlot{Title: "One hot mutex: acquisitions per second against sessions",
+		Note:   fmt.Sprintf("gocurator-bench, %s; median of %d repetition(s) of %s each", r.Generated.UTC().Format("2006-01-02 15:04 MST"), r.Counts.Reps, r.Counts.Duration),
+		XLabel: "sessions, each acquire+release in a loop on one lock path", YLabel: "acquisitions per second (higher is better)"}
+	if r.Quick {
+		plot.Note += " (-quick smoke run: do not quote)"
+	}
+	for _, pt := range s.Sweep {
+		plot.X = append(plot.X, float64(pt.Sessions))
+	}
+	for _, ser := range sweepImpls {
+		for _, pt := range s.Sweep {
+			ser.Y = append(ser.Y, pt.value(ser.Name, func(x row) float64 { return x.Rate }))
+		}
+		plot.Series = append(plot.Series, ser)
+	}
+	return plot, true
+}
+
+// writeSweep writes scenario 2's sweep: a table and the plot's link.
+func (r *report) writeSweep(w io.Writer, s *scenarioResult) {
+	if len(s.Sweep) == 0 {
+		return
+	}
+	p := func(format string, args ...any) { fmt.Fprintf(w, format, args...) }
+	p("Acquisitions per second against the number of sessions (medians; per repetition in parentheses):\n\n| Sessions |")
+	for _, ser := range sweepImpls {
+		p(" %s |", ser.Name)
+	}
+	p(" ours / Curator | ours / floor |\n|---:|")
+	p("%s---:|---:|\n", strings.Repeat("---|", len(sweepImpls)))
+	rate := func(x row) float64 { return x.Rate }
+	for _, pt := range s.Sweep {
+		p("| %d |", pt.Sessions)
+		for _, ser := range sweepImpls {
+			if x, ok := pt.find(ser.Name); ok {
+				p(" %s (%s) |", fmtNum(x.Rate, 0), fmtNums(x.RepRates, 0))
+			} else {
+				p(" — |")
+			}
+		}
+		o := pt.value(nameOurs, rate)
+		p(" %s | %s |\n", fmtRatio(ratio(o, pt.value(nameCurator, rate))), fmtRatio(ratio(o, pt.value(nameFloor, rate))))
+	}
+	p("\n![One hot mutex: acquisitions per second against sessions](%s)\n\n", hotMutexSVG)
+	p("The plot, [%s](%s), comes from the same run as this report.\n", hotMutexSVG, hotMutexSVG)
 }

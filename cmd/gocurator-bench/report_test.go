@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"math"
 	"strings"
 	"testing"
 	"time"
@@ -31,6 +32,11 @@ func sampleReport() *report {
 				{Impl: nameFloor, Rate: 400, RepRates: []float64{400}},
 				{Impl: nameOurs, Rate: 300, RepRates: []float64{300}},
 				{Impl: nameCurator, Rate: 100, RepRates: []float64{100}},
+			}, Sweep: []sweepPoint{
+				{Sessions: 1, Rows: []row{{Impl: nameFloor, Rate: 500, RepRates: []float64{500}}, {Impl: nameOurs, Rate: 450, RepRates: []float64{450}},
+					{Impl: nameCurator, Status: "failed: boom"}}},
+				{Sessions: 8, Rows: []row{{Impl: nameFloor, Rate: 400, RepRates: []float64{400}}, {Impl: nameOurs, Rate: 300, RepRates: []float64{300}},
+					{Impl: nameCurator, Rate: 100, RepRates: []float64{100}}}},
 			}},
 			{ID: 3, Title: "RW", Setup: "queue", Rows: []row{
 				{Impl: nameFloor, PacketsPerAcq: 3, PacketsPerWriter: 11.6, Drain: ms(50), Participants: 67, Writers: 17},
@@ -76,6 +82,11 @@ func TestReportHeaderAndTables(t *testing.T) {
 		"- gocurator: not measured: recipe not in package recipes yet: InterProcessReadWriteLock.",
 		"- Curator 5.4 (Java): failed: boom.",
 		"| gocurator | 10000 | 2.00 KiB | 8.00 KiB | 1.71× |",
+		// scenario 2's sweep, and the link to its plot
+		"| Sessions | gocurator | Curator 5.4 (Java) | floor (raw go-zk) | ours / Curator | ours / floor |",
+		"| 1 | 450 (450) | — | 500 (500) | — | 0.90× |",
+		"| 8 | 300 (300) | 100 (100) | 400 (400) | 3.00× | 0.75× |",
+		"![One hot mutex: acquisitions per second against sessions](hot-mutex-sessions.svg)",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("report lacks %q\n--- report ---\n%s", want, out)
@@ -152,5 +163,28 @@ func TestFormat(t *testing.T) {
 		if tc.got != tc.want {
 			t.Errorf("got %q, want %q", tc.got, tc.want)
 		}
+	}
+}
+
+func TestHotMutexPlot(t *testing.T) {
+	r := sampleReport()
+	p, ok := r.hotMutexPlot()
+	if !ok {
+		t.Fatal("no plot of scenario 2's sweep")
+	}
+	if len(p.X) != 2 || p.X[0] != 1 || p.X[1] != 8 || len(p.Series) != 3 {
+		t.Fatalf("plot %+v", p)
+	}
+	for _, s := range p.Series {
+		if s.Name == nameCurator && (!math.IsNaN(s.Y[0]) || s.Y[1] != 100) {
+			t.Errorf("Curator's line %v, want [NaN 100]", s.Y)
+		}
+	}
+	r.Scenarios = r.Scenarios[:1]
+	if _, ok := r.hotMutexPlot(); ok {
+		t.Error("a plot without scenario 2")
+	}
+	if strings.Contains(render(r), hotMutexSVG) {
+		t.Error("the report links to a plot that is not written")
 	}
 }
