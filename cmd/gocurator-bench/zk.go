@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -100,37 +99,61 @@ func deleteTree(conn *zk.Conn, path string) error {
 	return err
 }
 
-// mntr asks the first server of connect for "mntr" and returns its answer
-// as a map (zk_packets_sent, zk_watch_count, zk_version, ...).
-func mntr(connect string) (map[string]string, error) {
+// fourLetter sends a four-letter word to the first server of connect and
+// returns its answer: empty when the word is not whitelisted, and for some
+// words (wchp without watches) when there is nothing to say.
+func fourLetter(connect, cmd string) (string, error) {
 	addr := serverList(connect)[0]
 	if i := strings.IndexByte(addr, '/'); i >= 0 { // a chroot suffix
 		addr = addr[:i]
 	}
 	conn, err := net.DialTimeout("tcp", addr, 5*time.Second)
 	if err != nil {
-		return nil, err
+		return "", err
 	}
 	defer conn.Close()
 	_ = conn.SetDeadline(time.Now().Add(5 * time.Second))
-	if _, err := io.WriteString(conn, "mntr"); err != nil {
+	if _, err := io.WriteString(conn, cmd); err != nil {
+		return "", err
+	}
+	b, err := io.ReadAll(conn)
+	return string(b), err
+}
+
+// mntr asks the first server of connect for "mntr" and returns its answer
+// as a map (zk_packets_sent, zk_watch_count, zk_version, ...).
+func mntr(connect string) (map[string]string, error) {
+	out, err := fourLetter(connect, "mntr")
+	if err != nil {
 		return nil, err
 	}
 	m := map[string]string{}
-	sc := bufio.NewScanner(conn)
-	for sc.Scan() {
-		k, v, ok := strings.Cut(sc.Text(), "\t")
+	for _, line := range strings.Split(out, "\n") {
+		k, v, ok := strings.Cut(line, "\t")
 		if ok {
 			m[strings.TrimSpace(k)] = strings.TrimSpace(v)
 		}
 	}
-	if err := sc.Err(); err != nil {
-		return nil, err
-	}
 	if len(m) == 0 {
-		return nil, fmt.Errorf("no mntr answer from %s (is the four-letter word whitelisted?)", addr)
+		return nil, fmt.Errorf("no mntr answer from %s (is the four-letter word whitelisted?)", connect)
 	}
 	return m, nil
+}
+
+// watched reports whether some session watches path on the first server of
+// connect (the four-letter word wchp: every watched path, each followed by
+// its sessions, indented).
+func watched(connect, path string) (bool, error) {
+	out, err := fourLetter(connect, "wchp")
+	if err != nil {
+		return false, err
+	}
+	for _, line := range strings.Split(out, "\n") {
+		if strings.TrimRight(line, "\r") == path {
+			return true, nil
+		}
+	}
+	return false, nil
 }
 
 // counter returns one numeric counter of mntr.
