@@ -51,6 +51,7 @@ func newJavaRunner(ctx context.Context) (*javaRunner, error) {
 // javaRep is one repetition's JSON line from CuratorBench.
 type javaRep struct {
 	LatNs        []int64 `json:"latNs"`
+	SessionLatNs []int64 `json:"sessionLatNs"`
 	Packets      int64   `json:"packets"`
 	Ops          int64   `json:"ops"`
 	ElapsedNs    int64   `json:"elapsedNs"`
@@ -139,9 +140,7 @@ func (p *javaProc) ask(ctx context.Context, line string) (repResult, error) {
 	}
 	res := repResult{packets: r.Packets, ops: r.Ops, elapsed: time.Duration(r.ElapsedNs), drain: time.Duration(r.DrainNs),
 		acquisitions: r.Acquisitions, participants: r.Participants, wrote: r.Writers}
-	for _, ns := range r.LatNs {
-		res.lat = append(res.lat, time.Duration(ns))
-	}
+	res.lat, res.latSession = durations(r.LatNs), durations(r.SessionLatNs)
 	return res, nil
 }
 
@@ -168,6 +167,15 @@ func (p *javaProc) close() {
 		}
 	}
 	p.proc.Kill()
+}
+
+// durations converts nanoseconds; nil for none.
+func durations(ns []int64) []time.Duration {
+	var out []time.Duration
+	for _, n := range ns {
+		out = append(out, time.Duration(n))
+	}
+	return out
 }
 
 func tail(s string, n int) string {

@@ -6,13 +6,13 @@
 // Usage:
 //
 //	gocurator-bench [-servers host:port] [-quick] [-out docs/performance.md] [-java=true]
-//	                [-scenarios 1,2,3,4,5,6] [-reps n] [-waiters n] [-gobench=true] [-profile dir]
+//	                [-scenarios 1,2,3,4,5,6,7] [-reps n] [-waiters n] [-gobench=true] [-profile dir]
 //
 // Without -servers it starts a throwaway ZooKeeper (Debian's zookeeper
 // package; forceSync off, as the tests run it; its data dir on /dev/shm
 // where that is a writable tmpfs) and removes it afterwards.
-// With -servers, the first server must answer the four-letter word mntr
-// (4lw.commands.whitelist), allow a few hundred connections from this host
+// With -servers, the first server must answer the four-letter words mntr
+// and wchp (4lw.commands.whitelist), allow a few hundred connections from this host
 // (maxClientCnxns), and serve no other client during the run: its counters
 // are the herd measure. The run's nodes are deleted afterwards.
 //
@@ -32,7 +32,9 @@
 //  4. semaphore with 3 leases, 16 sessions: leases per second;
 //  5. 200 lock paths, 16 goroutines on one session: acquisitions per second;
 //  6. 10,000 handles waiting on one lock in one process: memory per waiter
-//     and FIFO order (Go only).
+//     and FIFO order (Go only);
+//  7. a LeaderLatch election of two candidates: the time from the leader's
+//     Close, or from the end of its session, until the other knows it leads.
 //
 // The Java side (java/CuratorBench.java, embedded) is compiled with javac
 // (once: internal/jvm caches the classes) and run as one child JVM per
@@ -80,7 +82,7 @@ func main() {
 	flag.BoolVar(&o.quick, "quick", false, "small counts, one repetition: a smoke run of about a minute")
 	flag.StringVar(&o.out, "out", "docs/performance.md", "the report to write (with -quick: $TMPDIR/gocurator-bench-quick.md unless given); empty writes none")
 	flag.BoolVar(&o.java, "java", true, "measure Java Curator too (needs javac and Debian's libcurator-recipes-java)")
-	flag.StringVar(&o.scenarios, "scenarios", "1,2,3,4,5,6", "scenarios to run")
+	flag.StringVar(&o.scenarios, "scenarios", "1,2,3,4,5,6,7", "scenarios to run")
 	flag.IntVar(&o.reps, "reps", 0, "repetitions (0: 3, or 1 with -quick)")
 	flag.BoolVar(&o.gobench, "gobench", true, "also run `go test -bench . -benchmem ./recipes` and put its output in the report")
 	flag.StringVar(&o.profile, "profile", "", "write CPU profiles of gocurator's runs to this directory")
@@ -111,8 +113,8 @@ func parseScenarios(s string) (map[int]bool, error) {
 			continue
 		}
 		n, err := strconv.Atoi(f)
-		if err != nil || n < 1 || n > 6 {
-			return nil, fmt.Errorf("-scenarios: %q is not a scenario (1 to 6)", f)
+		if err != nil || n < 1 || n > 7 {
+			return nil, fmt.Errorf("-scenarios: %q is not a scenario (1 to 7)", f)
 		}
 		out[n] = true
 	}
@@ -186,7 +188,7 @@ func run(ctx context.Context, o options) error {
 	if err := e.warmServer(ctx); err != nil {
 		return fmt.Errorf("warming the server up: %w", err)
 	}
-	runners := []func(context.Context) *scenarioResult{e.scenario1, e.scenario2, e.scenario3, e.scenario4, e.scenario5, e.scenario6}
+	runners := []func(context.Context) *scenarioResult{e.scenario1, e.scenario2, e.scenario3, e.scenario4, e.scenario5, e.scenario6, e.scenario7}
 	for i, f := range runners {
 		if !which[i+1] {
 			continue

@@ -136,6 +136,10 @@ var summaryMeasures = []measureSpec{
 	{5, "acquisitions per second, many paths (higher is better)", func(r row) float64 { return r.Rate }, func(x float64) string { return fmtNum(x, 0) }},
 	{6, "heap per waiting handle (lower is better)", func(r row) float64 { return r.HeapPerWaiter }, fmtBytes},
 	{6, "heap + goroutine stack per waiting handle", func(r row) float64 { return r.HeapPerWaiter + r.StackPerWaiter }, fmtBytes},
+	{7, "median leader hand-off after the leader's Close (lower is better)", func(r row) float64 { return durValue(r.Lat.P50) }, durFormat},
+	{7, "p99 leader hand-off after the leader's Close (lower is better)", func(r row) float64 { return durValue(r.Lat.P99) }, durFormat},
+	{7, "median leader hand-off after the leader's session ends (lower is better)", func(r row) float64 { return durValue(r.SessionLat.P50) }, durFormat},
+	{7, "p99 leader hand-off after the leader's session ends (lower is better)", func(r row) float64 { return durValue(r.SessionLat.P99) }, durFormat},
 }
 
 type targetResult struct {
@@ -154,7 +158,7 @@ func s3Bound(group int, packetsPerOp float64) float64 {
 }
 
 func (r *report) targets() []targetResult {
-	s1, s2, s3, s5, s6 := r.scenario(1), r.scenario(2), r.scenario(3), r.scenario(5), r.scenario(6)
+	s1, s2, s3, s5, s6, s7 := r.scenario(1), r.scenario(2), r.scenario(3), r.scenario(5), r.scenario(6), r.scenario(7)
 	p50 := func(x row) float64 { return durValue(x.Lat.P50) }
 	p99 := func(x row) float64 { return durValue(x.Lat.P99) }
 	rate := func(x row) float64 { return x.Rate }
@@ -224,6 +228,19 @@ func (r *report) targets() []targetResult {
 	h6 := s6.value(nameOurs, func(x row) float64 { return x.HeapPerWaiter })
 	add(6, "≤ 16 KiB (heap) per waiting handle, and all acquire in order", fmt.Sprintf("%s per handle; %s", fmtBytes(h6), detail),
 		h6 <= 16*1024 && fifo, missing(s6, nameOurs))
+
+	for _, m := range []struct {
+		how string
+		p50 func(row) float64
+	}{
+		{"after the leader's Close", func(x row) float64 { return durValue(x.Lat.P50) }},
+		{"after the leader's session ends", func(x row) float64 { return durValue(x.SessionLat.P50) }},
+	} {
+		o7, c7 := s7.value(nameOurs, m.p50), s7.value(nameCurator, m.p50)
+		add(7, "median leader hand-off "+m.how+" no slower than Curator's",
+			fmt.Sprintf("%s vs Curator %s: %s", durFormat(o7), durFormat(c7), fmtRatio(ratio(o7, c7))),
+			o7 <= c7, missing(s7, nameOurs), missing(s7, nameCurator))
+	}
 	return out
 }
 
@@ -279,7 +296,7 @@ func (r *report) write(w io.Writer) {
 	}
 	p("\n— : not measured; each scenario's section says why.\n\n")
 
-	p("## Targets (issue #6)\n\n")
+	p("## Targets (issue #6; scenario 7: the leader-election issue)\n\n")
 	p("| # | Target | Measured | Result |\n|---|---|---|---|\n")
 	for _, t := range r.targets() {
 		status := t.Status
@@ -335,7 +352,7 @@ func (r *report) writeScenario(w io.Writer, s *scenarioResult) {
 	var skipped []row
 	switch s.ID {
 	case 1:
-		p("| Implementation | %s | packets / op | %s |\n", latencyHeads, stallHeads)
+		p("| Implementation | %s | packets / op | %s |\n", latencyHeads, stallHeads("cycles"))
 		p("|---|%s---:|%s\n", latencyAligns, stallAligns)
 		lat := func(x row) latency { return x.Lat }
 		for _, x := range s.Rows {
@@ -344,6 +361,17 @@ func (r *report) writeScenario(w io.Writer, s *scenarioResult) {
 				continue
 			}
 			p("| %s | %s | %s | %s |\n", x.Impl, latencyCells(s, x.Impl, lat), fmtNum(x.PacketsPerOp, 2), stallCells(x.Lat))
+		}
+	case 7:
+		p("| Implementation | hand-off after | %s | %s |\n", latencyHeads, stallHeads("hand-offs"))
+		p("|---|---|%s%s\n", latencyAligns, stallAligns)
+		for _, x := range s.Rows {
+			if !x.ok() {
+				skipped = append(skipped, x)
+				continue
+			}
+			p("| %s | the leader's Close | %s | %s |\n", x.Impl, latencyCells(s, x.Impl, func(x row) latency { return x.Lat }), stallCells(x.Lat))
+			p("| %s | its session's end | %s | %s |\n", x.Impl, latencyCells(s, x.Impl, func(x row) latency { return x.SessionLat }), stallCells(x.SessionLat))
 		}
 	case 2, 4, 5:
 		defer r.writeSweep(w, s)
@@ -405,13 +433,18 @@ func (r *report) writeScenario(w io.Writer, s *scenarioResult) {
 }
 
 // The columns of a latency in a scenario's table: latencyCells' and
-// stallCells'.
+// stallCells' (see stallHeads).
 const (
 	latencyHeads  = "p50 | p99 | p50 vs Curator | p99 vs Curator | p50 vs floor | p99 vs floor"
 	latencyAligns = "---:|---:|---:|---:|---:|---:|"
-	stallHeads    = "max per repetition | cycles > 100 ms per repetition | p50, p99 per repetition"
 	stallAligns   = "---|---|---|"
 )
+
+// stallHeads are the headings of stallCells' columns; what names the
+// things timed.
+func stallHeads(what string) string {
+	return fmt.Sprintf("max per repetition | %s > %d ms per repetition | p50, p99 per repetition", what, slowCycle.Milliseconds())
+}
 
 // latencyCells are impl's p50 and p99 in s, and their ratios to Curator's
 // and the floor's.

@@ -35,8 +35,9 @@ func (e *env) path(scenario int, impl string) string {
 
 // repResult is one measured repetition of one implementation.
 type repResult struct {
-	lat     []time.Duration // scenario 1: each cycle
-	packets int64           // scenarios 1 and 3: server packets sent
+	lat        []time.Duration // scenario 1: each cycle; scenario 7: each hand-off after the leader's Close
+	latSession []time.Duration // scenario 7: each hand-off after the leader's session ended
+	packets    int64           // scenarios 1 and 3: server packets sent
 
 	ops     int64 // scenarios 2, 4, 5: cycles completed
 	elapsed time.Duration
@@ -199,6 +200,9 @@ func (e *env) startProfile(name string) func() {
 // brief is a one-line summary of a row for progress output.
 func brief(r row) string {
 	switch {
+	case r.SessionLat.P50 > 0:
+		return fmt.Sprintf("hand-off after Close: p50 %s p99 %s max %s; after the session's end: p50 %s p99 %s max %s",
+			fmtDur(r.Lat.P50), fmtDur(r.Lat.P99), fmtDur(r.Lat.Max()), fmtDur(r.SessionLat.P50), fmtDur(r.SessionLat.P99), fmtDur(r.SessionLat.Max()))
 	case r.Lat.P50 > 0:
 		return fmt.Sprintf("p50 %s p99 %s max %s, %d over %s, %.2f packets/op",
 			fmtDur(r.Lat.P50), fmtDur(r.Lat.P99), fmtDur(r.Lat.Max()), r.Lat.Slow(), fmtDur(slowCycle), r.PacketsPerOp)

@@ -27,7 +27,7 @@ func TestScenariosSmoke(t *testing.T) {
 	defer cancel()
 	e := &env{servers: srv.Addr(), base: "/smoke", logf: t.Logf, profileDir: t.TempDir(), c: counts{
 		Reps: 2, WarmGo: 50 * time.Millisecond, WarmJava: 300 * time.Millisecond, S1Ops: 20, Duration: 200 * time.Millisecond,
-		S2Client: 3, S2Sweep: []int{1, 2}, S3Reader: 6, S3Group: 2, S4Client: 4, S4Leases: 2, S5Paths: 10, S5Worker: 4, S6Wait: 50,
+		S2Client: 3, S2Sweep: []int{1, 2}, S3Reader: 6, S3Group: 2, S4Client: 4, S4Leases: 2, S5Paths: 10, S5Worker: 4, S6Wait: 50, S7Handoff: 3,
 	}}
 	if _, err := jvm.Tool("javac"); err == nil {
 		j, err := newJavaRunner(ctx)
@@ -39,13 +39,13 @@ func TestScenariosSmoke(t *testing.T) {
 		e.javaOff = "javac not found"
 	}
 	rep := &report{Counts: e.c, JavaOff: e.javaOff}
-	for _, f := range []func(context.Context) *scenarioResult{e.scenario1, e.scenario2, e.scenario3, e.scenario4, e.scenario5, e.scenario6} {
+	for _, f := range []func(context.Context) *scenarioResult{e.scenario1, e.scenario2, e.scenario3, e.scenario4, e.scenario5, e.scenario6, e.scenario7} {
 		s := f(ctx)
 		rep.Scenarios = append(rep.Scenarios, s)
 		for _, r := range s.Rows {
 			switch {
 			case r.ok():
-			case strings.HasPrefix(r.Status, "cannot: ") && r.Impl == nameZKLock && (s.ID == 3 || s.ID == 4):
+			case strings.HasPrefix(r.Status, "cannot: ") && r.Impl == nameZKLock && (s.ID == 3 || s.ID == 4 || s.ID == 7):
 			case r.Impl == nameCurator && (e.java == nil || s.ID == 6):
 			default:
 				t.Errorf("scenario %d: %s: %s", s.ID, r.Impl, r.Status)
@@ -73,6 +73,15 @@ func TestScenariosSmoke(t *testing.T) {
 	for _, impl := range []string{nameFloor, nameOurs} {
 		if r, ok := s6.find(impl); !ok || !r.FIFO || r.Waiters != 50 {
 			t.Errorf("scenario 6 %s: %+v", impl, r)
+		}
+	}
+	for _, impl := range []string{nameFloor, nameOurs, nameCurator} {
+		r, ok := rep.scenario(7).find(impl)
+		if !ok && impl == nameCurator && e.java == nil {
+			continue
+		}
+		if !ok || r.Lat.P50 <= 0 || r.SessionLat.P50 <= 0 || len(r.Lat.RepMax) != e.c.Reps {
+			t.Errorf("scenario 7 %s: %+v", impl, r)
 		}
 	}
 	if e.java != nil && e.java.curatorVersion == "" {

@@ -27,6 +27,8 @@
 //         -> {"packets":n,"drainNs":t,"acquisitions":n,"participants":n,"writers":n}
 //     s4  semaphore                        clients=<n> leases=<n> durationMs=<ms>  -> {"ops":n,"elapsedNs":t}
 //     s5  many lock paths, one client      threads=<n> paths=<n> durationMs=<ms>   -> {"ops":n,"elapsedNs":t}
+//     s7  leader hand-off, two candidates  handoffs=<n per kind>
+//         -> {"latNs":[...after the leader's close],"sessionLatNs":[...after its session's end]}
 //
 // Server counters come from the four-letter word "mntr" of the first server
 // in the connect string.
@@ -52,6 +54,8 @@ import java.util.concurrent.atomic.AtomicReference;
 
 import org.apache.curator.framework.CuratorFramework;
 import org.apache.curator.framework.CuratorFrameworkFactory;
+import org.apache.curator.framework.recipes.leader.LeaderLatch;
+import org.apache.curator.framework.recipes.leader.LeaderLatchListener;
 import org.apache.curator.framework.recipes.locks.InterProcessLock;
 import org.apache.curator.framework.recipes.locks.InterProcessMutex;
 import org.apache.curator.framework.recipes.locks.InterProcessReadWriteLock;
@@ -93,6 +97,7 @@ public class CuratorBench {
             case "s3": rep = s3(); break;
             case "s4": rep = throughput(true); break;
             case "s5": rep = s5(); break;
+            case "s7": rep = s7(); break;
             default:
                 System.err.println("unknown scenario " + scenario);
                 System.exit(2);
@@ -162,6 +167,18 @@ public class CuratorBench {
 
     // mntr returns the first server's "mntr" answer as a map.
     static Map<String, String> mntr() throws Exception {
+        Map<String, String> m = new HashMap<>();
+        for (String line : fourLetter("mntr").split("\n")) {
+            int tab = line.indexOf('\t');
+            if (tab > 0) {
+                m.put(line.substring(0, tab).trim(), line.substring(tab + 1).trim());
+            }
+        }
+        return m;
+    }
+
+    // fourLetter returns the first server's answer to a four-letter word.
+    static String fourLetter(String cmd) throws Exception {
         String first = connect.split(",")[0];
         int slash = first.indexOf('/');
         if (slash >= 0) {
@@ -174,7 +191,7 @@ public class CuratorBench {
             s.connect(new InetSocketAddress(host, port), 5000);
             s.setSoTimeout(5000);
             OutputStream o = s.getOutputStream();
-            o.write("mntr".getBytes(StandardCharsets.US_ASCII));
+            o.write(cmd.getBytes(StandardCharsets.US_ASCII));
             o.flush();
             InputStream in = s.getInputStream();
             ByteArrayOutputStream buf = new ByteArrayOutputStream();
@@ -182,14 +199,7 @@ public class CuratorBench {
             for (int n; (n = in.read(b)) > 0; ) {
                 buf.write(b, 0, n);
             }
-            Map<String, String> m = new HashMap<>();
-            for (String line : buf.toString(StandardCharsets.US_ASCII).split("\n")) {
-                int tab = line.indexOf('\t');
-                if (tab > 0) {
-                    m.put(line.substring(0, tab).trim(), line.substring(tab + 1).trim());
-                }
-            }
-            return m;
+            return buf.toString(StandardCharsets.US_ASCII);
         }
     }
 
@@ -448,6 +458,129 @@ public class CuratorBench {
             return admin.getChildren().forPath(path).size();
         } catch (org.apache.zookeeper.KeeperException.NoNodeException e) {
             return 0;
+        }
+    }
+
+    // s7: two candidates of one LeaderLatch election, each on its own
+    // session. Each hand-off makes the leader leave, by closing its latch or
+    // by closing its client (which ends its session), and times from just
+    // before that until the other candidate's LeaderLatchListener.isLeader
+    // is called; the one that left then joins again (after a session end,
+    // on a new client) and the next hand-off waits until the server shows
+    // its watch on the new leader's node (wchp). A repetition is handoffs
+    // hand-offs of each kind, alternating.
+    static Rep s7() throws Exception {
+        String path = str("path", "/gocurator-bench/curator/s7");
+        long warmupMs = num("warmupMs", 3000);
+        int handoffs = (int) num("handoffs", 200);
+        Election el = new Election(path);
+        long until = System.nanoTime() + warmupMs * 1_000_000L;
+        while (System.nanoTime() < until) {
+            el.handoff(false);
+            el.handoff(true);
+        }
+        return arg -> {
+            long[] closed = new long[handoffs];
+            long[] ended = new long[handoffs];
+            for (int i = 0; i < handoffs; i++) {
+                closed[i] = el.handoff(false);
+                ended[i] = el.handoff(true);
+            }
+            return "{\"latNs\":" + jsonArray(closed) + ",\"sessionLatNs\":" + jsonArray(ended) + "}";
+        };
+    }
+
+    static String jsonArray(long[] xs) {
+        StringBuilder out = new StringBuilder("[");
+        for (int i = 0; i < xs.length; i++) {
+            out.append(i == 0 ? "" : ",").append(xs[i]);
+        }
+        return out.append("]").toString();
+    }
+
+    // Candidate is a LeaderLatch on a client, and when it learned it leads.
+    static final class Candidate {
+        final CuratorFramework client;
+        final LeaderLatch latch;
+        final CountDownLatch led = new CountDownLatch(1);
+        volatile long ledAt;
+
+        Candidate(CuratorFramework client, String path) throws Exception {
+            this.client = client;
+            latch = new LeaderLatch(client, path);
+            latch.addListener(new LeaderLatchListener() {
+                @Override
+                public void isLeader() {
+                    ledAt = System.nanoTime();
+                    led.countDown();
+                }
+
+                @Override
+                public void notLeader() {
+                }
+            });
+            latch.start();
+        }
+
+        void awaitLed() throws Exception {
+            if (!led.await(30, TimeUnit.SECONDS)) {
+                throw new IllegalStateException("no candidate led within 30 s");
+            }
+        }
+    }
+
+    // Election is s7's two candidates: a leader and a follower that waits.
+    static final class Election {
+        final String path;
+        Candidate leader;
+        Candidate follower;
+
+        Election(String path) throws Exception {
+            this.path = path;
+            leader = new Candidate(newClient(), path);
+            leader.awaitLed();
+            follower = new Candidate(newClient(), path);
+            awaitWatched(leader.latch.getOurPath());
+        }
+
+        // handoff returns the nanoseconds from the leader's leaving until
+        // the follower learned that it leads.
+        long handoff(boolean bySession) throws Exception {
+            Candidate old = leader;
+            Candidate next = follower;
+            long t0 = System.nanoTime();
+            if (bySession) {
+                old.client.close();
+            } else {
+                old.latch.close();
+            }
+            next.awaitLed();
+            long took = next.ledAt - t0;
+            CuratorFramework c = old.client;
+            if (bySession) {
+                clients.remove(c);
+                c = newClient();
+            }
+            leader = next;
+            follower = new Candidate(c, path);
+            awaitWatched(leader.latch.getOurPath());
+            return took;
+        }
+    }
+
+    // awaitWatched waits until some session watches path on the first server.
+    static void awaitWatched(String path) throws Exception {
+        long until = System.nanoTime() + 30_000_000_000L;
+        while (true) {
+            for (String line : fourLetter("wchp").split("\n")) {
+                if (line.trim().equals(path)) {
+                    return;
+                }
+            }
+            if (System.nanoTime() > until) {
+                throw new IllegalStateException("no watch on " + path + " within 30 s");
+            }
+            Thread.sleep(2);
         }
     }
 }
