@@ -85,9 +85,9 @@ func (p linePlot) writeSVG(w io.Writer) {
 	f(`<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" viewBox="0 0 %d %d" font-family="Helvetica, Arial, sans-serif" font-size="12">`+"\n",
 		plotW, plotH, plotW, plotH)
 	f(`<rect width="%d" height="%d" fill="white"/>`+"\n", plotW, plotH)
-	f(`<text x="%.1f" y="24" text-anchor="middle" font-size="15" font-weight="bold">%s</text>`+"\n", (left+right)/2, esc(p.Title))
+	f(`<text x="%d" y="24" text-anchor="middle" font-size="15" font-weight="bold">%s</text>`+"\n", plotW/2, esc(p.Title))
 	if p.Note != "" {
-		f(`<text x="%.1f" y="42" text-anchor="middle" font-size="11" fill="#555">%s</text>`+"\n", (left+right)/2, esc(p.Note))
+		f(`<text x="%d" y="42" text-anchor="middle" font-size="11" fill="#555">%s</text>`+"\n", plotW/2, esc(p.Note))
 	}
 	// y grid and ticks
 	for i := 0; float64(i)*step <= top*(1+1e-9); i++ {

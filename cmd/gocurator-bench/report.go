@@ -528,5 +528,5 @@ func (r *report) writeSweep(w io.Writer, s *scenarioResult) {
 		p(" %s | %s |\n", fmtRatio(ratio(o, pt.value(nameCurator, rate))), fmtRatio(ratio(o, pt.value(nameFloor, rate))))
 	}
 	p("\n![One hot mutex: acquisitions per second against sessions](%s)\n\n", hotMutexSVG)
-	p("The plot, [%s](%s), comes from the same run as this report.\n", hotMutexSVG, hotMutexSVG)
+	p("The plot, [%s](%s), comes from the same run as this report.\n\n", hotMutexSVG, hotMutexSVG)
 }

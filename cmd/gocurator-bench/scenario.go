@@ -204,8 +204,8 @@ func brief(r row) string {
 		return fmt.Sprintf("hand-off after Close: p50 %s p99 %s max %s; after the session's end: p50 %s p99 %s max %s",
 			fmtDur(r.Lat.P50), fmtDur(r.Lat.P99), fmtDur(r.Lat.Max()), fmtDur(r.SessionLat.P50), fmtDur(r.SessionLat.P99), fmtDur(r.SessionLat.Max()))
 	case r.Lat.P50 > 0:
-		return fmt.Sprintf("p50 %s p99 %s max %s, %d over %s, %.2f packets/op",
-			fmtDur(r.Lat.P50), fmtDur(r.Lat.P99), fmtDur(r.Lat.Max()), r.Lat.Slow(), fmtDur(slowCycle), r.PacketsPerOp)
+		return fmt.Sprintf("p50 %s p99 %s max %s, %d over %d ms, %.2f packets/op",
+			fmtDur(r.Lat.P50), fmtDur(r.Lat.P99), fmtDur(r.Lat.Max()), r.Lat.Slow(), slowCycle.Milliseconds(), r.PacketsPerOp)
 	case r.Rate > 0:
 		return fmt.Sprintf("%.0f/s", r.Rate)
 	case r.Writers > 0:

@@ -17,9 +17,9 @@ func (e *env) scenario2(ctx context.Context) *scenarioResult {
 	steps := s2Steps(e.c)
 	most := steps[len(steps)-1]
 	s := &scenarioResult{ID: 2, Title: "One hot mutex, many clients",
-		Setup: fmt.Sprintf("%d sessions (gocurator, Curator and the floor also with %s), each acquire+release in a loop on one lock path; "+
-			"every number of sessions runs its repetitions of all implementations in turn, the fewest sessions first; %s",
-			e.c.S2Client, joinInts(steps, ", "), e.throughputSetup(ctx))}
+		Setup: fmt.Sprintf("%d sessions for every implementation, and %s sessions for gocurator, Curator and the floor, "+
+			"each acquire+release in a loop on one lock path; each number of sessions, the fewest first, runs its repetitions "+
+			"of all implementations in turn; %s", e.c.S2Client, joinInts(steps, ", "), e.throughputSetup(ctx))}
 	entries := goEntries([]goImpl{implFloor, implOurs, implZKLock}, func(ctx context.Context, im goImpl) (contender, error) {
 		n := most
 		if im.key == implZKLock.key {
