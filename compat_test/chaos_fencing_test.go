@@ -195,8 +195,12 @@ type guardConflict struct {
 }
 
 func (g *chaosGuard) conflicts() ([]guardConflict, error) {
+	lines, err := readLines(filepath.Join(g.dir, "conflicts"))
+	if err != nil {
+		return nil, fmt.Errorf("guard %s: %w", g.name, err)
+	}
 	var out []guardConflict
-	for _, line := range readLines(filepath.Join(g.dir, "conflicts")) {
+	for _, line := range lines {
 		f := strings.Fields(line)
 		if len(f) != 5 {
 			return nil, fmt.Errorf("guard %s: bad conflict line %q", g.name, line)
@@ -240,7 +244,11 @@ func (c guardConflict) judge(told map[string]int64) (string, bool) {
 
 // readTold reads Java's told file: "<holding> <µs> <state>" lines.
 func readTold(path string, into map[string]int64) error {
-	for _, line := range readLines(path) {
+	lines, err := readLines(path)
+	if err != nil {
+		return err
+	}
+	for _, line := range lines {
 		f := strings.Fields(line)
 		if len(f) < 2 {
 			return fmt.Errorf("bad told line %q", line)
@@ -372,7 +380,7 @@ func TestChaosChecksSeeViolations(t *testing.T) {
 		t.Fatal(err)
 	}
 	p.do(t, "-", "linger", "jc", "off") // jx.1 ends; jx.2 enters and sees gx.1
-	for len(readLines(filepath.Join(g.dir, "conflicts"))) < 2 {
+	for len(mustLines(t, filepath.Join(g.dir, "conflicts"))) < 2 {
 		pause(ctx, 10*time.Millisecond) // polling until Java has seen the Go holding
 		if ctx.Err() != nil {
 			t.Fatal("Java did not see the Go holding")

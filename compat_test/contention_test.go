@@ -31,21 +31,10 @@ func goLoop(ctx context.Context, o owner, guards []*guard, kind guardKind, max, 
 		if err := o.Acquire(ctx); err != nil {
 			return fmt.Errorf("%s round %d: %w", label, i, err)
 		}
-		var leaves []func()
-		var err error
-		for _, g := range guards {
-			var leave func()
-			leave, err = g.enter(kind, max, label)
-			leaves = append(leaves, leave)
-			if err != nil {
-				break
-			}
-		}
+		leave, err := enterAll(guards, kind, max, 1, label)
 		if err == nil {
 			time.Sleep(holdTime) // time inside the critical section, not synchronisation
-		}
-		for j := len(leaves) - 1; j >= 0; j-- {
-			leaves[j]()
+			err = leave()
 		}
 		if rerr := o.Release(ctx); err == nil {
 			err = rerr
@@ -59,7 +48,7 @@ func goLoop(ctx context.Context, o owner, guards []*guard, kind guardKind, max, 
 
 // javaLoop asks the peer to do the same on worker.
 func javaLoop(p *peer, worker, lock string, guards []*guard, kind guardKind, max, rounds int, label string) *call {
-	return p.send(worker, "loop", lock, "rounds="+strconv.Itoa(rounds), "guard="+guardDirs(guards),
+	return p.send(worker, "loop", lock, "rounds="+strconv.Itoa(rounds), "guard="+guardDirs(guards, 1),
 		"kind="+string(kind), "max="+strconv.Itoa(max), "label="+label,
 		"hold="+strconv.FormatInt(holdTime.Milliseconds(), 10))
 }
@@ -110,14 +99,14 @@ func runMixed(t *testing.T, p *peer, guards []*guard, max, rounds int, cs []cont
 	}
 	for _, g := range guards {
 		g.checkClean(t)
-		if got, want := len(g.log()), rounds*len(cs); got != want {
+		if got, want := len(g.log(t)), rounds*len(cs); got != want {
 			t.Errorf("guard %s: %d entries, want %d", g.dir, got, want)
 		}
 	}
 	// The languages really took turns: the lock passed from Go to Java and
 	// from Java to Go.
 	var goToJava, javaToGo int
-	log := guards[0].log()
+	log := guards[0].log(t)
 	for i := 1; i < len(log); i++ {
 		prevGo, nextGo := strings.HasPrefix(log[i-1], "go-"), strings.HasPrefix(log[i], "go-")
 		switch {

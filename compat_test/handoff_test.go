@@ -1,6 +1,7 @@
 package compat_test
 
 import (
+	"slices"
 	"testing"
 
 	"github.com/gocurator/curator/internal/testutil"
@@ -27,7 +28,11 @@ func handoffCases() []handoffCase {
 // Java holds → a Go contender queues and waits → Java releases → Go
 // acquires; and the same with the languages swapped. While the holder holds,
 // the waiter's node is in the queue and a zero-timeout attempt by a third
-// contender fails; the guard sees no overlap.
+// contender fails. Each contender enters the guards from where it holds the
+// lock (the Java worker that acquired it, the Go goroutine whose Acquire
+// returned), the moment it is granted, and leaves them just before it
+// releases: the guards record an overlap whenever it happens, and the log
+// shows the lock passed from the holder to the waiter.
 func TestHandOff(t *testing.T) {
 	testutil.CheckLeaks(t)
 	p := startPeer(t, "handoff")
@@ -39,28 +44,25 @@ func TestHandOff(t *testing.T) {
 			base := testutil.Path(t)
 			testutil.CleanupTree(t, server.Addr(), base)
 			guards := newGuards(t, hc.holder.guardPaths)
-			jHold := hc.holder.javaLock(t, p, "jh-"+t.Name(), "jc", base)
-			if !acquired(t, javaAcquire(p, "h1", jHold, hc.holder.full()).must(t)) {
-				t.Fatal("Java did not acquire a free lock")
-			}
-			leaveJava := javaEnter(t, p, guards, hc.holder.kind, hc.holder.max, "java-holder")
+			jl := hc.holder.javaLock(t, p, "jh-"+t.Name(), "jc", base)
+			holder := javaHold(p, "h1", jl, hc.holder.full(), guards, hc.holder.kind, hc.holder.max, "java-holder")
+			holder.granted(t)
 
 			o := hc.waiter.goOwner(t, gc, base, 1)
-			got := asyncAcquire(ctx, o)
+			waiter := goWait(ctx, o, guards, hc.waiter.kind, hc.waiter.max, 1, "go-waiter")
 			waitChildren(t, gc, hc.waiter.queuePath(base), hc.holder.heldNodes+1)
-			notYet(t, got, "Go's Acquire")
+			waiter.notYet(t, "Go's Acquire")
 			if try := hc.waiter.goOwner(t, gc, base, 1); tryAcquire(t, try) {
 				t.Fatal("a Go try-acquire succeeded while Java held the lock")
 			}
-			notYet(t, got, "Go's Acquire")
+			waiter.notYet(t, "Go's Acquire")
 
-			leaveJava()
-			p.do(t, "h1", "release", jHold)
-			must(t, <-got)
-			leaveGo := goEnter(t, guards, hc.waiter.kind, hc.waiter.max, "go-waiter")
-			leaveGo()
+			holder.release(t)
+			leave := waiter.granted(t)
+			leave()
 			must(t, o.Release(ctx))
 			checkGuards(t, guards)
+			checkLog(t, guards, append(slices.Repeat([]string{"java-holder"}, hc.holder.full()), "go-waiter")...)
 		})
 		t.Run(hc.name+"/go-to-java", func(t *testing.T) {
 			ctx := testutil.Context(t)
@@ -69,29 +71,23 @@ func TestHandOff(t *testing.T) {
 			guards := newGuards(t, hc.holder.guardPaths)
 			o := hc.holder.goOwner(t, gc, base, hc.holder.full())
 			must(t, o.Acquire(ctx))
-			leaveGo := goEnter(t, guards, hc.holder.kind, hc.holder.max, "go-holder")
+			leave := goEnter(t, guards, hc.holder.kind, hc.holder.max, hc.holder.full(), "go-holder")
 
-			jWait := hc.waiter.javaLock(t, p, "jw-"+t.Name(), "jc", base)
-			got := javaAcquire(p, "h2", jWait, 1)
+			jl := hc.waiter.javaLock(t, p, "jw-"+t.Name(), "jc", base)
+			waiter := javaHold(p, "h2", jl, 1, guards, hc.waiter.kind, hc.waiter.max, "java-waiter")
 			waitChildren(t, gc, hc.waiter.queuePath(base), hc.holder.heldNodes+1)
-			if got.answered() {
-				t.Fatalf("Java's acquire returned (%q) while Go held the lock", got.reply)
-			}
-			if acquired(t, javaAcquire(p, "h3", jWait, 1, "timeout=0").must(t)) {
+			waiter.notYet(t, "Java's acquire")
+			if acquired(t, javaAcquire(p, "h3", jl, 1, "timeout=0").must(t)) {
 				t.Fatal("a Java zero-timeout acquire succeeded while Go held the lock")
 			}
-			if got.answered() {
-				t.Fatalf("Java's acquire returned (%q) while Go held the lock", got.reply)
-			}
+			waiter.notYet(t, "Java's acquire")
 
-			leaveGo()
+			leave()
 			must(t, o.Release(ctx))
-			if !acquired(t, got.must(t)) {
-				t.Fatal("Java's untimed acquire returned false")
-			}
-			javaEnter(t, p, guards, hc.waiter.kind, hc.waiter.max, "java-waiter")()
-			p.do(t, "h2", "release", jWait)
+			waiter.granted(t)
+			waiter.release(t)
 			checkGuards(t, guards)
+			checkLog(t, guards, append(slices.Repeat([]string{"go-holder"}, hc.holder.full()), "java-waiter")...)
 		})
 	}
 }

@@ -31,13 +31,18 @@ func runQueue(t *testing.T, p *peer, gc *framework.Client, base string, holder r
 	// The holder takes all it can but one unit (a semaphore's other
 	// leases), then the gate: the last unit. The queue passes through the
 	// gate one contender at a time.
+	// Both enter the guards while they hold: a contender granted before the
+	// gate opens is an overlap.
 	var rest owner
+	leaveRest := func() {}
 	if holder.full() > 1 {
 		rest = holder.goOwner(t, gc, base, holder.full()-1)
 		must(t, rest.Acquire(ctx))
+		leaveRest = goEnter(t, guards, holder.kind, holder.max, holder.full()-1, "rest")
 	}
 	gate := holder.goOwner(t, gc, base, 1)
 	must(t, gate.Acquire(ctx))
+	leaveGate := goEnter(t, guards, holder.kind, holder.max, 1, "gate")
 
 	type result struct {
 		label string
@@ -67,17 +72,29 @@ func runQueue(t *testing.T, p *peer, gc *framework.Client, base string, holder r
 		}
 		waitChildren(t, gc, qp, holder.heldNodes+i+1)
 	}
+	leaveGate()
 	must(t, gate.Release(ctx))
 	for range cs {
-		if r := <-results; r.err != nil {
-			t.Errorf("%s: %v", r.label, r.err)
+		select {
+		case r := <-results:
+			if r.err != nil {
+				t.Errorf("%s: %v", r.label, r.err)
+			}
+		case <-ctx.Done():
+			t.Fatalf("the queue did not drain within %v", testutil.Timeout)
 		}
 	}
 	if rest != nil {
+		leaveRest()
 		must(t, rest.Release(context.WithoutCancel(ctx)))
 	}
 	checkGuards(t, guards)
-	return guards[0].log()
+	log := guards[0].log(t)
+	head := append(slices.Repeat([]string{"rest"}, holder.full()-1), "gate")
+	if len(log) < len(head) || !slices.Equal(log[:len(head)], head) {
+		t.Fatalf("guard log %q does not start with the holder's entries %q", log, head)
+	}
+	return log[len(head):]
 }
 
 // alternate returns n contenders of recipe r, Go and Java in turn.

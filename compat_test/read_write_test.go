@@ -35,7 +35,7 @@ func TestReadersShare(t *testing.T) {
 	if err := r2.TryAcquire(ctx); err != nil {
 		t.Fatalf("Go reader could not share the read lock with a Java reader: %v", err)
 	}
-	leave2 := goEnter(t, g, shared, 1, "go-r2")
+	leave2 := goEnter(t, g, shared, 1, 1, "go-r2")
 	if !acquired(t, p.do(t, "r3", "acquire", "rw.read", "timeout=0")) {
 		t.Fatal("Java reader 3 could not share the read lock with a Java and a Go reader")
 	}
@@ -61,7 +61,7 @@ func TestReadersShare(t *testing.T) {
 	leave3()
 	p.do(t, "r3", "release", "rw.read")
 	must(t, <-gotW)
-	goEnter(t, g, exclusive, 1, "go-w")()
+	goEnter(t, g, exclusive, 1, 1, "go-w")()
 
 	// And a Java writer queued behind a Go reader bars later Go readers.
 	jw := p.send("w2", "acquire", "rw.write")
@@ -75,8 +75,8 @@ func TestReadersShare(t *testing.T) {
 	}
 	p.do(t, "w2", "release", "rw.write")
 	checkGuards(t, g)
-	if n := len(g[0].log()); n != 4 {
-		t.Fatalf("guard log %v", g[0].log())
+	if n := len(g[0].log(t)); n != 4 {
+		t.Fatalf("guard log %v", g[0].log(t))
 	}
 }
 
@@ -136,7 +136,7 @@ func TestDowngrade(t *testing.T) {
 			t.Fatalf("downgrade read node owner %x, want our session", st.EphemeralOwner)
 		}
 		must(t, h.WriteLock().Release(ctx))
-		leave := goEnter(t, g, shared, 1, "go-downgraded-reader")
+		leave := goEnter(t, g, shared, 1, 1, "go-downgraded-reader")
 		if acquired(t, jw.must(t)) {
 			t.Fatal("the Java writer got the write lock while Go held the downgraded read lock")
 		}
