@@ -1,6 +1,7 @@
 package compat_test
 
 import (
+	"slices"
 	"testing"
 
 	"github.com/gocurator/curator/framework/zktest"
@@ -9,15 +10,17 @@ import (
 
 // The server expires the holder's session while a contender of the other
 // language waits behind it: the waiter acquires once the server has removed
-// the holder's nodes. Java's side: its client (through a fault-injecting
-// proxy) hears LOST and then RECONNECTED with a new session, as Curator
-// reports it, and its release afterwards is harmless. Go's side: the Go
-// holder is told its lock is lost. The subtests run in parallel: each has its
-// own proxy, clients and lock names.
+// the holder's nodes, and not before (each contender enters the guards the
+// moment it is granted; the holder leaves them just before its session is
+// expired). Java's side: its client (through a fault-injecting proxy) hears
+// LOST and then RECONNECTED with a new session, as Curator reports it, and
+// its release afterwards is harmless. Go's side: the Go holder is told its
+// lock is lost. The subtests run in parallel: each has its own proxy,
+// clients and lock names.
 func TestSessionExpiry(t *testing.T) {
 	testutil.CheckLeaks(t)
 	p := startPeer(t, "expiry")
-	p.client(t, "jc", server.Addr())
+	jcsid := p.client(t, "jc", server.Addr())
 	gc := newClient(t, "")
 	for _, r := range allRecipes() {
 		if r.name == "read" {
@@ -32,17 +35,20 @@ func TestSessionExpiry(t *testing.T) {
 			jx := "jx-" + r.name
 			jsid := p.client(t, jx, proxy.Addr())
 			defer p.do(t, "-", "close-client", jx)
+			guards := newGuards(t, r.guardPaths)
 			jl := r.javaLock(t, p, "x-"+r.name, jx, base)
-			if !acquired(t, javaAcquire(p, "x1-"+r.name, jl, r.full()).must(t)) {
-				t.Fatal("Java did not acquire a free lock")
-			}
+			holder := javaHold(p, "x1-"+r.name, jl, r.full(), guards, r.kind, r.max, "java-holder")
+			holder.granted(t)
 			o := r.goOwner(t, gc, base, 1)
-			got := asyncAcquire(ctx, o)
+			waiter := goWait(ctx, o, guards, r.kind, r.max, 1, "go-waiter")
 			waitChildren(t, gc, r.queuePath(base), r.heldNodes+1)
-			notYet(t, got, "Go's Acquire")
+			r.waiting(t, waiter, gc.SessionID(), base)
 
+			// The Java holder's hold ends with its session: it leaves the
+			// guards just before the server expires it.
+			holder.leave(t)
 			must(t, proxy.ExpireSession(jsid))
-			must(t, <-got)
+			leave := waiter.granted(t)
 			p.mustEvent(t, "state "+jx+" LOST")
 			p.mustEvent(t, "state "+jx+" RECONNECTED")
 			if sid := p.sessionID(t, jx); sid == jsid {
@@ -50,11 +56,14 @@ func TestSessionExpiry(t *testing.T) {
 			}
 			// Curator does not notice the lock is gone; releasing it deletes
 			// nothing and is no error.
-			p.do(t, "x1-"+r.name, "release", jl)
+			holder.release(t)
 			if got := ownedBy(t, gc, r.queuePath(base), jsid); len(got) != 0 {
 				t.Fatalf("nodes of the expired session: %v", got)
 			}
+			leave()
 			must(t, o.Release(ctx))
+			checkGuards(t, guards)
+			checkLog(t, guards, append(slices.Repeat([]string{"java-holder"}, r.full()), "go-waiter")...)
 		})
 		t.Run(r.name+"/go-holder-expires", func(t *testing.T) {
 			t.Parallel()
@@ -63,28 +72,31 @@ func TestSessionExpiry(t *testing.T) {
 			testutil.CleanupTree(t, server.Addr(), base)
 			proxy := zktest.NewProxy(t, server.Addr())
 			gx := newClient(t, proxy.Addr())
+			guards := newGuards(t, r.guardPaths)
 			o := r.goOwner(t, gx, base, r.full())
 			must(t, o.Acquire(ctx))
+			leave := goEnter(t, guards, r.kind, r.max, r.full(), "go-holder")
 			jl := r.javaLock(t, p, "y-"+r.name, "jc", base)
-			got := javaAcquire(p, "y1-"+r.name, jl, 1)
+			waiter := javaHold(p, "y1-"+r.name, jl, 1, guards, r.kind, r.max, "java-waiter")
 			waitChildren(t, gc, r.queuePath(base), r.heldNodes+1)
-			if got.answered() {
-				t.Fatalf("Java acquired (%q) while Go held the lock", got.reply)
-			}
+			r.waiting(t, waiter, jcsid, base)
 
+			// The Go holder's hold ends with its session: it leaves the
+			// guards just before the server expires it.
+			leave()
 			must(t, proxy.ExpireSession(gx.SessionID()))
-			if !acquired(t, got.must(t)) {
-				t.Fatal("Java's untimed acquire returned false")
-			}
+			waiter.granted(t)
 			select {
 			case <-o.Done():
 			case <-ctx.Done():
 				t.Fatal("the Go holder was not told its lock is lost")
 			}
-			p.do(t, "y1-"+r.name, "release", jl)
+			waiter.release(t)
 			if err := o.Release(ctx); err != nil {
 				t.Logf("Go release after the session expired: %v", err)
 			}
+			checkGuards(t, guards)
+			checkLog(t, guards, append(slices.Repeat([]string{"go-holder"}, r.full()), "java-waiter")...)
 		})
 	}
 }

@@ -342,6 +342,7 @@ func guardToken(t testing.TB, reply string) string {
 type javaHolder struct {
 	p            *peer
 	worker, lock string
+	guards       []*guard
 	acq, enter   *call
 	token        string
 	left         bool
@@ -352,7 +353,7 @@ type javaHolder struct {
 // that the test expects to be met): a timed acquire that returns false
 // would enter the guards all the same.
 func javaHold(p *peer, worker, lock string, qty int, guards []*guard, kind guardKind, max int, label string, opts ...string) *javaHolder {
-	return &javaHolder{p: p, worker: worker, lock: lock,
+	return &javaHolder{p: p, worker: worker, lock: lock, guards: guards,
 		acq: javaAcquire(p, worker, lock, qty, opts...),
 		enter: p.send(worker, "guard-enter", guardDirs(guards, qty), "kind="+string(kind),
 			"max="+strconv.Itoa(max), "label="+label)}
@@ -377,6 +378,25 @@ func (h *javaHolder) notYet(t testing.TB, what string) {
 	if h.acq.answered() {
 		t.Fatalf("%s returned (%q, %v) while the lock was held elsewhere", what, h.acq.reply, h.acq.err)
 	}
+}
+
+// waiting waits until the contender has looked at the queue and chosen to
+// wait: the server shows its client's session watching a node below base
+// other than skip (see waitWatching). Whoever holds the lock must hold on
+// until then, or a wrong grant could come after the holder left and be no
+// overlap. A contender granted instead fails the test, with the overlap its
+// guards recorded.
+func (h *javaHolder) waiting(t testing.TB, session int64, base, skip string) {
+	t.Helper()
+	if waitWatching(t, session, below(base, skip), h.acq.c.Done()) {
+		return
+	}
+	ctx := testutil.Context(t)
+	r, err := h.acq.wait(ctx)
+	if _, eerr := h.enter.wait(ctx); eerr == nil {
+		checkGuards(t, h.guards)
+	}
+	t.Fatalf("Java's acquire of %s returned (%q, %v) while the lock was held elsewhere", h.lock, r, err)
 }
 
 // leave leaves the guards, on the holder's worker, keeping the lock.
@@ -407,16 +427,17 @@ func (h *javaHolder) release(t testing.TB) {
 // goWaiter is a Go contender that waits for a lock on a goroutine of its
 // own, which enters the guards the moment Acquire returns.
 type goWaiter struct {
-	label string
-	done  chan struct{} // closed when Acquire has returned and the guards are entered
-	err   error
-	leave func() error
+	label  string
+	guards []*guard
+	done   chan struct{} // closed when Acquire has returned and the guards are entered
+	err    error
+	leave  func() error
 }
 
 // goWait starts o.Acquire on a goroutine that, once it returns, enters the
 // guards as label (a holder of qty leases, see enterAll).
 func goWait(ctx context.Context, o owner, guards []*guard, kind guardKind, max, qty int, label string) *goWaiter {
-	w := &goWaiter{label: label, done: make(chan struct{})}
+	w := &goWaiter{label: label, guards: guards, done: make(chan struct{})}
 	go func() {
 		defer close(w.done)
 		if w.err = o.Acquire(ctx); w.err == nil {
@@ -435,6 +456,17 @@ func (w *goWaiter) notYet(t testing.TB, what string) {
 		t.Fatalf("%s returned (%v) while the lock was held elsewhere", what, w.err)
 	default:
 	}
+}
+
+// waiting is javaHolder.waiting for a Go contender on a client whose
+// session is session.
+func (w *goWaiter) waiting(t testing.TB, session int64, base, skip string) {
+	t.Helper()
+	if waitWatching(t, session, below(base, skip), w.done) {
+		return
+	}
+	checkGuards(t, w.guards)
+	t.Fatalf("%s: Acquire returned (%v) while the lock was held elsewhere", w.label, w.err)
 }
 
 // granted waits (bounded) until the lock is acquired and the guards entered,

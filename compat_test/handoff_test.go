@@ -32,11 +32,13 @@ func handoffCases() []handoffCase {
 // lock (the Java worker that acquired it, the Go goroutine whose Acquire
 // returned), the moment it is granted, and leaves them just before it
 // releases: the guards record an overlap whenever it happens, and the log
-// shows the lock passed from the holder to the waiter.
+// shows the lock passed from the holder to the waiter. The holder holds on
+// until the server shows the waiter watching (but for a semaphore's, see
+// recipe.waiting): it has looked at the queue and chosen to wait.
 func TestHandOff(t *testing.T) {
 	testutil.CheckLeaks(t)
 	p := startPeer(t, "handoff")
-	p.client(t, "jc", server.Addr())
+	jsid := p.client(t, "jc", server.Addr())
 	gc := newClient(t, "")
 	for _, hc := range handoffCases() {
 		t.Run(hc.name+"/java-to-go", func(t *testing.T) {
@@ -51,7 +53,7 @@ func TestHandOff(t *testing.T) {
 			o := hc.waiter.goOwner(t, gc, base, 1)
 			waiter := goWait(ctx, o, guards, hc.waiter.kind, hc.waiter.max, 1, "go-waiter")
 			waitChildren(t, gc, hc.waiter.queuePath(base), hc.holder.heldNodes+1)
-			waiter.notYet(t, "Go's Acquire")
+			hc.waiter.waiting(t, waiter, gc.SessionID(), base)
 			if try := hc.waiter.goOwner(t, gc, base, 1); tryAcquire(t, try) {
 				t.Fatal("a Go try-acquire succeeded while Java held the lock")
 			}
@@ -76,7 +78,7 @@ func TestHandOff(t *testing.T) {
 			jl := hc.waiter.javaLock(t, p, "jw-"+t.Name(), "jc", base)
 			waiter := javaHold(p, "h2", jl, 1, guards, hc.waiter.kind, hc.waiter.max, "java-waiter")
 			waitChildren(t, gc, hc.waiter.queuePath(base), hc.holder.heldNodes+1)
-			waiter.notYet(t, "Java's acquire")
+			hc.waiter.waiting(t, waiter, jsid, base)
 			if acquired(t, javaAcquire(p, "h3", jl, 1, "timeout=0").must(t)) {
 				t.Fatal("a Java zero-timeout acquire succeeded while Go held the lock")
 			}

@@ -4,8 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/go-zookeeper/zk"
 
@@ -47,6 +50,63 @@ func waitChildren(t testing.TB, c *framework.Client, path string, n int) []strin
 			t.Fatalf("%s has children %v, want %d", path, kids, n)
 		}
 	}
+}
+
+// waitWatching waits until the server shows that session watches a path
+// for which match is true (a Curator waiter watches the node ahead of it,
+// or a semaphore's leases), polling the server's watches ("wchp") until the
+// test's bound, which fails the test. It returns false, without failing, if
+// stop is closed first (the waiter stopped waiting).
+func waitWatching(t testing.TB, session int64, match func(path string) bool, stop <-chan struct{}) bool {
+	t.Helper()
+	ctx := testutil.Context(t)
+	want := fmt.Sprintf("0x%x", session)
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		out, err := server.FourLetterWord("wchp")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for path, sessions := range watchers(out) {
+			if match(path) && slices.Contains(sessions, want) {
+				return true
+			}
+		}
+		select {
+		case <-stop:
+			return false
+		case <-tick.C:
+		case <-ctx.Done():
+			t.Fatalf("session %s watched nothing it should within %v; the server's watches:\n%s", want, testutil.Timeout, out)
+		}
+	}
+}
+
+// watchers parses the output of "wchp": a path on a line of its own, then
+// the sessions that watch it, indented, one a line.
+func watchers(wchp string) map[string][]string {
+	out := map[string][]string{}
+	path := ""
+	for _, line := range strings.Split(wchp, "\n") {
+		trimmed := strings.TrimSpace(line)
+		switch {
+		case trimmed == "":
+		case trimmed != line:
+			if path != "" {
+				out[path] = append(out[path], trimmed)
+			}
+		default:
+			path = line
+		}
+	}
+	return out
+}
+
+// below returns a match for waitWatching: the paths below base, but for
+// skip (where the test itself has watched the children).
+func below(base, skip string) func(string) bool {
+	return func(p string) bool { return strings.HasPrefix(p, base+"/") && p != skip }
 }
 
 // children lists path on the server; a missing path has none.

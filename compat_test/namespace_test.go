@@ -16,7 +16,8 @@ const compatNamespace = "gocurator-compat-ns/app"
 // tree: for every recipe, a Java holder and a Go waiter in the namespace
 // queue on /ns/<path> on the server, nothing appears at /<path>, paths are
 // reported without the namespace in both languages, and the lock passes
-// from Java to Go.
+// from Java to Go, and not before Java released it (each enters the guards
+// the moment it is granted).
 func TestNamespaces(t *testing.T) {
 	testutil.CheckLeaks(t)
 	p := startPeer(t, "namespaces")
@@ -32,14 +33,14 @@ func TestNamespaces(t *testing.T) {
 			ctx := testutil.Context(t)
 			base := testutil.Path(t)
 			testutil.CleanupTree(t, server.Addr(), base)
+			guards := newGuards(t, r.guardPaths)
 			jl := r.javaLock(t, p, "ns-"+r.name, "jns", base)
-			if !acquired(t, javaAcquire(p, "n1", jl, r.full()).must(t)) {
-				t.Fatal("Java did not acquire a free lock")
-			}
+			holder := javaHold(p, "n1", jl, r.full(), guards, r.kind, r.max, "java-holder")
+			holder.granted(t)
 			o := r.goOwner(t, gns, base, 1)
-			got := asyncAcquire(ctx, o)
+			waiter := goWait(ctx, o, guards, r.kind, r.max, 1, "go-waiter")
 			waitChildren(t, raw, "/"+compatNamespace+r.queuePath(base), r.heldNodes+1)
-			notYet(t, got, "Go's Acquire")
+			r.waiting(t, waiter, gns.SessionID(), "/"+compatNamespace+base)
 			if kids := children(t, raw, base); len(kids) != 0 {
 				t.Fatalf("nodes outside the namespace at %s: %v", base, kids)
 			}
@@ -51,9 +52,12 @@ func TestNamespaces(t *testing.T) {
 					t.Fatalf("participants in the namespace: Go %v, Java %v", goList, javaList)
 				}
 			}
-			p.do(t, "n1", "release", jl)
-			must(t, <-got)
+			holder.release(t)
+			leave := waiter.granted(t)
+			leave()
 			must(t, o.Release(ctx))
+			checkGuards(t, guards)
+			checkLog(t, guards, append(slices.Repeat([]string{"java-holder"}, r.full()), "go-waiter")...)
 		})
 	}
 }

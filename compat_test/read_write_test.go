@@ -14,7 +14,10 @@ import (
 // Readers of both languages share the read lock: a Java reader, a Go reader
 // and a second Java reader hold it at once (all inside the guard together).
 // A writer of either language queued behind them is a barrier for readers
-// of both languages that come later (Curator's writer-starvation rule).
+// of both languages that come later (Curator's writer-starvation rule), and
+// gets the lock only once the last reader has gone: every holder enters the
+// guard from where it holds the lock, the moment it is granted, so the guard
+// records a writer that got in early whenever that happens.
 func TestReadersShare(t *testing.T) {
 	testutil.CheckLeaks(t)
 	ctx := testutil.Context(t)
@@ -27,57 +30,52 @@ func TestReadersShare(t *testing.T) {
 	rw := mustReadWrite(t, gc, base, "")
 	p.do(t, "-", "rwlock", "rw", "jc", base)
 
-	if !acquired(t, p.do(t, "r1", "acquire", "rw.read")) {
-		t.Fatal("Java reader 1 did not get a free read lock")
-	}
-	leave1 := javaEnter(t, p, g, shared, 1, "java-r1")
+	r1 := javaHold(p, "r1", "rw.read", 1, g, shared, 1, "java-r1")
+	r1.granted(t)
 	r2 := rw.NewHandle().ReadLock()
 	if err := r2.TryAcquire(ctx); err != nil {
 		t.Fatalf("Go reader could not share the read lock with a Java reader: %v", err)
 	}
 	leave2 := goEnter(t, g, shared, 1, 1, "go-r2")
-	if !acquired(t, p.do(t, "r3", "acquire", "rw.read", "timeout=0")) {
-		t.Fatal("Java reader 3 could not share the read lock with a Java and a Go reader")
-	}
-	leave3 := javaEnter(t, p, g, shared, 1, "java-r3")
+	r3 := javaHold(p, "r3", "rw.read", 1, g, shared, 1, "java-r3", "timeout=0")
+	r3.granted(t) // Java reader 3 shares the read lock with a Java and a Go reader
 
 	w := rw.NewHandle().WriteLock()
-	gotW := asyncAcquire(ctx, w)
+	gw := goWait(ctx, w, g, exclusive, 1, 1, "go-w")
 	waitChildren(t, gc, base, 4)
-	notYet(t, gotW, "Go writer")
+	gw.waiting(t, gc.SessionID(), base, base)
 	if acquired(t, p.do(t, "r4", "acquire", "rw.read", "timeout=0")) {
 		t.Fatal("a Java reader got past a queued Go writer")
 	}
 	if err := rw.NewHandle().ReadLock().TryAcquire(ctx); !errors.Is(err, recipes.ErrLocked) {
 		t.Fatalf("a Go reader behind a queued Go writer: %v, want ErrLocked", err)
 	}
-	notYet(t, gotW, "Go writer")
+	gw.notYet(t, "Go writer")
 
-	leave1()
-	p.do(t, "r1", "release", "rw.read")
+	r1.release(t)
 	leave2()
 	must(t, r2.Release(ctx))
-	notYet(t, gotW, "Go writer")
-	leave3()
-	p.do(t, "r3", "release", "rw.read")
-	must(t, <-gotW)
-	goEnter(t, g, exclusive, 1, 1, "go-w")()
+	gw.notYet(t, "Go writer")
+	r3.release(t)
+	leaveW := gw.granted(t)
 
-	// And a Java writer queued behind a Go reader bars later Go readers.
-	jw := p.send("w2", "acquire", "rw.write")
+	// And a Java writer queued behind a Go writer bars later Go readers. It
+	// has a client of its own: reader 4's try left a watch on jc's session.
+	jwsid := p.client(t, "jwc", server.Addr())
+	p.do(t, "-", "rwlock", "rww", "jwc", base)
+	jw := javaHold(p, "w2", "rww.write", 1, g, exclusive, 1, "java-w2")
 	waitChildren(t, gc, base, 2)
+	jw.waiting(t, jwsid, base, "")
 	if err := rw.NewHandle().ReadLock().TryAcquire(ctx); !errors.Is(err, recipes.ErrLocked) {
 		t.Fatalf("a Go reader behind a Go-held write lock and a queued Java writer: %v, want ErrLocked", err)
 	}
+	jw.notYet(t, "Java writer")
+	leaveW()
 	must(t, w.Release(ctx))
-	if !acquired(t, jw.must(t)) {
-		t.Fatal("Java writer returned false")
-	}
-	p.do(t, "w2", "release", "rw.write")
+	jw.granted(t)
+	jw.release(t)
 	checkGuards(t, g)
-	if n := len(g[0].log(t)); n != 4 {
-		t.Fatalf("guard log %v", g[0].log(t))
-	}
+	checkLog(t, g, "java-r1", "go-r2", "java-r3", "go-w", "java-w2")
 }
 
 var seqSuffix = regexp.MustCompile(`(__READ__|__WRIT__)([0-9]{10})$`)

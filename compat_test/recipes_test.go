@@ -44,6 +44,30 @@ type recipe struct {
 	// revocable: the recipe is an InterProcessMutex in Curator (makeRevocable)
 	// and its Go owner a *recipes.Handle.
 	revocable bool
+	// counting: a waiter waits on the children of the leases (a semaphore)
+	// rather than on one node ahead of it; the server does not list child
+	// watches (wchp), so the tests cannot see it waiting.
+	counting bool
+}
+
+// waiting waits until w, a contender for this recipe's lock on session,
+// has looked at the queue and chosen to wait (javaHolder.waiting). A
+// counting waiter cannot be seen waiting: for it this is only the probe
+// notYet, and an early grant is seen only if it comes while the holder still
+// holds.
+func (r recipe) waiting(t testing.TB, w waitingContender, session int64, base string) {
+	t.Helper()
+	if r.counting {
+		w.notYet(t, r.name+" waiter")
+		return
+	}
+	w.waiting(t, session, base, r.queuePath(base))
+}
+
+// waitingContender is a javaHolder or a goWaiter.
+type waitingContender interface {
+	waiting(t testing.TB, session int64, base, skip string)
+	notYet(t testing.TB, what string)
 }
 
 // full is the quantity that shuts everyone else out.
@@ -161,6 +185,7 @@ var semaphoreMutexRecipe = recipe{
 	guardPaths: 1,
 	queuePath:  locksPath,
 	heldNodes:  0, // the internal lock is released once the lease is granted
+	counting:   true,
 }
 
 // semaphoreRecipe is an InterProcessSemaphoreV2 with max leases, whose lease
@@ -192,6 +217,7 @@ func semaphoreRecipe(max int, data string) recipe {
 		guardPaths: 1,
 		queuePath:  locksPath,
 		heldNodes:  0,
+		counting:   true,
 	}
 }
 

@@ -2,6 +2,8 @@ package compat_test
 
 import (
 	"context"
+	"errors"
+	"sync"
 	"testing"
 
 	"github.com/gocurator/curator/internal/testutil"
@@ -12,7 +14,9 @@ import (
 // (recipes.Revoke) and Curator's revocation listener runs, releases, and the
 // waiting Go contender acquires; Curator's Revoker.attemptRevoke revokes a Go
 // holder, the Go listener runs and releases, and the waiting Java contender
-// acquires. A revocable holder's node is empty in both languages.
+// acquires, and not before the holder was revoked (each contender enters
+// the guards the moment it is granted; the holder leaves them when it is
+// revoked). A revocable holder's node is empty in both languages.
 func TestRevocation(t *testing.T) {
 	testutil.CheckLeaks(t)
 	p := startPeer(t, "revocation")
@@ -26,11 +30,11 @@ func TestRevocation(t *testing.T) {
 			ctx := testutil.Context(t)
 			base := testutil.Path(t)
 			testutil.CleanupTree(t, server.Addr(), base)
+			guards := newGuards(t, hc.holder.guardPaths)
 			jl := hc.holder.javaLock(t, p, "jr-"+t.Name(), "jc", base)
 			p.do(t, "-", "revocable", jl, "release-on=r1")
-			if !acquired(t, javaAcquire(p, "r1", jl, 1).must(t)) {
-				t.Fatal("Java did not acquire a free lock")
-			}
+			holder := javaHold(p, "r1", jl, 1, guards, hc.holder.kind, hc.holder.max, "java-holder")
+			holder.granted(t)
 			nodes := ownedBy(t, gc, base, jsid)
 			if len(nodes) != 1 {
 				t.Fatalf("Java's nodes under %s: %v, want 1", base, nodes)
@@ -39,36 +43,58 @@ func TestRevocation(t *testing.T) {
 				t.Fatalf("Java's revocable node has data %q (%v), want none", data, err)
 			}
 			o := hc.waiter.goOwner(t, gc, base, 1)
-			got := asyncAcquire(ctx, o)
+			waiter := goWait(ctx, o, guards, hc.waiter.kind, hc.waiter.max, 1, "go-waiter")
 			waitChildren(t, gc, base, 2)
-			notYet(t, got, "Go's Acquire")
+			waiter.waiting(t, gc.SessionID(), base, base)
 
+			// Curator's revocation listener releases on r1 by itself: the
+			// holder leaves the guards just before it is asked to.
+			holder.leave(t)
 			must(t, recipes.Revoke(ctx, gc, nodes[0]))
 			p.mustEvent(t, "revoked "+jl)
 			p.mustEvent(t, "released "+jl)
-			must(t, <-got)
+			leave := waiter.granted(t)
+			leave()
 			must(t, o.Release(ctx))
+			checkGuards(t, guards)
+			checkLog(t, guards, "java-holder", "go-waiter")
 		})
 		t.Run(hc.name+"/java-revokes-go", func(t *testing.T) {
 			ctx := testutil.Context(t)
 			base := testutil.Path(t)
 			testutil.CleanupTree(t, server.Addr(), base)
+			guards := newGuards(t, hc.holder.guardPaths)
 			h, ok := hc.holder.goOwner(t, gc, base, 1).(*recipes.Handle)
 			if !ok {
 				t.Fatalf("the Go %s owner is not a *recipes.Handle", hc.holder.name)
 			}
+			// The revocation listener leaves the guards and releases.
+			var mu sync.Mutex
+			var leave func() error
 			revoked := make(chan error, 1)
-			h.MakeRevocable(func() { revoked <- h.Release(context.Background()) })
+			h.MakeRevocable(func() {
+				mu.Lock()
+				l := leave
+				mu.Unlock()
+				var err error
+				if l != nil {
+					err = l()
+				}
+				revoked <- errors.Join(err, h.Release(context.Background()))
+			})
 			must(t, h.Acquire(ctx))
+			l, err := enterAll(guards, hc.holder.kind, hc.holder.max, 1, "go-holder")
+			must(t, err)
+			mu.Lock()
+			leave = l
+			mu.Unlock()
 			if data, _, err := gc.GetData(ctx, h.LockPath()); err != nil || len(data) != 0 {
 				t.Fatalf("Go's revocable node has data %q (%v), want none", data, err)
 			}
-			jw := hc.waiter.javaLock(t, p, "jw-"+t.Name(), "jc", base)
-			got := javaAcquire(p, "r2", jw, 1)
+			jl := hc.waiter.javaLock(t, p, "jw-"+t.Name(), "jc", base)
+			waiter := javaHold(p, "r2", jl, 1, guards, hc.waiter.kind, hc.waiter.max, "java-waiter")
 			waitChildren(t, gc, base, 2)
-			if got.answered() {
-				t.Fatalf("Java acquired (%q) while Go held the lock", got.reply)
-			}
+			waiter.waiting(t, jsid, base, "")
 
 			p.do(t, "-", "revoke", "jc", h.LockPath())
 			select {
@@ -77,10 +103,10 @@ func TestRevocation(t *testing.T) {
 			case <-ctx.Done():
 				t.Fatal("the Go revocation listener did not run")
 			}
-			if !acquired(t, got.must(t)) {
-				t.Fatal("Java's untimed acquire returned false")
-			}
-			p.do(t, "r2", "release", jw)
+			waiter.granted(t)
+			waiter.release(t)
+			checkGuards(t, guards)
+			checkLog(t, guards, "go-holder", "java-waiter")
 		})
 	}
 }
