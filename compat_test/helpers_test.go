@@ -150,16 +150,6 @@ func must(t testing.TB, err error) {
 	}
 }
 
-// notYet fails the test if ch already has a result.
-func notYet(t testing.TB, ch <-chan error, what string) {
-	t.Helper()
-	select {
-	case err := <-ch:
-		t.Fatalf("%s returned (%v) while the lock was held elsewhere", what, err)
-	default:
-	}
-}
-
 func label(lang string, i int) string { return fmt.Sprintf("%s%d", lang, i) }
 
 // tryAcquire tries o without waiting, where the recipe can (TryAcquire),

@@ -95,15 +95,20 @@ func seqOf(t testing.TB, name string) string {
 // Go holds the write lock, takes the read lock (Curator 5.5's node: a
 // non-sequential _c_<uuid>-__READ__<the write node's sequence>), and
 // releases the write lock; a Java writer that queued behind the write lock
-// must not get in while Go holds the read lock. Curator's own timed acquire
-// is the witness: it returns false.
+// must not get in while Go holds the read lock. The witness is the Java
+// writer's own untimed acquire, which cannot give up: it enters the guard
+// the moment it is granted, while Go is inside as a reader until it
+// releases, so an early grant is an overlap the guard records. Go keeps the
+// read lock until the server shows the Java writer watching the read node:
+// it has looked at the queue without the write node and chose to wait.
 //
 // With the roles swapped, Curator 5.4 shows CURATOR-621: its downgrade read
 // node is an ordinary sequential node with a NEW sequence, so the Go writer
 // queued between Java's write and read nodes is first in line once Java
 // releases the write lock, and gets the write lock while Java still holds
 // the read lock. The test asserts this is what Debian's Curator 5.4 does
-// (it fails, asking for an update, should a fixed Curator be installed).
+// (it fails, asking for an update, should a fixed Curator be installed),
+// and that the Go writer did not get in while Java held the write lock.
 func TestDowngrade(t *testing.T) {
 	testutil.CheckLeaks(t)
 	p := startPeer(t, "downgrade")
@@ -119,9 +124,8 @@ func TestDowngrade(t *testing.T) {
 		p.do(t, "-", "rwlock", "rw1", "jc", base)
 		h := rw.NewHandle()
 		must(t, h.WriteLock().Acquire(ctx))
-		// Curator's timed acquire is the witness: 1 s is far longer than
-		// what the downgrade below takes.
-		jw := p.send("d1", "acquire", "rw1.write", "timeout=1000")
+		leaveW := goEnter(t, g, exclusive, 1, 1, "go-writer")
+		jw := javaHold(p, "d1", "rw1.write", 1, g, exclusive, 1, "java-writer")
 		waitChildren(t, gc, base, 2)
 		must(t, h.ReadLock().Acquire(ctx))
 		writeName, readName := lastSegment(h.WriteLock().LockPath()), lastSegment(h.ReadLock().LockPath())
@@ -133,38 +137,42 @@ func TestDowngrade(t *testing.T) {
 		if st.EphemeralOwner != gc.SessionID() {
 			t.Fatalf("downgrade read node owner %x, want our session", st.EphemeralOwner)
 		}
+		leaveW()
 		must(t, h.WriteLock().Release(ctx))
-		leave := goEnter(t, g, shared, 1, 1, "go-downgraded-reader")
-		if acquired(t, jw.must(t)) {
-			t.Fatal("the Java writer got the write lock while Go held the downgraded read lock")
+		leaveR := goEnter(t, g, shared, 1, 1, "go-downgraded-reader")
+		readPath := h.ReadLock().LockPath()
+		if !waitWatching(t, jsid, func(p string) bool { return p == readPath }, jw.acq.c.Done()) {
+			r, err := jw.acq.wait(ctx)
+			jw.enter.must(t) // its entry into the guard, which records the overlap
+			checkGuards(t, g)
+			t.Fatalf("the Java writer's acquire returned (%q, %v) while Go held the downgraded read lock", r, err)
 		}
-		// An untimed Java writer gets it once Go releases the read lock.
-		jw = p.send("d1", "acquire", "rw1.write")
-		waitChildren(t, gc, base, 2)
-		leave()
+		jw.notYet(t, "the Java writer's acquire")
+		leaveR()
 		must(t, h.ReadLock().Release(ctx))
-		if !acquired(t, jw.must(t)) {
-			t.Fatal("Java's untimed acquire returned false")
-		}
-		javaEnter(t, p, g, exclusive, 1, "java-writer")()
-		p.do(t, "d1", "release", "rw1.write")
+		jw.granted(t)
+		jw.release(t)
 		checkGuards(t, g)
+		checkLog(t, g, "go-writer", "go-downgraded-reader", "java-writer")
 	})
 
 	t.Run("java-downgrades-curator-621", func(t *testing.T) {
 		ctx := testutil.Context(t)
 		base := testutil.Path(t)
 		testutil.CleanupTree(t, server.Addr(), base)
+		g := newGuards(t, 1)
 		rw := mustReadWrite(t, gc, base, "")
 		p.do(t, "-", "rwlock", "rw2", "jc", base)
-		if !acquired(t, p.do(t, "d2", "acquire", "rw2.write")) {
-			t.Fatal("Java did not get a free write lock")
-		}
+		jw := javaHold(p, "d2", "rw2.write", 1, g, exclusive, 1, "java-writer")
+		jw.granted(t)
 		javaWrite := ownedBy(t, gc, base, jsid)
 		w := rw.NewHandle().WriteLock()
-		gotW := asyncAcquire(ctx, w)
+		gw := goWait(ctx, w, g, exclusive, 1, 1, "go-writer")
 		waitChildren(t, gc, base, 2)
-		if !acquired(t, p.do(t, "d2", "acquire", "rw2.read")) { // same thread: a downgrade
+		gw.waiting(t, gc.SessionID(), base, base)
+		// Same thread: a downgrade. Java's read lock stays out of the guard:
+		// the overlap with the Go writer below is CURATOR-621's.
+		if !acquired(t, p.do(t, "d2", "acquire", "rw2.read")) {
 			t.Fatal("Java's downgrade read acquire returned false")
 		}
 		waitChildren(t, gc, base, 3)
@@ -187,18 +195,21 @@ func TestDowngrade(t *testing.T) {
 				"this is not Curator 5.4's CURATOR-621 behaviour; Curator 5.5+ reuses the write sequence. "+
 				"Update this test and docs/ for the installed Curator", javaRead, jrSeq, gwSeq)
 		}
-		notYet(t, gotW, "Go writer")
-		p.do(t, "d2", "release", "rw2.write")
+		gw.notYet(t, "Go writer")
+		jw.release(t)
 		// CURATOR-621: the Go writer is now first and gets the write lock
 		// while Java still holds its read lock.
-		must(t, <-gotW)
+		leave := gw.granted(t)
 		if ok, _, err := gc.Exists(ctx, javaRead); err != nil || !ok {
 			t.Fatalf("Java's read node %s is gone (%v): cannot show CURATOR-621", javaRead, err)
 		}
 		t.Logf("CURATOR-621 as Curator 5.4 has it: Go holds the write lock (%s) while Java holds the read lock (%s)",
 			w.LockPath(), javaRead)
+		leave()
 		must(t, w.Release(ctx))
 		p.do(t, "d2", "release", "rw2.read")
+		checkGuards(t, g)
+		checkLog(t, g, "java-writer", "go-writer")
 	})
 }
 
