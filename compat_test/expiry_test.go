@@ -1,11 +1,13 @@
 package compat_test
 
 import (
+	"errors"
 	"slices"
 	"testing"
 
 	"github.com/gocurator/curator/framework/zktest"
 	"github.com/gocurator/curator/internal/testutil"
+	"github.com/gocurator/curator/recipes"
 )
 
 // The server expires the holder's session while a contender of the other
@@ -15,8 +17,8 @@ import (
 // expired). Java's side: its client (through a fault-injecting proxy) hears
 // LOST and then RECONNECTED with a new session, as Curator reports it, and
 // its release afterwards is harmless. Go's side: the Go holder is told its
-// lock is lost. The subtests run in parallel: each has its own proxy,
-// clients and lock names.
+// lock is lost, and its Release says so. The subtests run in parallel: each
+// has its own proxy, clients and lock names.
 func TestSessionExpiry(t *testing.T) {
 	testutil.CheckLeaks(t)
 	p := startPeer(t, "expiry")
@@ -91,9 +93,13 @@ func TestSessionExpiry(t *testing.T) {
 			case <-ctx.Done():
 				t.Fatal("the Go holder was not told its lock is lost")
 			}
+			if err := o.Err(); !errors.Is(err, recipes.ErrLockLost) {
+				t.Fatalf("the Go holder's Err after its session expired = %v, want ErrLockLost", err)
+			}
 			waiter.release(t)
-			if err := o.Release(ctx); err != nil {
-				t.Logf("Go release after the session expired: %v", err)
+			// Release after the loss still cleans up, and says the lock was lost.
+			if err := o.Release(ctx); !errors.Is(err, recipes.ErrLockLost) {
+				t.Fatalf("Go release after the session expired = %v, want ErrLockLost", err)
 			}
 			checkGuards(t, guards)
 			checkLog(t, guards, append(slices.Repeat([]string{"go-holder"}, r.full()), "java-waiter")...)
