@@ -43,15 +43,15 @@ func TestOperationsRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if data, _, _ := c.GetData(ctx, d); string(data) != "dflt" {
-		t.Fatalf("default data = %q", data)
+	if data, _, err := c.GetData(ctx, d); err != nil || string(data) != "dflt" {
+		t.Fatalf("default data = %q, %v", data, err)
 	}
 	e, err := c.Create(ctx, base+"/a/e", []byte{}) // empty, not default
 	if err != nil {
 		t.Fatal(err)
 	}
-	if data, _, _ := c.GetData(ctx, e); len(data) != 0 {
-		t.Fatalf("empty data = %q", data)
+	if data, _, err := c.GetData(ctx, e); err != nil || len(data) != 0 {
+		t.Fatalf("empty data = %q, %v", data, err)
 	}
 	kids, _, err := c.Children(ctx, base+"/a")
 	if err != nil || strings.Join(sorted(kids), ",") != "b,d,e" {
@@ -68,8 +68,8 @@ func TestOperationsRoundTrip(t *testing.T) {
 	if err != nil || len(res) != 3 || res[0].String != base+"/a/m" {
 		t.Fatalf("Multi = %+v, %v", res, err)
 	}
-	if ok, _, _ := c.Exists(ctx, seq); ok {
-		t.Fatal("multi's delete did not happen")
+	if ok, _, err := c.Exists(ctx, seq); err != nil || ok {
+		t.Fatalf("after multi's delete: exists %v, %v", ok, err)
 	}
 	for _, n := range []string{"b", "d", "e", "m"} {
 		if err := c.Delete(ctx, base+"/a/"+n); err != nil {
@@ -141,11 +141,11 @@ func TestNamespaceRoundTrip(t *testing.T) {
 		t.Fatalf("protected Create in namespace = %q, %v", prot, err)
 	}
 	res, err := c.Multi(ctx, &zk.CreateRequest{Path: "/locks/m"})
-	if err != nil || res[0].String != "/locks/m" {
+	if err != nil || len(res) != 1 || res[0].String != "/locks/m" {
 		t.Fatalf("Multi in namespace = %+v, %v", res, err)
 	}
-	if ok, _, _ := raw.Exists(base + "/ns/locks/m"); !ok {
-		t.Fatal("multi create did not land in the namespace")
+	if ok, _, err := raw.Exists(base + "/ns/locks/m"); err != nil || !ok {
+		t.Fatalf("multi create did not land in the namespace: exists %v, %v", ok, err)
 	}
 	root, _, err := c.Children(ctx, "/")
 	if err != nil || len(root) != 1 || root[0] != "locks" {
@@ -201,7 +201,11 @@ func TestGuaranteedDeleteCompletesInBackground(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer c.Close()
+	defer func() {
+		if err := c.Close(); err != nil {
+			t.Errorf("closing the client: %v", err)
+		}
+	}()
 	rec.WaitFor(ctx, t, state.Connected)
 	node, err := c.Create(ctx, base+"/victim", nil, CreatingParentsIfNeeded())
 	if err != nil {
@@ -215,8 +219,8 @@ func TestGuaranteedDeleteCompletesInBackground(t *testing.T) {
 	if !errors.Is(err, zk.ErrNoServer) {
 		t.Fatalf("Delete while partitioned = %v, want connection loss", err)
 	}
-	if ok, _, _ := raw.Exists(node); !ok {
-		t.Fatal("node gone while the client was partitioned")
+	if ok, _, err := raw.Exists(node); err != nil || !ok {
+		t.Fatalf("node gone while the client was partitioned: exists %v, %v", ok, err)
 	}
 	proxy.Restore()
 	testutil.WaitGone(t, raw, node)
@@ -232,11 +236,18 @@ func TestCancelStopsRetryWait(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer c.Close()
+	defer func() {
+		if err := c.Close(); err != nil {
+			t.Errorf("closing the client: %v", err)
+		}
+	}()
 	ctx, cancel := context.WithCancel(testutil.Context(t))
 	go func() {
-		<-waiting
-		cancel()
+		defer cancel()
+		select {
+		case <-waiting:
+		case <-ctx.Done(): // the test has ended: GetData below failed it
+		}
 	}()
 	_, _, err = c.GetData(ctx, "/x")
 	if !errors.Is(err, context.Canceled) || !errors.Is(err, zk.ErrNoServer) {
@@ -312,13 +323,15 @@ func TestCreateParentsWhileAnAncestorIsReaped(t *testing.T) {
 		}
 		node, err := c.Create(ctx, anc+"/x/y/lock-", nil, WithMode(EphemeralSequential), WithProtection(),
 			CreatingParentContainersIfNeeded())
-		c.Close()
+		if cerr := c.Close(); cerr != nil {
+			t.Fatalf("closing the client: %v", cerr)
+		}
 		if always {
 			if !errors.Is(err, zk.ErrNoNode) || reaped.Load() != parentAttempts {
 				t.Fatalf("create while the ancestor is always reaped = %q, %v after %d reapings", node, err, reaped.Load())
 			}
-			if ok, _, _ := raw.Exists(anc); ok {
-				t.Fatalf("%s is left after a failed create", anc)
+			if ok, _, err := raw.Exists(anc); err != nil || ok {
+				t.Fatalf("%s after a failed create: exists %v, %v", anc, ok, err)
 			}
 		} else if err != nil || reaped.Load() != 1 {
 			t.Fatalf("create after one reaping = %q, %v (%d reapings)", node, err, reaped.Load())
