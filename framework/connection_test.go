@@ -105,37 +105,74 @@ func TestServerExpiredSession(t *testing.T) {
 	}
 }
 
-// With the Session error policy a blip does not fire the error signal; LOST does.
+// The error signal follows the client's error policy: under the Session
+// policy a blip (SUSPENDED, then RECONNECTED in the same session) does not
+// end it, LOST does; under the Standard policy, the default, SUSPENDED ends
+// it. Each half runs a client of its own, with the policy it is named after
+// (checked, not assumed), behind a proxy of its own. A signal ends before
+// any listener hears of the state that ended it (Client.post), so once the
+// recorder has heard a state, the signal shows what that state did to it.
 func TestErrorSignalFollowsPolicy(t *testing.T) {
-	testutil.CheckLeaks(t)
-	ctx := testutil.Context(t)
-	proxy := zktest.NewProxy(t, server.Addr())
-	rec := testutil.NewStateRecorder()
-	c := newClient(t, proxy.Addr(), WithListener(rec), WithErrorPolicy(state.SessionErrorPolicy{}))
-	sig := c.NotifyErrorState()
-	defer sig.Stop()
-	proxy.DropConnections()
-	rec.WaitFor(ctx, t, state.Suspended)
-	rec.WaitFor(ctx, t, state.Reconnected)
-	select {
-	case <-sig.Done():
-		t.Fatal("SUSPENDED fired the signal under the Session policy")
-	default:
-	}
-
-	std := newClient(t, proxy.Addr())
-	sig2 := std.NotifyErrorState()
-	defer sig2.Stop()
-	proxy.DropConnections()
-	select {
-	case <-sig2.Done():
-		var se *StateError
-		if !errors.As(sig2.Err(), &se) || se.State != state.Suspended {
-			t.Fatalf("signal ended with %v, want SUSPENDED", sig2.Err())
+	t.Run("session", func(t *testing.T) {
+		testutil.CheckLeaks(t)
+		ctx := testutil.Context(t)
+		proxy := zktest.NewProxy(t, server.Addr())
+		rec := testutil.NewStateRecorder()
+		c := newClient(t, proxy.Addr(), WithListener(rec), WithErrorPolicy(state.SessionErrorPolicy{}))
+		if _, ok := c.ErrorPolicy().(state.SessionErrorPolicy); !ok {
+			t.Fatalf("the session half's client has the %T", c.ErrorPolicy())
 		}
-	case <-ctx.Done():
-		t.Fatal("SUSPENDED did not fire the signal under the Standard policy")
-	}
+		sig := c.NotifyErrorState()
+		defer sig.Stop()
+		first := c.SessionID()
+		proxy.DropConnections()
+		rec.WaitFor(ctx, t, state.Suspended)
+		rec.WaitFor(ctx, t, state.Reconnected)
+		if c.SessionID() != first {
+			t.Fatalf("the blip changed the session from %x to %x", first, c.SessionID())
+		}
+		select {
+		case <-sig.Done():
+			t.Fatalf("the blip ended the signal under the Session policy: %v", sig.Err())
+		default:
+		}
+		if err := proxy.ExpireSession(first); err != nil {
+			t.Fatal(err)
+		}
+		rec.WaitFor(ctx, t, state.Lost)
+		select {
+		case <-sig.Done():
+			var se *StateError
+			if !errors.As(sig.Err(), &se) || se.State != state.Lost {
+				t.Fatalf("signal ended with %v, want LOST", sig.Err())
+			}
+		default:
+			t.Fatal("LOST did not end the signal under the Session policy")
+		}
+	})
+	t.Run("standard", func(t *testing.T) {
+		testutil.CheckLeaks(t)
+		ctx := testutil.Context(t)
+		proxy := zktest.NewProxy(t, server.Addr())
+		rec := testutil.NewStateRecorder()
+		c := newClient(t, proxy.Addr(), WithListener(rec)) // the default policy
+		if _, ok := c.ErrorPolicy().(state.StandardErrorPolicy); !ok {
+			t.Fatalf("the standard half's client has the %T", c.ErrorPolicy())
+		}
+		sig := c.NotifyErrorState()
+		defer sig.Stop()
+		proxy.DropConnections()
+		rec.WaitFor(ctx, t, state.Suspended)
+		select {
+		case <-sig.Done():
+			var se *StateError
+			if !errors.As(sig.Err(), &se) || se.State != state.Suspended {
+				t.Fatalf("signal ended with %v, want SUSPENDED", sig.Err())
+			}
+		default:
+			t.Fatal("SUSPENDED did not end the signal under the Standard policy")
+		}
+	})
 }
 
 func TestCloseWakesAndRefuses(t *testing.T) {
