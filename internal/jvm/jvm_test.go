@@ -61,8 +61,38 @@ func TestMain(m *testing.M) {
 	os.Setenv("XDG_CACHE_HOME", dir)
 	os.Setenv("HOME", dir) // where XDG_CACHE_HOME does not count
 	code := m.Run()
-	os.RemoveAll(dir)
+	if err := os.RemoveAll(dir); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+	}
 	os.Exit(code)
+}
+
+// start starts cmd and, when the test ends, however it ends, stops the JVM
+// by its pid (Kill: SIGKILL to it, then waiting for it; nothing if it has
+// exited already). Call it after testutil.CheckLeaks, so that the JVM and
+// its reader are gone before the leak check.
+func start(t *testing.T, cmd *exec.Cmd) *jvm.Process {
+	t.Helper()
+	p, err := jvm.Start(cmd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(p.Kill)
+	return p
+}
+
+// linesEnd fails the test unless p's output is at its end (Lines closed),
+// or comes to it within the test's bound.
+func linesEnd(t *testing.T, p *jvm.Process, what string) {
+	t.Helper()
+	select {
+	case l, ok := <-p.Lines():
+		if ok {
+			t.Fatalf("%s: a line %q", what, l)
+		}
+	case <-testutil.Context(t).Done():
+		t.Fatalf("%s: Lines not closed within %v", what, testutil.Timeout)
+	}
 }
 
 // nextLine returns the next line of p's output.
@@ -82,10 +112,7 @@ func nextLine(t *testing.T, p *jvm.Process) string {
 
 func TestLinesStderrAndStop(t *testing.T) {
 	testutil.CheckLeaks(t)
-	p, err := jvm.Start(echo(t))
-	if err != nil {
-		t.Fatal(err)
-	}
+	p := start(t, echo(t))
 	fmt.Fprintln(p.Stdin(), "one")
 	fmt.Fprintln(p.Stdin(), "two")
 	if a, b := nextLine(t, p), nextLine(t, p); a != "echo one" || b != "echo two" {
@@ -100,9 +127,7 @@ func TestLinesStderrAndStop(t *testing.T) {
 	if got := p.Stderr(); got != "bye\n" {
 		t.Fatalf("stderr %q", got)
 	}
-	if _, ok := <-p.Lines(); ok {
-		t.Fatal("lines after Stop")
-	}
+	linesEnd(t, p, "after Stop")
 	if err := p.Stop(nil, time.Minute); err != nil {
 		t.Fatalf("second Stop: %v", err)
 	}
@@ -110,14 +135,11 @@ func TestLinesStderrAndStop(t *testing.T) {
 
 func TestStopKillsAfterGrace(t *testing.T) {
 	testutil.CheckLeaks(t)
-	p, err := jvm.Start(echo(t, "deaf"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	p := start(t, echo(t, "deaf"))
 	if l := nextLine(t, p); l != "deaf" {
 		t.Fatalf("line %q", l)
 	}
-	err = p.Stop(nil, 200*time.Millisecond)
+	err := p.Stop(nil, 200*time.Millisecond)
 	if err == nil || !strings.Contains(err.Error(), "killed") {
 		t.Fatalf("Stop of a JVM that ignores its input: %v", err)
 	}
@@ -132,14 +154,8 @@ func TestStopKillsAfterGrace(t *testing.T) {
 
 func TestStopWithSignalAndKill(t *testing.T) {
 	testutil.CheckLeaks(t)
-	term, err := jvm.Start(echo(t, "deaf"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	kill, err := jvm.Start(echo(t, "deaf"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	term := start(t, echo(t, "deaf"))
+	kill := start(t, echo(t, "deaf"))
 	nextLine(t, term) // running, not just starting
 	nextLine(t, kill)
 	if err := term.Stop(syscall.SIGTERM, time.Minute); err != nil {
@@ -157,10 +173,7 @@ func TestStopWithSignalAndKill(t *testing.T) {
 
 func TestUnreadOutputDoesNotHoldStop(t *testing.T) {
 	testutil.CheckLeaks(t)
-	p, err := jvm.Start(echo(t))
-	if err != nil {
-		t.Fatal(err)
-	}
+	p := start(t, echo(t))
 	for i := range 1000 { // more than the channel holds; nobody reads
 		fmt.Fprintln(p.Stdin(), i)
 	}
@@ -178,18 +191,16 @@ func TestGivenStdoutAndStderr(t *testing.T) {
 	}
 	defer log.Close()
 	cmd.Stdout, cmd.Stderr = log, log
-	p, err := jvm.Start(cmd)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, ok := <-p.Lines(); ok {
-		t.Fatal("lines with a given stdout")
-	}
+	p := start(t, cmd)
+	linesEnd(t, p, "with a given stdout")
 	fmt.Fprintln(p.Stdin(), "x")
 	if err := p.Stop(nil, time.Minute); err != nil {
 		t.Fatal(err)
 	}
-	b, _ := os.ReadFile(log.Name())
+	b, err := os.ReadFile(log.Name())
+	if err != nil {
+		t.Fatal(err)
+	}
 	if string(b) != "echo x\nbye\n" || p.Stderr() != "" {
 		t.Fatalf("log %q, Stderr %q", b, p.Stderr())
 	}
@@ -274,12 +285,23 @@ func TestCompileRace(t *testing.T) {
 		}()
 	}
 	for range 2 {
-		if err := <-errs; err != nil {
-			t.Fatal(err)
+		select {
+		case err := <-errs:
+			if err != nil {
+				t.Fatal(err)
+			}
+		case <-time.After(3 * time.Minute): // Compile's own bound is ctx's two minutes
+			t.Fatal("Compile did not return within 3 minutes")
 		}
 	}
-	root, _ := os.UserCacheDir()
-	left, _ := filepath.Glob(filepath.Join(root, "gocurator-java", "build-*"))
+	root, err := os.UserCacheDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	left, err := filepath.Glob(filepath.Join(root, "gocurator-java", "build-*"))
+	if err != nil {
+		t.Fatal(err)
+	}
 	if len(left) != 0 {
 		t.Fatalf("build directories left: %v", left)
 	}
