@@ -370,10 +370,10 @@ func TestChaosChecksSeeViolations(t *testing.T) {
 	p.do(t, "-", "linger", "jc", "on")
 	loop := p.send("w1", "chaos", "m", "label=jx", "guard="+g.dir, "told="+toldPath, "kind=excl", "linger=60000")
 	for p.do(t, "-", "inside", "jc") != "1" {
+		if ctx.Err() != nil {
+			t.Fatal("Java's holding did not enter the guard")
+		}
 		pause(ctx, 10*time.Millisecond) // polling until Java's holding is inside
-	}
-	if ctx.Err() != nil {
-		t.Fatal("Java's holding did not enter the guard")
 	}
 	h := &goHolding{id: "gx.1", kind: exclusive, max: 1, guard: g, done: make(chan struct{})}
 	if _, err := h.enter(); err != nil { // sees jx.1

@@ -172,7 +172,7 @@ func TestChaos(t *testing.T) {
 		t.Errorf("cleaning up %s: %v", chaosBase, err)
 	}
 	close(r.done)
-	r.wg.Wait()
+	testutil.Wait(t, &r.wg, "the chaos run's fault watchers")
 
 	// Judge.
 	told := map[string]int64{}
@@ -481,11 +481,7 @@ func connectEnsemble(t testing.TB, ens *zktest.Ensemble) *zk.Conn {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() {
-		conn.Close()
-		for range events { // until go-zookeeper's goroutines have ended
-		}
-	})
+	t.Cleanup(func() { testutil.DrainEvents(t, conn, events) })
 	deadline := time.After(testutil.Timeout)
 	for conn.State() != zk.StateHasSession {
 		select {

@@ -90,7 +90,7 @@ func runMixed(t *testing.T, p *peer, guards []*guard, max, rounds int, cs []cont
 			errs <- err
 		}()
 	}
-	wg.Wait()
+	testutil.Wait(t, &wg, "the contenders' loops")
 	close(errs)
 	for err := range errs {
 		if err != nil {

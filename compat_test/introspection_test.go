@@ -97,7 +97,7 @@ func TestIntrospectionMutex(t *testing.T) {
 		t.Fatal("Java's acquire returned false")
 	}
 	p.do(t, "j1", "release", "m")
-	must(t, <-g2)
+	must(t, testutil.Recv(t, g2, "the second Go waiter's Acquire"))
 	must(t, h2.Release(ctx))
 	if !acquired(t, j3.must(t)) {
 		t.Fatal("Java's acquire returned false")
@@ -191,13 +191,13 @@ func TestIntrospectionReadWrite(t *testing.T) {
 		t.Fatal("Java's write acquire returned false")
 	}
 	p.do(t, "jw", "release", "rw.write")
-	must(t, <-g2)
+	must(t, testutil.Recv(t, g2, "the second Go waiter's Acquire"))
 	if !acquired(t, jr.must(t)) {
 		t.Fatal("Java's read acquire returned false")
 	}
 	must(t, r2.Release(ctx))
 	p.do(t, "jr", "release", "rw.read")
-	must(t, <-g3)
+	must(t, testutil.Recv(t, g3, "the Go writer's Acquire"))
 	must(t, w3.Release(ctx))
 }
 
@@ -244,7 +244,7 @@ func TestIntrospectionSemaphore(t *testing.T) {
 	checkProtected(t, p, children(t, gc, base+"/locks"))
 
 	p.do(t, "s1", "release", "s")
-	r := <-waiter
+	r := testutil.Recv(t, waiter, "the Go waiter's lease")
 	must(t, r.err)
 	must(t, recipes.ReturnAll(ctx, held))
 	if !acquired(t, jw.must(t)) {

@@ -3,7 +3,6 @@ package compat_test
 import (
 	"errors"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -60,15 +59,15 @@ func TestQuorumLossEndsTheLostSession(t *testing.T) {
 	must(t, err)
 	members := ens.Members()
 	stopped := []*zktest.Server{members[leader], members[(leader+1)%len(members)]}
-	var wg sync.WaitGroup
+	// Both at once; t.Fatal belongs to the test's goroutine, so the errors
+	// come back on a channel.
+	killed := make(chan error, len(stopped))
 	for _, m := range stopped {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			must(t, m.Kill())
-		}()
+		go func() { killed <- m.Kill() }()
 	}
-	wg.Wait()
+	for range stopped {
+		must(t, testutil.Recv(t, killed, "killing a member"))
+	}
 	select {
 	case <-h.Done():
 	case <-ctx.Done():
@@ -79,14 +78,13 @@ func TestQuorumLossEndsTheLostSession(t *testing.T) {
 		t.Fatalf("holder's Err = %v, want ErrLockLost", h.Err())
 	}
 
+	restarted := make(chan error, len(stopped))
 	for _, m := range stopped {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			must(t, m.Restart())
-		}()
+		go func() { restarted <- m.Restart() }()
 	}
-	wg.Wait()
+	for range stopped {
+		must(t, testutil.Recv(t, restarted, "restarting a member"))
+	}
 	must(t, ens.WaitForQuorum(ctx))
 	if !acquired(t, javaGot.must(t)) {
 		t.Fatal("the Java contender did not acquire after the quorum came back")

@@ -191,7 +191,7 @@ func TestCloseWakesAndRefuses(t *testing.T) {
 	if err := c.Close(); err != nil {
 		t.Fatal(err)
 	}
-	<-sig.Done() // closed by Close
+	testutil.Recv(t, sig.Done(), "the signal's end at Close")
 	if err := sig.Err(); !errors.Is(err, ErrClosed) {
 		t.Fatalf("Err of a signal ended by Close = %v, want ErrClosed", err)
 	}

@@ -112,8 +112,12 @@ func ExampleClient_Session() {
 	id, ended := client.Session()
 	fmt.Println("session:", id != 0, "timeout:", client.SessionTimeout())
 	client.Close()
-	<-ended
-	fmt.Println("ended with Close")
+	select {
+	case <-ended:
+		fmt.Println("ended with Close")
+	case <-ctx.Done():
+		fmt.Println("not ended by Close:", ctx.Err())
+	}
 	// Output:
 	// session: true timeout: 10s
 	// ended with Close

@@ -216,14 +216,19 @@ func ExampleHandle_Done() {
 		fmt.Println(err)
 		return
 	}
-	ended := make(chan error)
+	ended := make(chan error, 1)
 	go func() {
 		<-h.Done()
 		ended <- h.Err()
 	}()
 	fmt.Println("held:", h.IsHeld(), h.Err())
 	h.Release(ctx)
-	err = <-ended
+	select {
+	case err = <-ended:
+	case <-ctx.Done():
+		fmt.Println("Done did not close:", ctx.Err())
+		return
+	}
 	fmt.Println("lost:", errors.Is(err, recipes.ErrLockLost), "released:", errors.Is(err, recipes.ErrNotHeld))
 	// Output:
 	// held: true <nil>

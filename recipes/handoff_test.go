@@ -103,7 +103,7 @@ func TestLookaheadListsBeforeTheHandoff(t *testing.T) {
 	if err := holder.Release(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if err := <-secondGot; err != nil {
+	if err := testutil.Recv(t, secondGot, "the second waiter's Acquire"); err != nil {
 		t.Fatal(err)
 	}
 	if err := proxy.WaitRequests(bounded, zktest.OpGetChildren2, listed+1); err != nil {
@@ -112,7 +112,7 @@ func TestLookaheadListsBeforeTheHandoff(t *testing.T) {
 	if err := second.Release(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if err := <-thirdGot; err != nil {
+	if err := testutil.Recv(t, thirdGot, "the third waiter's Acquire"); err != nil {
 		t.Fatal(err)
 	}
 	if n := proxy.Requests(zktest.OpGetChildren2); n != listed+1 {

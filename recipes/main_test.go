@@ -113,7 +113,7 @@ func runAll(t *testing.T, n int, fn func(i int) error) {
 			errs <- fn(i)
 		}()
 	}
-	wg.Wait()
+	testutil.Wait(t, &wg, "the goroutines of runAll")
 	close(errs)
 	for err := range errs {
 		if err != nil {

@@ -145,7 +145,7 @@ func TestMutexDeadlineCancelAndTry(t *testing.T) {
 	go func() { waiting <- m2.NewHandle().Acquire(cctx) }()
 	waitForChildren(t, c1, base, 2) // the waiter has queued
 	cancel()
-	if err := <-waiting; !errors.Is(err, context.Canceled) {
+	if err := testutil.Recv(t, waiting, "the cancelled Acquire"); !errors.Is(err, context.Canceled) {
 		t.Fatalf("cancelled Acquire = %v", err)
 	}
 	// The cancel may come while the create's reply is still on its way (the
@@ -230,9 +230,12 @@ func TestMutexLostBeforeAnotherHolds(t *testing.T) {
 	var order eventLog
 	lostSeen := make(chan struct{})
 	go func() {
-		<-holder.Done()
-		order.note("holder told lost")
-		close(lostSeen)
+		select {
+		case <-holder.Done():
+			order.note("holder told lost")
+			close(lostSeen)
+		case <-ctx.Done(): // the test has failed, or is failing
+		}
 	}()
 	contender := mustMutex(t, other, base).NewHandle()
 	acquired := make(chan error)
@@ -243,10 +246,10 @@ func TestMutexLostBeforeAnotherHolds(t *testing.T) {
 	}()
 	waitForChildren(t, other, base, 2)
 	proxy.BlackHole()
-	if err := <-acquired; err != nil {
+	if err := testutil.Recv(t, acquired, "the contender's Acquire"); err != nil {
 		t.Fatal(err)
 	}
-	<-lostSeen
+	testutil.Recv(t, lostSeen, "the holder told of its loss")
 	if got := order.String(); got != "[holder told lost other holds]" {
 		t.Fatalf("order of events = %s", got)
 	}
@@ -327,7 +330,7 @@ func TestMutexRevocation(t *testing.T) {
 	if err := Revoke(ctx, c2, parts[0]); err != nil {
 		t.Fatal(err)
 	}
-	<-revoked
+	testutil.Recv(t, revoked, "the revocation listener")
 	h2 := m2.NewHandle()
 	if err := h2.Acquire(ctx); err != nil {
 		t.Fatal(err)
@@ -392,7 +395,7 @@ func TestMutexWaiterSessionExpiryAndClose(t *testing.T) {
 	if err := holder.Release(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if err := <-result; err != nil {
+	if err := testutil.Recv(t, result, "the waiter's Acquire"); err != nil {
 		t.Fatalf("waiter after its session expired: %v", err)
 	}
 	for _, n := range first {
@@ -413,7 +416,7 @@ func TestMutexWaiterSessionExpiryAndClose(t *testing.T) {
 	go func() { result <- w2.Acquire(ctx) }()
 	waitForChildren(t, holderClient, base, 2)
 	closing.Close()
-	if err := <-result; !errors.Is(err, framework.ErrClosed) && !errors.Is(err, zk.ErrClosing) {
+	if err := testutil.Recv(t, result, "the Acquire of a closing client"); !errors.Is(err, framework.ErrClosed) && !errors.Is(err, zk.ErrClosing) {
 		t.Fatalf("Acquire when the client closed = %v", err)
 	}
 	assertOnlyHolder(t, base, holder)

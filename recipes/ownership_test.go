@@ -116,8 +116,11 @@ func TestEveryOwnerSignalEndsAtRelease(t *testing.T) {
 			park := func() <-chan struct{} {
 				done, returned := o.Done(), make(chan struct{})
 				go func() {
-					<-done
-					close(returned)
+					select {
+					case <-done:
+						close(returned)
+					case <-ctx.Done(): // the test has failed, or is failing
+					}
 				}()
 				return returned
 			}
@@ -303,7 +306,7 @@ func TestSecondCallOnAHandleHonoursItsContext(t *testing.T) {
 	if err := holder.Release(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if err := <-first; err != nil {
+	if err := testutil.Recv(t, first, "the first Acquire"); err != nil {
 		t.Fatal(err)
 	}
 	if err := h.Release(ctx); err != nil {
@@ -338,7 +341,7 @@ func TestSemaphoreMutexSharedThroughAnExpiry(t *testing.T) {
 	g2 := make(chan error, 1)
 	go func() { g2 <- sm.Acquire(ctx) }()
 	testutil.ErrorIs(t, sm.Release(ctx), ErrLockLost, "lost") // G1 gives up its own, lost acquisition
-	if err := <-g2; err != nil {
+	if err := testutil.Recv(t, g2, "G2's Acquire"); err != nil {
 		t.Fatal(err)
 	}
 	if err := sm.Err(); err != nil {
@@ -394,7 +397,7 @@ func TestGrantRefusesANodeOfAnEarlierSession(t *testing.T) {
 	if s := c.State(); s != state.Suspended {
 		t.Fatalf("state %v when the holder released; the test wants the release before LOST", s)
 	}
-	if err := <-res; err != nil {
+	if err := testutil.Recv(t, res, "the waiter's Acquire"); err != nil {
 		t.Fatal(err)
 	}
 	ok, stat, err := rawConn(t).Exists(h.LockPath())

@@ -223,10 +223,10 @@ func TestReadWriteLockNoWriterStarvation(t *testing.T) {
 	if err := r1.Release(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if err := <-wDone; err != nil {
+	if err := testutil.Recv(t, wDone, "W's Acquire"); err != nil {
 		t.Fatal(err)
 	}
-	if err := <-r2Done; err != nil {
+	if err := testutil.Recv(t, r2Done, "R2's Acquire"); err != nil {
 		t.Fatal(err)
 	}
 	if got := order.String(); got != "[R1 releases W R2]" {
@@ -305,7 +305,7 @@ func TestReadWriteLockDowngrade(t *testing.T) {
 	if err := owner.ReadLock().Release(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if err := <-w2Done; err != nil {
+	if err := testutil.Recv(t, w2Done, "W2's Acquire"); err != nil {
 		t.Fatal(err)
 	}
 	if got := order.String(); got != "[read released W2 holds]" {

@@ -182,11 +182,11 @@ func TestSemaphoreSharedCount(t *testing.T) {
 	if err := count1.SetCount(ctx, 2); err != nil {
 		t.Fatal(err)
 	}
-	if err := <-errc; err != nil {
+	if err := testutil.Recv(t, errc, "the second Acquire"); err != nil {
 		t.Fatal(err)
 	}
-	l2 := <-got
-	if n := <-heard; n != 2 {
+	l2 := testutil.Recv(t, got, "the second lease")
+	if n := testutil.Recv(t, heard, "the count listener"); n != 2 {
 		t.Fatalf("listener heard %d", n)
 	}
 	if s2.MaxLeases() != 2 || count2.Count() != 2 {
@@ -204,7 +204,7 @@ func TestSemaphoreSharedCount(t *testing.T) {
 	if ok, err := count1.TrySetCount(ctx, 5, v); !ok || err != nil {
 		t.Fatalf("TrySetCount = %v, %v", ok, err)
 	}
-	if n := <-heard; n != 5 {
+	if n := testutil.Recv(t, heard, "the count listener"); n != 5 {
 		t.Fatalf("listener heard %d", n)
 	}
 	if err := ReturnAll(ctx, []*Lease{l1, l2}); err != nil {
@@ -272,10 +272,10 @@ func TestSemaphoreMutex(t *testing.T) {
 	waitForChildren(t, c1, base+"/leases", 2)
 	released := make(chan error)
 	go func() { released <- m1.Release(ctx) }() // any goroutine may release
-	if err := <-released; err != nil {
+	if err := testutil.Recv(t, released, "Release on another goroutine"); err != nil {
 		t.Fatal(err)
 	}
-	if err := <-waiting; err != nil {
+	if err := testutil.Recv(t, waiting, "the waiter's Acquire"); err != nil {
 		t.Fatal(err)
 	}
 	if m1.IsHeld() || m1.LockPath() != "" {

@@ -46,7 +46,7 @@ func TestMutexTokenWhenAChildChangesBeforeTheListing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := <-done; err != nil {
+	if err := testutil.Recv(t, done, "Acquire"); err != nil {
 		t.Fatal(err)
 	}
 	proxy.SetDelay(0)

@@ -93,7 +93,7 @@ func TestTreeReadWriteLock(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if err := <-writing; err != nil {
+	if err := testutil.Recv(t, writing, "the writer's Acquire"); err != nil {
 		t.Fatal(err)
 	}
 	if parts[2] != w2.LockPath() {
@@ -157,7 +157,7 @@ func TestTreeSemaphore(t *testing.T) {
 	if err := l1[0].Close(ctx); err != nil {
 		t.Fatal(err)
 	}
-	l4 := <-fourth
+	l4 := testutil.Recv(t, fourth, "the fourth lease")
 	if l4 == nil {
 		t.FailNow()
 	}

@@ -69,7 +69,7 @@ func TestTrustOnlyWithoutErrorStateSinceArming(t *testing.T) {
 
 	session := c.SessionID()
 	proxy.DropConnections()
-	<-n.done()
+	testutil.Recv(t, n.done(), "the acquisition's end after SUSPENDED")
 	if err := c.BlockUntilConnected(ctx); err != nil {
 		t.Fatal(err)
 	}

@@ -12,10 +12,24 @@ import (
 )
 
 // safetyCtx bounds a test that would otherwise hang; it is never expected to fire.
-func safetyCtx(t *testing.T) context.Context {
+func safetyCtx(t testing.TB) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	t.Cleanup(cancel)
 	return ctx
+}
+
+// recv returns the next value from ch, failing the test, with what it
+// waited for, if none comes within a minute: the bounded form of <-ch.
+func recv[T any](t testing.TB, ch <-chan T, what string) T {
+	t.Helper()
+	select {
+	case v := <-ch:
+		return v
+	case <-safetyCtx(t).Done():
+		t.Fatalf("%s: nothing within a minute", what)
+	}
+	var zero T
+	return zero
 }
 
 // script returns an op that returns errs in turn, then nil, and counts its calls.
@@ -213,9 +227,9 @@ func TestDoCancelFromAnotherGoroutine(t *testing.T) {
 		done <- Do(ctx, NewNTimes(3, time.Hour), func(context.Context) error { return zk.ErrSessionMoved },
 			OnRetry(func(error, int, time.Duration) { close(waiting) }))
 	}()
-	<-waiting
+	recv(t, waiting, "the first retry wait")
 	cancel()
-	err := <-done
+	err := recv(t, done, "Do after the cancel")
 	if !errors.Is(err, context.Canceled) || !errors.Is(err, zk.ErrSessionMoved) {
 		t.Errorf("err=%v: want context.Canceled and zk.ErrSessionMoved", err)
 	}

@@ -206,7 +206,12 @@ func TestExponentialConcurrent(t *testing.T) {
 			}
 		}()
 	}
-	wg.Wait()
+	done := make(chan struct{})
+	go func() {
+		wg.Wait()
+		close(done)
+	}()
+	recv(t, done, "the concurrent AllowRetry calls")
 }
 
 func TestNTimes(t *testing.T) {

@@ -30,7 +30,7 @@ func queued(ctx context.Context, t testing.TB, conn *zk.Conn, path string, n int
 		if !stopped {
 			stopped = true
 			cancel()
-			<-done
+			testutil.Recv(t, done, "the queued contender's end")
 		}
 	}
 	t.Cleanup(stop)

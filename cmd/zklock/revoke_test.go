@@ -82,7 +82,7 @@ func TestRevokeWaitsForRelease(t *testing.T) {
 	if code != 0 || !strings.Contains(out, "revocation requested: "+node) || !strings.Contains(out, "released: "+node) {
 		t.Errorf("status %d, stdout %q, stderr %q", code, out, stderr)
 	}
-	if err := <-released; err != nil {
+	if err := testutil.Recv(t, released, "the revocation listener's Release"); err != nil {
 		t.Error(err)
 	}
 }

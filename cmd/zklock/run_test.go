@@ -158,7 +158,7 @@ func TestRunSignalWhileWaiting(t *testing.T) {
 	go func() { done <- inv.run(ctx, "--servers", server.Addr(), "run", path, "--", "true") }()
 	waitChildren(ctx, t, conn, path, 2) // zklock is queued
 	inv.signals <- syscall.SIGTERM
-	if code := <-done; code != 128+int(syscall.SIGTERM) {
+	if code := testutil.Recv(t, done, "zklock's exit"); code != 128+int(syscall.SIGTERM) {
 		t.Errorf("status %d, stderr %q", code, inv.stderr.String())
 	}
 	if kids := rawChildren(t, conn, path); len(kids) != 1 {
@@ -189,7 +189,7 @@ func TestRunForwardsSignals(t *testing.T) {
 			}()
 			inv.stdout.waitFor(ctx, t, "ready")
 			inv.signals <- sig
-			if code := <-done; code != 42 {
+			if code := testutil.Recv(t, done, "zklock's exit"); code != 42 {
 				t.Errorf("status %d, want the command's 42; stdout %q stderr %q", code, inv.stdout.String(), inv.stderr.String())
 			}
 			if !strings.Contains(inv.stdout.String(), "got "+name) {
@@ -225,7 +225,7 @@ func TestRunLockLostSignalsCommand(t *testing.T) {
 			}()
 			inv.stdout.waitFor(ctx, t, "ready")
 			proxy.BlackHole() // SUSPENDED after ~2/3 of the session timeout: lost under the Standard policy
-			code := <-done
+			code := testutil.Recv(t, done, "zklock's exit")
 			if code != exitLost {
 				t.Errorf("status %d, want %d; stderr %q", code, exitLost, inv.stderr.String())
 			}
@@ -299,7 +299,7 @@ func TestRunRevocable(t *testing.T) {
 	if code != 0 || !strings.Contains(rout, "released: "+node) {
 		t.Errorf("revoke --wait: status %d, stdout %q, stderr %q", code, rout, rerr)
 	}
-	if code := <-done; code != exitRevoked {
+	if code := testutil.Recv(t, done, "zklock's exit"); code != exitRevoked {
 		t.Errorf("run status %d, want %d; stderr %q", code, exitRevoked, inv.stderr.String())
 	}
 }
@@ -344,7 +344,7 @@ func TestRunNamespaceAndAuth(t *testing.T) {
 		t.Errorf("ls in the namespace: status %d, stdout %q, stderr %q", code, lsOut, stderr)
 	}
 	inv.signals <- syscall.SIGTERM
-	if code := <-done; code != 128+int(syscall.SIGTERM) {
+	if code := testutil.Recv(t, done, "zklock's exit"); code != 128+int(syscall.SIGTERM) {
 		t.Errorf("status %d, stderr %q", code, inv.stderr.String())
 	}
 }

@@ -27,7 +27,14 @@ func Example() {
 	}
 	defer func() {
 		conn.Close()
-		for range events { // drained and closed once the client has stopped
+		stopped := time.After(10 * time.Second) // every wait has a bound
+		for open := true; open; {
+			select {
+			case _, open = <-events: // closed once the client has stopped
+			case <-stopped:
+				fmt.Println("the client did not stop")
+				return
+			}
 		}
 	}()
 
@@ -67,23 +74,41 @@ func ExampleProxy_LoseNextReply() {
 	}
 	defer func() {
 		conn.Close()
-		for range events {
+		stopped := time.After(10 * time.Second) // every wait has a bound
+		for open := true; open; {
+			select {
+			case _, open = <-events: // closed once the client has stopped
+			case <-stopped:
+				fmt.Println("the client did not stop")
+				return
+			}
 		}
 	}()
 
 	lost := proxy.LoseNextReply(zktest.OpCreate)
 	_, err = conn.Create("/a", nil, 0, zk.WorldACL(zk.PermAll))
-	<-lost
+	select {
+	case <-lost:
+	case <-time.After(10 * time.Second):
+		fmt.Println("no reply was lost")
+		return
+	}
 	fmt.Println("create failed with connection loss:", errors.Is(err, zk.ErrConnectionClosed))
 
 	// The client reconnects with the same session; the node is there.
+	reconnected := time.After(30 * time.Second)
 	for {
 		ok, _, err := conn.Exists("/a")
 		if err == nil {
 			fmt.Println("node exists:", ok)
 			break
 		}
-		<-events // reconnecting: wait for the next session event
+		select {
+		case <-events: // reconnecting: wait for the next session event
+		case <-reconnected:
+			fmt.Println("no session again:", err)
+			return
+		}
 	}
 	// Output:
 	// create failed with connection loss: true

@@ -27,7 +27,14 @@ func TestUsersOwnTestWithAServerAndAFault(t *testing.T) {
 	}
 	t.Cleanup(func() {
 		conn.Close()
-		for range events { // closed once the client has stopped
+		stopped := time.After(10 * time.Second) // every wait has a bound
+		for open := true; open; {
+			select {
+			case _, open = <-events: // closed once the client has stopped
+			case <-stopped:
+				t.Error("the client did not stop within 10s")
+				return
+			}
 		}
 	})
 
@@ -36,7 +43,11 @@ func TestUsersOwnTestWithAServerAndAFault(t *testing.T) {
 	if !errors.Is(err, zk.ErrConnectionClosed) {
 		t.Fatalf("create whose reply was lost: %v, want a connection loss", err)
 	}
-	<-lost
+	select {
+	case <-lost:
+	case <-time.After(10 * time.Second):
+		t.Fatal("no create reply was lost")
+	}
 
 	// The client reconnects by itself; its session, and so the node, lives.
 	deadline := time.Now().Add(30 * time.Second)
@@ -51,6 +62,10 @@ func TestUsersOwnTestWithAServerAndAFault(t *testing.T) {
 		if !errors.Is(err, zk.ErrConnectionClosed) && !errors.Is(err, zk.ErrNoServer) || time.Now().After(deadline) {
 			t.Fatalf("exists after the lost reply: %v", err)
 		}
-		<-events // reconnecting: wait for the next session event
+		select {
+		case <-events: // reconnecting: wait for the next session event
+		case <-time.After(time.Until(deadline)):
+			t.Fatalf("exists after the lost reply: %v, and no session within 30s", err)
+		}
 	}
 }

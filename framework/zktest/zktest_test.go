@@ -113,6 +113,34 @@ func connect(t *testing.T, servers string, timeout time.Duration) (*zk.Conn, *ev
 	return conn, ev
 }
 
+// recvWithin returns the next value from ch, failing the test, with what it
+// waited for, if none comes within d: the bounded form of <-ch.
+func recvWithin[T any](t *testing.T, ch <-chan T, d time.Duration, what string) T {
+	t.Helper()
+	timer := time.NewTimer(d)
+	defer timer.Stop()
+	select {
+	case v := <-ch:
+		return v
+	case <-timer.C:
+		t.Fatalf("%s: nothing within %v", what, d)
+	}
+	var zero T
+	return zero
+}
+
+// waitWithin waits for wg, failing the test, with what it waited for, if
+// it is not done within d.
+func waitWithin(t *testing.T, wg *sync.WaitGroup, d time.Duration, what string) {
+	t.Helper()
+	done := make(chan struct{})
+	go func() {
+		wg.Wait()
+		close(done)
+	}()
+	recvWithin(t, done, d, what)
+}
+
 // retry runs op until it succeeds or the timeout passes; a client that is
 // reconnecting fails fast with connection errors meanwhile.
 func retry(t *testing.T, timeout time.Duration, what string, op func() error) {
@@ -261,7 +289,7 @@ func TestRestartClosesEarlyConnections(t *testing.T) {
 	}
 	err := s.Restart()
 	close(stop)
-	wg.Wait()
+	waitWithin(t, &wg, time.Minute, "the connecting workers") // each ends within its 3 s deadline
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -470,7 +498,7 @@ func TestProxy(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		if err := <-waited; err != nil || p.Requests(OpExists) != 2 {
+		if err := recvWithin(t, waited, time.Minute, "WaitRequests"); err != nil || p.Requests(OpExists) != 2 {
 			t.Fatalf("WaitRequests: %v, %d exists", err, p.Requests(OpExists))
 		}
 		short, cancelShort := context.WithTimeout(ctx, 10*time.Millisecond)
@@ -578,7 +606,7 @@ func TestProxy(t *testing.T) {
 			}
 			return fmt.Errorf("got %v", err)
 		})
-		<-fired
+		recvWithin(t, fired, time.Minute, "the lost delete reply")
 		if ok, _, err := observer.Exists("/lost"); err != nil || ok {
 			t.Fatalf("node deleted by the lost request: exists %v %v", ok, err)
 		}
@@ -609,7 +637,7 @@ func TestProxy(t *testing.T) {
 				errs <- err
 			}()
 		}
-		wg.Wait()
+		waitWithin(t, &wg, time.Minute, "the concurrent creates")
 		close(errs)
 		for err := range errs {
 			if err != nil {

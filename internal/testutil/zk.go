@@ -24,11 +24,7 @@ func Connect(t testing.TB, servers string) *zk.Conn {
 	if err != nil {
 		t.Fatalf("connect %s: %v", servers, err)
 	}
-	t.Cleanup(func() {
-		conn.Close()
-		for range events { // wait for go-zookeeper's goroutines to end
-		}
-	})
+	t.Cleanup(func() { DrainEvents(t, conn, events) })
 	deadline := time.After(Timeout)
 	for conn.State() != zk.StateHasSession {
 		select {
@@ -38,6 +34,27 @@ func Connect(t testing.TB, servers string) *zk.Conn {
 		}
 	}
 	return conn
+}
+
+// DrainEvents closes conn and waits, at most Timeout, until its event
+// channel is closed (go-zookeeper's goroutines have ended); past the bound
+// it fails the test.
+func DrainEvents(t testing.TB, conn *zk.Conn, events <-chan zk.Event) {
+	t.Helper()
+	conn.Close()
+	timer := time.NewTimer(Timeout)
+	defer timer.Stop()
+	for {
+		select {
+		case _, open := <-events:
+			if !open {
+				return
+			}
+		case <-timer.C:
+			t.Errorf("the go-zookeeper client did not stop within %v of Close", Timeout)
+			return
+		}
+	}
 }
 
 // Begin is the preamble of a test against the ZooKeeper at servers: it

@@ -1,0 +1,36 @@
+package testutil
+
+import (
+	"sync"
+	"testing"
+	"time"
+)
+
+// Recv returns the next value from ch (the zero value once ch is closed),
+// waiting at most Timeout; when the bound passes it fails the test, saying
+// what it waited for. It is the bounded form of a bare <-ch.
+func Recv[T any](t testing.TB, ch <-chan T, what string) T {
+	t.Helper()
+	timer := time.NewTimer(Timeout)
+	defer timer.Stop()
+	select {
+	case v := <-ch:
+		return v
+	case <-timer.C:
+		t.Fatalf("%s: nothing within %v", what, Timeout)
+	}
+	var zero T
+	return zero
+}
+
+// Wait waits for wg at most Timeout, and fails the test, saying what it
+// waited for, when the bound passes. It is the bounded form of wg.Wait().
+func Wait(t testing.TB, wg *sync.WaitGroup, what string) {
+	t.Helper()
+	done := make(chan struct{})
+	go func() {
+		wg.Wait()
+		close(done)
+	}()
+	Recv(t, done, what)
+}
