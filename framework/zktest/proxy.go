@@ -281,6 +281,22 @@ func (p *Proxy) LoseNextReply(opcode int32) <-chan struct{} {
 	return a.fired
 }
 
+// Disarm takes back the arm of the LoseNextReply call that returned fired,
+// if no request has taken it yet, and reports whether it did. An arm a
+// request has taken is left to fire: its reply will be lost.
+func (p *Proxy) Disarm(fired <-chan struct{}) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for i, a := range p.arms {
+		if a.fired == fired {
+			p.arms = append(p.arms[:i:i], p.arms[i+1:]...)
+			p.armed.Store(int32(len(p.arms)))
+			return true
+		}
+	}
+	return false
+}
+
 // Sessions returns the ids of the sessions established through this proxy
 // (from the servers' connect responses), in the order first seen.
 func (p *Proxy) Sessions() []int64 {

@@ -610,6 +610,21 @@ func TestProxy(t *testing.T) {
 		if ok, _, err := observer.Exists("/lost"); err != nil || ok {
 			t.Fatalf("node deleted by the lost request: exists %v %v", ok, err)
 		}
+
+		// An arm taken back loses nothing; one that fired cannot be.
+		fired = p.LoseNextReply(OpCreate)
+		if !p.Disarm(fired) || p.Disarm(fired) {
+			t.Fatal("Disarm of an arm no request took: not true once, then false")
+		}
+		retry(t, 10*time.Second, "create after Disarm", func() error {
+			_, err := conn.Create("/kept", nil, zk.FlagEphemeral, acl)
+			return err
+		})
+		select {
+		case <-fired:
+			t.Fatal("a disarmed LoseNextReply fired")
+		default:
+		}
 	})
 
 	t.Run("Delay", func(t *testing.T) {
@@ -776,6 +791,41 @@ func TestEnsemblePartition(t *testing.T) {
 	back, _ := connect(t, members[cut].Addr(), 10*time.Second)
 	if ok, _, err := back.Exists("/while-cut"); err != nil || !ok {
 		t.Fatalf("the healed member does not have what was written meanwhile: %v, %v", ok, err)
+	}
+
+	// Cut off the leader: the other two elect one of themselves (the peer
+	// with the higher id dials back through its link, not to the address a
+	// member would otherwise tell it, around the partition) and serve.
+	if leader, err = e.Leader(); err != nil {
+		t.Fatal(err)
+	}
+	if heal, err = e.Partition(leader); err != nil {
+		t.Fatal(err)
+	}
+	defer heal()
+	var rest []*Server
+	for i, m := range members {
+		if i != leader {
+			rest = append(rest, m)
+		}
+	}
+	ctx2, cancel2 := context.WithTimeout(context.Background(), time.Minute) // ZooKeeper may take initLimit to elect
+	defer cancel2()
+	for {
+		m0, _ := rest[0].Mode()
+		m1, _ := rest[1].Mode()
+		if (m0 == "leader" && m1 == "follower") || (m0 == "follower" && m1 == "leader") {
+			break
+		}
+		select {
+		case <-ctx2.Done():
+			t.Fatalf("with the leader (member %d) cut off, the others are %q and %q after a minute", leader+1, m0, m1)
+		case <-time.After(50 * time.Millisecond): // polling the members' modes
+		}
+	}
+	heal()
+	if err := e.WaitForQuorum(ctx); err != nil {
+		t.Fatal(err)
 	}
 	if _, err := NewEnsemble(t, 1).Partition(0); err == nil {
 		t.Fatal("Partition without WithPeerLinks succeeded")
