@@ -389,8 +389,16 @@ func (s *Server) writeConfig() error {
 		kv("quorumListenOnAllIPs", "false")
 		for _, m := range s.ens.members {
 			quorum, election := s.ens.peerPorts(s, m)
+			host := loopback
+			if m == s && s.ens.links != nil {
+				// A member tells the peers it dials its own election
+				// address, and a peer with a higher id dials back there,
+				// around the links; a wildcard one it does not tell, and the
+				// peer dials back through its link, which a partition cuts.
+				host = "0.0.0.0"
+			}
 			kv("server."+strconv.Itoa(m.id), fmt.Sprintf("%s:%d:%d;%s:%d",
-				loopback, quorum, election, loopback, m.clientPort))
+				host, quorum, election, loopback, m.clientPort))
 		}
 		if err := os.WriteFile(filepath.Join(s.dataDir, "myid"), []byte(strconv.Itoa(s.id)+"\n"), 0o644); err != nil {
 			return fmt.Errorf("zktest: write myid: %w", err)
