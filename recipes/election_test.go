@@ -180,7 +180,8 @@ func TestLeaderLatchThroughFaults(t *testing.T) {
 // queue order; its context ends when leadership is lost (cause wrapping
 // ErrLockLost) or interrupted (ErrLeadershipInterrupted); returning gives
 // leadership up; with auto-requeue the candidate queues again. Its node
-// holds its id, as Curator's selector's does.
+// holds its id, as Curator's selector's does. Its fencing token grows from
+// each term to the next, and a candidate that does not lead has none.
 func TestLeaderSelectorTurns(t *testing.T) {
 	ctx, base := testutil.Begin(t, server.Addr())
 	proxy := zktest.NewProxy(t, server.Addr())
@@ -189,6 +190,8 @@ func TestLeaderSelectorTurns(t *testing.T) {
 	var inside sync.Mutex
 	causes := make(chan error, 10)
 	leading := make(chan string, 10)
+	var tokens []int64
+	selectors := map[string]**LeaderSelector{}
 	fn := func(id string) func(context.Context) error {
 		return func(ctx context.Context) error {
 			if !inside.TryLock() {
@@ -197,17 +200,24 @@ func TestLeaderSelectorTurns(t *testing.T) {
 			}
 			defer inside.Unlock()
 			log.note(id)
+			tok, err := (*selectors[id]).FencingToken(ctx)
+			if err != nil {
+				t.Errorf("%s's fencing token while it leads: %v", id, err)
+			}
+			tokens = append(tokens, tok)
 			leading <- id
 			<-ctx.Done()
 			causes <- context.Cause(ctx)
 			return nil
 		}
 	}
+	var x, y *LeaderSelector
+	selectors["x"], selectors["y"] = &x, &y
 	x, err := NewLeaderSelector(c, base, fn("x"), WithParticipantID("x"), WithAutoRequeue())
 	if err != nil {
 		t.Fatal(err)
 	}
-	y, err := NewLeaderSelector(newClient(t, ""), base, fn("y"), WithParticipantID("y"))
+	y, err = NewLeaderSelector(newClient(t, ""), base, fn("y"), WithParticipantID("y"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -224,6 +234,9 @@ func TestLeaderSelectorTurns(t *testing.T) {
 	ps, err := y.Participants(ctx)
 	if err != nil || fmt.Sprint(ps) != "[{x true} {y false}]" {
 		t.Fatalf("participants %v, %v", ps, err)
+	}
+	if _, err := y.FencingToken(ctx); !errors.Is(err, ErrNotLeader) {
+		t.Fatalf("a follower's fencing token: %v, want ErrNotLeader", err)
 	}
 	x.InterruptLeadership()
 	if cause := <-causes; !errors.Is(cause, ErrLeadershipInterrupted) {
@@ -257,6 +270,11 @@ func TestLeaderSelectorTurns(t *testing.T) {
 	}
 	if got := log.String(); got != "[x y x x]" {
 		t.Fatalf("turns %s", got)
+	}
+	for i := range tokens {
+		if len(tokens) != 4 || (i > 0 && tokens[i] <= tokens[i-1]) {
+			t.Fatalf("fencing tokens of the turns %v: want 4, strictly increasing", tokens)
+		}
 	}
 }
 

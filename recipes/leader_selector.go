@@ -119,6 +119,25 @@ func (s *LeaderSelector) HasLeadership() bool {
 	return s.holder != nil && s.holder.IsHeld()
 }
 
+// FencingToken returns, while the selector leads, the czxid of its lock
+// node: a number that strictly increases across every term of leadership of
+// the election (the mutex's FencingToken). A leader stamps its writes with
+// it so that a resource can refuse a deposed leader's. The error wraps
+// ErrNotLeader when the selector does not lead, ErrLockLost once the term
+// is lost.
+func (s *LeaderSelector) FencingToken(ctx context.Context) (int64, error) {
+	s.lock.Lock()
+	h := s.holder
+	s.lock.Unlock()
+	if h == nil {
+		if err := checkContext(ctx); err != nil {
+			return 0, errs.Errorf("fencing token of %s: %w", s.Path(), err)
+		}
+		return 0, errs.Errorf("fencing token of %s: %w", s.Path(), ErrNotLeader)
+	}
+	return h.FencingToken(ctx)
+}
+
 // InterruptLeadership cancels the context of the function under way, with
 // cause ErrLeadershipInterrupted (Curator's interruptLeadership). It does
 // nothing when the selector does not lead.
