@@ -6,6 +6,10 @@ import (
 	"fmt"
 	"sync"
 	"testing"
+	"time"
+
+	"go.uber.org/zap"
+	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/gocurator/curator/framework"
 	"github.com/gocurator/curator/framework/zktest"
@@ -130,12 +134,12 @@ func TestLeaderLatchThroughFaults(t *testing.T) {
 	rec := testutil.NewStateRecorder()
 	c, other := newClient(t, proxy.Addr(), framework.WithListener(rec)), newClient(t, "")
 	a, b := mustLatch(t, c, base, "a"), mustLatch(t, other, base, "b")
-	for _, l := range []*LeaderLatch{a, b} {
+	for i, l := range []*LeaderLatch{a, b} {
 		if err := l.Start(); err != nil {
 			t.Fatal(err)
 		}
 		defer l.Close()
-		waitForChildren(t, other, base, len(children(t, base))+1)
+		waitForChildren(t, other, base, i+1) // a queues first
 	}
 	if err := a.Await(ctx); err != nil {
 		t.Fatal(err)
@@ -317,4 +321,61 @@ func TestElectionBadArguments(t *testing.T) {
 	testutil.ErrorIs(t, l.Await(testutil.Context(t)), ErrInvalidState)
 	var nilCtx context.Context
 	testutil.ErrorIs(t, l.Await(nilCtx), ErrBadArgument)
+}
+
+// A latch or selector whose client is closed stands no more: the latch's
+// Await says why (framework.ErrClosed) instead of waiting, neither spins
+// retrying on the closed client (a handful of log lines, not thousands), and
+// both still Close.
+func TestElectionEndsWithItsClient(t *testing.T) {
+	ctx, base := testutil.Begin(t, server.Addr())
+	core, logs := observer.New(zap.InfoLevel)
+	c := newClient(t, "", framework.WithLogger(zap.New(core)))
+	leader, err := NewLeaderLatch(newClient(t, ""), base+"/latch")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := leader.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer leader.Close()
+	if err := leader.Await(ctx); err != nil {
+		t.Fatal(err)
+	}
+	l, err := NewLeaderLatch(c, base+"/latch") // queued behind the leader
+	if err != nil {
+		t.Fatal(err)
+	}
+	sel, err := NewLeaderSelector(c, base+"/selector", func(ctx context.Context) error {
+		<-ctx.Done()
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Start(); err != nil {
+		t.Fatal(err)
+	}
+	if err := sel.Start(); err != nil {
+		t.Fatal(err)
+	}
+	waitForChildren(t, c, base+"/latch", 2)
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	actx, cancel := context.WithTimeout(ctx, testutil.Timeout)
+	defer cancel()
+	if err := l.Await(actx); !errors.Is(err, framework.ErrClosed) {
+		t.Fatalf("Await on a latch whose client closed: %v, want framework.ErrClosed", err)
+	}
+	time.Sleep(300 * time.Millisecond) // a window for a spinning goroutine to show itself in the log
+	if n := logs.Len(); n > 5 {
+		t.Fatalf("%d log lines within 300ms of the client's Close, the first: %v", n, logs.All()[0].Message)
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := sel.Close(); err != nil {
+		t.Fatal(err)
+	}
 }

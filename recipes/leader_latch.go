@@ -58,6 +58,7 @@ type LeaderLatch struct {
 	changed   chan struct{}
 	listeners map[int]LeaderLatchListener
 	nextID    int
+	ended     error // why the goroutine ended before Close: its client closed
 }
 
 // LeaderLatchListener hears a latch's leadership begin and end (Curator's
@@ -216,18 +217,23 @@ func (l *LeaderLatch) FencingToken(ctx context.Context) (int64, error) {
 }
 
 // Await waits until the latch leads, and returns nil; or an error: wrapping
-// ErrInvalidState when the latch is closed (or not started), or ctx's error
-// (Curator's await, and await(time, unit) with ctx's deadline).
+// ErrInvalidState when the latch is closed (or not started), wrapping
+// framework.ErrClosed once its client is closed (the latch then stands no
+// more), or ctx's error (Curator's await, and await(time, unit) with ctx's
+// deadline).
 func (l *LeaderLatch) Await(ctx context.Context) error {
 	if err := checkContext(ctx); err != nil {
 		return errs.Errorf("await leadership of %s: %w", l.li.base, err)
 	}
 	for {
 		l.mu.Lock()
-		changed := l.changed
+		changed, ended := l.changed, l.ended
 		l.mu.Unlock()
 		if l.life.current() != started {
 			return errs.Errorf("await leadership of %s: %w: the latch is not started, or closed", l.li.base, ErrInvalidState)
+		}
+		if ended != nil {
+			return errs.Errorf("await leadership of %s: %w", l.li.base, ended)
 		}
 		if l.HasLeadership() {
 			return nil
@@ -291,6 +297,9 @@ func (l *LeaderLatch) run(ctx context.Context) {
 		if n == nil {
 			var err error
 			if n, err = l.li.create(ctx, a); err != nil {
+				if l.clientClosed(err) {
+					return
+				}
 				l.failed(ctx, "creating the latch node", err)
 				continue
 			}
@@ -299,6 +308,8 @@ func (l *LeaderLatch) run(ctx context.Context) {
 		err := l.li.wait(ctx, a, n)
 		switch {
 		case ctx.Err() != nil:
+			return
+		case l.clientClosed(err):
 			return
 		case errors.Is(err, errNodeVanished):
 			n.end()
@@ -324,6 +335,20 @@ func (l *LeaderLatch) run(ctx context.Context) {
 		}
 		n = n.renew()
 	}
+}
+
+// clientClosed reports whether err says the latch's client is closed; if
+// so the latch ends there (its goroutine returns, Await says why): nothing
+// it could do on that client would work.
+func (l *LeaderLatch) clientClosed(err error) bool {
+	if !errors.Is(err, framework.ErrClosed) {
+		return false
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.ended = err
+	l.broadcast()
+	return true
 }
 
 // failed logs a failure the client's retry policy gave up on, and waits a

@@ -185,10 +185,17 @@ func (s *LeaderSelector) Leader(ctx context.Context) (Participant, error) {
 	return leader(ctx, s.mu.li.client, sorted)
 }
 
-// run is the selector's goroutine: one turn each time it is queued.
+// run is the selector's goroutine: one turn each time it is queued, until
+// Close or until its client is closed (nothing it could do on it would
+// work).
 func (s *LeaderSelector) run(ctx context.Context) {
 	for {
-		s.turn(ctx)
+		if err := s.turn(ctx); errors.Is(err, framework.ErrClosed) {
+			s.lock.Lock()
+			s.queued = false
+			s.lock.Unlock()
+			return
+		}
 		s.lock.Lock()
 		s.queued = s.autoRequeue
 		again := s.queued
@@ -207,15 +214,15 @@ func (s *LeaderSelector) run(ctx context.Context) {
 }
 
 // turn is one turn (Curator's doWork): take the mutex, run the function
-// while leading, give the mutex up.
-func (s *LeaderSelector) turn(ctx context.Context) {
+// while leading, give the mutex up. It returns why it could not queue.
+func (s *LeaderSelector) turn(ctx context.Context) error {
 	h := s.mu.NewHandle()
 	if err := h.Acquire(ctx); err != nil {
-		if ctx.Err() == nil {
+		if ctx.Err() == nil && !errors.Is(err, framework.ErrClosed) {
 			s.mu.li.client.Logger().Info("leader selector: queueing failed", zap.String("path", s.Path()), zap.Error(err))
 			_ = retry.Sleep(ctx, latchRetryWait)
 		}
-		return
+		return err
 	}
 	lctx, cancel := context.WithCancelCause(ctx)
 	watching := make(chan struct{})
@@ -249,4 +256,5 @@ func (s *LeaderSelector) turn(ctx context.Context) {
 	rctx, rcancel := cleanupContext(ctx)
 	defer rcancel()
 	_ = h.Release(rctx) // after a loss it says so; leadership is given up either way
+	return nil
 }
