@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -18,10 +17,6 @@ import (
 	"github.com/gocurator/curator/recipes"
 )
 
-type netConn = net.Conn
-
-var dialTimeout = net.DialTimeout
-
 // pauseGap is a sleep that took this much longer than asked: the process
 // was paused (SIGSTOP) during it.
 const pauseGap = time.Second
@@ -32,14 +27,19 @@ type chaosLoop struct {
 	label   string
 	stopped atomic.Bool
 
-	acquisitions, told, fenced, failures, timeouts, noToken, staleTries int64
+	// acquiring and acquisitions are read by the counts verb too, in that
+	// order; the loop sets acquiring to false after counting.
+	acquiring    atomic.Bool
+	acquisitions atomic.Int64
+
+	told, fenced, failures, timeouts, noToken, staleTries int64
 }
 
 func (l *chaosLoop) stop() { l.stopped.Store(true) }
 
 func (l *chaosLoop) report() string {
 	return fmt.Sprintf("acquisitions=%d told=%d fenced=%d failures=%d timeouts=%d notoken=%d stale-tries=%d",
-		l.acquisitions, l.told, l.fenced, l.failures, l.timeouts, l.noToken, l.staleTries)
+		l.acquisitions.Load(), l.told, l.fenced, l.failures, l.timeouts, l.noToken, l.staleTries)
 }
 
 // owner is one acquisition's owner, whatever the recipe.
@@ -101,28 +101,17 @@ func (p *peer) chaos(ref string, opt map[string]string) (string, error) {
 	if kind == "" {
 		kind = "excl"
 	}
-	resource := opt["resource"]
-	hold := time.Duration(intOption(opt, "hold", 2)) * time.Millisecond
-	writes := intOption(opt, "writes", 2)
+	ho := holdOptionsOf(opt, 2)
 	acquire := time.Duration(intOption(opt, "acquire", 1000)) * time.Millisecond
-	linger := time.Duration(intOption(opt, "linger", 10000)) * time.Millisecond
 	l, err := p.lock(ref)
 	if err != nil {
 		return "", err
 	}
-	loop := &chaosLoop{label: label}
-	p.mu.Lock()
-	if _, dup := p.loops[label]; dup {
-		p.mu.Unlock()
-		return "", fmt.Errorf("IllegalArgumentException: chaos loop %s is running already", label)
+	loop, err := p.startLoop(label)
+	if err != nil {
+		return "", err
 	}
-	p.loops[label] = loop
-	p.mu.Unlock()
-	defer func() {
-		p.mu.Lock()
-		delete(p.loops, label)
-		p.mu.Unlock()
-	}()
+	defer p.endLoop(label)
 	g := guard{dir: guardDir, kind: kind, max: max, told: toldPath}
 	for !loop.stopped.Load() {
 		o, err := l.newOwner(ref)
@@ -130,6 +119,7 @@ func (p *peer) chaos(ref string, opt map[string]string) (string, error) {
 			return "", err
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), acquire)
+		loop.acquiring.Store(true)
 		err = o.Acquire(ctx)
 		timedOut := ctx.Err() != nil
 		cancel()
@@ -142,16 +132,7 @@ func (p *peer) chaos(ref string, opt map[string]string) (string, error) {
 			time.Sleep(20 * time.Millisecond) // pacing after a failure
 			continue
 		}
-		loop.acquisitions++
-		h := &holding{id: label + "." + strconv.FormatInt(loop.acquisitions, 10), guard: g, finished: make(chan struct{})}
-		l.client.track(h, true)
-		go h.watch(o)
-		p.hold(loop, l.client, h, o, resource, hold, writes, linger)
-		l.client.track(h, false)
-		h.finish()
-		if h.wasTold() {
-			loop.told++
-		}
+		p.holding(loop, l.client, g, o, ho)
 		rctx, rcancel := context.WithTimeout(context.Background(), 5*time.Second)
 		if err := o.Release(rctx); err != nil && !errors.Is(err, recipes.ErrLockLost) {
 			loop.failures++
@@ -161,26 +142,194 @@ func (p *peer) chaos(ref string, opt map[string]string) (string, error) {
 	return loop.report(), nil
 }
 
+// holdOptions is how a holding spends its time inside.
+type holdOptions struct {
+	resource, progress string
+	hold               time.Duration
+	writes             int
+	linger             time.Duration
+}
+
+func holdOptionsOf(opt map[string]string, holdMs int) holdOptions {
+	return holdOptions{resource: opt["resource"], progress: opt["progress"],
+		hold:   time.Duration(intOption(opt, "hold", holdMs)) * time.Millisecond,
+		writes: intOption(opt, "writes", 2),
+		linger: time.Duration(intOption(opt, "linger", 10000)) * time.Millisecond}
+}
+
+// startLoop registers a chaos loop named label; endLoop removes it.
+func (p *peer) startLoop(label string) (*chaosLoop, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if _, dup := p.loops[label]; dup {
+		return nil, fmt.Errorf("IllegalArgumentException: chaos loop %s is running already", label)
+	}
+	loop := &chaosLoop{label: label}
+	p.loops[label] = loop
+	return loop, nil
+}
+
+func (p *peer) endLoop(label string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	delete(p.loops, label)
+}
+
+// term is what a holding watches and writes with: an acquisition, or a
+// term of leadership.
+type term interface {
+	Done() <-chan struct{}
+	Err() error
+	FencingToken(ctx context.Context) (int64, error)
+}
+
+// holding is one holding of a loop on what t holds, just granted: counted,
+// tracked (its client's SUSPENDED or LOST tells it), told when t ends, and
+// held (see hold). The caller gives it up after.
+func (p *peer) holding(loop *chaosLoop, c *client, g guard, t term, ho holdOptions) {
+	n := loop.acquisitions.Add(1)
+	loop.acquiring.Store(false)
+	h := &holding{id: loop.label + "." + strconv.FormatInt(n, 10), guard: g, finished: make(chan struct{})}
+	c.track(h, true)
+	go h.watch(t)
+	if !c.c.State().IsConnected() {
+		h.tell(time.Now().UnixMicro(), "during-acquire")
+	}
+	p.hold(loop, c, h, t, ho)
+	c.track(h, false)
+	h.finish()
+	if h.wasTold() {
+		loop.told++
+	}
+	loop.acquiring.Store(true)
+}
+
+// elect runs the chaos loop of an election candidate (see CuratorPeer.java's
+// elect) until chaos-stop: a LeaderLatch, made, started, awaited, led for a
+// holding and closed, again and again; or an auto-requeued LeaderSelector
+// whose every turn is a holding.
+func (p *peer) elect(clientName string, opt map[string]string) (string, error) {
+	label, kind, path := opt["label"], opt["kind"], opt["path"]
+	if label == "" || path == "" || opt["guard"] == "" || opt["told"] == "" || (kind != "latch" && kind != "selector") {
+		return "", errors.New("IllegalArgumentException: elect needs kind=latch|selector, path=, label=, guard= and told=")
+	}
+	c, err := p.client(clientName)
+	if err != nil {
+		return "", err
+	}
+	ho := holdOptionsOf(opt, 20)
+	g := guard{dir: opt["guard"], kind: "excl", max: 1, told: opt["told"]}
+	loop, err := p.startLoop(label)
+	if err != nil {
+		return "", err
+	}
+	defer p.endLoop(label)
+	if kind == "selector" {
+		var sel *recipes.LeaderSelector
+		sel, err = recipes.NewLeaderSelector(c.c, path, func(ctx context.Context) error {
+			p.holding(loop, c, g, selectorTerm{ctx, sel}, ho)
+			return nil
+		}, recipes.WithParticipantID(label), recipes.WithAutoRequeue())
+		if err != nil {
+			return "", err
+		}
+		loop.acquiring.Store(true)
+		if err := sel.Start(); err != nil {
+			return "", err
+		}
+		for !loop.stopped.Load() {
+			time.Sleep(50 * time.Millisecond) // the selector leads on its own goroutine
+		}
+		return loop.report(), sel.Close()
+	}
+	for !loop.stopped.Load() {
+		l, err := recipes.NewLeaderLatch(c.c, path, recipes.WithParticipantID(label))
+		if err != nil {
+			return "", err
+		}
+		loop.acquiring.Store(true)
+		if err := l.Start(); err != nil {
+			return "", err
+		}
+		for !loop.stopped.Load() {
+			ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+			err := l.Await(ctx)
+			cancel()
+			if err == nil {
+				p.holding(loop, c, g, l, ho)
+				break
+			}
+			if !errors.Is(err, context.DeadlineExceeded) {
+				loop.failures++
+				time.Sleep(20 * time.Millisecond) // pacing after a failure
+				break
+			}
+		}
+		if err := l.Close(); err != nil {
+			loop.failures++
+		}
+	}
+	return loop.report(), nil
+}
+
+// selectorTerm is a selector's turn as a term: its context ends when the
+// turn does.
+type selectorTerm struct {
+	ctx context.Context
+	sel *recipes.LeaderSelector
+}
+
+func (t selectorTerm) Done() <-chan struct{} { return t.ctx.Done() }
+func (t selectorTerm) Err() error            { return context.Cause(t.ctx) }
+func (t selectorTerm) FencingToken(ctx context.Context) (int64, error) {
+	return t.sel.FencingToken(ctx)
+}
+
 // hold is one holding's time inside: the token (if it writes), the guard,
-// writes hold apart, then, while the client lingers, on and on every 20 ms
-// until told.
-func (p *peer) hold(loop *chaosLoop, c *client, h *holding, o owner, resource string, hold time.Duration, writes int, linger time.Duration) {
+// a progress note, writes hold apart, then, while the client lingers, on and
+// on every 20 ms until told.
+//
+// Before it looks at its lock again, a holder checks how long it has been
+// since it last did: far longer than its nap means the process was paused
+// (SIGSTOP) in between, and the write that was due goes out before it can
+// look, as work resumed after a pause does. The fenced resource must refuse
+// it.
+func (p *peer) hold(loop *chaosLoop, c *client, h *holding, t term, ho holdOptions) {
+	resource, progress, hold, writes, linger := ho.resource, ho.progress, ho.hold, ho.writes, ho.linger
 	var token int64
 	if resource != "" && !h.wasTold() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		t, err := o.FencingToken(ctx)
+		tok, err := t.FencingToken(ctx)
 		cancel()
 		if err != nil {
 			loop.noToken++
 			return
 		}
-		token = t
+		token = tok
+		h.setToken(tok)
 	}
 	if !h.enter() {
 		return
 	}
-	start := time.Now()
-	for i := 0; !h.wasTold() && (i < writes || c.lingering() && time.Since(start) < linger); i++ {
+	if progress != "" {
+		if err := note(progress, h.id); err != nil {
+			loop.failures++
+		}
+	}
+	start, looked := time.Now(), time.Now()
+	nap := time.Duration(0)
+	for i := 0; ; i++ {
+		if resource != "" && i > 0 && time.Since(looked) > nap+pauseGap {
+			loop.staleTries++
+			if ok, err := write(resource, h.id, token); err == nil && !ok {
+				loop.fenced++
+				return
+			}
+		}
+		if h.wasTold() || (i >= writes && !(c.lingering() && time.Since(start) < linger)) {
+			return
+		}
+		looked = time.Now()
 		if resource != "" {
 			ok, err := write(resource, h.id, token)
 			if err != nil {
@@ -192,19 +341,11 @@ func (p *peer) hold(loop *chaosLoop, c *client, h *holding, o owner, resource st
 				return
 			}
 		}
-		nap := 20 * time.Millisecond
+		nap = 20 * time.Millisecond
 		if i < writes {
 			nap = max(time.Millisecond, hold/time.Duration(max(1, writes)))
 		}
-		before := time.Now()
 		time.Sleep(nap) // time inside the critical section
-		if time.Since(before) > nap+pauseGap && resource != "" {
-			loop.staleTries++
-			if ok, err := write(resource, h.id, token); err == nil && !ok {
-				loop.fenced++
-				return
-			}
-		}
 	}
 }
 
@@ -228,6 +369,20 @@ func write(resource, holder string, token int64) (bool, error) {
 	return false, fmt.Errorf("resource answered %s", resp.Status)
 }
 
+// note tells the progress endpoint that holding id is inside.
+func note(progress, id string) error {
+	resp, err := httpClient.Get(progress + "?h=" + id)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	_, _ = io.Copy(io.Discard, resp.Body)
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("progress answered %s", resp.Status)
+	}
+	return nil
+}
+
 // guard is the chaos suite's guard (compat_test/chaos_fencing_test.go, and
 // the Java peer's): a holding creates <dir>/inside/<kind>~<id>, then lists
 // the others it must not meet, and appends any to <dir>/conflicts.
@@ -244,15 +399,30 @@ type holding struct {
 
 	mu     sync.Mutex
 	marker string
+	token  int64 // the fencing token it writes with, once read
 	told   bool
 	ended  bool
 }
 
-// watch tells the holding when its owner's acquisition is lost.
-func (h *holding) watch(o owner) {
+func (h *holding) setToken(t int64) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.token = t
+}
+
+// describe is "<id>=<token>", as the holdings verb lists it.
+func (h *holding) describe() string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.id + "=" + strconv.FormatInt(h.token, 10)
+}
+
+// watch tells the holding when what it holds ends before the holding does
+// (lost, or leadership ended).
+func (h *holding) watch(t term) {
 	select {
-	case <-o.Done():
-		if errors.Is(o.Err(), recipes.ErrLockLost) {
+	case <-t.Done():
+		if t.Err() != nil {
 			h.tell(time.Now().UnixMicro(), "lost")
 		}
 	case <-h.finished:

@@ -6,7 +6,7 @@
 //
 // It speaks the verbs the chaos suite uses: client, session, remote,
 // close-client, mutex, rwlock, semaphore, chaos, chaos-stop, linger, inside,
-// ping and quit; and prints "! ready" and "! state <client> <STATE> <µs>".
+// holdings, counts, elect, ping and quit; and prints "! ready" and "! state <client> <STATE> <µs>".
 package main
 
 import (
@@ -15,12 +15,14 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/gocurator/curator/framework"
+	"github.com/gocurator/curator/internal/dialtrack"
 	"github.com/gocurator/curator/recipes"
 	"github.com/gocurator/curator/retry"
 	"github.com/gocurator/curator/state"
@@ -51,7 +53,7 @@ type client struct {
 	c    *framework.Client
 
 	mu       sync.Mutex
-	lastDial string
+	dials    dialtrack.Tracker // which server it is connected to
 	linger   bool
 	holdings map[*holding]struct{}
 }
@@ -217,7 +219,7 @@ func (p *peer) handle(worker, verb string, args []string) (string, error) {
 		return "pong", nil
 	case "client":
 		return p.newClient(pos, opt)
-	case "session", "remote", "close-client", "linger", "inside":
+	case "session", "remote", "close-client", "linger", "inside", "holdings":
 		name, err := arg(pos, 0, "client")
 		if err != nil {
 			return "", err
@@ -232,8 +234,8 @@ func (p *peer) handle(worker, verb string, args []string) (string, error) {
 		case "remote":
 			c.mu.Lock()
 			defer c.mu.Unlock()
-			if c.c.State().IsConnected() && c.lastDial != "" {
-				return c.lastDial, nil
+			if addr := c.dials.Current(); c.c.State().IsConnected() && addr != "" {
+				return addr, nil
 			}
 			return "-", nil
 		case "close-client":
@@ -251,6 +253,17 @@ func (p *peer) handle(worker, verb string, args []string) (string, error) {
 			c.linger = on == "on"
 			c.mu.Unlock()
 			return "linger " + on, nil
+		case "holdings":
+			c.mu.Lock()
+			defer c.mu.Unlock()
+			var ids []string
+			for h := range c.holdings {
+				if h.inside() {
+					ids = append(ids, h.describe())
+				}
+			}
+			sort.Strings(ids)
+			return strings.Join(ids, " "), nil
 		default: // inside
 			c.mu.Lock()
 			defer c.mu.Unlock()
@@ -270,6 +283,25 @@ func (p *peer) handle(worker, verb string, args []string) (string, error) {
 			return "", err
 		}
 		return p.chaos(ref, opt)
+	case "counts":
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		var counts []string
+		for label, l := range p.loops {
+			what := ":holding"
+			if l.acquiring.Load() { // first: the count is then at least as new
+				what = ":acquiring"
+			}
+			counts = append(counts, label+"="+strconv.FormatInt(l.acquisitions.Load(), 10)+what)
+		}
+		sort.Strings(counts)
+		return strings.Join(counts, " "), nil
+	case "elect":
+		name, err := arg(pos, 0, "client")
+		if err != nil {
+			return "", err
+		}
+		return p.elect(name, opt)
 	case "chaos-stop":
 		label, err := arg(pos, 0, "label")
 		if err != nil {
@@ -304,7 +336,7 @@ func (p *peer) newClient(pos []string, opt map[string]string) (string, error) {
 	c := &client{name: name, holdings: map[*holding]struct{}{}}
 	fc, err := framework.New(connect, retry.NewExponentialBackoff(20*time.Millisecond, 10, retry.WithMaxSleep(maxSleep)),
 		framework.WithSessionTimeout(session), framework.WithConnectionTimeout(connection),
-		framework.WithDialer(c.dial),
+		framework.WithDialer(c.dials.Dial),
 		framework.WithListener(state.ListenerFunc(func(s state.ConnectionState) {
 			at := time.Now().UnixMicro()
 			c.stateChanged(s, at)
@@ -367,13 +399,6 @@ func (p *peer) newLock(verb string, pos []string) (string, error) {
 	p.locks[name] = l
 	p.mu.Unlock()
 	return "made", nil
-}
-
-func (c *client) dial(network, addr string, timeout time.Duration) (netConn, error) {
-	c.mu.Lock()
-	c.lastDial = addr
-	c.mu.Unlock()
-	return dialTimeout(network, addr, timeout)
 }
 
 // stateChanged tells the client's holdings at SUSPENDED or LOST, as the

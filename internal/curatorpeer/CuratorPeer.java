@@ -54,9 +54,15 @@
 //     loop <lock> rounds=<n> guard=<dir>[,<dir>...] kind=excl|shared|count
 //          [max=<n>] [label=<text>] [hold=<ms>]                  -> violations=<n>
 //     chaos <lock> label=<text> guard=<dir> told=<file> kind=excl|shared|count [max=<n>]
-//           [hold=<ms>] [writes=<n>] [resource=<url>] [acquire=<ms>] [linger=<ms>]
-//           -> acquisitions=<n> told=<n> fenced=<n> failures=<n> timeouts=<n> notoken=<n>
+//           [hold=<ms>] [writes=<n>] [resource=<url>] [progress=<url>] [acquire=<ms>]
+//           [linger=<ms>]
+//           -> acquisitions=<n> told=<n> fenced=<n> stale-tries=<n> failures=<n>
+//              timeouts=<n> notoken=<n>
+//     elect <client> kind=latch|selector path=<path> label=<text> guard=<dir> told=<file>
+//           [hold=<ms>] [writes=<n>] [resource=<url>] [progress=<url>] [linger=<ms>]
+//           -> (as chaos) the chaos loop of an election candidate; stopped by chaos-stop
 //     chaos-stop <label>
+//     counts                  -> <label>=<acquisitions>:acquiring|holding ... (every chaos loop)
 //     latch <latch> <client> <path> [id=<id>]                    (a LeaderLatch)
 //     latch-start <latch>, latch-close <latch> [mode=notify]
 //     latch-has <latch>                                          -> true | false
@@ -69,6 +75,7 @@
 //     election-leader <latch|sel>                                -> <id>:<isLeader>
 //     linger <client> on|off
 //     inside <client>                                            -> <n>
+//     holdings <client>                       -> <holding>=<token> ... (those inside)
 //     ping
 //     quit
 //
@@ -94,9 +101,15 @@
 // (where resource= is given: the czxid of its lock node, whose path is read
 // from InterProcessMutex's private threadData), enters the guard, and makes
 // writes= GET requests <resource>&h=<holding>&t=<token> (200: accepted, 409:
-// fenced, after which it writes no more), hold= ms apart. While "linger
+// fenced, after which it writes no more), hold= ms apart; with progress=,
+// it first calls GET <progress>?h=<holding> once inside. While "linger
 // <client> on", a holding of that client that is inside keeps holding and
-// writing until told, for at most linger= ms (default 10000).
+// writing until told, for at most linger= ms (default 10000). Before it
+// looks at its lock again, a holder checks how long it has been since it
+// last did: over a second longer than its nap means the process was paused
+// (SIGSTOP) in between, and the write that was due goes out unchecked
+// (counted in stale-tries), as work resumed after a pause does: the fenced
+// resource must refuse it.
 //
 // The chaos guard is the rule above with named markers, so that an overlap
 // can be judged afterwards against the times the holders were told: a holding
@@ -127,6 +140,7 @@ import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.Collection;
+import java.util.Collections;
 import java.util.Deque;
 import java.util.HashMap;
 import java.util.List;
@@ -140,6 +154,7 @@ import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.atomic.AtomicReference;
 import java.util.stream.Stream;
 
 import org.apache.curator.framework.CuratorFramework;
@@ -526,6 +541,17 @@ public final class CuratorPeer {
                 return loop(workerName, arg(pos, 0, "lock"), opt);
             case "chaos":
                 return chaos(workerName, arg(pos, 0, "lock"), opt);
+            case "elect":
+                return elect(arg(pos, 0, "client"), opt);
+            case "counts": {
+                List<String> counts = new ArrayList<>();
+                for (ChaosLoop l : chaosLoops.values()) {
+                    boolean acquiring = l.acquiring; // first: the count is then at least as new
+                    counts.add(l.label + "=" + l.acquisitions + (acquiring ? ":acquiring" : ":holding"));
+                }
+                Collections.sort(counts);
+                return String.join(" ", counts);
+            }
             case "chaos-stop": {
                 ChaosLoop l = chaosLoops.get(arg(pos, 0, "label"));
                 if (l == null) {
@@ -537,6 +563,16 @@ public final class CuratorPeer {
             case "linger": {
                 tracker(arg(pos, 0, "client")).linger = arg(pos, 1, "on|off").equals("on");
                 return "linger " + pos.get(1);
+            }
+            case "holdings": {
+                List<String> ids = new ArrayList<>();
+                for (Holding h : tracker(arg(pos, 0, "client")).holdings) {
+                    if (h.inside()) {
+                        ids.add(h.id + "=" + h.token);
+                    }
+                }
+                Collections.sort(ids);
+                return String.join(" ", ids);
             }
             case "inside": {
                 int n = 0;
@@ -844,7 +880,9 @@ public final class CuratorPeer {
     private static final class ChaosLoop {
         final String label;
         volatile boolean stop;
-        long acquisitions, told, fenced, failures, timeouts, noToken, staleTries;
+        volatile boolean acquiring;  // read by "counts", before acquisitions
+        volatile long acquisitions;  // read by "counts"; written by the loop's thread only
+        long told, fenced, failures, timeouts, noToken, staleTries;
         private final Set<String> failureKinds = new java.util.HashSet<>();
 
         ChaosLoop(String label) {
@@ -874,6 +912,7 @@ public final class CuratorPeer {
         final Path conflicts;
         final Path toldFile;
         volatile boolean toldFlag; // read by the holder before each write
+        volatile long token;       // the fencing token it writes with, once read
         private boolean told;      // guarded by this
         private boolean finished;  // guarded by this
         private Path marker;       // guarded by this
@@ -970,6 +1009,22 @@ public final class CuratorPeer {
         return st == null ? -1 : st.getCzxid();
     }
 
+    /** Tells the progress endpoint that holding id is inside. */
+    private static void note(String progress, String id) throws IOException {
+        HttpURLConnection c = (HttpURLConnection) new URL(progress + "?h=" + id).openConnection();
+        c.setConnectTimeout(5000);
+        c.setReadTimeout(5000);
+        int code = c.getResponseCode();
+        try (InputStream in = code < 400 ? c.getInputStream() : c.getErrorStream()) {
+            if (in != null) {
+                in.readAllBytes(); // so the connection is kept alive
+            }
+        }
+        if (code != 200) {
+            throw new IOException("progress answered " + code);
+        }
+    }
+
     /** One write to the fenced resource: true if accepted, false if fenced. */
     private static boolean write(String resource, String holder, long token) throws IOException {
         URL u = new URL(resource + "&h=" + holder + "&t=" + token);
@@ -1002,6 +1057,7 @@ public final class CuratorPeer {
         Path guard = Paths.get(opt.get("guard"));
         Path toldFile = Paths.get(opt.get("told"));
         String resource = opt.get("resource");
+        String progress = opt.get("progress");
         long hold = Long.parseLong(opt.getOrDefault("hold", "2"));
         int writes = Integer.parseInt(opt.getOrDefault("writes", "2"));
         long acquireMs = Long.parseLong(opt.getOrDefault("acquire", "1000"));
@@ -1023,6 +1079,7 @@ public final class CuratorPeer {
                 long errorStates = tr.errorStates.get();
                 boolean wasConnected = tr.connected;
                 boolean got;
+                loop.acquiring = true;
                 try {
                     got = acquire(workerName, ref, acquireMs, 1);
                 } catch (Exception e) {
@@ -1034,6 +1091,7 @@ public final class CuratorPeer {
                     continue;
                 }
                 loop.acquisitions++;
+                loop.acquiring = false; // after the count: see "counts"
                 Holding h = new Holding(label + "." + loop.acquisitions, kind, max, guard, toldFile);
                 // Registered before the check: a SUSPENDED or LOST from now on
                 // either finds h in holdings or is counted in errorStates.
@@ -1054,32 +1112,7 @@ public final class CuratorPeer {
                             continue; // the finally releases
                         }
                     }
-                    if (!h.enter()) {
-                        continue;
-                    }
-                    // writes= writes hold= ms apart, then, while the client
-                    // lingers, on and on until told.
-                    long start = System.nanoTime();
-                    for (int i = 0; !h.toldFlag
-                        && (i < writes || (tr.linger && System.nanoTime() - start < lingerMs * 1_000_000L)); i++) {
-                        if (resource != null && !write(resource, h.id, token)) {
-                            loop.fenced++;
-                            break;
-                        }
-                        long nap = i < writes ? Math.max(1, hold / Math.max(1, writes)) : 20;
-                        long before = System.nanoTime();
-                        Thread.sleep(nap); // time in the critical section
-                        // Paused (SIGSTOP) during the nap: the write that was due goes
-                        // out before the holder can look at its lock, as work resumed
-                        // after a pause does. The fenced resource must refuse it.
-                        if (resource != null && System.nanoTime() - before > (nap + PAUSE_GAP_MS) * 1_000_000L) {
-                            loop.staleTries++;
-                            if (!write(resource, h.id, token)) {
-                                loop.fenced++;
-                                break;
-                            }
-                        }
-                    }
+                    holdInside(loop, tr, h, token, resource, progress, hold, writes, lingerMs);
                 } catch (IOException e) {
                     loop.failed("write", e);
                 } finally {
@@ -1099,5 +1132,193 @@ public final class CuratorPeer {
             chaosLoops.remove(label);
         }
         return loop.report();
+    }
+
+    /**
+     * A holding's time inside: it enters the guard (unless told), notes its
+     * progress, and makes writes= writes hold= ms apart, then, while the
+     * client lingers, on and on until told. A gap since the holder last
+     * looked at its lock: paused (SIGSTOP) in between, the write that was due
+     * goes out before it can look, as work resumed after a pause does. The
+     * fenced resource must refuse it.
+     */
+    private static void holdInside(ChaosLoop loop, Tracker tr, Holding h, long token, String resource, String progress,
+                                   long hold, int writes, long lingerMs) throws IOException, InterruptedException {
+        h.token = token;
+        if (!h.enter()) {
+            return;
+        }
+        if (progress != null) {
+            note(progress, h.id);
+        }
+        long start = System.nanoTime();
+        long looked = start;
+        long nap = 0;
+        for (int i = 0; ; i++) {
+            if (resource != null && i > 0 && System.nanoTime() - looked > (nap + PAUSE_GAP_MS) * 1_000_000L) {
+                loop.staleTries++;
+                if (!write(resource, h.id, token)) {
+                    loop.fenced++;
+                    return;
+                }
+            }
+            if (h.toldFlag || (i >= writes && !(tr.linger && System.nanoTime() - start < lingerMs * 1_000_000L))) {
+                return;
+            }
+            looked = System.nanoTime();
+            if (resource != null && !write(resource, h.id, token)) {
+                loop.fenced++;
+                return;
+            }
+            nap = i < writes ? Math.max(1, hold / Math.max(1, writes)) : 20;
+            Thread.sleep(nap); // time in the critical section
+        }
+    }
+
+    /**
+     * The chaos suite's election loop (elect): a candidate of a LeaderLatch
+     * (each term: a new latch, started, awaited, led, closed) or of a
+     * LeaderSelector (auto-requeued; each term: one takeLeadership) named by
+     * its label. Each term is a holding, as the chaos loop's: told when its
+     * client hears SUSPENDED or LOST, when the latch hears notLeader, or when
+     * the selector interrupts takeLeadership; it writes the term's fencing
+     * token (the czxid of the latch's node, or of the selector's lock node).
+     */
+    private String elect(String clientName, Map<String, String> opt) throws Exception {
+        String label = opt.get("label");
+        String kind = opt.get("kind");
+        String path = opt.get("path");
+        if (label == null || path == null || !opt.containsKey("guard") || !opt.containsKey("told")
+            || !("latch".equals(kind) || "selector".equals(kind))) {
+            throw new IllegalArgumentException("elect needs kind=latch|selector, path=, label=, guard= and told=");
+        }
+        Path guard = Paths.get(opt.get("guard"));
+        Path toldFile = Paths.get(opt.get("told"));
+        String resource = opt.get("resource");
+        String progress = opt.get("progress");
+        long hold = Long.parseLong(opt.getOrDefault("hold", "20"));
+        int writes = Integer.parseInt(opt.getOrDefault("writes", "2"));
+        long lingerMs = Long.parseLong(opt.getOrDefault("linger", "10000"));
+        Tracker tr = tracker(clientName);
+        CuratorFramework view = client(clientName).view;
+        ChaosLoop loop = new ChaosLoop(label);
+        if (chaosLoops.putIfAbsent(label, loop) != null) {
+            throw new IllegalArgumentException("chaos loop " + label + " is running already");
+        }
+        AtomicReference<Holding> current = new AtomicReference<>();
+        try {
+            if (kind.equals("latch")) {
+                while (!loop.stop) {
+                    LeaderLatch latch = new LeaderLatch(view, path, label);
+                    latch.addListener(new LeaderLatchListener() {
+                        @Override
+                        public void isLeader() {
+                        }
+
+                        @Override
+                        public void notLeader() {
+                            Holding h = current.get();
+                            if (h != null) {
+                                h.tell(micros(), "notLeader");
+                            }
+                        }
+                    });
+                    loop.acquiring = true;
+                    try {
+                        latch.start();
+                        boolean led = false;
+                        while (!loop.stop && !(led = latch.await(200, TimeUnit.MILLISECONDS))) {
+                            // waiting in the queue; looking at stop between waits
+                        }
+                        if (led) {
+                            lead(loop, tr, label, guard, toldFile, current, latch::hasLeadership,
+                                () -> czxid(view, latch.getOurPath()), resource, progress, hold, writes, lingerMs);
+                        }
+                    } catch (Exception e) {
+                        loop.failed("latch", e);
+                        Thread.sleep(20); // pacing after a failure
+                    } finally {
+                        latch.close();
+                    }
+                }
+            } else {
+                AtomicReference<LeaderSelector> self = new AtomicReference<>();
+                LeaderSelector sel = new LeaderSelector(view, path, new LeaderSelectorListenerAdapter() {
+                    @Override
+                    public void takeLeadership(CuratorFramework c) throws Exception {
+                        lead(loop, tr, label, guard, toldFile, current, () -> true,
+                            () -> fencingToken(view, selectorMutex(self.get())), resource, progress, hold, writes, lingerMs);
+                    }
+                });
+                self.set(sel);
+                sel.setId(label);
+                sel.autoRequeue();
+                loop.acquiring = true;
+                sel.start();
+                while (!loop.stop) {
+                    Thread.sleep(50); // the selector leads on its own thread
+                }
+                sel.close();
+            }
+        } finally {
+            chaosLoops.remove(label);
+        }
+        return loop.report();
+    }
+
+    /** One term of leadership of an election loop, as a holding. */
+    private static void lead(ChaosLoop loop, Tracker tr, String label, Path guard, Path toldFile,
+                             AtomicReference<Holding> current, java.util.function.BooleanSupplier leads,
+                             java.util.concurrent.Callable<Long> token, String resource, String progress,
+                             long hold, int writes, long lingerMs) throws InterruptedException {
+        loop.acquisitions++;
+        loop.acquiring = false; // after the count: see "counts"
+        Holding h = new Holding(label + "." + loop.acquisitions, "excl", 1, guard, toldFile);
+        tr.holdings.add(h); // before the checks: a SUSPENDED or LOST from now on finds it
+        current.set(h);
+        try {
+            if (!tr.connected || !leads.getAsBoolean()) {
+                h.tell(micros(), "during-acquire");
+            }
+            long t = 0;
+            if (resource != null && !h.toldFlag) {
+                try {
+                    t = token.call();
+                } catch (Exception e) {
+                    t = -1;
+                }
+                if (t < 0) {
+                    loop.noToken++;
+                    return;
+                }
+            }
+            holdInside(loop, tr, h, t, resource, progress, hold, writes, lingerMs);
+        } catch (IOException e) {
+            loop.failed("write", e);
+        } finally {
+            current.set(null);
+            tr.holdings.remove(h);
+            h.finish();
+            if (h.toldFlag) {
+                loop.told++;
+            }
+            loop.acquiring = true;
+        }
+    }
+
+    /** The czxid of the node at path, or -1 if there is none. */
+    private static long czxid(CuratorFramework c, String path) throws Exception {
+        if (path == null) {
+            return -1;
+        }
+        Stat st = c.checkExists().forPath(path);
+        return st == null ? -1 : st.getCzxid();
+    }
+
+    /** A LeaderSelector's private mutex. */
+    private static InterProcessMutex selectorMutex(LeaderSelector s) throws Exception {
+        Field f = LeaderSelector.class.getDeclaredField("mutex");
+        f.setAccessible(true);
+        return (InterProcessMutex) f.get(s);
     }
 }
