@@ -1,0 +1,444 @@
+package compat_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"runtime"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+)
+
+// This file holds the chaos suite's faults made to the ensemble: a member
+// killed (a follower or the leader), the quorum lost for longer than the
+// session timeout, a member partitioned from the others, a member slowed.
+
+// killMember kills a follower or the leader (SIGKILL), leaves it down for
+// f.length and restarts it, then waits for the quorum.
+func (r *chaosRun) killMember(ctx context.Context, f fault) (string, error) {
+	lctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	leader, err := r.ens.WaitForLeader(lctx)
+	cancel()
+	if err != nil {
+		return "", err
+	}
+	members := r.ens.Members()
+	victim := leader
+	if f.kind == faultFollower {
+		var followers []int
+		for i := range members {
+			if i != leader {
+				followers = append(followers, i)
+			}
+		}
+		victim = followers[f.target%len(followers)]
+	}
+	m := members[victim]
+	inside, done, err := r.holdOn(ctx, r.clients...)
+	if err != nil {
+		done()
+		return "", err
+	}
+	err = m.Kill()
+	pause(ctx, 300*time.Millisecond) // for the disconnected holders to be told while they hold on
+	done()
+	if err != nil {
+		return "", err
+	}
+	r.faultDone(f.kind)
+	note := fmt.Sprintf("member %d, %d holders inside", m.ID(), inside)
+	if f.kind == faultLeader {
+		start := time.Now()
+		lctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		defer cancel()
+		next, err := r.ens.WaitForLeader(lctx)
+		if err != nil {
+			return note, fmt.Errorf("no new leader: %w", err)
+		}
+		note += fmt.Sprintf(", member %d led after %v", members[next].ID(), time.Since(start).Round(time.Millisecond))
+	}
+	pause(ctx, f.length)
+	start := time.Now()
+	if err := m.Restart(); err != nil { // bounded by the ensemble's start timeout
+		return note, fmt.Errorf("restart member %d: %w", m.ID(), err)
+	}
+	qctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	if err := r.ens.WaitForQuorum(qctx); err != nil {
+		return note, err
+	}
+	return note + fmt.Sprintf(", back after %v", time.Since(start).Round(time.Millisecond)), nil
+}
+
+// quorumLoss kills two of the three members for f.length (two to three
+// session timeouts), alone (the client lanes wait), then restarts them.
+// No session can expire without a quorum, so each client decides alone that
+// its session is gone. Checked: every holder inside is told within the
+// notice bound; every client declares LOST before the quorum is back; once
+// it is, no node of a session its client gave up outlives the server's own
+// expiry (the session timeout, counted from the quorum's return) by more
+// than a second (or, after a second election, initLimit more); every
+// contender holds its lock again (measured, and bounded by
+// chaosRecoveryBound). Overlaps are the guards' to see, as always.
+func (r *chaosRun) quorumLoss(ctx context.Context, f fault) (string, error) {
+	r.gate.Lock()
+	defer r.gate.Unlock()
+	members := r.ens.Members()
+	survivor := f.target % len(members)
+	before := map[string]int64{}
+	for _, c := range r.clients {
+		sctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		sid, err := c.sessionID(sctx)
+		cancel()
+		if err != nil {
+			return "", err
+		}
+		before[c.name()] = sid
+	}
+	inside, done, err := r.holdOn(ctx, r.clients...)
+	if err != nil {
+		done()
+		return "", err
+	}
+	t0 := time.Now()
+	notices := make([]func(time.Time) (time.Duration, bool, string), len(r.clients))
+	for i, c := range r.clients {
+		notices[i] = c.partitioned(t0)
+	}
+	var killed []int
+	for i, m := range members {
+		if i != survivor {
+			if err := m.Kill(); err != nil {
+				done()
+				return "", err
+			}
+			killed = append(killed, i)
+		}
+	}
+	r.faultDone(faultQuorum)
+	var wg sync.WaitGroup
+	for i, c := range r.clients {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			r.checkNotice(c, t0, notices[i], "lost the quorum", false)
+		}()
+	}
+	wg.Wait()
+	done()
+	pause(ctx, time.Until(t0.Add(f.length)))
+
+	var findings []string
+	for _, c := range r.clients {
+		if _, ok := firstState(c, t0, "LOST"); !ok {
+			findings = append(findings, fmt.Sprintf("%s did not declare its session LOST in %v without a quorum (states: %s)",
+				c.name(), time.Since(t0).Round(time.Millisecond), statesSince(c, t0)))
+		}
+	}
+	// The quorum is back once one killed member is: then the other.
+	if err := members[killed[0]].Restart(); err != nil {
+		return "", fmt.Errorf("restart member %d: %w", members[killed[0]].ID(), err)
+	}
+	lctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	if _, err := r.ens.WaitForLeader(lctx); err != nil {
+		return "", fmt.Errorf("no leader after the restart of member %d: %w", members[killed[0]].ID(), err)
+	}
+	q := time.Now()
+	restartErr := make(chan error, 1)
+	go func() { restartErr <- members[killed[1]].Restart() }()
+
+	// Nodes of the sessions given up must go by the server's own expiry:
+	// the session timeout from the quorum's return, which a second election
+	// soon after (up to initLimit later) starts again; + 1 s.
+	gaveUp := map[int64]string{}
+	for _, c := range r.clients {
+		if _, ok := firstState(c, t0, "LOST"); ok {
+			gaveUp[before[c.name()]] = c.name()
+		}
+	}
+	expiry, left := r.awaitGone(ctx, gaveUp, q, q.Add(chaosSessionTimeout+chaosInitLimit+time.Second))
+	findings = append(findings, left...)
+
+	// Every contender holds its lock again.
+	var labels []string
+	for _, c := range r.clients {
+		labels = append(labels, contenderLabels(c.name())...)
+	}
+	recovery, stuck := r.awaitProgress(ctx, labels, q, q.Add(chaosRecoveryBound))
+	findings = append(findings, stuck...)
+
+	if err := <-restartErr; err != nil {
+		return "", fmt.Errorf("restart member %d: %w", members[killed[1]].ID(), err)
+	}
+	if err := r.ens.WaitForQuorum(lctx); err != nil {
+		return "", err
+	}
+	r.mu.Lock()
+	r.quorumFindings = append(r.quorumFindings, findings...)
+	r.nodeExpiries = append(r.nodeExpiries, expiry)
+	r.recoveries = append(r.recoveries, recovery)
+	r.mu.Unlock()
+	return fmt.Sprintf("members %d and %d down for %v, %d holders inside; quorum back at +%v; "+
+		"nodes of %d sessions given up gone %v after it; every contender held again %v after it",
+		members[killed[0]].ID(), members[killed[1]].ID(), q.Sub(t0).Round(time.Millisecond), inside,
+		q.Sub(t0).Round(time.Millisecond), len(gaveUp), expiry.Round(time.Millisecond),
+		recovery.Round(time.Millisecond)), nil
+}
+
+// awaitGone waits until no ephemeral node under the chaos tree belongs to a
+// session of gone, or until deadline, and returns when they went (after
+// since) and the nodes left then.
+func (r *chaosRun) awaitGone(ctx context.Context, gone map[int64]string, since, deadline time.Time) (time.Duration, []string) {
+	for {
+		nodes, err := ephemeralsUnder(r.checker, chaosBase)
+		var left []string
+		if err == nil {
+			for _, n := range nodes {
+				if who, ok := gone[n.owner]; ok {
+					left = append(left, fmt.Sprintf("%s of session 0x%x, which %s gave up", n.path, n.owner, who))
+				}
+			}
+			if len(left) == 0 {
+				return time.Since(since), nil
+			}
+		}
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			if err != nil {
+				left = append(left, fmt.Sprintf("listing %s: %v", chaosBase, err))
+			}
+			for i := range left {
+				left[i] += fmt.Sprintf(" (still there %v after the quorum came back)", time.Since(since).Round(time.Millisecond))
+			}
+			return time.Since(since), left
+		}
+		pause(ctx, 50*time.Millisecond) // polling the tree
+	}
+}
+
+// awaitProgress waits until every contender of labels has had a holding
+// inside since since, or until deadline, and returns how long the last one
+// took, and those that did not.
+func (r *chaosRun) awaitProgress(ctx context.Context, labels []string, since, deadline time.Time) (time.Duration, []string) {
+	for {
+		seen := r.resource.firstSeen(labels, since)
+		var worst time.Duration
+		var stuck []string
+		for _, l := range labels {
+			if at := seen[l]; at.IsZero() {
+				stuck = append(stuck, l)
+			} else {
+				worst = max(worst, at.Sub(since))
+			}
+		}
+		if len(stuck) == 0 {
+			return worst, nil
+		}
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			sort.Strings(stuck)
+			return time.Since(since), []string{fmt.Sprintf("contenders %s did not hold their locks within %v of the quorum's return (%s)",
+				strings.Join(stuck, ","), deadline.Sub(since), r.dumpStacks("stuck"))}
+		}
+		pause(ctx, 50*time.Millisecond) // polling the progress notes
+	}
+}
+
+// dumpStacks writes the stacks of the test's goroutines (its Go clients'
+// among them) to a file that outlives the test, and says where.
+func (r *chaosRun) dumpStacks(why string) string {
+	buf := make([]byte, 16<<20)
+	buf = buf[:runtime.Stack(buf, true)]
+	f, err := os.CreateTemp("", "chaos-"+why+"-stacks-*.txt")
+	if err != nil {
+		return "no stack dump: " + err.Error()
+	}
+	defer f.Close()
+	if _, err := f.Write(buf); err != nil {
+		return "no stack dump: " + err.Error()
+	}
+	return "the test's goroutines are in " + f.Name()
+}
+
+// clientsOn returns the clients (not paused) connected to each member.
+func (r *chaosRun) clientsOn(ctx context.Context) [][]chaosClient {
+	on := make([][]chaosClient, len(r.ens.Members()))
+	for _, c := range r.clients {
+		if r.isPaused(c) {
+			continue
+		}
+		pctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		p, err := c.currentProxy(pctx)
+		cancel()
+		if err != nil {
+			continue
+		}
+		if i := slices.Index(c.proxies(), p); i >= 0 {
+			on[i] = append(on[i], c)
+		}
+	}
+	return on
+}
+
+// pickMember picks, by pick, a member that clients are connected to, and
+// returns it and them.
+func (r *chaosRun) pickMember(ctx context.Context, pick int) (int, []chaosClient) {
+	on := r.clientsOn(ctx)
+	var busy []int
+	for i, cs := range on {
+		if len(cs) > 0 {
+			busy = append(busy, i)
+		}
+	}
+	if len(busy) == 0 {
+		return pick % len(on), nil
+	}
+	i := busy[pick%len(busy)]
+	return i, on[i]
+}
+
+// partitionMember cuts a member that clients are connected to off from the
+// other two (on the quorum and election ports: between servers, not
+// between clients and servers) for at least f.length. Checked: the member
+// stops serving; each of its clients is told (its holders within the
+// notice bound) and moves to another member while the partition lasts.
+func (r *chaosRun) partitionMember(ctx context.Context, f fault) (string, error) {
+	i, on := r.pickMember(ctx, f.target)
+	m := r.ens.Members()[i]
+	_, done, err := r.holdOn(ctx, on...)
+	defer done()
+	if err != nil {
+		return "", err
+	}
+	t0 := time.Now()
+	notices := make([]func(time.Time) (time.Duration, bool, string), len(on))
+	for k, c := range on {
+		notices[k] = c.partitioned(t0)
+	}
+	heal, err := r.ens.Partition(i)
+	if err != nil {
+		return "", err
+	}
+	defer heal()
+	r.faultDone(faultPartition)
+	// The member stops serving.
+	var stopped time.Duration
+	for {
+		mode, err := m.Mode()
+		if err == nil && mode != "leader" && mode != "follower" {
+			stopped = time.Since(t0)
+			break
+		}
+		if time.Since(t0) > 20*time.Second {
+			return "", fmt.Errorf("member %d still serves (%q, %v) 20s after its partition", m.ID(), mode, err)
+		}
+		pause(ctx, 20*time.Millisecond) // polling the member
+	}
+	// Its clients are told, and move on while the partition lasts.
+	var wg sync.WaitGroup
+	told := make([]bool, len(on))
+	for k, c := range on {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, told[k] = r.checkNotice(c, t0, notices[k], fmt.Sprintf("on partitioned member %d", m.ID()), false)
+		}()
+	}
+	wg.Wait()
+	done()
+	moved := make([]error, len(on))
+	for k, c := range on {
+		if !told[k] {
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			cctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+			defer cancel()
+			ev, _ := firstState(c, t0, "SUSPENDED", "LOST")
+			if _, err := waitState(cctx, c, ev.at, "CONNECTED", "RECONNECTED"); err != nil {
+				moved[k] = fmt.Errorf("%s did not move on from partitioned member %d in 20s: %w (states: %s)",
+					c.name(), m.ID(), err, statesSince(c, t0))
+			}
+		}()
+	}
+	wg.Wait()
+	pause(ctx, time.Until(t0.Add(f.length)))
+	heal()
+	qctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	if err := r.ens.WaitForQuorum(qctx); err != nil {
+		return "", fmt.Errorf("after healing member %d: %w", m.ID(), err)
+	}
+	if err := errors.Join(moved...); err != nil {
+		return "", err
+	}
+	names := make([]string, len(on))
+	for k, c := range on {
+		names[k] = c.name()
+	}
+	return fmt.Sprintf("member %d, stopped serving after %v; its clients [%s] moved on; partitioned %v",
+		m.ID(), stopped.Round(time.Millisecond), strings.Join(names, " "), time.Since(t0).Round(time.Millisecond)), nil
+}
+
+// slowServer delays every packet between the clients and a member they are
+// connected to by f.delay each way (a round trip past the clients' read
+// timeout of two thirds of the session timeout, though the server hears
+// every ping in time) for f.length. Checked: its clients go SUSPENDED (one
+// at least, or the fault did not happen; a client whose connection never
+// lapses rides it out, with nothing to be told), are told within the notice
+// bound and come back.
+func (r *chaosRun) slowServer(ctx context.Context, f fault) (string, error) {
+	i, on := r.pickMember(ctx, f.target)
+	m := r.ens.Members()[i]
+	_, done, err := r.holdOn(ctx, on...)
+	defer done()
+	if err != nil {
+		return "", err
+	}
+	t0 := time.Now()
+	notices := make([]func(time.Time) (time.Duration, bool, string), len(on))
+	for k, c := range on {
+		notices[k] = c.partitioned(t0)
+	}
+	for _, c := range r.clients {
+		c.proxies()[i].SetDelay(f.delay)
+	}
+	var wg sync.WaitGroup
+	suspended := make([]bool, len(on))
+	for k, c := range on {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, suspended[k] = r.checkNotice(c, t0, notices[k], fmt.Sprintf("on slow member %d", m.ID()), true)
+		}()
+	}
+	wg.Wait()
+	done()
+	pause(ctx, time.Until(t0.Add(f.length)))
+	restored := time.Now()
+	for _, c := range r.clients {
+		c.proxies()[i].SetDelay(0)
+	}
+	var told, rode []string
+	for k, c := range on {
+		r.awaitReconnect(ctx, c, t0, restored)
+		if suspended[k] {
+			told = append(told, c.name())
+		} else {
+			rode = append(rode, c.name())
+		}
+	}
+	// It happened if a client went SUSPENDED; if none did (or none was on
+	// the member), the run's check of faults that did not happen says so.
+	if len(told) > 0 {
+		r.faultDone(faultSlow)
+	}
+	return fmt.Sprintf("member %d by %v for %v; its clients [%s] told, [%s] rode it out", m.ID(), f.delay, f.length,
+		strings.Join(told, " "), strings.Join(rode, " ")), nil
+}
