@@ -2,8 +2,14 @@ package recipes
 
 import (
 	"context"
+	"errors"
+	"slices"
 	"strconv"
+	"syscall"
 	"testing"
+	"time"
+
+	"github.com/go-zookeeper/zk"
 
 	"github.com/gocurator/curator/internal/testutil"
 )
@@ -64,11 +70,39 @@ func packetsSent(b *testing.B) int64 {
 	return n
 }
 
+// cpuTime is the CPU time (user and system) the test process has used.
+// Per operation it is a steadier measure of the client's own cost than
+// wall time, which the server's round trips and other load dominate.
+func cpuTime(b *testing.B) time.Duration {
+	b.Helper()
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		b.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// reportPerOp reports, per cycle of n, the server packets sent and the
+// process's CPU time since p0 and c0, as zkpackets/op and cpu-ns/op. It
+// returns the packets per cycle.
+func reportPerOp(b *testing.B, n int, p0 int64, c0 time.Duration) float64 {
+	b.Helper()
+	if n == 0 {
+		return 0
+	}
+	cpu := cpuTime(b) - c0
+	perOp := float64(packetsSent(b)-p0) / float64(n)
+	b.ReportMetric(perOp, "zkpackets/op")
+	b.ReportMetric(float64(cpu.Nanoseconds())/float64(n), "cpu-ns/op")
+	return perOp
+}
+
 // acquireReleaseLoop is the measured loop of the mutex benchmarks: it
-// acquires and releases h, and reports the server packets sent per cycle
-// as zkpackets/op. It returns the cycles run and that figure.
+// acquires and releases h, and reports the server packets sent and the CPU
+// time used per cycle (reportPerOp). It returns the cycles run and the
+// packets per cycle.
 func acquireReleaseLoop(ctx context.Context, b *testing.B, h *Handle) (int, float64) {
-	p0 := packetsSent(b)
+	p0, c0 := packetsSent(b), cpuTime(b)
 	b.ReportAllocs()
 	n := 0
 	for b.Loop() {
@@ -81,10 +115,116 @@ func acquireReleaseLoop(ctx context.Context, b *testing.B, h *Handle) (int, floa
 		n++
 	}
 	b.StopTimer()
-	if n == 0 {
-		return 0, 0
+	return n, reportPerOp(b, n, p0, c0)
+}
+
+// The same cycle with a context that can be cancelled, as callers' contexts
+// usually are (a deadline, a signal): every ZooKeeper call must then be
+// abandonable, which is what costs more than with context.Background.
+func BenchmarkMutexAcquireReleaseCancellable(b *testing.B) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	base := testutil.Path(b)
+	testutil.CleanupTree(b, server.Addr(), base)
+	h := mustMutex(b, newClient(b, ""), base).NewHandle()
+	if err := h.Acquire(ctx); err != nil {
+		b.Fatal(err)
 	}
-	perOp := float64(packetsSent(b)-p0) / float64(n)
-	b.ReportMetric(perOp, "zkpackets/op")
-	return n, perOp
+	if err := h.Release(ctx); err != nil {
+		b.Fatal(err)
+	}
+	acquireReleaseLoop(ctx, b, h)
+}
+
+// The floor: the textbook lock's uncontended cycle on raw go-zookeeper
+// (create, get children, delete), to read the mutex's figures against.
+func BenchmarkFloorCreateListDelete(b *testing.B) {
+	base := testutil.Path(b)
+	testutil.CleanupTree(b, server.Addr(), base)
+	conn := testutil.Connect(b, server.Addr())
+	if _, err := conn.Create(base, nil, 0, zk.WorldACL(zk.PermAll)); err != nil {
+		b.Fatal(err)
+	}
+	p0, c0 := packetsSent(b), cpuTime(b)
+	b.ReportAllocs()
+	n := 0
+	for b.Loop() {
+		p, err := conn.Create(base+"/lock-", nil, zk.FlagEphemeralSequential, zk.WorldACL(zk.PermAll))
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, _, err := conn.Children(base); err != nil {
+			b.Fatal(err)
+		}
+		if err := conn.Delete(p, -1); err != nil {
+			b.Fatal(err)
+		}
+		n++
+	}
+	b.StopTimer()
+	reportPerOp(b, n, p0, c0)
+}
+
+// The uncontended cycle of the mutex and of the floor, one after the other
+// in turn, each timed: alternating cycle by cycle, a change of load on the
+// machine falls on both alike, so the ratio of their medians is steadier
+// than two benchmarks run one after the other. Reports both medians and
+// their ratio (ours/floor).
+func BenchmarkMutexAgainstFloorP50(b *testing.B) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	base := testutil.Path(b)
+	testutil.CleanupTree(b, server.Addr(), base)
+	h := mustMutex(b, newClient(b, ""), base+"/ours").NewHandle()
+	conn := testutil.Connect(b, server.Addr())
+	floor := base + "/floor"
+	for _, p := range []string{base, floor} {
+		if _, err := conn.Create(p, nil, 0, zk.WorldACL(zk.PermAll)); err != nil && !errors.Is(err, zk.ErrNodeExists) {
+			b.Fatal(err)
+		}
+	}
+	ours := func() {
+		if err := h.Acquire(ctx); err != nil {
+			b.Fatal(err)
+		}
+		if err := h.Release(ctx); err != nil {
+			b.Fatal(err)
+		}
+	}
+	raw := func() {
+		p, err := conn.Create(floor+"/lock-", nil, zk.FlagEphemeralSequential, zk.WorldACL(zk.PermAll))
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, _, err := conn.Children(floor); err != nil {
+			b.Fatal(err)
+		}
+		if err := conn.Delete(p, -1); err != nil {
+			b.Fatal(err)
+		}
+	}
+	ours()
+	var oursLat, floorLat []time.Duration
+	for b.Loop() {
+		t := time.Now()
+		ours()
+		oursLat = append(oursLat, time.Since(t))
+		t = time.Now()
+		raw()
+		floorLat = append(floorLat, time.Since(t))
+	}
+	b.StopTimer()
+	o, f := median(oursLat), median(floorLat)
+	b.ReportMetric(float64(o.Nanoseconds()), "ours-p50-ns")
+	b.ReportMetric(float64(f.Nanoseconds()), "floor-p50-ns")
+	b.ReportMetric(float64(o)/float64(f), "ours/floor")
+}
+
+func median(d []time.Duration) time.Duration {
+	if len(d) == 0 {
+		return 0
+	}
+	s := slices.Clone(d)
+	slices.Sort(s)
+	return s[len(s)/2]
 }
