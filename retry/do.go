@@ -86,24 +86,49 @@ func Do(ctx context.Context, p Policy, op func(ctx context.Context) error, opts 
 	if op == nil {
 		return ErrNilOperation
 	}
+	start := time.Now()
+	if ctx.Err() != nil {
+		return ctxDoneError(ctx, nil)
+	}
+	err := op(ctx)
+	if err == nil {
+		return nil
+	}
+	return DoAfter(ctx, p, start, err, op, opts...)
+}
+
+// DoAfter is [Do] after its first attempt: that attempt, begun at start,
+// returned first (not nil), and DoAfter goes on from there exactly as Do
+// would (the policy is asked with the same counts and elapsed time), and
+// returns what Do would. A caller that makes the first attempt itself pays
+// for the retry machinery (its options, which often capture variables and
+// so allocate) only when that attempt fails:
+//
+//	start := time.Now()
+//	if err := op(ctx); err != nil {
+//		return retry.DoAfter(ctx, p, start, err, op, retry.OnRetry(hook))
+//	}
+//
+// The caller must have checked ctx before its attempt, as Do does. A nil
+// ctx, p or op is treated as by Do; a nil first makes DoAfter return nil.
+func DoAfter(ctx context.Context, p Policy, start time.Time, first error, op func(ctx context.Context) error, opts ...DoOption) error {
+	if first == nil {
+		return nil
+	}
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	if op == nil {
+		return ErrNilOperation
+	}
 	var (
-		start   = time.Now()
-		o       *doOptions      // read at the first failure
+		o       = newDoOptions(opts)
 		waits   backoff.BackOff // made at the first retry
 		retries *policyBackOff
 		lastErr error
+		err     = first
 	)
 	for {
-		if ctx.Err() != nil {
-			return ctxDoneError(ctx, lastErr)
-		}
-		err := op(ctx)
-		if err == nil {
-			return nil
-		}
-		if o == nil {
-			o = newDoOptions(opts)
-		}
 		if !o.retry(p, err) {
 			return err
 		}
@@ -124,6 +149,12 @@ func Do(ctx context.Context, p Policy, op func(ctx context.Context) error, opts 
 		}
 		if Sleep(ctx, wait) != nil {
 			return ctxDoneError(ctx, err)
+		}
+		if ctx.Err() != nil {
+			return ctxDoneError(ctx, lastErr)
+		}
+		if err = op(ctx); err == nil {
+			return nil
 		}
 	}
 }

@@ -328,3 +328,44 @@ func TestSleep(t *testing.T) {
 		t.Fatalf("Sleep with a cancelled ctx = %v", err)
 	}
 }
+
+// DoAfter goes on from a first attempt made by its caller exactly as Do
+// would: the same attempts, the same questions to the policy (its elapsed
+// time counted from the first attempt's start), the same result.
+func TestDoAfterContinuesAsDo(t *testing.T) {
+	e := zk.ErrNoServer
+	for _, tc := range []struct {
+		name string
+		errs []error
+		p    func() Policy
+	}{
+		{"succeeds on a retry", []error{e, e}, func() Policy { return NewNTimes(3, 0) }},
+		{"policy gives up", []error{e, e, e, e}, func() Policy { return NewNTimes(2, 0) }},
+		{"not retryable", []error{zk.ErrNoNode}, func() Policy { return NewNTimes(3, 0) }},
+		{"not retryable after a retry", []error{e, zk.ErrNoNode}, func() Policy { return NewNTimes(3, 0) }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			doCalls, afterCalls := 0, 1 // the caller made the first attempt of DoAfter's run
+			var doHooks, afterHooks []retryEvent
+			hook := func(events *[]retryEvent) DoOption {
+				return OnRetry(func(err error, rc int, wait time.Duration) { *events = append(*events, retryEvent{err, rc, wait}) })
+			}
+			doErr := Do(safetyCtx(t), tc.p(), script(&doCalls, tc.errs...), hook(&doHooks))
+			op := script(&afterCalls, tc.errs...)
+			afterErr := DoAfter(safetyCtx(t), tc.p(), time.Now(), tc.errs[0], op, hook(&afterHooks))
+			if doErr != afterErr || doCalls != afterCalls || fmt.Sprint(doHooks) != fmt.Sprint(afterHooks) {
+				t.Fatalf("Do: %v after %d calls, retries %v; DoAfter: %v after %d calls, retries %v",
+					doErr, doCalls, doHooks, afterErr, afterCalls, afterHooks)
+			}
+		})
+	}
+	p := &recordPolicy{}
+	start := time.Now().Add(-time.Hour)
+	calls := 1
+	if err := DoAfter(safetyCtx(t), p, start, e, script(&calls, e)); err != nil || len(p.elaps) != 1 || p.elaps[0] < time.Hour {
+		t.Fatalf("err %v, policy asked with elapsed %v: want it counted from start, an hour ago", err, p.elaps)
+	}
+	if err := DoAfter(safetyCtx(t), p, start, nil, script(&calls)); err != nil {
+		t.Fatalf("DoAfter of a first attempt that succeeded = %v", err)
+	}
+}
