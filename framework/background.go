@@ -24,7 +24,7 @@ func (c *Client) inBackground(what, path string, fn func(z *zk.Conn) error) {
 	go func() {
 		defer c.bg.Done()
 		for {
-			_, err := retryLoop(c.bgCtx, c, what, path, func(z *zk.Conn) (struct{}, error) { return struct{}{}, fn(z) }, nil)
+			_, err := retryLoop[struct{}](c.bgCtx, c, what, path, "", attemptFunc[struct{}](func(z *zk.Conn, _ string) (struct{}, error) { return struct{}{}, fn(z) }), nil)
 			switch {
 			case err == nil:
 				c.log.Debug("background work done", zap.String("what", what), zap.String("path", path))

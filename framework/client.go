@@ -51,6 +51,7 @@ type Client struct {
 	bgCtx      context.Context
 	bgCancel   context.CancelFunc
 	bg         sync.WaitGroup
+	runners    runners // the goroutines that run calls a caller's context may cut short (runner.go)
 }
 
 // New makes a client for connectString ("host:port,host:port") with the
@@ -237,7 +238,9 @@ func (c *Client) Close() error {
 	mayWait := c.gate.Close()
 	c.bgCancel()
 	c.bg.Wait()
-	z.close()
+	z.close() // every call under way on a runner ends now
+	c.runners.close()
+	c.runners.wait()
 	if mayWait {
 		<-c.dispatched
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 
 	"github.com/go-zookeeper/zk"
+	"go.uber.org/zap"
 
 	"github.com/gocurator/curator/internal/errs"
 	"github.com/gocurator/curator/internal/locktree"
@@ -58,16 +59,32 @@ type createOptions struct {
 }
 
 // CreateOption changes how Create makes a node.
-type CreateOption interface{ applyCreate(*createOptions) }
+//
+// Each option is a small value that sets its field of a copy of the
+// options (applyCreate takes and returns them by value), so that making and
+// applying the options of a create allocates nothing.
+type CreateOption interface {
+	applyCreate(createOptions) createOptions
+}
 
-type createOptionFunc func(*createOptions)
+type modeOption CreateMode
 
-func (f createOptionFunc) applyCreate(o *createOptions) { f(o) }
+func (m modeOption) applyCreate(o createOptions) createOptions { o.mode = CreateMode(m); return o }
+
+type protectionOption struct{}
+
+func (protectionOption) applyCreate(o createOptions) createOptions { o.protected = true; return o }
+
+type parentsOption parents
+
+func (p parentsOption) applyCreate(o createOptions) createOptions { o.parents = parents(p); return o }
+
+type aclOption struct{ acl []zk.ACL }
+
+func (a aclOption) applyCreate(o createOptions) createOptions { o.acl = a.acl; return o }
 
 // WithMode sets the create mode (default Persistent).
-func WithMode(m CreateMode) CreateOption {
-	return createOptionFunc(func(o *createOptions) { o.mode = m })
-}
+func WithMode(m CreateMode) CreateOption { return modeOption(m) }
 
 // WithProtection makes the create protected, as Curator's withProtection:
 // the last path segment gets the prefix "_c_<uuid>-", and after a failure
@@ -76,29 +93,21 @@ func WithMode(m CreateMode) CreateOption {
 // still leaves exactly one node. A node found from an earlier session of an
 // ephemeral create is deleted instead of used. If the create finally fails,
 // any node it did make is found and deleted in the background.
-func WithProtection() CreateOption {
-	return createOptionFunc(func(o *createOptions) { o.protected = true })
-}
+func WithProtection() CreateOption { return protectionOption{} }
 
 // CreatingParentsIfNeeded creates missing parents as persistent nodes, after
 // the create has failed with NoNode (Curator's creatingParentsIfNeeded).
-func CreatingParentsIfNeeded() CreateOption {
-	return createOptionFunc(func(o *createOptions) { o.parents = persistentParents })
-}
+func CreatingParentsIfNeeded() CreateOption { return parentsOption(persistentParents) }
 
 // CreatingParentContainersIfNeeded creates missing parents as containers, or
 // as persistent nodes if the client was made WithContainerParents(false),
 // after the create has failed with NoNode (Curator's
 // creatingParentContainersIfNeeded). The server deletes an empty container
 // some time after its last child is gone.
-func CreatingParentContainersIfNeeded() CreateOption {
-	return createOptionFunc(func(o *createOptions) { o.parents = containerParents })
-}
+func CreatingParentContainersIfNeeded() CreateOption { return parentsOption(containerParents) }
 
 // WithACL sets the node's ACL instead of the client's ACL provider's.
-func WithACL(acl []zk.ACL) CreateOption {
-	return createOptionFunc(func(o *createOptions) { o.acl = acl })
-}
+func WithACL(acl []zk.ACL) CreateOption { return aclOption{acl} }
 
 // Create makes a node at path and returns the path the server gave it
 // (namespace stripped; with a sequence number for sequential modes; with the
@@ -109,11 +118,8 @@ func (c *Client) Create(ctx context.Context, path string, data []byte, opts ...C
 	var o createOptions
 	for _, opt := range opts {
 		if opt != nil {
-			opt.applyCreate(&o)
+			o = opt.applyCreate(o)
 		}
-	}
-	if err := ValidatePath(path); err != nil {
-		return "", opError("create", path, err)
 	}
 	if data == nil {
 		data = c.cfg.defaultData
@@ -132,8 +138,8 @@ func (c *Client) Create(ctx context.Context, path string, data []byte, opts ...C
 	if o.protected {
 		return c.createProtected(ctx, path, data, o)
 	}
-	created, err := call(ctx, c, "create", path, func(z *zk.Conn) (string, error) {
-		return c.createWithParents(z, c.ns.fix(path), data, o)
+	created, err := call(ctx, c, "create", path, c.ns.fix(path), func(z *zk.Conn, p string) (string, error) {
+		return c.createWithParents(z, p, data, o)
 	})
 	if err != nil {
 		return "", err
@@ -171,26 +177,29 @@ type deleteOptions struct {
 	guaranteed bool
 }
 
-// DeleteOption changes how Delete removes a node.
-type DeleteOption interface{ applyDelete(*deleteOptions) }
+// DeleteOption changes how Delete removes a node. Like a CreateOption, it
+// is a small value, so that the options of a delete allocate nothing.
+type DeleteOption interface {
+	applyDelete(deleteOptions) deleteOptions
+}
 
-type deleteOptionFunc func(*deleteOptions)
+type versionOption int32
 
-func (f deleteOptionFunc) applyDelete(o *deleteOptions) { f(o) }
+func (v versionOption) applyDelete(o deleteOptions) deleteOptions { o.version = int32(v); return o }
+
+type guaranteedOption struct{}
+
+func (guaranteedOption) applyDelete(o deleteOptions) deleteOptions { o.guaranteed = true; return o }
 
 // WithVersion deletes only if the node's data version is v (default: any version).
-func WithVersion(v int32) DeleteOption {
-	return deleteOptionFunc(func(o *deleteOptions) { o.version = v })
-}
+func WithVersion(v int32) DeleteOption { return versionOption(v) }
 
 // Guaranteed makes the delete keep going: if it fails for a retryable reason
 // (connection loss, retries exhausted, ctx ended), the error is returned and
 // the client goes on deleting in the background until the node is gone or
 // the client closes (Curator's guaranteed()). An orphaned lock node would
 // block every contender forever; this is what prevents it.
-func Guaranteed() DeleteOption {
-	return deleteOptionFunc(func(o *deleteOptions) { o.guaranteed = true })
-}
+func Guaranteed() DeleteOption { return guaranteedOption{} }
 
 // Delete removes the node at path. A missing node is an error that unwraps
 // to zk.ErrNoNode.
@@ -198,20 +207,23 @@ func (c *Client) Delete(ctx context.Context, path string, opts ...DeleteOption) 
 	o := deleteOptions{version: -1}
 	for _, opt := range opts {
 		if opt != nil {
-			opt.applyDelete(&o)
+			o = opt.applyDelete(o)
 		}
 	}
 	if err := ValidatePath(path); err != nil {
 		return opError("delete", path, err)
 	}
+	del := deleteAnyVersion
+	if version := o.version; version != -1 {
+		del = func(z *zk.Conn, p string) (struct{}, error) { return struct{}{}, z.Delete(p, version) }
+	}
 	full := c.ns.fix(path)
-	del := func(z *zk.Conn) error { return z.Delete(full, o.version) }
-	_, err := call(ctx, c, "delete", path, func(z *zk.Conn) (struct{}, error) { return struct{}{}, del(z) })
+	_, err := call(ctx, c, "delete", path, full, del)
 	if err != nil && o.guaranteed && !errors.Is(err, ErrClosed) &&
 		(c.retryable(err) || ctx != nil && ctx.Err() != nil) {
-		c.log.Info("delete failed; it goes on in the background")
+		c.log.Info("delete failed; it goes on in the background", zap.String("path", path), zap.Error(err))
 		c.inBackground("guaranteed delete", path, func(z *zk.Conn) error {
-			if err := del(z); err != nil && !errors.Is(err, zk.ErrNoNode) {
+			if _, err := del(z, full); err != nil && !errors.Is(err, zk.ErrNoNode) {
 				return err
 			}
 			return nil
@@ -219,6 +231,9 @@ func (c *Client) Delete(ctx context.Context, path string, opts ...DeleteOption) 
 	}
 	return err
 }
+
+// deleteAnyVersion is the attempt of a delete of whatever version.
+func deleteAnyVersion(z *zk.Conn, p string) (struct{}, error) { return struct{}{}, z.Delete(p, -1) }
 
 // Exists reports whether a node is at path, with its Stat if so.
 func (c *Client) Exists(ctx context.Context, path string) (bool, *zk.Stat, error) {
@@ -320,8 +335,7 @@ func read[T any](ctx context.Context, c *Client, op, path string, fn func(z *zk.
 		var zero T
 		return zero, opError(op, path, err)
 	}
-	full := c.ns.fix(path)
-	return call(ctx, c, op, path, func(z *zk.Conn) (T, error) { return fn(z, full) })
+	return call(ctx, c, op, path, c.ns.fix(path), fn)
 }
 
 // Multi runs the operations (*zk.CreateRequest, *zk.DeleteRequest,
@@ -343,7 +357,7 @@ func (c *Client) Multi(ctx context.Context, ops ...any) ([]zk.MultiResponse, err
 	if err := c.checkSize(size); err != nil {
 		return nil, opError("multi", "", err)
 	}
-	res, err := call(ctx, c, "multi", "", func(z *zk.Conn) ([]zk.MultiResponse, error) {
+	res, err := call(ctx, c, "multi", "", "", func(z *zk.Conn, _ string) ([]zk.MultiResponse, error) {
 		return z.Multi(fixed...)
 	})
 	for i := range res {

@@ -27,37 +27,72 @@ func IsProtectedName(name string) bool { return locktree.IsProtected(name) }
 // not used (its session is gone, or going). When the create finally fails,
 // whatever it may have made is found and deleted in the background.
 func (c *Client) createProtected(ctx context.Context, path string, data []byte, o createOptions) (string, error) {
-	parent, name := SplitPath(c.ns.fix(path))
-	prefix := locktree.ProtectedName(locktree.NewProtectedID(), "")
-	full := JoinPath(parent, prefix+name)
-	session := c.SessionID()
-	first := true
+	pc := &protectedCreate{c: c, data: data, o: o}
+	full := pc.paths(path)
 	var abandoned <-chan struct{}
-	created, err := retryLoop(ctx, c, "create", path, func(z *zk.Conn) (string, error) {
-		if !first {
-			found, err := findProtected(z, parent, prefix)
-			if err != nil {
-				return "", err
-			}
-			if found != "" {
-				if !o.mode.IsEphemeral() || c.SessionID() == session {
-					return found, nil
-				}
-				c.log.Info("protected create found a node of an earlier session; deleting it", zap.String("path", found))
-				c.deleteInBackground(found)
-			}
-		}
-		first = false
-		session = c.SessionID()
-		return c.createWithParents(z, full, data, o)
-	}, &abandoned)
+	created, err := retryLoop[string](ctx, c, "create", path, full, pc, &abandoned)
 	if err == nil {
 		return c.ns.unfix(created), nil
 	}
 	if c.retryable(err) || ctx != nil && ctx.Err() != nil {
-		c.findAndDeleteInBackground(parent, prefix, abandoned)
+		c.findAndDeleteInBackground(pc.parent, pc.prefix, abandoned)
 	}
 	return "", opError("create", path, err)
+}
+
+// protectedCreate is the attempter of a protected create. Its attempts run
+// one after the other (each ends, or is abandoned with the whole create,
+// before the next begins), so it keeps its state across them unguarded.
+type protectedCreate struct {
+	c              *Client
+	data           []byte
+	o              createOptions
+	parent, prefix string // the parent's server path, and "_c_<uuid>-"
+	tried          bool   // a create was sent
+	session        int64  // the session of the last create sent
+}
+
+// paths returns the server path of the create of path with a new
+// protection prefix, and notes its parent's server path and the prefix, as
+// parts of it: a single allocation.
+func (pc *protectedCreate) paths(path string) (full string) {
+	dir, name := SplitPath(path)
+	var b strings.Builder
+	b.Grow(len(pc.c.ns) + len(dir) + 1 + locktree.ProtectedPrefixLength + len(name))
+	b.WriteString(string(pc.c.ns))
+	if dir != "/" {
+		b.WriteString(dir)
+	}
+	end := b.Len()
+	b.WriteByte('/')
+	start := b.Len()
+	locktree.WriteProtectedName(&b, locktree.NewProtectedIDBytes(), name)
+	full = b.String()
+	pc.parent, pc.prefix = full[:end], full[start:start+locktree.ProtectedPrefixLength]
+	if pc.parent == "" {
+		pc.parent = "/"
+	}
+	return full
+}
+
+func (pc *protectedCreate) attempt(z *zk.Conn, full string) (string, error) {
+	c := pc.c
+	if pc.tried {
+		found, err := findProtected(z, pc.parent, pc.prefix)
+		if err != nil {
+			return "", err
+		}
+		if found != "" {
+			if !pc.o.mode.IsEphemeral() || c.SessionID() == pc.session {
+				return found, nil
+			}
+			c.log.Info("protected create found a node of an earlier session; deleting it", zap.String("path", found))
+			c.deleteInBackground(found)
+		}
+	}
+	pc.tried = true
+	pc.session = c.SessionID()
+	return c.createWithParents(z, full, pc.data, pc.o)
 }
 
 // findProtected returns the server path of the first child of parent (in

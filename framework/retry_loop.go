@@ -16,17 +16,21 @@ import (
 // call runs one operation in Curator's retry loop and returns its value:
 // before each attempt it waits (up to the connection timeout) for a
 // connection and makes sure auth and the namespace are in place on it; the
-// attempt runs on that connection; a retryable failure is retried as the
-// policy allows. Errors come back as *OpError.
-func call[T any](ctx context.Context, c *Client, op, path string, attempt func(z *zk.Conn) (T, error)) (T, error) {
-	v, err := retryLoop(ctx, c, op, path, attempt, nil)
+// attempt, attempt(conn, arg), runs on that connection; a retryable failure
+// is retried as the policy allows. Errors come back as *OpError.
+func call[T any](ctx context.Context, c *Client, op, path, arg string, attempt func(z *zk.Conn, arg string) (T, error)) (T, error) {
+	v, err := retryLoop[T](ctx, c, op, path, arg, attemptFunc[T](attempt), nil)
 	return v, opError(op, path, err)
 }
 
 // retryLoop is call without the OpError. If abandoned is not nil and ctx
 // cuts an attempt short while it is in flight, *abandoned is set to a channel
 // closed when that attempt has ended.
-func retryLoop[T any](ctx context.Context, c *Client, op, path string, attempt func(z *zk.Conn) (T, error), abandoned *<-chan struct{}) (T, error) {
+//
+// The first attempt runs outside the retry machinery (retry.DoAfter takes
+// over only after a failure), so that a call that succeeds at once builds
+// none of it.
+func retryLoop[T any](ctx context.Context, c *Client, op, path, arg string, attempt attempter[T], abandoned *<-chan struct{}) (T, error) {
 	var out T
 	if ctx == nil {
 		return out, invalidArgument("nil context")
@@ -34,25 +38,43 @@ func retryLoop[T any](ctx context.Context, c *Client, op, path string, attempt f
 	if c.IsClosed() {
 		return out, ErrClosed
 	}
-	err := retry.Do(ctx, c.policy, func(ctx context.Context) error {
-		z, err := c.prepare(ctx)
-		if err != nil {
-			return err
-		}
-		v, err, pending := interruptible(ctx, func() (T, error) { return attempt(z.Conn) })
-		if pending != nil {
-			if abandoned != nil {
-				*abandoned = pending
-			}
-			return err
-		}
+	if ctx.Err() != nil {
+		// retry.Do returns the error of an ended context without calling op
+		return out, retry.Do(ctx, c.policy, func(context.Context) error { return nil })
+	}
+	start := time.Now()
+	out, err := attemptOnce(ctx, c, arg, attempt, abandoned)
+	if err == nil {
+		return out, nil
+	}
+	err = retry.DoAfter(ctx, c.policy, start, err, func(ctx context.Context) error {
+		v, err := attemptOnce(ctx, c, arg, attempt, abandoned)
 		out = v
-		return connectionLoss(err)
+		return err
 	}, retry.OnRetry(func(err error, n int, wait time.Duration) {
 		c.log.Debug("retrying", zap.String("op", op), zap.String("path", path),
 			zap.Int("retry", n), zap.Duration("wait", wait), zap.Error(err))
 	}))
 	return out, err
+}
+
+// attemptOnce is one attempt of retryLoop: wait for a connection, then run
+// attempt on it as long as ctx allows. The value is the attempt's, even on
+// an error, unless ctx cut the attempt short.
+func attemptOnce[T any](ctx context.Context, c *Client, arg string, attempt attempter[T], abandoned *<-chan struct{}) (T, error) {
+	z, err := c.prepare(ctx)
+	if err != nil {
+		var zero T
+		return zero, err
+	}
+	v, err, pending := interruptible(ctx, c, z.Conn, arg, attempt)
+	if pending != nil {
+		if abandoned != nil {
+			*abandoned = pending
+		}
+		return v, err
+	}
+	return v, connectionLoss(err)
 }
 
 // connectionLoss makes the raw network error that go-zookeeper hands a
@@ -70,38 +92,43 @@ func connectionLoss(err error) error {
 	return err
 }
 
-// interruptible runs fn and returns its result, or ctx's error as soon as
-// ctx ends. go-zookeeper's calls take no context, so an abandoned call
-// finishes on its own goroutine (within go-zookeeper's own timeouts, or at
-// Close); pending is then closed when it has. The result of an abandoned
-// call is dropped: it travels through a channel, never through variables
-// the caller shares, so nothing races with the caller.
-func interruptible[T any](ctx context.Context, fn func() (T, error)) (T, error, <-chan struct{}) {
+// interruptible runs attempt(z, arg) and returns its result, or ctx's error
+// as soon as ctx ends. go-zookeeper's calls take no context, so when ctx can
+// end the call runs on one of the client's runners (runner.go) while the
+// caller waits for it or for ctx; a call ctx cuts short finishes on its
+// runner (within go-zookeeper's own timeouts, or at Close), and pending is
+// then closed when it has. The result of an abandoned call is dropped: the
+// caller never reads what the runner writes after it has gone. A context
+// that cannot end (Done is nil) runs the call on the caller's goroutine.
+func interruptible[T any](ctx context.Context, c *Client, z *zk.Conn, arg string, attempt attempter[T]) (T, error, <-chan struct{}) {
 	var zero T
 	if ctx.Done() == nil {
-		v, err := fn()
+		v, err := attempt.attempt(z, arg)
 		return v, err, nil
 	}
 	if err := ctx.Err(); err != nil {
 		return zero, err, nil
 	}
-	type result struct {
-		v   T
-		err error
+	r := c.runners.get()
+	if r == nil {
+		// The client is closed, and so is z: the call fails at once.
+		v, err := attempt.attempt(z, arg)
+		return v, err, nil
 	}
-	results := make(chan result, 1)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		v, err := fn()
-		results <- result{v, err}
-	}()
+	j := &callJob[T]{a: attempt, z: z, arg: arg}
+	r.work <- j
 	select {
-	case r := <-results:
-		return r.v, r.err, nil
+	case <-r.done:
 	case <-ctx.Done():
-		return zero, ctx.Err(), done
+		pending := make(chan struct{})
+		j.pending = pending
+		if j.state.CompareAndSwap(jobRunning, jobAbandoned) {
+			return zero, ctx.Err(), pending
+		}
+		<-r.done // it ended as ctx did: the result is ours after all
 	}
+	c.runners.put(r)
+	return j.v, j.err, nil
 }
 
 // prepare waits for a connection, then, once per go-zookeeper connection,
@@ -120,7 +147,7 @@ func (c *Client) prepare(ctx context.Context) (*conn, error) {
 	if z.ready.Load() {
 		return z, nil
 	}
-	_, err, _ := interruptible(ctx, func() (struct{}, error) {
+	_, err, _ := interruptible[struct{}](ctx, c, z.Conn, "", attemptFunc[struct{}](func(*zk.Conn, string) (struct{}, error) {
 		for _, a := range c.cfg.auth {
 			if err := z.AddAuth(a.scheme, a.auth); err != nil {
 				return struct{}{}, opError("auth", a.scheme, err)
@@ -132,7 +159,7 @@ func (c *Client) prepare(ctx context.Context) (*conn, error) {
 			}
 		}
 		return struct{}{}, nil
-	})
+	}))
 	if err != nil {
 		return nil, err
 	}

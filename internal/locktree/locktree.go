@@ -179,6 +179,13 @@ const (
 // NewProtectedID returns a random version-4 UUID in the canonical lowercase
 // 8-4-4-4-12 form, as Java's UUID.randomUUID().toString().
 func NewProtectedID() string {
+	id := NewProtectedIDBytes()
+	return string(id[:])
+}
+
+// NewProtectedIDBytes is NewProtectedID as bytes, for a caller that builds
+// a protected name of its own without an allocation for the id.
+func NewProtectedIDBytes() [36]byte {
 	var b [16]byte
 	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails (Go 1.24+)
 	b[6] = b[6]&0x0f | 0x40
@@ -193,11 +200,21 @@ func NewProtectedID() string {
 	hex.Encode(s[19:23], b[8:10])
 	s[23] = '-'
 	hex.Encode(s[24:], b[10:])
-	return string(s[:])
+	return s
 }
 
 // ProtectedName returns name with the protection prefix for id: "_c_<id>-<name>".
 func ProtectedName(id, name string) string { return protectedPrefix + id + "-" + name }
+
+// WriteProtectedName writes ProtectedName(id, name) to b, for an id from
+// NewProtectedIDBytes: a caller that builds a whole path in b allocates
+// once.
+func WriteProtectedName(b *strings.Builder, id [36]byte, name string) {
+	b.WriteString(protectedPrefix)
+	b.Write(id[:])
+	b.WriteByte('-')
+	b.WriteString(name)
+}
 
 // IsProtected reports whether a node name carries Curator's protection
 // prefix, by Curator's own test (ProtectedUtils.isProtectedZNode): longer

@@ -1,0 +1,148 @@
+package framework
+
+import (
+	"sync"
+	"sync/atomic"
+
+	"github.com/go-zookeeper/zk"
+)
+
+// go-zookeeper's calls take no context and block until the server answers
+// (or the connection fails, within go-zookeeper's own timeouts). For a
+// caller's context to cut a call short, the call must run on another
+// goroutine while the caller waits for it or for the context. Starting a
+// goroutine per call costs a goroutine, its stack, two channels and a
+// closure on every ZooKeeper call; a client instead keeps a few idle
+// goroutines, its runners, and hands each such call to one.
+//
+// A call either ends with its caller still waiting (the runner signals
+// done, the caller takes the result and gives the runner back to the pool)
+// or is abandoned by its caller whose context ended (the runner, when the
+// call ends, drops the result, closes the caller's pending channel and puts
+// itself back). Who has the call is settled by one compare-and-swap on the
+// job's state, so a result is never written where a caller that has gone
+// could read it, and a runner is never reused while its done is unread.
+
+// maxIdleRunners bounds the runners a client keeps between calls; more are
+// started when more calls are in flight at once, and end when they find
+// the pool full.
+const maxIdleRunners = 32
+
+// A job's states.
+const (
+	jobRunning   int32 = iota
+	jobFinished        // ended with its caller waiting: the result is the caller's
+	jobAbandoned       // its caller has gone: the result is dropped
+)
+
+// job is one call handed to a runner.
+type job interface {
+	run()
+	handoff() *jobState
+}
+
+// jobState settles between a runner and a caller who has the call's end.
+type jobState struct {
+	state   atomic.Int32
+	pending chan struct{} // set by a caller before it abandons the job; closed when the call has ended
+}
+
+// attempter makes one attempt of an operation on a go-zookeeper
+// connection; arg is what it works on, usually the server path (passed
+// along rather than captured, so that an attempt that needs nothing else is
+// a func without captures, and allocates nothing).
+type attempter[T any] interface {
+	attempt(z *zk.Conn, arg string) (T, error)
+}
+
+// attemptFunc is a func as an attempter.
+type attemptFunc[T any] func(z *zk.Conn, arg string) (T, error)
+
+func (f attemptFunc[T]) attempt(z *zk.Conn, arg string) (T, error) { return f(z, arg) }
+
+// callJob is a go-zookeeper call, a.attempt(z, arg), and its result.
+type callJob[T any] struct {
+	jobState
+	a   attempter[T]
+	z   *zk.Conn
+	arg string
+	v   T
+	err error
+}
+
+func (j *callJob[T]) run()               { j.v, j.err = j.a.attempt(j.z, j.arg) }
+func (j *callJob[T]) handoff() *jobState { return &j.jobState }
+
+// runner is a goroutine of the client's that runs the jobs sent on work.
+type runner struct {
+	work chan job
+	done chan struct{} // one token per job that ended with its caller waiting
+}
+
+// runners is a client's pool of idle runners.
+type runners struct {
+	mu     sync.Mutex
+	idle   []*runner
+	closed bool
+	wg     sync.WaitGroup // every runner started
+}
+
+// get returns an idle runner, or a new one; nil once the pool is closed.
+func (p *runners) get() *runner {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return nil
+	}
+	if n := len(p.idle); n > 0 {
+		r := p.idle[n-1]
+		p.idle[n-1] = nil
+		p.idle = p.idle[:n-1]
+		return r
+	}
+	r := &runner{work: make(chan job, 1), done: make(chan struct{}, 1)}
+	p.wg.Add(1)
+	go p.loop(r)
+	return r
+}
+
+// put gives r back to the pool, or ends it when the pool is full or closed.
+// r has no job, and its done holds no token.
+func (p *runners) put(r *runner) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed || len(p.idle) >= maxIdleRunners {
+		close(r.work)
+		return
+	}
+	p.idle = append(p.idle, r)
+}
+
+// close ends the idle runners, and every other one as it comes back; wait
+// then waits for them all.
+func (p *runners) close() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.closed = true
+	for _, r := range p.idle {
+		close(r.work)
+	}
+	p.idle = nil
+}
+
+// wait waits until every runner has ended (after close).
+func (p *runners) wait() { p.wg.Wait() }
+
+func (p *runners) loop(r *runner) {
+	defer p.wg.Done()
+	for j := range r.work {
+		j.run()
+		s := j.handoff()
+		if s.state.CompareAndSwap(jobRunning, jobFinished) {
+			r.done <- struct{}{} // the caller takes it, and puts r back
+			continue
+		}
+		close(s.pending) // abandoned: nobody reads the result
+		p.put(r)
+	}
+}
