@@ -283,7 +283,7 @@ const latchRetryWait = time.Second
 // acquire loop every lock shares), lead until the term ends, look again
 // once connected; a node gone with its session is created again.
 func (l *LeaderLatch) run(ctx context.Context) {
-	a := attempt{name: locktree.LatchName, mode: framework.EphemeralSequential, data: []byte(l.id), driver: l.driver()}
+	a := attempt{path: framework.JoinPath(l.li.base, locktree.LatchName), mode: framework.EphemeralSequential, data: []byte(l.id), driver: l.driver()}
 	var n *acquisition
 	defer func() {
 		l.endTerm(true)

@@ -26,7 +26,7 @@ type lockInternals struct {
 
 // attempt says what one acquire creates and how it decides.
 type attempt struct {
-	name    string               // node name before protection, e.g. "lock-"
+	path    string               // the node's path before protection: the base and e.g. "lock-"
 	mode    framework.CreateMode // EphemeralSequential, or Ephemeral for a downgrade read node
 	data    []byte               // nil: the client's default data
 	driver  driver
@@ -47,10 +47,19 @@ func (li *lockInternals) acquire(ctx context.Context, a attempt) (*acquisition, 
 // while it fails because our node vanished (errNodeVanished): Curator's
 // NoNode retry (attemptLock; the semaphore's RETRY_DUE_TO_MISSING_NODE).
 // It is the retry loop of that one cause; connection loss is retried inside
-// each call, by the client.
+// each call, by the client. The first run is made here, so that an attempt
+// that does not meet a vanished node builds no retry machinery.
 func retryVanished(ctx context.Context, client *framework.Client, base string, once func() (*acquisition, error)) (*acquisition, error) {
-	var got *acquisition
-	err := retry.Do(ctx, client.RetryPolicy(), func(context.Context) error {
+	if ctx.Err() != nil {
+		// retry.Do returns the error of an ended context without calling op
+		return nil, retry.Do(ctx, client.RetryPolicy(), func(context.Context) error { return nil })
+	}
+	start := time.Now()
+	got, err := once()
+	if !errors.Is(err, errNodeVanished) {
+		return got, err
+	}
+	err = retry.DoAfter(ctx, client.RetryPolicy(), start, err, func(context.Context) error {
 		var err error
 		got, err = once()
 		return err
@@ -82,7 +91,7 @@ func (li *lockInternals) attemptOnce(ctx context.Context, a attempt) (*acquisiti
 // itself: an error here is final.
 func (li *lockInternals) create(ctx context.Context, a attempt) (*acquisition, error) {
 	sig := li.client.NotifyErrorState()
-	path, err := li.client.Create(ctx, framework.JoinPath(li.base, a.name), a.data,
+	path, err := li.client.Create(ctx, a.path, a.data,
 		framework.WithMode(a.mode), framework.WithProtection(), framework.CreatingParentContainersIfNeeded())
 	if err != nil {
 		sig.Stop()

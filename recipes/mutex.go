@@ -20,10 +20,10 @@ import (
 // path/_c_<uuid>-lock-<seq> (parents are containers); the lowest sequence
 // holds the lock; each waiter watches only its predecessor.
 type InterProcessMutex struct {
-	li   lockInternals
-	d    driver
-	name string
-	data []byte
+	li       lockInternals
+	d        driver
+	nodePath string // path/name: where its nodes are created, before protection
+	data     []byte
 
 	mu     sync.Mutex
 	grants map[*acquisition]struct{} // the grants of this value's handles not yet released
@@ -64,7 +64,7 @@ func newMutex(client *framework.Client, path, name string, d driver, opts []Lock
 			opt.applyLock(&o)
 		}
 	}
-	return &InterProcessMutex{li: lockInternals{client: client, base: path}, d: d, name: name, data: o.data,
+	return &InterProcessMutex{li: lockInternals{client: client, base: path}, d: d, nodePath: framework.JoinPath(path, name), data: o.data,
 		grants: map[*acquisition]struct{}{}}, nil
 }
 
@@ -129,11 +129,14 @@ type Handle struct {
 	m     *InterProcessMutex
 	hooks handleHooks // how nodes are taken and given up: the mutex's lockInternals, or a read-write half
 
-	mu        sync.Mutex    // guards what follows; never held across a call to ZooKeeper
-	count     int           // holds not yet released, lost ones included
-	grant     *acquisition  // the current acquisition while count > 0
-	cleaned   bool          // the grant's node was given up already (by the first Release after a loss)
-	acquiring chan struct{} // while this handle's acquisition is under way; closed when it ends
+	mu        sync.Mutex   // guards what follows; never held across a call to ZooKeeper
+	count     int          // holds not yet released, lost ones included
+	grant     *acquisition // the current acquisition while count > 0
+	cleaned   bool         // the grant's node was given up already (by the first Release after a loss)
+	acquiring bool         // this handle's acquisition is under way
+	// acquired is closed when the acquisition under way ends; made by the
+	// first call that waits for it (most acquisitions have none).
+	acquired  chan struct{}
 	revocable func()
 }
 
@@ -175,7 +178,11 @@ func (h *Handle) acquire(ctx context.Context, try bool) error {
 			}
 			return nil
 		}
-		if wait := h.acquiring; wait != nil {
+		if h.acquiring {
+			if h.acquired == nil {
+				h.acquired = make(chan struct{})
+			}
+			wait := h.acquired
 			h.mu.Unlock()
 			if try {
 				return errs.Errorf("acquire %s: %w: this handle's own acquisition is under way", h.m.li.base, ErrLocked)
@@ -187,9 +194,8 @@ func (h *Handle) acquire(ctx context.Context, try bool) error {
 				return errs.Errorf("acquire %s: %w", h.m.li.base, ctx.Err())
 			}
 		}
-		done := make(chan struct{})
-		h.acquiring = done
-		a := attempt{name: h.m.name, mode: framework.EphemeralSequential, data: h.m.data, driver: h.m.d, try: try}
+		h.acquiring = true
+		a := attempt{path: h.m.nodePath, mode: framework.EphemeralSequential, data: h.m.data, driver: h.m.d, try: try}
 		if h.revocable != nil {
 			a.data, a.revoked = []byte{}, h.revocable
 		}
@@ -198,8 +204,11 @@ func (h *Handle) acquire(ctx context.Context, try bool) error {
 		g, err := h.hooks.acquire(ctx, a)
 
 		h.mu.Lock()
-		h.acquiring = nil
-		close(done)
+		h.acquiring = false
+		if h.acquired != nil {
+			close(h.acquired)
+			h.acquired = nil
+		}
 		if err == nil {
 			h.count, h.grant, h.cleaned = 1, g, false
 			h.revocable = nil // as Curator: makeRevocable holds for one acquisition

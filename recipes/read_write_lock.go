@@ -143,7 +143,7 @@ func (r rwHalf) acquire(ctx context.Context, a attempt) (*acquisition, error) {
 	if err := w.err(); err != nil {
 		return nil, errs.Errorf("the write lock it would downgrade: %w", err)
 	}
-	a.name = locktree.ReadName + locktree.ReadWriteSortKey(w.name)
+	a.path = framework.JoinPath(li.base, locktree.ReadName+locktree.ReadWriteSortKey(w.name))
 	a.mode = framework.Ephemeral
 	a.driver = readDriver{ownWrite: w.name}
 	n, err := li.acquire(ctx, a)

@@ -38,6 +38,8 @@ type InterProcessSemaphoreV2 struct {
 	max    int          // when count is nil
 	count  *SharedCount // or nil
 
+	lockPath, leasePath string // P/locks/lock-, P/leases/lease-: where nodes are created, before protection
+
 	mu      sync.Mutex
 	changed chan struct{} // closed and replaced when count changes
 }
@@ -105,14 +107,17 @@ func newSemaphore(client *framework.Client, path string, opts []SemaphoreOption)
 			opt.applySemaphore(&o)
 		}
 	}
-	return &InterProcessSemaphoreV2{
+	s := &InterProcessSemaphoreV2{
 		client:  client,
 		path:    path,
 		locks:   lockInternals{client: client, base: framework.JoinPath(path, locktree.SemaphoreLocks)},
 		leases:  lockInternals{client: client, base: framework.JoinPath(path, locktree.SemaphoreLeases)},
 		data:    o.data,
 		changed: make(chan struct{}),
-	}, nil
+	}
+	s.lockPath = framework.JoinPath(s.locks.base, locktree.MutexName)
+	s.leasePath = framework.JoinPath(s.leases.base, locktree.LeaseName)
+	return s, nil
 }
 
 // Path returns the semaphore's base path.
@@ -202,9 +207,9 @@ func (s *InterProcessSemaphoreV2) acquire(ctx context.Context, qty int, try bool
 // lock's node) vanishes, the whole is tried again as far as the client's
 // retry policy allows (RETRY_DUE_TO_MISSING_NODE).
 func (s *InterProcessSemaphoreV2) acquireOne(ctx context.Context, try bool) (*Lease, error) {
-	lockAttempt := attempt{name: locktree.MutexName, mode: framework.EphemeralSequential,
+	lockAttempt := attempt{path: s.lockPath, mode: framework.EphemeralSequential,
 		driver: lockNameDriver(locktree.MutexName, 1), try: try}
-	leaseAttempt := attempt{name: locktree.LeaseName, mode: framework.EphemeralSequential,
+	leaseAttempt := attempt{path: s.leasePath, mode: framework.EphemeralSequential,
 		data: s.data, driver: leaseDriver{s}, try: try}
 	g, err := retryVanished(ctx, s.client, s.path, func() (*acquisition, error) {
 		lock, err := s.locks.attemptOnce(ctx, lockAttempt)

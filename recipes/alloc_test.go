@@ -1,0 +1,62 @@
+package recipes
+
+import (
+	"context"
+	"testing"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/gocurator/curator/internal/testutil"
+)
+
+// What an uncontended acquire + release allocates beyond go-zookeeper's own
+// allocations for the textbook cycle (create, list, delete): the loss
+// signal (2), the acquisition (1), the protected create's state and its path
+// (2). Nothing per call for the retry machinery, options or paths; with a
+// context that can end, one job per ZooKeeper call (3).
+func TestUncontendedCycleAllocations(t *testing.T) {
+	const ours = 5
+	ctx, base := testutil.Begin(t, server.Addr())
+	raw := rawConn(t)
+	floor := base + "/floor"
+	for _, p := range []string{base, floor} {
+		if _, err := raw.Create(p, nil, 0, zk.WorldACL(zk.PermAll)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	floorAllocs := testing.AllocsPerRun(100, func() {
+		p, err := raw.Create(floor+"/lock-", nil, zk.FlagEphemeralSequential, zk.WorldACL(zk.PermAll))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := raw.Children(floor); err != nil {
+			t.Fatal(err)
+		}
+		if err := raw.Delete(p, -1); err != nil {
+			t.Fatal(err)
+		}
+	})
+	h := mustMutex(t, newClient(t, ""), base+"/ours").NewHandle()
+	for _, tc := range []struct {
+		name  string
+		ctx   context.Context
+		extra float64
+	}{
+		{"context.Background", context.Background(), ours},
+		{"a context that can end", ctx, ours + 3},
+	} {
+		n := testing.AllocsPerRun(100, func() {
+			if err := h.Acquire(tc.ctx); err != nil {
+				t.Fatal(err)
+			}
+			if err := h.Release(tc.ctx); err != nil {
+				t.Fatal(err)
+			}
+		})
+		t.Logf("%s: %.0f allocations per cycle, go-zookeeper's textbook cycle %.0f", tc.name, n, floorAllocs)
+		if n > floorAllocs+tc.extra {
+			t.Errorf("with %s an acquire + release allocates %.0f times, go-zookeeper's cycle %.0f: want at most %.0f more",
+				tc.name, n, floorAllocs, tc.extra)
+		}
+	}
+}
