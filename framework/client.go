@@ -273,7 +273,9 @@ func (l zkLogger) Printf(format string, args ...any) {
 			l.c.mu.Unlock()
 		}
 	}
-	l.c.log.Debug("go-zookeeper: " + fmt.Sprintf(format, args...))
+	if l.c.log.Core().Enabled(zap.DebugLevel) { // the message is built only to be logged
+		l.c.log.Debug("go-zookeeper: " + fmt.Sprintf(format, args...))
+	}
 }
 
 // sessionString formats a session id as ZooKeeper's logs do.

@@ -21,6 +21,14 @@ func ValidatePath(path string) error {
 }
 
 func pathProblem(path string) string {
+	if plainPath(path) {
+		return ""
+	}
+	return fullPathProblem(path)
+}
+
+// fullPathProblem says what is wrong with path by ZooKeeper's rules, or "".
+func fullPathProblem(path string) string {
 	switch {
 	case path == "":
 		return "path must not be empty"
@@ -49,6 +57,38 @@ func pathProblem(path string) string {
 		}
 	}
 	return ""
+}
+
+// plainPath reports, in one pass over the bytes, that path is one of the
+// paths every operation meets (printable ASCII segments, none empty, "."
+// or ".."), and so valid; false means that pathProblem must look closer.
+func plainPath(path string) bool {
+	if len(path) < 2 || path[0] != '/' || path[len(path)-1] == '/' {
+		return false
+	}
+	seg := 1 // where the current segment starts
+	for i := 1; i <= len(path); i++ {
+		if i < len(path) && path[i] != '/' {
+			if c := path[i]; c < 0x20 || c > 0x7e {
+				return false
+			}
+			continue
+		}
+		switch i - seg {
+		case 0:
+			return false
+		case 1:
+			if path[seg] == '.' {
+				return false
+			}
+		case 2:
+			if path[seg] == '.' && path[seg+1] == '.' {
+				return false
+			}
+		}
+		seg = i + 1
+	}
+	return true
 }
 
 // JoinPath joins a parent path and a child name the way Curator's

@@ -118,3 +118,14 @@ func TestParseConnectString(t *testing.T) {
 		}
 	}
 }
+
+// A lock node's path, as every operation on it validates it.
+func BenchmarkValidatePath(b *testing.B) {
+	p := "/gocurator-test/BenchmarkMutexAcquireRelease/_c_40bfe6fd-3b9e-4c4d-9a5e-0123456789ab-lock-0000000007"
+	b.ReportAllocs()
+	for b.Loop() {
+		if err := ValidatePath(p); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
