@@ -9,6 +9,7 @@
 package locktree
 
 import (
+	"cmp"
 	"crypto/rand"
 	"encoding/hex"
 	"slices"
@@ -64,17 +65,56 @@ func KeyFor(lockName string) func(string) string {
 // counted too, so "0-foreign" sorts before every sequence number and blocks
 // the lock in Curator and here alike. It returns a new slice.
 func Sort(children []string, key func(string) string) []string {
-	type keyed struct{ key, name string }
+	// Stable as an unstable sort with the input position as the last key:
+	// pdqsort's n log n, where a stable sort's in-place merges cost
+	// n log² n, which a waiter of a long queue pays at every listing. A key
+	// of ten decimal digits (every sequence number the server gives before
+	// it wraps) is compared as its number: for two such keys that is the
+	// byte-wise order. What moves while sorting is small: the number and
+	// the position, which finds the key and the name.
+	type keyed struct {
+		num int64 // the key's value if it is ten decimal digits, else -1
+		at  int
+	}
+	keys := make([]string, len(children))
 	ks := make([]keyed, len(children))
 	for i, c := range children {
-		ks[i] = keyed{key(c), c}
+		keys[i] = key(c)
+		ks[i] = keyed{tenDigits(keys[i]), i}
 	}
-	slices.SortStableFunc(ks, func(a, b keyed) int { return strings.Compare(a.key, b.key) })
+	slices.SortFunc(ks, func(a, b keyed) int {
+		c := 0
+		if a.num >= 0 && b.num >= 0 {
+			c = cmp.Compare(a.num, b.num)
+		} else {
+			c = strings.Compare(keys[a.at], keys[b.at])
+		}
+		if c != 0 {
+			return c
+		}
+		return a.at - b.at
+	})
 	out := make([]string, len(ks))
 	for i, k := range ks {
-		out[i] = k.name
+		out[i] = children[k.at]
 	}
 	return out
+}
+
+// tenDigits returns the value of s if it is ten decimal digits, else -1.
+func tenDigits(s string) int64 {
+	if len(s) != 10 {
+		return -1
+	}
+	var n int64
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c < '0' || c > '9' {
+			return -1
+		}
+		n = n*10 + int64(c-'0')
+	}
+	return n
 }
 
 // IndexOf returns the index of name in sorted, or -1.
