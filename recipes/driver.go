@@ -7,6 +7,9 @@ import "github.com/gocurator/curator/internal/locktree"
 // lock or which node to wait on.
 type driver interface {
 	sort(children []string) []string
+	// order names the order sort puts children in: waiters whose drivers
+	// have the same order may share a sorted listing (lister).
+	order() string
 	// check returns whether ourName holds the lock among the sorted
 	// children, or else the name of the child to wait on. An error that
 	// unwraps to errNodeVanished means ourName is not among them.
@@ -63,15 +66,22 @@ type countingDriver interface {
 // its write half (writeDriver).
 type standardDriver struct {
 	key       func(name string) string
+	keyName   string // names key, for order
 	maxLeases int
 }
 
 // lockNameDriver is the standard driver sorting by the key of lockName.
 func lockNameDriver(lockName string, maxLeases int) standardDriver {
-	return standardDriver{key: locktree.KeyFor(lockName), maxLeases: maxLeases}
+	return standardDriver{key: locktree.KeyFor(lockName), keyName: lockName, maxLeases: maxLeases}
 }
 
 func (d standardDriver) sort(children []string) []string { return locktree.Sort(children, d.key) }
+
+func (d standardDriver) order() string { return d.keyName }
+
+// readWriteOrder is the order of the read-write lock's drivers: both halves
+// sort by locktree.ReadWriteSortKey.
+const readWriteOrder = "read-write"
 
 func (d standardDriver) check(sorted []string, ourName string) (bool, string, error) {
 	held, watch, found := locktree.Standard(sorted, ourName, d.maxLeases)
@@ -100,7 +110,7 @@ func (d standardDriver) lookahead(sorted []string, ourName, watch string) string
 type writeDriver struct{ standardDriver }
 
 func newWriteDriver() writeDriver {
-	return writeDriver{standardDriver{key: locktree.ReadWriteSortKey, maxLeases: 1}}
+	return writeDriver{standardDriver{key: locktree.ReadWriteSortKey, keyName: readWriteOrder, maxLeases: 1}}
 }
 
 func (writeDriver) check(sorted []string, ourName string) (bool, string, error) {

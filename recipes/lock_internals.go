@@ -22,6 +22,9 @@ const cleanupTimeout = 5 * time.Second
 type lockInternals struct {
 	client *framework.Client
 	base   string
+	// listHook, when set (by tests only), hears what a waiter of this
+	// value does in its lister (see lister.list).
+	listHook func(ev listEvent, ctx context.Context, n uint64)
 }
 
 // attempt says what one acquire creates and how it decides.

@@ -197,6 +197,8 @@ func (readDriver) sort(children []string) []string {
 	return locktree.Sort(children, locktree.ReadWriteSortKey)
 }
 
+func (readDriver) order() string { return readWriteOrder }
+
 func (d readDriver) check(sorted []string, ourName string) (bool, string, error) {
 	if d.ownWrite != "" && locktree.IndexOf(sorted, d.ownWrite) < 0 {
 		return false, "", errs.Errorf("%w: write lock node %s is gone", ErrLockLost, d.ownWrite)

@@ -247,6 +247,8 @@ type leaseDriver struct{ s *InterProcessSemaphoreV2 }
 
 func (leaseDriver) sort(children []string) []string { return children }
 
+func (leaseDriver) order() string { return "server" } // as the server lists them
+
 func (d leaseDriver) check(children []string, ourName string) (bool, string, error) {
 	held, found := locktree.Leases(children, ourName, d.s.MaxLeases())
 	if !found {

@@ -16,9 +16,14 @@ import (
 // session to end, or for ctx. Any event means "look again", but for a
 // hand-off: the deletion of the one node that kept us from holding.
 func (li *lockInternals) wait(ctx context.Context, a attempt, n *acquisition) error {
+	var ls *lister
+	if _, counting := a.driver.(countingDriver); !counting {
+		ls = listerFor(li, a.driver)
+		defer ls.release()
+	}
 	var w watches
 	for {
-		l, err := li.list(ctx, a, n)
+		l, err := li.list(ctx, a, n, ls)
 		if err != nil {
 			return err
 		}
@@ -49,18 +54,20 @@ func (li *lockInternals) wait(ctx context.Context, a attempt, n *acquisition) er
 
 // listing is one look at the queue.
 type listing struct {
-	sorted []string // the base's children, as the driver sorts them
+	sorted []string // the base's children, as the driver sorts them; shared with other waiters: read-only
 	// For a counting driver: the child watch set with the listing, and the
 	// channel that closes when the driver's own limit changes.
 	children <-chan zk.Event
 	changed  <-chan struct{}
 }
 
-// list lists the base's children. After an error state (our node is not
-// trusted), our node's Stat (owner session, czxid) is read alongside, so
-// that a grant needs no round trip of its own to verify it; our node found
-// gone is errNodeVanished.
-func (li *lockInternals) list(ctx context.Context, a attempt, n *acquisition) (listing, error) {
+// list lists the base's children: through ls, the listing it shares with
+// the client's other waiters on the base, unless the driver is a counting
+// one (nil ls), whose listing sets a child watch of its own. After an error
+// state (our node is not trusted), our node's Stat (owner session, czxid)
+// is read alongside, so that a grant needs no round trip of its own to
+// verify it; our node found gone is errNodeVanished.
+func (li *lockInternals) list(ctx context.Context, a attempt, n *acquisition, ls *lister) (listing, error) {
 	var own chan nodeStat
 	if n.own == nil && !li.trusted(n) {
 		own = make(chan nodeStat, 1)
@@ -75,8 +82,14 @@ func (li *lockInternals) list(ctx context.Context, a attempt, n *acquisition) (l
 	if counting, ok := a.driver.(countingDriver); ok {
 		l.changed = counting.changed() // before listing: no change between the two goes unseen
 		children, _, l.children, err = li.client.ChildrenW(ctx, li.base)
+		if errors.Is(err, zk.ErrNoNode) {
+			err = nil
+		}
+		if err == nil {
+			l.sorted = a.driver.sort(children)
+		}
 	} else {
-		children, _, err = li.client.Children(ctx, li.base)
+		l.sorted, err = ls.list(ctx, li, a.driver)
 	}
 	if own != nil {
 		r := <-own
@@ -85,11 +98,7 @@ func (li *lockInternals) list(ctx context.Context, a attempt, n *acquisition) (l
 		}
 		n.own = r.stat // nil after an error: read again with the next listing
 	}
-	if err != nil && !errors.Is(err, zk.ErrNoNode) {
-		return l, err
-	}
-	l.sorted = a.driver.sort(children)
-	return l, nil
+	return l, err
 }
 
 type nodeStat struct {

@@ -1,0 +1,178 @@
+package recipes
+
+import (
+	"context"
+	"errors"
+	"sync"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/gocurator/curator/framework"
+)
+
+// A lister coalesces the listings of one lock path that the waiters of one
+// client send: many handles of a lock in one process would otherwise each
+// list the whole queue when they queue, and each listing grows with the
+// queue.
+//
+// The rule: a waiter may use a listing begun after it asked for one. It
+// asks after its node's create returned, or after the event that woke it,
+// so such a listing was sent (on the same session, whose requests the
+// server handles in order) after its node was created and after that event:
+// it shows what the waiter's own listing would have shown, or later. So a
+// waiter that asks while no listing is under way begins one; one that asks
+// while a listing is under way (begun before it asked, perhaps before its
+// node existed) waits for that one to end and then joins the next, which
+// the first of them to come begins. However many waiters ask meanwhile, one
+// listing serves them all; and a sorted listing is shared, never changed.
+//
+// The tree, and what other processes see, is unchanged: fewer reads.
+type lister struct {
+	key  listerKey
+	refs int // waiters using it; guarded by listersMu
+
+	mu       sync.Mutex
+	begun    uint64    // listings begun so far
+	inflight *listCall // the listing under way, or nil
+}
+
+// listerKey is what a lister is shared by: one client, one lock path, and
+// one order of the sorted listing (the drivers' order).
+type listerKey struct {
+	client *framework.Client
+	base   string
+	order  string
+}
+
+// listCall is one listing, shared by the waiters that join it.
+type listCall struct {
+	n    uint64        // its place among the listings begun
+	done chan struct{} // closed when what follows is set
+	// sorted is the base's children, in the driver's order (read-only).
+	sorted []string
+	err    error
+	// abandoned: its leader's context ended before it did. It answers
+	// nobody: those who joined it ask again.
+	abandoned bool
+}
+
+var (
+	listersMu sync.Mutex
+	listers   = map[listerKey]*lister{}
+	// spareListers keeps listers nobody uses any more, so that a lone
+	// waiter's lister (made and forgotten at every uncontended acquire)
+	// costs no allocation.
+	spareListers = sync.Pool{New: func() any { return new(lister) }}
+)
+
+// listerFor returns the lister of li's base for d's order, to be given back
+// with release.
+func listerFor(li *lockInternals, d driver) *lister {
+	k := listerKey{client: li.client, base: li.base, order: d.order()}
+	listersMu.Lock()
+	defer listersMu.Unlock()
+	l := listers[k]
+	if l == nil {
+		l = spareListers.Get().(*lister)
+		l.key = k
+		listers[k] = l
+	}
+	l.refs++
+	return l
+}
+
+// release gives the lister back; the last one out forgets it. Nobody
+// holds it then, and no listing of its is under way (each is its leader's,
+// who holds the lister until it ends), so it is kept for reuse.
+func (l *lister) release() {
+	listersMu.Lock()
+	defer listersMu.Unlock()
+	if l.refs--; l.refs == 0 {
+		delete(listers, l.key)
+		l.key, l.begun, l.inflight = listerKey{}, 0, nil
+		spareListers.Put(l)
+	}
+}
+
+// shared reports whether another waiter uses the lister now.
+func (l *lister) shared() bool {
+	listersMu.Lock()
+	defer listersMu.Unlock()
+	return l.refs > 1
+}
+
+// listEvent is what a waiter does in its lister, for listHook.
+type listEvent int
+
+const (
+	listBegin listEvent = iota // it begins listing n, which others may join
+	listWait                   // it waits for listing n, begun before it asked, to end
+	listJoin                   // it joins listing n
+)
+
+func (li *lockInternals) hear(ev listEvent, ctx context.Context, n uint64) {
+	if li.listHook != nil {
+		li.listHook(ev, ctx, n)
+	}
+}
+
+// list returns the base's children sorted by d, from a listing begun after
+// list was called: its own, or one it shares with other waiters. A missing
+// base has no children. The slice is shared: read it, never change it.
+func (l *lister) list(ctx context.Context, li *lockInternals, d driver) ([]string, error) {
+	if !l.shared() {
+		// Nobody to share with (the uncontended case): a listing of our
+		// own, published to nobody. A waiter that comes meanwhile begins
+		// its own.
+		return listSorted(ctx, li, d)
+	}
+	l.mu.Lock()
+	after := l.begun // a listing numbered above this one begins after now
+	for {
+		c := l.inflight
+		switch {
+		case c == nil:
+			c = &listCall{n: l.begun + 1, done: make(chan struct{})}
+			l.begun, l.inflight = c.n, c
+			l.mu.Unlock()
+			li.hear(listBegin, ctx, c.n)
+			c.sorted, c.err = listSorted(ctx, li, d)
+			l.mu.Lock()
+			l.inflight = nil
+			c.abandoned = c.err != nil && ctx.Err() != nil
+			l.mu.Unlock()
+			close(c.done)
+			return c.sorted, c.err
+		case c.n > after:
+			l.mu.Unlock()
+			li.hear(listJoin, ctx, c.n)
+			select {
+			case <-c.done:
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
+			if !c.abandoned {
+				return c.sorted, c.err
+			}
+		default: // begun before we asked: wait for it, then take the next one
+			l.mu.Unlock()
+			li.hear(listWait, ctx, c.n)
+			select {
+			case <-c.done:
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
+		}
+		l.mu.Lock()
+	}
+}
+
+// listSorted lists the base's children and sorts them by d; a missing base
+// has none.
+func listSorted(ctx context.Context, li *lockInternals, d driver) ([]string, error) {
+	children, _, err := li.client.Children(ctx, li.base)
+	if err != nil && !errors.Is(err, zk.ErrNoNode) {
+		return nil, err
+	}
+	return d.sort(children), nil
+}

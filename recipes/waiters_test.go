@@ -1,0 +1,298 @@
+package recipes
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/gocurator/curator/framework/zktest"
+	"github.com/gocurator/curator/internal/testutil"
+)
+
+// waitersRun is what runWaiters saw.
+type waitersRun struct {
+	formed        time.Duration // from the first Acquire until every waiter waits
+	formListings  int64         // listings sent meanwhile
+	drained       time.Duration // from the holder's release until the last waiter has released
+	drainListings int64         // listings sent meanwhile
+}
+
+// runWaiters queues n handles of one mutex, on one client, each on a
+// goroutine of its own, behind a holder on another client; then the holder
+// releases and each waiter releases as soon as it holds. The waiters' client
+// goes through a proxy, which counts their requests and, while the queue
+// forms, delays every packet by delay. It fails tb unless all acquire, in
+// queue order.
+func runWaiters(tb testing.TB, ctx context.Context, base string, n int, delay time.Duration) waitersRun {
+	tb.Helper()
+	proxy := zktest.NewProxy(tb, server.Addr())
+	holder := mustMutex(tb, newClient(tb, ""), base).NewHandle()
+	if err := holder.Acquire(ctx); err != nil {
+		tb.Fatal(err)
+	}
+	m := mustMutex(tb, newClient(tb, proxy.Addr()), base)
+	listings, watches := proxy.Requests(zktest.OpGetChildren2), proxy.Requests(zktest.OpGetData)
+	proxy.SetDelay(delay)
+	var (
+		mu    sync.Mutex
+		order []int64 // the holders' sequence numbers, in the order they held
+		wg    sync.WaitGroup
+		errs  = make(chan error, n)
+	)
+	start := time.Now()
+	for range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			h := m.NewHandle()
+			if err := h.Acquire(ctx); err != nil {
+				errs <- err
+				return
+			}
+			p := h.LockPath()
+			seq, err := strconv.ParseInt(p[len(p)-10:], 10, 64)
+			mu.Lock()
+			order = append(order, seq)
+			mu.Unlock()
+			if err == nil {
+				err = h.Release(ctx)
+			}
+			if err != nil {
+				errs <- err
+			}
+		}()
+	}
+	// Every waiter watches its predecessor, and all but the first (which
+	// the holder hands off to) the node two ahead too: 2n-1 watches set
+	// when the queue is formed.
+	if err := proxy.WaitRequests(ctx, zktest.OpGetData, watches+int64(2*n-1)); err != nil {
+		tb.Fatalf("the queue did not form: %v", err)
+	}
+	r := waitersRun{formed: time.Since(start), formListings: proxy.Requests(zktest.OpGetChildren2) - listings}
+	proxy.SetDelay(0)
+	released := time.Now()
+	if err := holder.Release(ctx); err != nil {
+		tb.Fatal(err)
+	}
+	wg.Wait()
+	r.drained = time.Since(released)
+	r.drainListings = proxy.Requests(zktest.OpGetChildren2) - listings - r.formListings
+	close(errs)
+	for err := range errs {
+		tb.Fatal(err)
+	}
+	if len(order) != n {
+		tb.Fatalf("%d of %d waiters held the lock", len(order), n)
+	}
+	for i := 1; i < n; i++ {
+		if order[i] <= order[i-1] {
+			tb.Fatalf("waiter %d held with sequence %d after %d: not in queue order", i, order[i], order[i-1])
+		}
+	}
+	return r
+}
+
+// Many handles of one lock on one client queue behind a holder and then
+// take it in turn. Reports the time to form the queue and to drain it, and
+// the listings the waiters sent per waiter in each phase.
+func BenchmarkManyWaiters(b *testing.B) {
+	for _, n := range []int{100, 1000, 4000} {
+		b.Run(fmt.Sprintf("waiters=%d", n), func(b *testing.B) {
+			base := testutil.Path(b)
+			testutil.CleanupTree(b, server.Addr(), base)
+			var r waitersRun
+			runs := 0
+			for b.Loop() {
+				runs++
+				r = runWaiters(b, testutil.Context(b), base+"/run-"+strconv.Itoa(runs), n, 0)
+			}
+			b.ReportMetric(float64(r.formed.Milliseconds()), "form-ms")
+			b.ReportMetric(float64(r.formListings)/float64(n), "form-listings/waiter")
+			b.ReportMetric(float64(r.drained.Milliseconds()), "drain-ms")
+			b.ReportMetric(float64(r.drainListings)/float64(n), "drain-listings/waiter")
+		})
+	}
+}
+
+// Handles of one lock on one client share their listings while they queue:
+// a listing serves every waiter whose node was created before it was sent,
+// so the listings do not grow with the waiters (without sharing, each lists
+// once: 50 and 200). A delay on every packet makes every listing take long
+// enough for the creates to land meanwhile. All acquire, in queue order.
+func TestLocalWaitersShareListings(t *testing.T) {
+	ctx, base := testutil.Begin(t, server.Addr())
+	for _, n := range []int{50, 200} {
+		r := runWaiters(t, ctx, base+"/"+strconv.Itoa(n), n, 20*time.Millisecond)
+		t.Logf("%d waiters: %d listings while queueing, %d while draining", n, r.formListings, r.drainListings)
+		if r.formListings > 8 {
+			t.Errorf("%d waiters sent %d listings while queueing, want a handful (at most 8)", n, r.formListings)
+		}
+		// Draining, each waiter but the first lists once, while its
+		// predecessor holds (the lookahead): nobody else's listing can
+		// serve it, since it must be sent after the node two ahead went.
+		if r.drainListings > int64(n) {
+			t.Errorf("%d waiters sent %d listings while draining, want at most one each", n, r.drainListings)
+		}
+	}
+}
+
+// A waiter whose shared listing was begun by another waiter that then gave
+// up (its context ended while the listing was under way) lists again, and
+// queues; the one that gave up leaves nothing behind. Either of the two may
+// be the one that began the listing, so each gives up in turn.
+func TestSharedListingOfAWaiterThatGivesUp(t *testing.T) {
+	ctx, base := testutil.Begin(t, server.Addr())
+	proxy := zktest.NewProxy(t, server.Addr())
+	holder := mustMutex(t, newClient(t, ""), base).NewHandle()
+	if err := holder.Acquire(ctx); err != nil {
+		t.Fatal(err)
+	}
+	m := mustMutex(t, newClient(t, proxy.Addr()), base)
+	for round := range 4 {
+		proxy.SetDelay(50 * time.Millisecond)
+		listed := proxy.Requests(zktest.OpGetChildren2)
+		quitting, cancel := context.WithCancel(ctx)
+		quitter, stayer := make(chan error, 1), make(chan error, 1)
+		q, s := m.NewHandle(), m.NewHandle()
+		go func() { quitter <- q.Acquire(quitting) }()
+		go func() { stayer <- s.Acquire(ctx) }()
+		if err := proxy.WaitRequests(ctx, zktest.OpGetChildren2, listed+1); err != nil {
+			t.Fatal(err)
+		}
+		cancel() // while the first listing is under way
+		if err := <-quitter; !errors.Is(err, context.Canceled) {
+			t.Fatalf("round %d: the waiter that gave up: %v, want context.Canceled", round, err)
+		}
+		proxy.SetDelay(0)
+		waitForChildren(t, holder.m.li.client, base, 2) // the holder's and the stayer's
+		if err := holder.Release(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if err := <-stayer; err != nil {
+			t.Fatalf("round %d: the waiter that stayed: %v", round, err)
+		}
+		holder = s // it holds now; the next round queues behind it
+	}
+	if err := holder.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// The lister's rule, step by step (listHook tells where each waiter is):
+// waiters that ask while a listing is under way do not take it, since it
+// may have been sent before their nodes existed: they wait for it, then
+// share the next one, which the first of them begins. When that one gives
+// up before its listing ends (its context ends), the other does not take
+// its error: it lists again, queues, and holds in its turn.
+func TestListerRule(t *testing.T) {
+	ctx, base := testutil.Begin(t, server.Addr())
+	holder := mustMutex(t, newClient(t, ""), base).NewHandle()
+	if err := holder.Acquire(ctx); err != nil {
+		t.Fatal(err)
+	}
+	m := mustMutex(t, newClient(t, ""), base)
+	type heard struct {
+		ev  listEvent
+		ctx context.Context
+		n   uint64
+	}
+	var armed atomic.Bool
+	events := make(chan heard, 16)
+	gates := map[uint64]chan struct{}{}
+	m.li.listHook = func(ev listEvent, ctx context.Context, n uint64) {
+		if !armed.Load() {
+			return
+		}
+		events <- heard{ev, ctx, n}
+		if g := gates[n]; ev == listBegin && g != nil {
+			<-g // the listing is under way (about to be sent) until the test says
+		}
+	}
+	next := func(want listEvent, n uint64) heard {
+		t.Helper()
+		select {
+		case h := <-events:
+			if h.ev != want || h.n != n {
+				t.Fatalf("heard %v of listing %d, want %v of %d", h.ev, h.n, want, n)
+			}
+			return h
+		case <-ctx.Done():
+			t.Fatal(ctx.Err())
+		}
+		return heard{}
+	}
+	acquire := func(h *Handle, ctx context.Context) <-chan error {
+		got := make(chan error, 1)
+		go func() { got <- h.Acquire(ctx) }()
+		return got
+	}
+
+	// A first waiter, in the lister while the others ask, so that they
+	// share (alone, a waiter lists on its own, telling nobody).
+	first := m.NewHandle()
+	firstGot := acquire(first, ctx)
+	waitForChildren(t, m.li.client, base, 2)
+	begun := listingsBegun(m)
+	gates[begun+1], gates[begun+2] = make(chan struct{}), make(chan struct{})
+	armed.Store(true)
+
+	second := m.NewHandle()
+	secondGot := acquire(second, ctx)
+	next(listBegin, begun+1) // its listing is under way...
+	a, b := m.NewHandle(), m.NewHandle()
+	actx, acancel := context.WithCancel(ctx)
+	defer acancel()
+	bctx, bcancel := context.WithCancel(ctx)
+	defer bcancel()
+	aGot, bGot := acquire(a, actx), acquire(b, bctx)
+	next(listWait, begun+1) // ...so the two that ask now wait for it
+	next(listWait, begun+1)
+	close(gates[begun+1])
+	lead := next(listBegin, begun+2) // then one of them begins the next
+	next(listJoin, begun+2)          // and the other joins it
+	quitGot, stay, stayGot := aGot, b, bGot
+	if lead.ctx == bctx {
+		quitGot, stay, stayGot = bGot, a, aGot
+		bcancel()
+	} else {
+		acancel()
+	}
+	close(gates[begun+2]) // the one that began it has given up before it is sent
+	if err := <-quitGot; !errors.Is(err, context.Canceled) {
+		t.Fatalf("the waiter that gave up: %v, want context.Canceled", err)
+	}
+	next(listBegin, begun+3) // the other lists again, on its own account
+	armed.Store(false)
+
+	for _, w := range []struct {
+		h   *Handle
+		got <-chan error
+	}{{first, firstGot}, {second, secondGot}, {stay, stayGot}} {
+		if err := holder.Release(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if err := <-w.got; err != nil {
+			t.Fatal(err)
+		}
+		holder = w.h
+	}
+	if err := holder.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// listingsBegun returns how many listings the lister of m's waiters has
+// begun (and published); one of its waiters must be waiting.
+func listingsBegun(m *InterProcessMutex) uint64 {
+	listersMu.Lock()
+	l := listers[listerKey{client: m.li.client, base: m.li.base, order: m.d.order()}]
+	listersMu.Unlock()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.begun
+}
