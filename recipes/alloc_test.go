@@ -4,8 +4,6 @@ import (
 	"context"
 	"testing"
 
-	"github.com/go-zookeeper/zk"
-
 	"github.com/gocurator/curator/internal/testutil"
 )
 
@@ -18,24 +16,8 @@ func TestUncontendedCycleAllocations(t *testing.T) {
 	const ours = 5
 	ctx, base := testutil.Begin(t, server.Addr())
 	raw := rawConn(t)
-	floor := base + "/floor"
-	for _, p := range []string{base, floor} {
-		if _, err := raw.Create(p, nil, 0, zk.WorldACL(zk.PermAll)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	floorAllocs := testing.AllocsPerRun(100, func() {
-		p, err := raw.Create(floor+"/lock-", nil, zk.FlagEphemeralSequential, zk.WorldACL(zk.PermAll))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, _, err := raw.Children(floor); err != nil {
-			t.Fatal(err)
-		}
-		if err := raw.Delete(p, -1); err != nil {
-			t.Fatal(err)
-		}
-	})
+	floor := floorParent(t, raw, base)
+	floorAllocs := testing.AllocsPerRun(100, func() { floorCycle(t, raw, floor) })
 	h := mustMutex(t, newClient(t, ""), base+"/ours").NewHandle()
 	for _, tc := range []struct {
 		name  string
@@ -45,14 +27,7 @@ func TestUncontendedCycleAllocations(t *testing.T) {
 		{"context.Background", context.Background(), ours},
 		{"a context that can end", ctx, ours + 3},
 	} {
-		n := testing.AllocsPerRun(100, func() {
-			if err := h.Acquire(tc.ctx); err != nil {
-				t.Fatal(err)
-			}
-			if err := h.Release(tc.ctx); err != nil {
-				t.Fatal(err)
-			}
-		})
+		n := testing.AllocsPerRun(100, func() { acquireRelease(t, tc.ctx, h) })
 		t.Logf("%s: %.0f allocations per cycle, go-zookeeper's textbook cycle %.0f", tc.name, n, floorAllocs)
 		if n > floorAllocs+tc.extra {
 			t.Errorf("with %s an acquire + release allocates %.0f times, go-zookeeper's cycle %.0f: want at most %.0f more",

@@ -143,24 +143,22 @@ func (l *lister) list(ctx context.Context, li *lockInternals, d driver) ([]strin
 			l.mu.Unlock()
 			close(c.done)
 			return c.sorted, c.err
-		case c.n > after:
+		default:
+			// Begun after we asked, join it; begun before, wait for it to
+			// end, then take the next one.
+			join, ev := c.n > after, listWait
+			if join {
+				ev = listJoin
+			}
 			l.mu.Unlock()
-			li.hear(listJoin, ctx, c.n)
+			li.hear(ev, ctx, c.n)
 			select {
 			case <-c.done:
 			case <-ctx.Done():
 				return nil, ctx.Err()
 			}
-			if !c.abandoned {
+			if join && !c.abandoned {
 				return c.sorted, c.err
-			}
-		default: // begun before we asked: wait for it, then take the next one
-			l.mu.Unlock()
-			li.hear(listWait, ctx, c.n)
-			select {
-			case <-c.done:
-			case <-ctx.Done():
-				return nil, ctx.Err()
 			}
 		}
 		l.mu.Lock()

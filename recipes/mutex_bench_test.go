@@ -22,18 +22,61 @@ import (
 // One handle, no contention: acquire + release, i.e. create, list, check
 // and delete. Reports the server packets sent per cycle as zkpackets/op.
 func BenchmarkMutexAcquireRelease(b *testing.B) {
-	ctx := context.Background()
+	benchmarkAcquireRelease(b, context.Background())
+}
+
+// The same cycle with a context that can be cancelled, as callers' contexts
+// usually are (a deadline, a signal): every ZooKeeper call must then be
+// abandonable, which is what costs more than with context.Background.
+func BenchmarkMutexAcquireReleaseCancellable(b *testing.B) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	benchmarkAcquireRelease(b, ctx)
+}
+
+func benchmarkAcquireRelease(b *testing.B, ctx context.Context) {
 	base := testutil.Path(b)
 	testutil.CleanupTree(b, server.Addr(), base)
 	h := mustMutex(b, newClient(b, ""), base).NewHandle()
-	// the first cycle creates the parents; keep it out of the measure
+	acquireRelease(b, ctx, h) // the first cycle creates the parents; keep it out of the measure
+	acquireReleaseLoop(ctx, b, h)
+}
+
+// acquireRelease acquires and releases h, or fails tb.
+func acquireRelease(tb testing.TB, ctx context.Context, h *Handle) {
 	if err := h.Acquire(ctx); err != nil {
-		b.Fatal(err)
+		tb.Fatal(err)
 	}
 	if err := h.Release(ctx); err != nil {
-		b.Fatal(err)
+		tb.Fatal(err)
 	}
-	acquireReleaseLoop(ctx, b, h)
+}
+
+// floorCycle is the textbook lock's uncontended cycle on raw go-zookeeper
+// under the persistent node parent: create, get children, delete.
+func floorCycle(tb testing.TB, conn *zk.Conn, parent string) {
+	p, err := conn.Create(parent+"/lock-", nil, zk.FlagEphemeralSequential, zk.WorldACL(zk.PermAll))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if _, _, err := conn.Children(parent); err != nil {
+		tb.Fatal(err)
+	}
+	if err := conn.Delete(p, -1); err != nil {
+		tb.Fatal(err)
+	}
+}
+
+// floorParent makes the persistent nodes base and base/floor, for
+// floorCycle, and returns the latter.
+func floorParent(tb testing.TB, conn *zk.Conn, base string) string {
+	floor := base + "/floor"
+	for _, p := range []string{base, floor} {
+		if _, err := conn.Create(p, nil, 0, zk.WorldACL(zk.PermAll)); err != nil && !errors.Is(err, zk.ErrNodeExists) {
+			tb.Fatal(err)
+		}
+	}
+	return floor
 }
 
 // A handle that already holds the lock acquires again and releases: only
@@ -98,42 +141,24 @@ func reportPerOp(b *testing.B, n int, p0 int64, c0 time.Duration) float64 {
 }
 
 // acquireReleaseLoop is the measured loop of the mutex benchmarks: it
-// acquires and releases h, and reports the server packets sent and the CPU
-// time used per cycle (reportPerOp). It returns the cycles run and the
-// packets per cycle.
+// acquires and releases h (cycleLoop).
 func acquireReleaseLoop(ctx context.Context, b *testing.B, h *Handle) (int, float64) {
+	return cycleLoop(b, func() { acquireRelease(b, ctx, h) })
+}
+
+// cycleLoop runs cycle in the benchmark's loop, and reports the server
+// packets sent and the CPU time used per cycle (reportPerOp). It returns
+// the cycles run and the packets per cycle.
+func cycleLoop(b *testing.B, cycle func()) (int, float64) {
 	p0, c0 := packetsSent(b), cpuTime(b)
 	b.ReportAllocs()
 	n := 0
 	for b.Loop() {
-		if err := h.Acquire(ctx); err != nil {
-			b.Fatal(err)
-		}
-		if err := h.Release(ctx); err != nil {
-			b.Fatal(err)
-		}
+		cycle()
 		n++
 	}
 	b.StopTimer()
 	return n, reportPerOp(b, n, p0, c0)
-}
-
-// The same cycle with a context that can be cancelled, as callers' contexts
-// usually are (a deadline, a signal): every ZooKeeper call must then be
-// abandonable, which is what costs more than with context.Background.
-func BenchmarkMutexAcquireReleaseCancellable(b *testing.B) {
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	base := testutil.Path(b)
-	testutil.CleanupTree(b, server.Addr(), base)
-	h := mustMutex(b, newClient(b, ""), base).NewHandle()
-	if err := h.Acquire(ctx); err != nil {
-		b.Fatal(err)
-	}
-	if err := h.Release(ctx); err != nil {
-		b.Fatal(err)
-	}
-	acquireReleaseLoop(ctx, b, h)
 }
 
 // The floor: the textbook lock's uncontended cycle on raw go-zookeeper
@@ -142,27 +167,8 @@ func BenchmarkFloorCreateListDelete(b *testing.B) {
 	base := testutil.Path(b)
 	testutil.CleanupTree(b, server.Addr(), base)
 	conn := testutil.Connect(b, server.Addr())
-	if _, err := conn.Create(base, nil, 0, zk.WorldACL(zk.PermAll)); err != nil {
-		b.Fatal(err)
-	}
-	p0, c0 := packetsSent(b), cpuTime(b)
-	b.ReportAllocs()
-	n := 0
-	for b.Loop() {
-		p, err := conn.Create(base+"/lock-", nil, zk.FlagEphemeralSequential, zk.WorldACL(zk.PermAll))
-		if err != nil {
-			b.Fatal(err)
-		}
-		if _, _, err := conn.Children(base); err != nil {
-			b.Fatal(err)
-		}
-		if err := conn.Delete(p, -1); err != nil {
-			b.Fatal(err)
-		}
-		n++
-	}
-	b.StopTimer()
-	reportPerOp(b, n, p0, c0)
+	floor := floorParent(b, conn, base)
+	cycleLoop(b, func() { floorCycle(b, conn, floor) })
 }
 
 // The uncontended cycle of the mutex and of the floor, one after the other
@@ -177,40 +183,15 @@ func BenchmarkMutexAgainstFloorP50(b *testing.B) {
 	testutil.CleanupTree(b, server.Addr(), base)
 	h := mustMutex(b, newClient(b, ""), base+"/ours").NewHandle()
 	conn := testutil.Connect(b, server.Addr())
-	floor := base + "/floor"
-	for _, p := range []string{base, floor} {
-		if _, err := conn.Create(p, nil, 0, zk.WorldACL(zk.PermAll)); err != nil && !errors.Is(err, zk.ErrNodeExists) {
-			b.Fatal(err)
-		}
-	}
-	ours := func() {
-		if err := h.Acquire(ctx); err != nil {
-			b.Fatal(err)
-		}
-		if err := h.Release(ctx); err != nil {
-			b.Fatal(err)
-		}
-	}
-	raw := func() {
-		p, err := conn.Create(floor+"/lock-", nil, zk.FlagEphemeralSequential, zk.WorldACL(zk.PermAll))
-		if err != nil {
-			b.Fatal(err)
-		}
-		if _, _, err := conn.Children(floor); err != nil {
-			b.Fatal(err)
-		}
-		if err := conn.Delete(p, -1); err != nil {
-			b.Fatal(err)
-		}
-	}
-	ours()
+	floor := floorParent(b, conn, base)
+	acquireRelease(b, ctx, h)
 	var oursLat, floorLat []time.Duration
 	for b.Loop() {
 		t := time.Now()
-		ours()
+		acquireRelease(b, ctx, h)
 		oursLat = append(oursLat, time.Since(t))
 		t = time.Now()
-		raw()
+		floorCycle(b, conn, floor)
 		floorLat = append(floorLat, time.Since(t))
 	}
 	b.StopTimer()
