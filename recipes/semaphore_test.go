@@ -4,7 +4,10 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"regexp"
+	"runtime"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -12,6 +15,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/gocurator/curator/framework"
+	"github.com/gocurator/curator/framework/zktest"
 	"github.com/gocurator/curator/internal/testutil"
 )
 
@@ -337,4 +341,85 @@ func sameSet(a, b []string) bool {
 		}
 	}
 	return true
+}
+
+// The semaphore as cmd/gocurator-bench's scenario 4 runs it: sessions (each
+// a client of its own, all through one proxy) take a lease and return it in
+// a loop, more of them than there are leases; each iteration is 20 leases
+// per session. Reports leases per second and, per lease, the requests the
+// clients sent by kind (creates, deletes, listings, data reads and watches,
+// exists) and in all, and the CPU time and allocations of the process (the
+// proxy's included, which are the same for the same requests).
+func BenchmarkSemaphoreLeases(b *testing.B) {
+	for _, tc := range []struct{ sessions, leases int }{{1, 1}, {16, 3}} {
+		b.Run(fmt.Sprintf("sessions=%d/leases=%d", tc.sessions, tc.leases), func(b *testing.B) {
+			ctx, cancel := context.WithCancel(testutil.Context(b))
+			defer cancel()
+			base := testutil.Path(b)
+			testutil.CleanupTree(b, server.Addr(), base)
+			proxy := zktest.NewProxy(b, server.Addr())
+			sems := make([]*InterProcessSemaphoreV2, tc.sessions)
+			for i := range sems {
+				sems[i] = mustSemaphore(b, newClient(b, proxy.Addr()), base, tc.leases)
+			}
+			cycle := func(s *InterProcessSemaphoreV2) {
+				l, err := s.Acquire(ctx)
+				if err != nil {
+					b.Error(err)
+					return
+				}
+				if err := l.Close(ctx); err != nil {
+					b.Error(err)
+				}
+			}
+			for _, s := range sems { // the parents, and a warm-up
+				cycle(s)
+			}
+			ops := []struct {
+				name string
+				op   int32
+			}{
+				{"creates", zktest.OpCreate}, {"deletes", zktest.OpDelete}, {"listings", zktest.OpGetChildren2},
+				{"reads", zktest.OpGetData}, {"exists", zktest.OpExists},
+			}
+			before := make([]int64, len(ops))
+			for i, o := range ops {
+				before[i] = proxy.Requests(o.op)
+			}
+			var leases atomic.Int64
+			var m0, m1 runtime.MemStats
+			runtime.ReadMemStats(&m0)
+			c0 := cpuTime(b)
+			start := time.Now()
+			for b.Loop() {
+				var wg sync.WaitGroup
+				for _, s := range sems {
+					wg.Add(1)
+					go func() {
+						defer wg.Done()
+						for range 20 {
+							cycle(s)
+							leases.Add(1)
+						}
+					}()
+				}
+				wg.Wait()
+			}
+			elapsed := time.Since(start)
+			b.StopTimer()
+			cpu := cpuTime(b) - c0
+			runtime.ReadMemStats(&m1)
+			n := float64(leases.Load())
+			b.ReportMetric(n/elapsed.Seconds(), "leases/s")
+			b.ReportMetric(float64(cpu.Nanoseconds())/n, "cpu-ns/lease")
+			b.ReportMetric(float64(m1.Mallocs-m0.Mallocs)/n, "allocs/lease")
+			var all float64
+			for i, o := range ops {
+				per := float64(proxy.Requests(o.op)-before[i]) / n
+				all += per
+				b.ReportMetric(per, o.name+"/lease")
+			}
+			b.ReportMetric(all, "requests/lease")
+		})
+	}
 }
