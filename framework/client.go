@@ -51,7 +51,8 @@ type Client struct {
 	bgCtx      context.Context
 	bgCancel   context.CancelFunc
 	bg         sync.WaitGroup
-	runners    runners // the goroutines that run calls a caller's context may cut short (runner.go)
+	runners    runners   // the goroutines that run calls a caller's context may cut short (runner.go)
+	sent       sentHooks // creates that want to hear when their request is written (sent.go)
 }
 
 // New makes a client for connectString ("host:port,host:port") with the

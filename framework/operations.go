@@ -56,6 +56,7 @@ type createOptions struct {
 	protected bool
 	parents   parents
 	acl       []zk.ACL
+	sent      func()
 }
 
 // CreateOption changes how Create makes a node.
@@ -83,6 +84,10 @@ type aclOption struct{ acl []zk.ACL }
 
 func (a aclOption) applyCreate(o createOptions) createOptions { o.acl = a.acl; return o }
 
+type sentOption struct{ fn func() }
+
+func (s sentOption) applyCreate(o createOptions) createOptions { o.sent = s.fn; return o }
+
 // WithMode sets the create mode (default Persistent).
 func WithMode(m CreateMode) CreateOption { return modeOption(m) }
 
@@ -105,6 +110,20 @@ func CreatingParentsIfNeeded() CreateOption { return parentsOption(persistentPar
 // creatingParentContainersIfNeeded). The server deletes an empty container
 // some time after its last child is gone.
 func CreatingParentContainersIfNeeded() CreateOption { return parentsOption(containerParents) }
+
+// WhenSent makes Create call sent once its request has been written to the
+// connection, before its reply: a request made after sent is called
+// reaches the server after the create, since the server handles a
+// session's requests in the order they were written. A read that must see
+// the node can so be sent without waiting a round trip for the create's
+// reply (the semaphore lists its leases so). sent runs on the connection's
+// writer, so it must not block (start the read on a goroutine); it is
+// called at most once, for the first create request of this Create that is
+// written, and not at all if none is. It says nothing of the create's
+// outcome, which Create returns: a read made after sent must check that it
+// sees the node (a first attempt may fail, and a later one, on another
+// connection, be written after the read).
+func WhenSent(sent func()) CreateOption { return sentOption{sent} }
 
 // WithACL sets the node's ACL instead of the client's ACL provider's.
 func WithACL(acl []zk.ACL) CreateOption { return aclOption{acl} }
@@ -137,6 +156,9 @@ func (c *Client) Create(ctx context.Context, path string, data []byte, opts ...C
 	}
 	if o.protected {
 		return c.createProtected(ctx, path, data, o)
+	}
+	if o.sent != nil {
+		defer c.sent.add(c.ns.fix(path), o.sent)()
 	}
 	created, err := call(ctx, c, "create", path, c.ns.fix(path), func(z *zk.Conn, p string) (string, error) {
 		return c.createWithParents(z, p, data, o)

@@ -29,6 +29,9 @@ func IsProtectedName(name string) bool { return locktree.IsProtected(name) }
 func (c *Client) createProtected(ctx context.Context, path string, data []byte, o createOptions) (string, error) {
 	pc := &protectedCreate{c: c, data: data, o: o}
 	full := pc.paths(path)
+	if o.sent != nil {
+		defer c.sent.add(full, o.sent)()
+	}
 	var abandoned <-chan struct{}
 	created, err := retryLoop[string](ctx, c, "create", path, full, pc, &abandoned)
 	if err == nil {

@@ -26,6 +26,7 @@ import (
 type conn struct {
 	*zk.Conn
 	events <-chan zk.Event // go-zookeeper's lossy channel: read only to learn when its loop has ended
+	sent   *sentHooks      // the client's: told of every request written
 
 	ready   atomic.Bool // auth sent and namespace made on this conn
 	readyMu sync.Mutex
@@ -49,7 +50,7 @@ type session struct {
 // blocking work: the servers are given to go-zookeeper as they are (see
 // staticHosts), and resolved when dialled.
 func (c *Client) connect() (*conn, error) {
-	z := &conn{}
+	z := &conn{sent: &c.sent}
 	zc, events, err := zk.Connect(c.servers, c.cfg.sessionTimeout,
 		zk.WithHostProvider(&staticHosts{}),
 		zk.WithEventCallback(func(ev zk.Event) { c.onEvent(z, ev) }),
@@ -93,12 +94,21 @@ func (z *conn) dialer(dial zk.Dialer) zk.Dialer {
 
 // handshakeConn reads the server's connect response (the first frame it
 // sends) as it passes, for the session's password, which go-zookeeper keeps
-// to itself; after that it only forwards.
+// to itself; after that it only forwards. It tells the client's sentHooks
+// of every request it writes.
 type handshakeConn struct {
 	net.Conn
 	z    *conn
 	done bool
 	buf  []byte
+}
+
+func (h *handshakeConn) Write(p []byte) (int, error) {
+	n, err := h.Conn.Write(p)
+	if err == nil {
+		h.z.sent.written(p)
+	}
+	return n, err
 }
 
 func (h *handshakeConn) Read(p []byte) (int, error) {
