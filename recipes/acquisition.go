@@ -35,6 +35,7 @@ type acquisition struct {
 	own        *zk.Stat               // the node's Stat, once read; nil until an error state needs it
 	token      atomic.Int64           // czxid, the fencing token, once read (0: not yet)
 	stopRevoke func()                 // nil unless revocable
+	pre        *prelisting            // the first listing, sent behind the create; taken by the first look
 
 	mu   sync.Mutex
 	gone error // set when we found our node gone (before sig ended otherwise)

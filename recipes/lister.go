@@ -105,9 +105,10 @@ func (l *lister) shared() bool {
 type listEvent int
 
 const (
-	listBegin listEvent = iota // it begins listing n, which others may join
-	listWait                   // it waits for listing n, begun before it asked, to end
-	listJoin                   // it joins listing n
+	listBegin        listEvent = iota // it begins listing n, which others may join
+	listWait                          // it waits for listing n, begun before it asked, to end
+	listJoin                          // it joins listing n
+	listBehindCreate                  // it takes the listing sent behind its create (prelisting)
 )
 
 func (li *lockInternals) hear(ev listEvent, ctx context.Context, n uint64) {

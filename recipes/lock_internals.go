@@ -23,7 +23,8 @@ type lockInternals struct {
 	client *framework.Client
 	base   string
 	// listHook, when set (by tests only), hears what a waiter of this
-	// value does in its lister (see lister.list).
+	// value does in its lister (see lister.list), and when it takes the
+	// listing sent behind its create (prelisting).
 	listHook func(ev listEvent, ctx context.Context, n uint64)
 }
 
@@ -35,6 +36,9 @@ type attempt struct {
 	driver  driver
 	try     bool   // give up with ErrLocked instead of waiting
 	revoked func() // revocation listener, or nil
+	// prelist: a counting driver's first listing is sent right behind the
+	// create (see prelisting).
+	prelist bool
 }
 
 // acquire creates a node and waits until the driver says it holds the lock,
@@ -93,14 +97,19 @@ func (li *lockInternals) attemptOnce(ctx context.Context, a attempt) (*acquisiti
 // by the client (createWithParents), and a protected create cleans up after
 // itself: an error here is final.
 func (li *lockInternals) create(ctx context.Context, a attempt) (*acquisition, error) {
+	var pre *prelisting
+	var sent framework.CreateOption // nil: none
+	if counting, ok := a.driver.(countingDriver); ok && a.prelist {
+		pre, sent = newPrelisting(ctx, li, counting)
+	}
 	sig := li.client.NotifyErrorState()
 	path, err := li.client.Create(ctx, a.path, a.data,
-		framework.WithMode(a.mode), framework.WithProtection(), framework.CreatingParentContainersIfNeeded())
+		framework.WithMode(a.mode), framework.WithProtection(), framework.CreatingParentContainersIfNeeded(), sent)
 	if err != nil {
 		sig.Stop()
 		return nil, err
 	}
-	n := &acquisition{path: path, name: path[len(li.base)+1:], sig: sig}
+	n := &acquisition{path: path, name: path[len(li.base)+1:], sig: sig, pre: pre}
 	if a.revoked != nil {
 		n.stopRevoke = li.watchRevocation(path, a.revoked)
 	}

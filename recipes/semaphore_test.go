@@ -343,16 +343,97 @@ func sameSet(a, b []string) bool {
 	return true
 }
 
+// A lease's first look at the leases is sent right behind its create
+// (framework.WhenSent), not after the create's reply, and serves (listHook
+// hears it taken): an uncontended lease lists twice, the internal lock once
+// and the leases once, as Curator does. (Another client holds a lease
+// throughout, so that the server does not reap an empty P/leases between
+// the leases.)
+func TestSemaphoreListsLeasesBehindTheCreate(t *testing.T) {
+	ctx, base := testutil.Begin(t, server.Addr())
+	other, err := mustSemaphore(t, newClient(t, ""), base, 2).Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close(ctx)
+	proxy := zktest.NewProxy(t, server.Addr())
+	s := mustSemaphore(t, newClient(t, proxy.Addr()), base, 2)
+	var behind atomic.Int32
+	s.leases.listHook = func(ev listEvent, _ context.Context, _ uint64) {
+		if ev == listBehindCreate {
+			behind.Add(1)
+		}
+	}
+	const leases = 5
+	listed := proxy.Requests(zktest.OpGetChildren2)
+	for range leases {
+		l, err := s.Acquire(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := l.Close(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := proxy.Requests(zktest.OpGetChildren2) - listed; n != 2*leases {
+		t.Fatalf("%d listings for %d leases, want 2 each: the lock's and the leases' sent behind the create", n, leases)
+	}
+	if n := behind.Load(); n != leases {
+		t.Fatalf("%d of %d leases took the listing sent behind their create", n, leases)
+	}
+}
+
+// The reply to the listing sent behind the lease's create is lost, and the
+// connection with it: the lease is still granted, by a listing that shows
+// its node, and is the only one.
+func TestSemaphoreLeaseListingLost(t *testing.T) {
+	ctx, base := testutil.Begin(t, server.Addr())
+	proxy := zktest.NewProxy(t, server.Addr())
+	s := mustSemaphore(t, newClient(t, proxy.Addr()), base, 1)
+	proxy.SetDelay(20 * time.Millisecond) // time to arm the proxy between the two listings
+	listed := proxy.Requests(zktest.OpGetChildren2)
+	got := make(chan error, 1)
+	var l *Lease
+	go func() {
+		var err error
+		l, err = s.Acquire(ctx)
+		got <- err
+	}()
+	// the internal lock's listing, then the leases' behind the create
+	if err := proxy.WaitRequests(ctx, zktest.OpGetChildren2, listed+1); err != nil {
+		t.Fatal(err)
+	}
+	lost := proxy.LoseNextReply(zktest.OpGetChildren2)
+	if err := <-got; err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-lost:
+	default:
+		t.Fatal("no listing reply was lost")
+	}
+	if kids := children(t, base+"/leases"); len(kids) != 1 || base+"/leases/"+kids[0] != l.Path() {
+		t.Fatalf("leases %v, ours %s", kids, l.Path())
+	}
+	if err := l.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // The semaphore as cmd/gocurator-bench's scenario 4 runs it: sessions (each
 // a client of its own, all through one proxy) take a lease and return it in
 // a loop, more of them than there are leases; each iteration is 20 leases
-// per session. Reports leases per second and, per lease, the requests the
+// per session; the last case delays every packet by 2 ms at the proxy.
+// Reports leases per second and, per lease, the requests the
 // clients sent by kind (creates, deletes, listings, data reads and watches,
 // exists) and in all, and the CPU time and allocations of the process (the
 // proxy's included, which are the same for the same requests).
 func BenchmarkSemaphoreLeases(b *testing.B) {
-	for _, tc := range []struct{ sessions, leases int }{{1, 1}, {16, 3}} {
-		b.Run(fmt.Sprintf("sessions=%d/leases=%d", tc.sessions, tc.leases), func(b *testing.B) {
+	for _, tc := range []struct {
+		sessions, leases int
+		delay            time.Duration
+	}{{1, 1, 0}, {16, 3, 0}, {16, 3, 2 * time.Millisecond}} {
+		b.Run(fmt.Sprintf("sessions=%d/leases=%d/delay=%s", tc.sessions, tc.leases, tc.delay), func(b *testing.B) {
 			ctx, cancel := context.WithCancel(testutil.Context(b))
 			defer cancel()
 			base := testutil.Path(b)
@@ -375,6 +456,10 @@ func BenchmarkSemaphoreLeases(b *testing.B) {
 			for _, s := range sems { // the parents, and a warm-up
 				cycle(s)
 			}
+			// A delay on every packet makes the round trips, rather than the
+			// load on the machine, set the pace: leases/s then counts the
+			// round trips on the path from one grant to the next.
+			proxy.SetDelay(tc.delay)
 			ops := []struct {
 				name string
 				op   int32

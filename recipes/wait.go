@@ -80,10 +80,20 @@ func (li *lockInternals) list(ctx context.Context, a attempt, n *acquisition, ls
 	var children []string
 	var err error
 	if counting, ok := a.driver.(countingDriver); ok {
-		l.changed = counting.changed() // before listing: no change between the two goes unseen
-		children, _, l.children, err = li.client.ChildrenW(ctx, li.base)
-		if errors.Is(err, zk.ErrNoNode) {
-			err = nil
+		var pre bool
+		if p := n.pre; p != nil {
+			n.pre = nil
+			l, children, pre, err = p.take(ctx, n)
+			if pre {
+				li.hear(listBehindCreate, ctx, 0)
+			}
+		}
+		if !pre && err == nil {
+			l.changed = counting.changed() // before listing: no change between the two goes unseen
+			children, _, l.children, err = li.client.ChildrenW(ctx, li.base)
+			if errors.Is(err, zk.ErrNoNode) {
+				err = nil
+			}
 		}
 		if err == nil {
 			l.sorted = a.driver.sort(children)
