@@ -30,6 +30,7 @@ type Client struct {
 	ns      namespace
 	servers []string
 	conn    atomic.Pointer[conn] // the current connection; replaced when the session is abandoned
+	conns   sync.Map             // *zk.Conn -> *conn, while open: see container_create.go
 
 	mu           sync.Mutex
 	cur          state.ConnectionState
@@ -239,7 +240,7 @@ func (c *Client) Close() error {
 	mayWait := c.gate.Close()
 	c.bgCancel()
 	c.bg.Wait()
-	z.close() // every call under way on a runner ends now
+	z.close(c) // every call under way on a runner ends now
 	c.runners.close()
 	c.runners.wait()
 	if mayWait {

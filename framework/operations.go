@@ -174,7 +174,7 @@ func (c *Client) Create(ctx context.Context, path string, data []byte, opts ...C
 func (c *Client) createWithParents(z *zk.Conn, p string, data []byte, o createOptions) (string, error) {
 	create := func() (string, error) {
 		if o.mode == Container {
-			return z.CreateContainer(p, data, zk.FlagContainer, o.acl)
+			return c.createContainer(z, p, data, o.acl)
 		}
 		return z.Create(p, data, o.mode.flags(), o.acl)
 	}

@@ -194,7 +194,7 @@ func (c *Client) mkdirs(z *zk.Conn, p string, makeLast bool, containers bool) er
 		acl := c.cfg.aclProvider.ACLForPath(c.ns.unfix(q))
 		var err error
 		if containers {
-			_, err = z.CreateContainer(q, []byte{}, zk.FlagContainer, acl)
+			_, err = c.createContainer(z, q, []byte{}, acl)
 		} else {
 			_, err = z.Create(q, []byte{}, zk.FlagPersistent, acl)
 		}

@@ -35,6 +35,8 @@ type conn struct {
 	tcp     net.Conn // the current TCP connection, closed on close to unblock a handshake
 	closing bool     // close has begun: a connection dialled now is closed at once
 	creds   session  // the session of the last handshake, as the server gave it
+
+	containers inflight // container creates under way (container_create.go)
 }
 
 // session is what it takes to attach to a session: its id, password and
@@ -61,6 +63,7 @@ func (c *Client) connect() (*conn, error) {
 		return nil, err
 	}
 	z.Conn, z.events = zc, events
+	c.conns.Store(zc, z)
 	return z, nil
 }
 
@@ -136,10 +139,11 @@ func (h *handshakeConn) Read(p []byte) (int, error) {
 // close closes the connection (sending closeSession if it is connected) and
 // waits until go-zookeeper's goroutines for it have ended; every watch set
 // through it has fired (EventNotWatching) by then.
-func (z *conn) close() {
+func (z *conn) close(c *Client) {
 	z.mu.Lock()
 	z.closing = true
 	z.mu.Unlock()
+	z.containers.drain(containerDrainWait)
 	z.Conn.Close()
 	z.mu.Lock()
 	if z.tcp != nil {
@@ -148,6 +152,7 @@ func (z *conn) close() {
 	z.mu.Unlock()
 	for range z.events { // closed when go-zookeeper's loop has ended
 	}
+	c.conns.Delete(z.Conn)
 }
 
 // zk returns the current go-zookeeper connection.
@@ -173,7 +178,7 @@ func (c *Client) abandonSession() {
 	c.bg.Add(1)
 	go func() {
 		defer c.bg.Done()
-		old.close()
+		old.close(c)
 		c.closeAbandoned(creds)
 	}()
 }
