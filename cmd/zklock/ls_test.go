@@ -411,7 +411,7 @@ func TestLsParentOfLocks(t *testing.T) {
 	}
 	for _, want := range []string{
 		app + ": not a lock, but a parent of 3 locks",
-		app + "/orders: mutex (InterProcessMutex); 1 holding",
+		app + "/orders: mutex (InterProcessMutex, or a LeaderSelector: the data is its participant id); 1 holding",
 		app + "/sem: semaphore",
 		app + "/billing/eu: read-write lock (InterProcessReadWriteLock); 1 holding",
 	} {
