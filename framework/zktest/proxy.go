@@ -35,6 +35,7 @@ type Proxy struct {
 	delay  atomic.Int64 // time.Duration
 	bh     atomic.Bool  // mirror of blackholed, read per packet
 	armed  atomic.Int32 // len(arms), read per request
+	toward atomic.Int64 // unix nanoseconds of the last write to a client (LastReply)
 
 	requests   [countedOpcodes]atomic.Int64 // forwarded requests by opcode (see opcodeIndex)
 	countWaits atomic.Int32                 // len(waits), read per request
@@ -223,6 +224,17 @@ func (p *Proxy) SetDelay(d time.Duration) {
 		d = 0
 	}
 	p.delay.Store(int64(d))
+}
+
+// LastReply returns when the proxy last passed bytes from the server to one
+// of its clients (the zero Time if it never has): a client's last contact
+// with the server through this proxy, from which a test can time how soon
+// the client noticed that the contact stopped.
+func (p *Proxy) LastReply() time.Time {
+	if n := p.toward.Load(); n != 0 {
+		return time.Unix(0, n)
+	}
+	return time.Time{}
 }
 
 // DropConnections closes every current connection, client and server side,
@@ -803,5 +815,6 @@ func (c *proxyConn) writeClient(down <-chan chunk) {
 			c.close()
 			return
 		}
+		c.p.toward.Store(time.Now().UnixNano())
 	}
 }

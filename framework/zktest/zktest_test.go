@@ -476,9 +476,16 @@ func TestProxy(t *testing.T) {
 
 	t.Run("Forward", func(t *testing.T) {
 		p := NewProxy(t, s.Addr())
+		if !p.LastReply().IsZero() {
+			t.Fatalf("LastReply before any client: %v", p.LastReply())
+		}
 		conn, _ := connect(t, p.Addr(), 4*time.Second)
+		before := time.Now()
 		if _, err := conn.Create("/fwd", []byte("x"), 0, acl); err != nil {
 			t.Fatal(err)
+		}
+		if last := p.LastReply(); last.Before(before) || last.After(time.Now()) {
+			t.Fatalf("LastReply %v, want the create's reply, between %v and now", last, before)
 		}
 		if data, _, err := conn.Get("/fwd"); err != nil || string(data) != "x" {
 			t.Fatalf("get: %q %v", data, err)
@@ -545,6 +552,7 @@ func TestProxy(t *testing.T) {
 		}
 		mark := ev.mark()
 		p.BlackHole()
+		cut := time.Now()
 		// No traffic passes: the server expires the session after its 2s
 		// timeout and deletes the ephemeral node.
 		select {
@@ -556,6 +564,10 @@ func TestProxy(t *testing.T) {
 			t.Fatal("ephemeral node survived the black hole")
 		}
 		i := ev.waitState(t, mark, zk.StateDisconnected, 10*time.Second)
+		// (A write under way when the black hole began may end just after.)
+		if last := p.LastReply(); last.After(cut.Add(100 * time.Millisecond)) {
+			t.Fatalf("LastReply %v: a reply passed the black hole begun at %v", last, cut)
+		}
 		p.Restore()
 		i = ev.waitState(t, i, zk.StateExpired, 20*time.Second)
 		ev.waitState(t, i, zk.StateHasSession, 20*time.Second)
