@@ -153,6 +153,7 @@ import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.stream.Stream;
@@ -1224,6 +1225,8 @@ public final class CuratorPeer {
                         }
                     });
                     loop.acquiring = true;
+                    long errorStates = tr.errorStates.get();
+                    boolean wasConnected = tr.connected;
                     try {
                         latch.start();
                         boolean led = false;
@@ -1231,7 +1234,7 @@ public final class CuratorPeer {
                             // waiting in the queue; looking at stop between waits
                         }
                         if (led) {
-                            lead(loop, tr, label, guard, toldFile, current, latch::hasLeadership,
+                            lead(loop, tr, label, guard, toldFile, current, latch::hasLeadership, wasConnected, errorStates,
                                 () -> czxid(view, latch.getOurPath()), resource, progress, hold, writes, lingerMs);
                         }
                     } catch (Exception e) {
@@ -1243,11 +1246,21 @@ public final class CuratorPeer {
                 }
             } else {
                 AtomicReference<LeaderSelector> self = new AtomicReference<>();
+                // The error states heard, and whether connected, when the
+                // selector began to wait for its next term: at start, then
+                // at the end of each term (auto-requeue).
+                AtomicLong waitErrorStates = new AtomicLong(tr.errorStates.get());
+                AtomicBoolean waitConnected = new AtomicBoolean(tr.connected);
                 LeaderSelector sel = new LeaderSelector(view, path, new LeaderSelectorListenerAdapter() {
                     @Override
                     public void takeLeadership(CuratorFramework c) throws Exception {
-                        lead(loop, tr, label, guard, toldFile, current, () -> true,
-                            () -> fencingToken(view, selectorMutex(self.get())), resource, progress, hold, writes, lingerMs);
+                        try {
+                            lead(loop, tr, label, guard, toldFile, current, () -> true, waitConnected.get(), waitErrorStates.get(),
+                                () -> fencingToken(view, selectorMutex(self.get())), resource, progress, hold, writes, lingerMs);
+                        } finally {
+                            waitErrorStates.set(tr.errorStates.get());
+                            waitConnected.set(tr.connected);
+                        }
                     }
                 });
                 self.set(sel);
@@ -1266,9 +1279,17 @@ public final class CuratorPeer {
         return loop.report();
     }
 
-    /** One term of leadership of an election loop, as a holding. */
+    /**
+     * One term of leadership of an election loop, as a holding. wasConnected
+     * and errorStates are the client's when the candidate began to wait for
+     * this term: a term granted across a SUSPENDED or LOST is told at once,
+     * as the chaos loop's locks are (CURATOR-604), since Curator 5.4's latch
+     * may lead with a node of its session before the LOST and never hear
+     * that the server deleted it (CURATOR-696), and its selector is a mutex.
+     */
     private static void lead(ChaosLoop loop, Tracker tr, String label, Path guard, Path toldFile,
                              AtomicReference<Holding> current, java.util.function.BooleanSupplier leads,
+                             boolean wasConnected, long errorStates,
                              java.util.concurrent.Callable<Long> token, String resource, String progress,
                              long hold, int writes, long lingerMs) throws InterruptedException {
         loop.acquisitions++;
@@ -1277,7 +1298,7 @@ public final class CuratorPeer {
         tr.holdings.add(h); // before the checks: a SUSPENDED or LOST from now on finds it
         current.set(h);
         try {
-            if (!tr.connected || !leads.getAsBoolean()) {
+            if (!wasConnected || tr.errorStates.get() != errorStates || !tr.connected || !leads.getAsBoolean()) {
                 h.tell(micros(), "during-acquire");
             }
             long t = 0;
