@@ -367,7 +367,7 @@ func (r *chaosRun) blackHole(ctx context.Context, c chaosClient, length time.Dur
 		p.BlackHole()
 	}
 	r.faultDone(faultBlackHole)
-	delay, _ := r.checkNotice(c, t0, notice, "black-holed", false)
+	delay, _ := r.checkNotice(c, t0, c.proxies(), notice, "black-holed", false)
 	done()
 	pause(ctx, time.Until(t0.Add(length)))
 	restored := time.Now()
@@ -381,11 +381,36 @@ func (r *chaosRun) blackHole(ctx context.Context, c chaosClient, length time.Dur
 
 // checkNotice waits for c's loss notice (see chaosClient.partitioned), cut
 // off at t0 by what, records it, and records it as late unless it came
-// within the bound. With silenceOK (a slow server), a client that heard
-// nothing at all, its connection never lapsing, had nothing to be told: it
-// is counted as having ridden the fault out.
-func (r *chaosRun) checkNotice(c chaosClient, t0 time.Time, notice func(time.Time) (time.Duration, bool, string), what string, silenceOK bool) (time.Duration, bool) {
-	delay, ok, detail := notice(t0.Add(chaosNoticeBound + time.Second))
+// within the bound of c's last contact with the servers it was cut off
+// from: the last reply that one of via passed it, or t0 if that was
+// earlier. A client may hear from them after t0: a slow member's replies
+// arrive late, and a partitioned member answers until it notices. With
+// silenceOK (a slow server), a client that heard nothing at all, its
+// connection never lapsing, had nothing to be told: it is counted as having
+// ridden the fault out. It returns the notice's delay from t0.
+func (r *chaosRun) checkNotice(c chaosClient, t0 time.Time, via []*zktest.Proxy, notice func(time.Time) (time.Duration, bool, string), what string, silenceOK bool) (time.Duration, bool) {
+	contact := func() time.Time {
+		last := t0
+		for _, p := range via {
+			if l := p.LastReply(); l.After(last) {
+				last = l
+			}
+		}
+		return last
+	}
+	deadline := t0.Add(chaosNoticeBound + time.Second)
+	delay, ok, detail := notice(deadline)
+	for !ok {
+		later := contact().Add(chaosNoticeBound + time.Second)
+		if !later.After(deadline) {
+			break
+		}
+		deadline = later
+		delay, ok, detail = notice(deadline)
+	}
+	// Read at once: once told, the client has left these servers, and a
+	// reply passed after its notice would be of a later connection.
+	last := min(contact().Sub(t0), delay)
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if !ok && silenceOK && len(c.states(t0)) == 0 {
@@ -393,11 +418,11 @@ func (r *chaosRun) checkNotice(c chaosClient, t0 time.Time, notice func(time.Tim
 		return 0, false
 	}
 	if ok {
-		r.notices = append(r.notices, lossNotice{client: c.name(), delay: delay, detail: detail})
+		r.notices = append(r.notices, lossNotice{client: c.name(), delay: delay - last, detail: detail})
 	}
-	if !ok || delay > chaosNoticeBound {
-		r.lateNotices = append(r.lateNotices, fmt.Sprintf("%s %s at %s: %s (delay %v; states since 5s before: %s)",
-			c.name(), what, t0.Format("15:04:05.000"), detail, delay, statesSince(c, t0.Add(-5*time.Second))))
+	if !ok || delay-last > chaosNoticeBound {
+		r.lateNotices = append(r.lateNotices, fmt.Sprintf("%s %s at %s: %s (delay %v, after a last reply at +%v; states since 5s before: %s)",
+			c.name(), what, t0.Format("15:04:05.000"), detail, delay, last.Round(time.Millisecond), statesSince(c, t0.Add(-5*time.Second))))
 	}
 	return delay, ok
 }

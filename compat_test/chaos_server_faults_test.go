@@ -126,7 +126,7 @@ func (r *chaosRun) quorumLoss(ctx context.Context, f fault) (string, error) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			r.checkNotice(c, t0, notices[i], "lost the quorum", false)
+			r.checkNotice(c, t0, c.proxies(), notices[i], "lost the quorum", false)
 		}()
 	}
 	wg.Wait()
@@ -345,7 +345,7 @@ func (r *chaosRun) partitionMember(ctx context.Context, f fault) (string, error)
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			_, told[k] = r.checkNotice(c, t0, notices[k], fmt.Sprintf("on partitioned member %d", m.ID()), false)
+			_, told[k] = r.checkNotice(c, t0, c.proxies()[i:i+1], notices[k], fmt.Sprintf("on partitioned member %d", m.ID()), false)
 		}()
 	}
 	wg.Wait()
@@ -415,7 +415,7 @@ func (r *chaosRun) slowServer(ctx context.Context, f fault) (string, error) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			_, suspended[k] = r.checkNotice(c, t0, notices[k], fmt.Sprintf("on slow member %d", m.ID()), true)
+			_, suspended[k] = r.checkNotice(c, t0, c.proxies()[i:i+1], notices[k], fmt.Sprintf("on slow member %d", m.ID()), true)
 		}()
 	}
 	wg.Wait()
