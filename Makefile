@@ -6,6 +6,15 @@ ZK_DIR  ?= .zk
 ZK_PORT ?= 2181
 ZK_JARS := /usr/share/java/zookeeper.jar:/usr/share/java/slf4j-simple.jar
 GOTEST  := $(GO) test -race -count=1 -timeout 20m
+# ZKNORACE compiles go-zookeeper without the race detector's instrumentation
+# (our own packages keep it) for the suites that reconnect clients all the
+# time (compat_test: interop and chaos). go-zookeeper v1.0.4 has a data race
+# of its own there: on a reconnect, sendSetWatches reads Conn.lastZxid while
+# the new recvLoop writes it for a reply to a request queued before
+# (go-zookeeper/zk#35, samuel/go-zookeeper#260). Nothing outside the package
+# can order the two; every other package's tests keep go-zookeeper
+# instrumented.
+ZKNORACE := -gcflags=github.com/go-zookeeper/zk=-race=false
 
 .PHONY: deps check test compat chaos demo bench zk-up zk-down
 
@@ -32,11 +41,12 @@ check:
 # test: every package against real ZooKeeper servers the tests start, with
 # Java Curator 5.4 peers for the interop suite.
 test: deps check
-	$(GOTEST) ./...
+	$(GOTEST) $$($(GO) list ./... | grep -v '/compat_test$$')
+	$(GOTEST) $(ZKNORACE) ./compat_test/
 
 # compat: only the Go/Java interop suite.
 compat: deps
-	$(GOTEST) ./compat_test/
+	$(GOTEST) $(ZKNORACE) ./compat_test/
 
 # chaos: the chaos suite (compat_test's TestChaos: Go and Java contenders on
 # a 3-member ensemble under a seeded fault schedule) for CHAOS_DURATION of
@@ -46,7 +56,7 @@ CHAOS_DURATION ?= 10m
 CHAOS_TIMEOUT  ?= 60m
 FUZZTIME       ?= 20s
 chaos: deps
-	CHAOS_DURATION=$(CHAOS_DURATION) $(GO) test -race -count=1 -timeout $(CHAOS_TIMEOUT) -run '^TestChaos$$' -v \
+	CHAOS_DURATION=$(CHAOS_DURATION) $(GO) test -race $(ZKNORACE) -count=1 -timeout $(CHAOS_TIMEOUT) -run '^TestChaos$$' -v \
 	  ./compat_test/ $(if $(CHAOS_SEED),-chaos.seed=$(CHAOS_SEED))
 	@set -e; for f in $$(grep -rl --include='*_test.go' '^func Fuzz' . | sort); do \
 	   for fn in $$(sed -n 's/^func \(Fuzz[A-Za-z0-9_]*\)(.*/\1/p' $$f); do \
