@@ -124,6 +124,9 @@ type chaosClient interface {
 	states(since time.Time) []stateEvent
 	// sessionID returns the client's current session.
 	sessionID(ctx context.Context) (int64, error)
+	// curator reports whether the client is Java Curator's, whose loss
+	// notice is Curator's to bound, not gocurator's (see checkNotice).
+	curator() bool
 	// createOpcode is the opcode of the client's creates: go-zookeeper
 	// sends create, ZooKeeper's Java client (as Curator calls it) create2.
 	createOpcode() int32

@@ -265,9 +265,10 @@ func planFault(rng *rand.Rand, k faultKind, l *lane, names []string) (fault, boo
 
 // lossNotice is how long a cut-off client took to tell its holders.
 type lossNotice struct {
-	client string
-	delay  time.Duration
-	detail string
+	client  string
+	curator bool // a Java Curator client's
+	delay   time.Duration
+	detail  string
 }
 
 // runLane injects a lane's faults in order. A failed fault ends the lane;
@@ -411,18 +412,38 @@ func (r *chaosRun) checkNotice(c chaosClient, t0 time.Time, via []*zktest.Proxy,
 	// Read at once: once told, the client has left these servers, and a
 	// reply passed after its notice would be of a later connection.
 	last := min(contact().Sub(t0), delay)
+	// A client told nothing that heard from another member since t0 had
+	// left the cut-off member before the cut (it was picked a moment
+	// before): it was not cut off. Leaving would have been SUSPENDED.
+	movedAway := false
+	if _, lost := firstState(c, t0, "SUSPENDED", "LOST"); !ok && !lost {
+		for _, p := range c.proxies() {
+			if !slices.Contains(via, p) && p.LastReply().After(t0) {
+				movedAway = true
+			}
+		}
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if !ok && silenceOK && len(c.states(t0)) == 0 {
+	switch {
+	case movedAway:
+		r.notCutOff++
+		return 0, false
+	case !ok && silenceOK && len(c.states(t0)) == 0:
 		r.rodeOut++
 		return 0, false
 	}
 	if ok {
-		r.notices = append(r.notices, lossNotice{client: c.name(), delay: delay - last, detail: detail})
+		r.notices = append(r.notices, lossNotice{client: c.name(), curator: c.curator(), delay: delay - last, detail: detail})
 	}
 	if !ok || delay-last > chaosNoticeBound {
-		r.lateNotices = append(r.lateNotices, fmt.Sprintf("%s %s at %s: %s (delay %v, after a last reply at +%v; states since 5s before: %s)",
-			c.name(), what, t0.Format("15:04:05.000"), detail, delay, last.Round(time.Millisecond), statesSince(c, t0.Add(-5*time.Second))))
+		note := fmt.Sprintf("%s %s at %s: %s (delay %v, after a last reply at +%v; states since 5s before: %s)",
+			c.name(), what, t0.Format("15:04:05.000"), detail, delay, last.Round(time.Millisecond), statesSince(c, t0.Add(-5*time.Second)))
+		if c.curator() && ok {
+			r.curatorLate = append(r.curatorLate, note)
+		} else {
+			r.lateNotices = append(r.lateNotices, note)
+		}
 	}
 	return delay, ok
 }

@@ -231,6 +231,8 @@ func (s *goSlot) currentProxy(ctx context.Context) (*zktest.Proxy, error) {
 
 func (s *goSlot) createOpcode() int32 { return zktest.OpCreate }
 
+func (s *goSlot) curator() bool { return false }
+
 func (s *goSlot) states(since time.Time) []stateEvent {
 	s.mu.Lock()
 	defer s.mu.Unlock()

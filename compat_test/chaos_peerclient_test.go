@@ -262,6 +262,8 @@ func (j *peerClient) partitioned(t0 time.Time) func(time.Time) (time.Duration, b
 	}
 }
 
+func (j *peerClient) curator() bool { return j.lang != "go" }
+
 func (j *peerClient) createOpcode() int32 {
 	if j.lang == "go" {
 		return zktest.OpCreate

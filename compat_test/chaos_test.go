@@ -131,7 +131,9 @@ type chaosRun struct {
 	pauses          []pauseWindow
 	pausesUnrefused int
 	quorumFindings  []string
-	rodeOut         int // clients of a slow member that heard nothing: nothing to be told
+	rodeOut         int      // clients of a slow member that heard nothing: nothing to be told
+	notCutOff       int      // clients that had left the cut-off member by the cut: nothing to be told
+	curatorLate     []string // late loss notices of Java Curator clients: Curator's, reported apart
 	nodeExpiries    []time.Duration
 	recoveries      []time.Duration
 }
@@ -267,9 +269,13 @@ func (r *chaosRun) judge(seed int64, elapsed time.Duration, peerTotals map[strin
 	violations = append(violations, fenceViolations...)
 
 	r.mu.Lock()
-	var worst time.Duration
+	var worst, worstCurator time.Duration
 	for _, n := range r.notices {
-		worst = max(worst, n.delay)
+		if n.curator {
+			worstCurator = max(worstCurator, n.delay)
+		} else {
+			worst = max(worst, n.delay)
+		}
 	}
 	var worstExpiry, worstRecovery time.Duration
 	for _, d := range r.nodeExpiries {
@@ -278,7 +284,7 @@ func (r *chaosRun) judge(seed int64, elapsed time.Duration, peerTotals map[strin
 	for _, d := range r.recoveries {
 		worstRecovery = max(worstRecovery, d)
 	}
-	late := slices.Clone(r.lateNotices)
+	late, curatorLate, notCutOff := slices.Clone(r.lateNotices), slices.Clone(r.curatorLate), r.notCutOff
 	quorum := slices.Clone(r.quorumFindings)
 	unrefused, nPauses := r.pausesUnrefused, len(r.pauses)
 	acquireErrs := maps.Clone(r.acquireErrs)
@@ -289,15 +295,15 @@ func (r *chaosRun) judge(seed int64, elapsed time.Duration, peerTotals map[strin
 	nFaults, byKind, missing := r.faultSummary()
 	summary := fmt.Sprintf("chaos: seed=%d duration=%v acquisitions=%d leader-terms=%d faults=%d %s violations=%d "+
 		"two-leader-moments=%d orphans=%d curator-orphans=%d stale-writes-refused=%d stale-writes-accepted=%d worst-loss-notice=%v "+
-		"quorum-node-expiry=%v quorum-recovery=%v",
+		"curator-worst-loss-notice=%v curator-late-notices=%d quorum-node-expiry=%v quorum-recovery=%v",
 		seed, elapsed.Round(time.Second), goAcq+peerAcq, goTerms+peerTerms, nFaults, byKind, len(violations)+len(quorum),
 		len(twoLeaders), len(orphans), len(curatorOrphans), refused, len(staleAccepted), worst.Round(time.Millisecond),
-		worstExpiry.Round(time.Millisecond), worstRecovery.Round(time.Millisecond))
+		worstCurator.Round(time.Millisecond), len(curatorLate), worstExpiry.Round(time.Millisecond), worstRecovery.Round(time.Millisecond))
 	t.Logf("chaos: acquisitions: Go in the test %d, processes %d; leader terms: Go in the test %d, processes %d; "+
 		"%d accepted writes; %d guard overlaps, all but %d excused; told: in the test %d, processes %d; "+
-		"Go acquires failed: %v; Go releases failed: %d; processes: %v; loss notices: %d; pauses: %d, %d without a refused write",
+		"Go acquires failed: %v; Go releases failed: %d; processes: %v; loss notices: %d (%d clients had left the member before the cut); pauses: %d, %d without a refused write",
 		goAcq, peerAcq, goTerms, peerTerms, accepted, overlaps, len(violations)-len(fenceViolations)+len(twoLeaders),
-		goTold, len(ex.told)-goTold, acquireErrs, r.goReleaseErrs.Load(), peerTotals, nNotices, nPauses, unrefused)
+		goTold, len(ex.told)-goTold, acquireErrs, r.goReleaseErrs.Load(), peerTotals, nNotices, notCutOff, nPauses, unrefused)
 	t.Log(summary)
 	if testing.Verbose() {
 		fmt.Fprintln(os.Stderr, summary)
@@ -319,6 +325,10 @@ func (r *chaosRun) judge(seed int64, elapsed time.Duration, peerTotals map[strin
 			len(curatorOrphans), strings.Join(curatorOrphans, "\n"))
 	}
 	report("late loss notices (bound: the session timeout + 1s)", late)
+	if len(curatorLate) > 0 {
+		t.Logf("chaos: %d late loss notices of Java Curator clients (Curator's; see docs/guarantees.md):\n%s",
+			len(curatorLate), strings.Join(curatorLate, "\n"))
+	}
 	report("stale writes accepted", staleAccepted)
 	report("fault kinds that did not happen as often as injected", missing)
 	if nPauses > 0 && refused == 0 {
