@@ -301,19 +301,37 @@ func (r *chaosRun) pickMember(ctx context.Context, pick int) (int, []chaosClient
 	return i, on[i]
 }
 
+// cutTarget picks, by pick, a member that clients are connected to, for a
+// fault that cuts it off, and makes its clients' holders hold on (holdOn).
+// That can take seconds, in which a client may move to another member, so
+// it returns the clients still on the member then; if none is left, it
+// picks again (5 times at most). done ends holding on.
+func (r *chaosRun) cutTarget(ctx context.Context, pick int) (int, []chaosClient, func(), error) {
+	for attempt := 1; ; attempt++ {
+		i, on := r.pickMember(ctx, pick)
+		_, done, err := r.holdOn(ctx, on...)
+		if err != nil {
+			return i, nil, done, err
+		}
+		if still := r.clientsOn(ctx)[i]; len(still) > 0 || attempt == 5 {
+			return i, still, done, nil
+		}
+		done()
+	}
+}
+
 // partitionMember cuts a member that clients are connected to off from the
 // other two (on the quorum and election ports: between servers, not
 // between clients and servers) for at least f.length. Checked: the member
 // stops serving; each of its clients is told (its holders within the
 // notice bound) and moves to another member while the partition lasts.
 func (r *chaosRun) partitionMember(ctx context.Context, f fault) (string, error) {
-	i, on := r.pickMember(ctx, f.target)
-	m := r.ens.Members()[i]
-	_, done, err := r.holdOn(ctx, on...)
+	i, on, done, err := r.cutTarget(ctx, f.target)
 	defer done()
 	if err != nil {
 		return "", err
 	}
+	m := r.ens.Members()[i]
 	t0 := time.Now()
 	notices := make([]func(time.Time) (time.Duration, bool, string), len(on))
 	for k, c := range on {
@@ -394,13 +412,12 @@ func (r *chaosRun) partitionMember(ctx context.Context, f fault) (string, error)
 // lapses rides it out, with nothing to be told), are told within the notice
 // bound and come back.
 func (r *chaosRun) slowServer(ctx context.Context, f fault) (string, error) {
-	i, on := r.pickMember(ctx, f.target)
-	m := r.ens.Members()[i]
-	_, done, err := r.holdOn(ctx, on...)
+	i, on, done, err := r.cutTarget(ctx, f.target)
 	defer done()
 	if err != nil {
 		return "", err
 	}
+	m := r.ens.Members()[i]
 	t0 := time.Now()
 	notices := make([]func(time.Time) (time.Duration, bool, string), len(on))
 	for k, c := range on {
