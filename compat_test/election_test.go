@@ -103,6 +103,14 @@ func TestLeaderLatchWithJava(t *testing.T) {
 	waitChildren(t, gc, base, 3)
 	must(t, proxy.ExpireSession(gx.SessionID())) // Go → Go, by expiry
 	must(t, g2.Await(ctx))
+	// go-1's node went with its session: it queues again, with a node of
+	// its new session, behind java-2. It then leaves, so that the killed
+	// Java candidate below can lead.
+	waitChildren(t, gc, base, 3)
+	if got := goParticipants(t, g2); got != "go-2:true java-2:false go-1:false" {
+		t.Fatalf("after go-1's expiry, Go sees %q, want go-1 queued again behind java-2", got)
+	}
+	must(t, g1.Close())
 	must(t, g2.Close()) // Go → Java, by close
 	p.mustEvent(t, "leader j2 true")
 	if got := javaParticipants(t, p, "j2"); !strings.HasPrefix(got, "java-2:true") {
