@@ -11,6 +11,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/gocurator/curator/framework/zktest"
 )
 
 // This file holds the chaos suite's faults made to the ensemble: a member
@@ -105,11 +107,8 @@ func (r *chaosRun) quorumLoss(ctx context.Context, f fault) (string, error) {
 		done()
 		return "", err
 	}
-	t0 := time.Now()
-	notices := make([]func(time.Time) (time.Duration, bool, string), len(r.clients))
-	for i, c := range r.clients {
-		notices[i] = c.partitioned(t0)
-	}
+	cut := r.beginCut(r.clients)
+	t0 := cut.at
 	var killed []int
 	for i, m := range members {
 		if i != survivor {
@@ -121,15 +120,7 @@ func (r *chaosRun) quorumLoss(ctx context.Context, f fault) (string, error) {
 		}
 	}
 	r.faultDone(faultQuorum)
-	var wg sync.WaitGroup
-	for i, c := range r.clients {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			r.checkNotice(c, t0, c.proxies(), notices[i], "lost the quorum", false)
-		}()
-	}
-	wg.Wait()
+	cut.check(r, func(c chaosClient) []*zktest.Proxy { return c.proxies() }, "lost the quorum", false)
 	done()
 	pause(ctx, time.Until(t0.Add(f.length)))
 
@@ -301,6 +292,45 @@ func (r *chaosRun) pickMember(ctx context.Context, pick int) (int, []chaosClient
 	return i, on[i]
 }
 
+// A cut is a fault about to cut clients off from servers, and what each
+// client is to be told of it (chaosClient.partitioned).
+type cut struct {
+	at      time.Time
+	clients []chaosClient
+	notices []func(time.Time) (time.Duration, bool, string)
+}
+
+// beginCut notes, just before a fault cuts cs off, what each is to be told.
+func (r *chaosRun) beginCut(cs []chaosClient) *cut {
+	x := &cut{at: time.Now(), clients: cs}
+	for _, c := range cs {
+		x.notices = append(x.notices, c.partitioned(x.at))
+	}
+	return x
+}
+
+// check waits for every client's notice at once and checks it (see
+// checkNotice; via gives the proxies through which a client met the
+// servers cut off); it reports which were told.
+func (x *cut) check(r *chaosRun, via func(chaosClient) []*zktest.Proxy, what string, silenceOK bool) []bool {
+	told := make([]bool, len(x.clients))
+	var wg sync.WaitGroup
+	for k, c := range x.clients {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, told[k] = r.checkNotice(c, x.at, via(c), x.notices[k], what, silenceOK)
+		}()
+	}
+	wg.Wait()
+	return told
+}
+
+// viaMember gives a client's proxy to member i.
+func viaMember(i int) func(chaosClient) []*zktest.Proxy {
+	return func(c chaosClient) []*zktest.Proxy { return c.proxies()[i : i+1] }
+}
+
 // cutTarget picks, by pick, a member that clients are connected to, for a
 // fault that cuts it off, and makes its clients' holders hold on (holdOn).
 // That can take seconds, in which a client may move to another member, so
@@ -332,11 +362,8 @@ func (r *chaosRun) partitionMember(ctx context.Context, f fault) (string, error)
 		return "", err
 	}
 	m := r.ens.Members()[i]
-	t0 := time.Now()
-	notices := make([]func(time.Time) (time.Duration, bool, string), len(on))
-	for k, c := range on {
-		notices[k] = c.partitioned(t0)
-	}
+	cut := r.beginCut(on)
+	t0 := cut.at
 	heal, err := r.ens.Partition(i)
 	if err != nil {
 		return "", err
@@ -357,17 +384,9 @@ func (r *chaosRun) partitionMember(ctx context.Context, f fault) (string, error)
 		pause(ctx, 20*time.Millisecond) // polling the member
 	}
 	// Its clients are told, and move on while the partition lasts.
-	var wg sync.WaitGroup
-	told := make([]bool, len(on))
-	for k, c := range on {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			_, told[k] = r.checkNotice(c, t0, c.proxies()[i:i+1], notices[k], fmt.Sprintf("on partitioned member %d", m.ID()), false)
-		}()
-	}
-	wg.Wait()
+	told := cut.check(r, viaMember(i), fmt.Sprintf("on partitioned member %d", m.ID()), false)
 	done()
+	var wg sync.WaitGroup
 	moved := make([]error, len(on))
 	for k, c := range on {
 		if !told[k] {
@@ -418,24 +437,12 @@ func (r *chaosRun) slowServer(ctx context.Context, f fault) (string, error) {
 		return "", err
 	}
 	m := r.ens.Members()[i]
-	t0 := time.Now()
-	notices := make([]func(time.Time) (time.Duration, bool, string), len(on))
-	for k, c := range on {
-		notices[k] = c.partitioned(t0)
-	}
+	cut := r.beginCut(on)
+	t0 := cut.at
 	for _, c := range r.clients {
 		c.proxies()[i].SetDelay(f.delay)
 	}
-	var wg sync.WaitGroup
-	suspended := make([]bool, len(on))
-	for k, c := range on {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			_, suspended[k] = r.checkNotice(c, t0, c.proxies()[i:i+1], notices[k], fmt.Sprintf("on slow member %d", m.ID()), true)
-		}()
-	}
-	wg.Wait()
+	suspended := cut.check(r, viaMember(i), fmt.Sprintf("on slow member %d", m.ID()), true)
 	done()
 	pause(ctx, time.Until(t0.Add(f.length)))
 	restored := time.Now()
