@@ -334,9 +334,10 @@ func viaMember(i int) func(chaosClient) []*zktest.Proxy {
 // cutTarget picks, by pick, a member that clients are connected to, for a
 // fault that cuts it off, and makes its clients' holders hold on (holdOn).
 // That can take seconds, in which a client may move to another member, so
-// it returns the clients still on the member then; if none is left, it
-// picks again (5 times at most). done ends holding on.
-func (r *chaosRun) cutTarget(ctx context.Context, pick int) (int, []chaosClient, func(), error) {
+// it begins the cut (beginCut) with the clients still on the member then;
+// if none is left, it picks again (5 times at most). The caller cuts the
+// member off at once. done ends holding on.
+func (r *chaosRun) cutTarget(ctx context.Context, pick int) (int, *cut, func(), error) {
 	for attempt := 1; ; attempt++ {
 		i, on := r.pickMember(ctx, pick)
 		_, done, err := r.holdOn(ctx, on...)
@@ -344,7 +345,7 @@ func (r *chaosRun) cutTarget(ctx context.Context, pick int) (int, []chaosClient,
 			return i, nil, done, err
 		}
 		if still := r.clientsOn(ctx)[i]; len(still) > 0 || attempt == 5 {
-			return i, still, done, nil
+			return i, r.beginCut(still), done, nil
 		}
 		done()
 	}
@@ -356,14 +357,12 @@ func (r *chaosRun) cutTarget(ctx context.Context, pick int) (int, []chaosClient,
 // stops serving; each of its clients is told (its holders within the
 // notice bound) and moves to another member while the partition lasts.
 func (r *chaosRun) partitionMember(ctx context.Context, f fault) (string, error) {
-	i, on, done, err := r.cutTarget(ctx, f.target)
+	i, cut, done, err := r.cutTarget(ctx, f.target)
 	defer done()
 	if err != nil {
 		return "", err
 	}
-	m := r.ens.Members()[i]
-	cut := r.beginCut(on)
-	t0 := cut.at
+	m, on, t0 := r.ens.Members()[i], cut.clients, cut.at
 	heal, err := r.ens.Partition(i)
 	if err != nil {
 		return "", err
@@ -431,14 +430,12 @@ func (r *chaosRun) partitionMember(ctx context.Context, f fault) (string, error)
 // lapses rides it out, with nothing to be told), are told within the notice
 // bound and come back.
 func (r *chaosRun) slowServer(ctx context.Context, f fault) (string, error) {
-	i, on, done, err := r.cutTarget(ctx, f.target)
+	i, cut, done, err := r.cutTarget(ctx, f.target)
 	defer done()
 	if err != nil {
 		return "", err
 	}
-	m := r.ens.Members()[i]
-	cut := r.beginCut(on)
-	t0 := cut.at
+	m, on, t0 := r.ens.Members()[i], cut.clients, cut.at
 	for _, c := range r.clients {
 		c.proxies()[i].SetDelay(f.delay)
 	}

@@ -358,12 +358,17 @@ public final class CuratorPeer {
         return pos.get(i);
     }
 
-    private Client client(String name) {
-        Client c = clients.get(name);
-        if (c == null) {
-            throw new IllegalArgumentException("no client " + name);
+    /** The value of name in m, or an IllegalArgumentException saying there is no such kind. */
+    private static <T> T named(Map<String, T> m, String kind, String name) {
+        T v = m.get(name);
+        if (v == null) {
+            throw new IllegalArgumentException("no " + kind + " " + name);
         }
-        return c;
+        return v;
+    }
+
+    private Client client(String name) {
+        return named(clients, "client", name);
     }
 
     private Object lock(String ref) {
@@ -696,19 +701,11 @@ public final class CuratorPeer {
     }
 
     private LeaderLatch latch(String name) {
-        LeaderLatch l = latches.get(name);
-        if (l == null) {
-            throw new IllegalArgumentException("no latch " + name);
-        }
-        return l;
+        return named(latches, "latch", name);
     }
 
     private LeaderSelector selector(String name) {
-        LeaderSelector s = selectors.get(name);
-        if (s == null) {
-            throw new IllegalArgumentException("no selector " + name);
-        }
-        return s;
+        return named(selectors, "selector", name);
     }
 
     private boolean acquire(String workerName, String ref, long timeoutMs, int qty) throws Exception {
