@@ -2,10 +2,13 @@ package framework
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/go-zookeeper/zk"
 
 	"github.com/gocurator/curator/internal/testutil"
 	"github.com/gocurator/curator/retry"
@@ -17,6 +20,10 @@ import (
 // create ends, made or failed.
 func TestCloseDuringContainerCreates(t *testing.T) {
 	ctx, base := testutil.Begin(t, server.Addr())
+	if _, err := testutil.Connect(t, server.Addr()).Create(base, nil, 0, zk.WorldACL(zk.PermAll)); err != nil {
+		t.Fatal(err)
+	}
+	made := 0
 	for round := 0; round < 30; round++ {
 		c, err := New(server.Addr(), retry.NewNTimes(0, 0))
 		if err != nil {
@@ -25,25 +32,44 @@ func TestCloseDuringContainerCreates(t *testing.T) {
 		if err := c.BlockUntilConnected(ctx); err != nil {
 			t.Fatal(err)
 		}
-		var wg sync.WaitGroup
+		var (
+			wg      sync.WaitGroup
+			mu      sync.Mutex
+			first   = make(chan struct{}) // closed at the round's first create made
+			created int
+		)
 		for g := 0; g < 4; g++ {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
 				for i := 0; ; i++ {
 					p := fmt.Sprintf("%s/r%d-g%d-%d", base, round, g, i)
-					if _, err := c.Create(context.Background(), p, nil, WithMode(Container)); err != nil {
-						return // closed: the create failed, as it should
+					_, err := c.Create(context.Background(), p, nil, WithMode(Container))
+					if err != nil {
+						// Closed: the create failed, as it should, with the
+						// client's or the connection's closing.
+						if !errors.Is(err, zk.ErrClosing) && !errors.Is(err, zk.ErrConnectionClosed) {
+							t.Errorf("create during Close: %v", err)
+						}
+						return
 					}
+					mu.Lock()
+					if created++; created == 1 {
+						close(first)
+					}
+					mu.Unlock()
 				}
 			}()
 		}
-		time.Sleep(time.Duration(round%5) * time.Millisecond) // a different moment to close at each round
+		// Close while the creates are under way, once one has been made.
+		testutil.Recv(t, first, "a first container create")
 		if err := c.Close(); err != nil {
 			t.Fatal(err)
 		}
 		testutil.Wait(t, &wg, "the creates after Close")
+		made += created
 	}
+	t.Logf("%d containers made before the closes", made)
 }
 
 // A connection's close waits for the container creates under way, refuses
