@@ -553,12 +553,20 @@ func TestChaosChecksSeeViolations(t *testing.T) {
 		!strings.Contains(v[len(v)-1], "jx.") || !strings.Contains(v[len(v)-1], "while gx.1") {
 		t.Fatalf("%d overlaps, violations:\n%s", n, strings.Join(v, "\n"))
 	}
+	judge := func(ex excuses) []string {
+		t.Helper()
+		v, _, err := judgeGuards([]*chaosGuard{g}, ex)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
 	// Told before the overlaps, the Go holding excuses them all.
-	if v, _, _ := judgeGuards([]*chaosGuard{g}, excuses{told: map[string]int64{"gx.1": 0}}); len(v) != 0 {
+	if v := judge(excuses{told: map[string]int64{"gx.1": 0}}); len(v) != 0 {
 		t.Fatalf("violations with gx.1 told:\n%s", strings.Join(v, "\n"))
 	}
 	// Told after them, it excuses none.
-	if v, _, _ := judgeGuards([]*chaosGuard{g}, excuses{told: map[string]int64{"gx.1": time.Now().UnixMicro()}}); len(v) != n {
+	if v := judge(excuses{told: map[string]int64{"gx.1": time.Now().UnixMicro()}}); len(v) != n {
 		t.Fatalf("%d violations with gx.1 told late, want %d", len(v), n)
 	}
 	// A pause of gx's process that gx.1 spanned excuses them, from its start
@@ -567,7 +575,7 @@ func TestChaosChecksSeeViolations(t *testing.T) {
 	// another process.
 	spanned := pauseWindow{client: "gx", from: time.Now().Add(-time.Minute), to: time.Now().Add(-time.Second),
 		bounds: map[string]int64{"gx": 1}}
-	if v, _, _ := judgeGuards([]*chaosGuard{g}, excuses{pauses: []pauseWindow{spanned}}); len(v) != 0 {
+	if v := judge(excuses{pauses: []pauseWindow{spanned}}); len(v) != 0 {
 		t.Fatalf("violations with gx.1 paused:\n%s", strings.Join(v, "\n"))
 	}
 	for _, p := range []pauseWindow{
@@ -576,7 +584,7 @@ func TestChaosChecksSeeViolations(t *testing.T) {
 		{client: "gx", from: time.Now().Add(-time.Minute), to: time.Now().Add(-time.Minute / 2), bounds: map[string]int64{"gx": 1}},
 		{client: "gy", from: time.Now().Add(-time.Minute), to: time.Now(), bounds: map[string]int64{"gy": 10}},
 	} {
-		if v, _, _ := judgeGuards([]*chaosGuard{g}, excuses{pauses: []pauseWindow{p}}); len(v) == 0 {
+		if v := judge(excuses{pauses: []pauseWindow{p}}); len(v) == 0 {
 			t.Fatalf("pause %+v excused gx.1's overlaps", p)
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"math/rand/v2"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -85,6 +86,9 @@ func TestContextCutsACallShort(t *testing.T) {
 	cut, cancel := context.WithCancel(ctx)
 	defer cancel()
 	release := make(chan struct{})
+	var releaseOnce sync.Once
+	letGo := func() { releaseOnce.Do(func() { close(release) }) }
+	t.Cleanup(letGo) // before the client's Close, which waits for the call, if the test fails first
 	c.cfg.beforeParentCreate = func(string) {
 		cancel() // the call is under way: cut it short
 		<-release
@@ -94,8 +98,8 @@ func TestContextCutsACallShort(t *testing.T) {
 	if !errors.Is(err, context.Canceled) {
 		t.Fatalf("Create cut short = %v, want context.Canceled", err)
 	}
-	close(release) // the abandoned create goes on: the parent, then the node
-	c.bg.Wait()    // then the clean-up, which waited for it, deletes the node
+	letGo()     // the abandoned create goes on: the parent, then the node
+	c.bg.Wait() // then the clean-up, which waited for it, deletes the node
 	kids, _, err := raw.Children(parent)
 	if err != nil || len(kids) != 0 {
 		t.Fatalf("after the clean-up: children %v, %v; want none", kids, err)
@@ -114,19 +118,27 @@ func TestContextsEndingAsCallsDo(t *testing.T) {
 	if _, err := c.Create(ctx, base, []byte("data")); err != nil {
 		t.Fatal(err)
 	}
+	// Each goroutine reads a node of its own, whose data is its number, so
+	// a result handed to the wrong call shows.
+	for i := range 8 {
+		if _, err := c.Create(ctx, base+"/"+strconv.Itoa(i), []byte(strconv.Itoa(i))); err != nil {
+			t.Fatal(err)
+		}
+	}
 	var wg sync.WaitGroup
 	for i := range 8 {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			r := rand.New(rand.NewPCG(uint64(i), 1))
+			own, want := base+"/"+strconv.Itoa(i), strconv.Itoa(i)
 			for range 50 {
 				cctx, cancel := context.WithTimeout(ctx, time.Duration(r.IntN(1500))*time.Microsecond)
-				data, _, err := c.GetData(cctx, base)
+				data, _, err := c.GetData(cctx, own)
 				cancel()
 				switch {
-				case err == nil && string(data) != "data":
-					t.Errorf("GetData = %q", data)
+				case err == nil && string(data) != want:
+					t.Errorf("GetData(%s) = %q, want %q", own, data, want)
 				case err != nil && !errors.Is(err, context.DeadlineExceeded):
 					t.Errorf("GetData = %v", err)
 				}

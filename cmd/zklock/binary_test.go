@@ -14,6 +14,7 @@ import (
 	"sync"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/gocurator/curator/framework/zktest"
 	"github.com/gocurator/curator/internal/testutil"
@@ -80,6 +81,9 @@ func startZklock(t testing.TB, args ...string) *process {
 	}
 	p.cmd.Env = append(os.Environ(), "ZK_SERVERS="+server.Addr())
 	p.cmd.Stdout, p.cmd.Stderr = p.stdout, p.stderr
+	// After a kill, Wait gives up on pipes a child of the command still
+	// holds open (a `sleep` the command ran) instead of waiting for it.
+	p.cmd.WaitDelay = 5 * time.Second
 	if err := p.cmd.Start(); err != nil {
 		t.Fatal(err)
 	}

@@ -395,15 +395,7 @@ func TestLsParentOfLocks(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { reader.Release(context.Background()) })
-	sem, err := recipes.NewInterProcessSemaphoreV2(client, app+"/sem", 2)
-	if err != nil {
-		t.Fatal(err)
-	}
-	lease, err := sem.Acquire(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { lease.Close(context.Background()) })
+	holdLease(ctx, t, client, app+"/sem", 2)
 
 	code, out, stderr := zklock(t, "ls", app)
 	if code != 0 {
@@ -513,7 +505,7 @@ func TestLsElections(t *testing.T) {
 		}
 		t.Cleanup(func() { s.Close() })
 		if i == 0 {
-			<-leading
+			testutil.Recv(t, leading, "the first selector's leadership")
 		}
 		waitChildren(ctx, t, conn, selectorPath, i+1)
 	}

@@ -57,6 +57,22 @@ func holdMutex(ctx context.Context, t testing.TB, path string) *recipes.Handle {
 	return h
 }
 
+// holdLease takes a lease of a semaphore of max leases at path with client
+// c, returned when the test ends.
+func holdLease(ctx context.Context, t testing.TB, c *framework.Client, path string, max int) *recipes.Lease {
+	t.Helper()
+	sem, err := recipes.NewInterProcessSemaphoreV2(c, path, max)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lease, err := sem.Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = lease.Close(context.Background()) })
+	return lease
+}
+
 // syncBuffer is an io.Writer safe for the command's output copier and the
 // test at once, which can wait for a text to appear in it.
 type syncBuffer struct {

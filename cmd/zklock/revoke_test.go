@@ -65,8 +65,10 @@ func revocableHolder(t *testing.T, c *framework.Client, path string) (*recipes.H
 	return h, asked
 }
 
-func TestRevokeWaitsForRelease(t *testing.T) {
-	ctx, path := testutil.Begin(t, server.Addr())
+// releasingHolder takes a mutex at path on a client of its own that
+// releases it when asked to revoke; the channel hears that Release.
+func releasingHolder(ctx context.Context, t *testing.T, path string) (*recipes.Handle, <-chan error) {
+	t.Helper()
 	mu, err := recipes.NewInterProcessMutex(newClient(t, ""), path)
 	if err != nil {
 		t.Fatal(err)
@@ -77,6 +79,12 @@ func TestRevokeWaitsForRelease(t *testing.T) {
 	if err := h.Acquire(ctx); err != nil {
 		t.Fatal(err)
 	}
+	return h, released
+}
+
+func TestRevokeWaitsForRelease(t *testing.T) {
+	ctx, path := testutil.Begin(t, server.Addr())
+	h, released := releasingHolder(ctx, t, path)
 	node := h.LockPath()
 	code, out, stderr := zklock(t, "revoke", "--wait", node)
 	if code != 0 || !strings.Contains(out, "revocation requested: "+node) || !strings.Contains(out, "released: "+node) {
@@ -220,15 +228,7 @@ func TestRevokeLockPath(t *testing.T) {
 	}
 
 	// A semaphore: leases cannot be revoked.
-	sem, err := recipes.NewInterProcessSemaphoreV2(client, path+"/sem", 1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	lease, err := sem.Acquire(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { lease.Close(context.Background()) })
+	holdLease(ctx, t, client, path+"/sem", 1)
 	code, _, stderr = zklock(t, "revoke", path+"/sem")
 	if code != exitError || !strings.Contains(stderr, "cannot be revoked") {
 		t.Errorf("semaphore: status %d, stderr %q", code, stderr)
@@ -238,16 +238,7 @@ func TestRevokeLockPath(t *testing.T) {
 // revoke --wait PATH: the holder releases, and the JSON line says so.
 func TestRevokeLockPathWaits(t *testing.T) {
 	ctx, path := testutil.Begin(t, server.Addr())
-	mu, err := recipes.NewInterProcessMutex(newClient(t, ""), path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	h := mu.NewHandle()
-	released := make(chan error, 1)
-	h.MakeRevocable(func() { released <- h.Release(context.Background()) })
-	if err := h.Acquire(ctx); err != nil {
-		t.Fatal(err)
-	}
+	h, released := releasingHolder(ctx, t, path)
 	node := h.LockPath()
 	code, out, stderr := zklockBin(t, "--json", "revoke", "--wait", path)
 	lines := jsonLines(t, out)
@@ -257,7 +248,7 @@ func TestRevokeLockPathWaits(t *testing.T) {
 	if bad := checkFields(lines[0], map[string]any{"event": eventRevokeRequested, "node": node, "path": path, "kind": "mutex", "released": true}); len(bad) > 0 {
 		t.Errorf("%v: %v", lines[0], bad)
 	}
-	if err := <-released; err != nil {
+	if err := testutil.Recv(t, released, "the revocation listener's Release"); err != nil {
 		t.Error(err)
 	}
 }

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"os"
 	"os/signal"
@@ -266,15 +265,7 @@ func TestRunReadWriteAndSemaphore(t *testing.T) {
 		t.Errorf("--write on a free lock: status %d, stdout %q", code, out)
 	}
 
-	sem, err := recipes.NewInterProcessSemaphoreV2(client, path+"/sem", 2)
-	if err != nil {
-		t.Fatal(err)
-	}
-	lease, err := sem.Acquire(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer lease.Close(context.Background())
+	holdLease(ctx, t, client, path+"/sem", 2)
 	code, out, stderr = zklock(t, "run", "--semaphore", "2", "--try-once", path+"/sem", "--", "sh", "-c", `echo "$ZKLOCK_KIND $ZKLOCK_NODE $ZKLOCK_TOKEN"`)
 	if code != 0 || !strings.HasPrefix(out, "lease "+path+"/sem/leases/") || !strings.Contains(out, "-lease-") {
 		t.Errorf("--semaphore 2 with one lease out: status %d, stdout %q, stderr %q", code, out, stderr)

@@ -774,8 +774,8 @@ func TestEnsemblePartition(t *testing.T) {
 	members := e.Members()
 	deadline := time.Now().Add(30 * time.Second)
 	for {
-		mode, _ := members[cut].Mode()
-		if mode != "follower" && mode != "leader" {
+		mode, err := members[cut].Mode()
+		if err == nil && mode != "follower" && mode != "leader" {
 			break // it no longer serves
 		}
 		if time.Now().After(deadline) {
