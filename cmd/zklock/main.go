@@ -56,7 +56,9 @@
 // that made their lock revocable react. Given a lock PATH instead, it asks
 // the lock's current holders (a mutex's one, a read-write lock's writer or
 // readers) and names each node it asked; a PATH without a holder is an
-// error, and so is a semaphore (Curator's leases cannot be revoked). A NODE
+// error, and so are a semaphore (Curator's leases cannot be revoked), a
+// leader latch (Curator's latch has no revocation), and a lease or latch
+// NODE, whose data revoke would overwrite. A NODE
 // already gone is no error: revoke says so and exits 0, as attemptRevoke
 // does nothing for it.
 //

@@ -129,8 +129,11 @@ func revokeTargets(ctx context.Context, client *framework.Client, target string)
 	if err != nil {
 		return "", nil, err
 	}
-	if l.Recipe == lockview.RecipeSemaphore {
+	switch l.Recipe {
+	case lockview.RecipeSemaphore:
 		return "", nil, fmt.Errorf("%s is a semaphore: Curator's semaphore leases cannot be revoked", target)
+	case lockview.RecipeLatch:
+		return "", nil, fmt.Errorf("%s is a leader latch: Curator's latch has no revocation", target)
 	}
 	for _, p := range l.Participants {
 		if p.Role == lockview.RoleHolder && (p.Kind == lockview.KindMutex || p.Kind == lockview.KindRead || p.Kind == lockview.KindWrite) {
@@ -150,7 +153,13 @@ func revokeTargets(ctx context.Context, client *framework.Client, target string)
 func requestRevoke(ctx context.Context, client *framework.Client, path, node string) (*revokeResult, error) {
 	_, name := framework.SplitPath(node)
 	r := &revokeResult{Event: eventRevokeRequested, Path: path, Node: node}
-	if kind := lockview.NodeKind(name); kind != lockview.KindForeign {
+	switch kind := lockview.NodeKind(name); kind {
+	case lockview.KindLatch, lockview.KindLease:
+		// Their data is a participant id or a lease's: writing
+		// __REVOKE__ there would overwrite it, and nobody listens.
+		return nil, fmt.Errorf("%s is a %s node, which cannot be revoked (only lock nodes can)", node, kind)
+	case lockview.KindForeign:
+	default:
 		r.Kind = kind
 	}
 	gone := func() (*revokeResult, error) {
@@ -169,7 +178,7 @@ func requestRevoke(ctx context.Context, client *framework.Client, path, node str
 		return nil, fmt.Errorf("%s is not a lock node (lock nodes are ephemeral); give a node from zklock ls, or a lock path", node)
 	}
 	r.Session, r.Token = fmt.Sprintf("0x%x", st.EphemeralOwner), st.Czxid
-	r.Revocable = len(data) == 0 || string(data) == string(recipes.RevokeMessage)
+	r.Revocable = len(data) == 0 || string(data) == recipes.RevokeMessage
 	if !r.Revocable {
 		r.Warning = "the node has data, so its holder did not make its lock revocable (Curator creates revocable lock nodes empty): it will probably not release"
 	}

@@ -227,11 +227,45 @@ func TestRevokeLockPath(t *testing.T) {
 		t.Errorf("rw: asked %v, want the readers %v", nodes, readers)
 	}
 
-	// A semaphore: leases cannot be revoked.
-	holdLease(ctx, t, client, path+"/sem", 1)
+	// A semaphore: leases cannot be revoked, by path or by node (whose data
+	// stays as it was).
+	lease := holdLease(ctx, t, client, path+"/sem", 1)
 	code, _, stderr = zklock(t, "revoke", path+"/sem")
 	if code != exitError || !strings.Contains(stderr, "cannot be revoked") {
 		t.Errorf("semaphore: status %d, stderr %q", code, stderr)
+	}
+	code, _, stderr = zklock(t, "revoke", lease.Path())
+	if code != exitError || !strings.Contains(stderr, "lease node, which cannot be revoked") {
+		t.Errorf("lease node: status %d, stderr %q", code, stderr)
+	}
+
+	// A leader latch: no revocation, by path or by node; its participant id
+	// stays.
+	latch, err := recipes.NewLeaderLatch(client, path+"/latch", recipes.WithParticipantID("p-1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := latch.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = latch.Close() })
+	if err := latch.Await(ctx); err != nil {
+		t.Fatal(err)
+	}
+	code, _, stderr = zklock(t, "revoke", path+"/latch")
+	if code != exitError || !strings.Contains(stderr, "leader latch") {
+		t.Errorf("latch: status %d, stderr %q", code, stderr)
+	}
+	kids, _, err := conn.Children(path + "/latch")
+	if err != nil || len(kids) != 1 {
+		t.Fatalf("latch children %v, %v", kids, err)
+	}
+	code, _, stderr = zklock(t, "revoke", path+"/latch/"+kids[0])
+	if code != exitError || !strings.Contains(stderr, "latch node, which cannot be revoked") {
+		t.Errorf("latch node: status %d, stderr %q", code, stderr)
+	}
+	if data, _, err := conn.Get(path + "/latch/" + kids[0]); err != nil || string(data) != "p-1" {
+		t.Errorf("latch node data %q, %v; want the participant id untouched", data, err)
 	}
 }
 
