@@ -1,7 +1,8 @@
-// Package recipes holds Apache Curator's ZooKeeper lock recipes for Go, in
-// the very trees Curator 5.x writes (names, sort order, predicates), so that
-// Go and Java Curator services can take the same locks while a fleet moves
-// from one language to the other.
+// Package recipes holds Apache Curator's ZooKeeper lock and leader-election
+// recipes for Go, in the very trees Curator 5.x writes (names, sort order,
+// predicates), so that Go and Java Curator services can take the same locks,
+// and stand in the same elections, while a fleet moves from one language to
+// the other.
 //
 // # Owners, loss and fencing
 //
@@ -18,7 +19,9 @@
 // always returns, and Err says why: nil while held, an error wrapping
 // ErrLockLost once the lock can no longer be trusted (the connection
 // SUSPENDED or the session LOST, by the client's error policy; the client
-// closed), an error wrapping ErrNotHeld once released. After a loss IsHeld
+// closed), an error wrapping ErrNotHeld once released (ErrNotLeader once a
+// LeaderLatch's or LeaderSelector's term is over: each term of leadership
+// is told as an acquisition is). After a loss IsHeld
 // is false, a reentrant Acquire fails with ErrLockLost, and Release still
 // deletes the node but returns ErrLockLost, so the owner learns that its
 // work was not protected all along. WithLock does all this in one call.
@@ -56,6 +59,12 @@
 //	InterProcessMultiLock(List<InterProcessLock>)   NewInterProcessMultiLockWithLocks
 //	SharedCount                                     NewSharedCount
 //	InterProcessLock                                Locker
+//	LeaderLatch(client, path, id)                   NewLeaderLatch(client, path, WithParticipantID(id))
+//	start(), await(), close(closeMode)              Start, Await(ctx), Close / CloseWithMode
+//	hasLeadership(), LeaderLatchListener            HasLeadership (and Done, Err), AddListener
+//	getParticipants(), getLeader()                  Participants(ctx), Leader(ctx)
+//	LeaderSelector(client, path, listener)          NewLeaderSelector(client, path, fn): fn(ctx) leads until it returns
+//	autoRequeue(), requeue(), interruptLeadership() WithAutoRequeue(), Requeue, InterruptLeadership
 //	(no counterpart)                                Done, Err, FencingToken, WithLock
 //
 // Naming: constructors are New and Curator's class name, a second Curator

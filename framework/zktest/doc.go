@@ -71,10 +71,14 @@
 //     expires the session and the client learns it on Restore;
 //   - LoseNextReply: the server applies a request but the client never hears
 //     back and sees a connection loss;
+//   - Disarm: take an armed LoseNextReply back (arm every proxy of a client,
+//     keep the one that fired);
 //   - ExpireSession: the server really expires (closes) a session now;
 //   - HoldSession: one session cut off (its reconnects wait) while the server
 //     keeps it and other sessions pass, as when a client gives a session up;
-//   - Requests and WaitRequests: how many requests of an opcode passed.
+//   - Requests and WaitRequests: how many requests of an opcode passed;
+//   - LastReply: when a client last heard from the server through the proxy
+//     (to time how soon it noticed a fault).
 //
 // Between servers: an ensemble started WithPeerLinks reaches its members'
 // quorum and election ports through raw proxies (WithRawStream), and

@@ -163,7 +163,7 @@ type ProxyOption func(*Proxy)
 // WithRawStream makes the proxy forward plain byte streams, dialling the
 // target as soon as a connection is accepted: for traffic that is not
 // ZooKeeper's client protocol, such as the quorum and election traffic
-// between ensemble members (WithPeerLinks). Delay, DropConnections,
+// between ensemble members (WithPeerLinks). SetDelay, DropConnections,
 // BlackHole and Restore work as for client traffic; what needs the client
 // protocol (LoseNextReply, HoldSession, ExpireSession, Requests) does not.
 func WithRawStream() ProxyOption { return func(p *Proxy) { p.raw = true } }
