@@ -39,6 +39,7 @@ type InterProcessSemaphoreV2 struct {
 	count  *SharedCount // or nil
 
 	lockPath, leasePath string // P/locks/lock-, P/leases/lease-: where nodes are created, before protection
+	lockDriver          driver // the internal mutex's rules, built once
 
 	mu      sync.Mutex
 	changed chan struct{} // closed and replaced when count changes
@@ -117,6 +118,7 @@ func newSemaphore(client *framework.Client, path string, opts []SemaphoreOption)
 	}
 	s.lockPath = framework.JoinPath(s.locks.base, locktree.MutexName)
 	s.leasePath = framework.JoinPath(s.leases.base, locktree.LeaseName)
+	s.lockDriver = lockNameDriver(locktree.MutexName, 1)
 	return s, nil
 }
 
@@ -208,7 +210,7 @@ func (s *InterProcessSemaphoreV2) acquire(ctx context.Context, qty int, try bool
 // retry policy allows (RETRY_DUE_TO_MISSING_NODE).
 func (s *InterProcessSemaphoreV2) acquireOne(ctx context.Context, try bool) (*Lease, error) {
 	lockAttempt := attempt{path: s.lockPath, mode: framework.EphemeralSequential,
-		driver: lockNameDriver(locktree.MutexName, 1), try: try}
+		driver: s.lockDriver, try: try}
 	leaseAttempt := attempt{path: s.leasePath, mode: framework.EphemeralSequential,
 		data: s.data, driver: leaseDriver{s}, try: try, prelist: true}
 	g, err := retryVanished(ctx, s.client, s.path, func() (*acquisition, error) {
