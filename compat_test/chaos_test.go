@@ -334,6 +334,9 @@ func (r *chaosRun) judge(seed int64, elapsed time.Duration, peerTotals map[strin
 	if nPauses > 0 && refused == 0 {
 		t.Errorf("%d holders paused, and the fenced resource refused no write: the check did not fire", nPauses)
 	}
+	if n := peerTotals["guard-errors"]; n > 0 {
+		t.Errorf("%d holdings of the Go contender processes could not enter or read their guard (see their logs): the overlap check was blind to them", n)
+	}
 	if goAcq == 0 || peerAcq == 0 || goTerms == 0 || peerTerms == 0 {
 		t.Errorf("acquisitions: Go in the test %d, processes %d; leader terms: %d, %d; all must take part",
 			goAcq, peerAcq, goTerms, peerTerms)

@@ -33,13 +33,14 @@ type chaosLoop struct {
 	acquisitions atomic.Int64
 
 	told, fenced, failures, timeouts, noToken, staleTries int64
+	guardErrors                                           int64 // the guard could not be entered or read: the run must fail
 }
 
 func (l *chaosLoop) stop() { l.stopped.Store(true) }
 
 func (l *chaosLoop) report() string {
-	return fmt.Sprintf("acquisitions=%d told=%d fenced=%d failures=%d timeouts=%d notoken=%d stale-tries=%d",
-		l.acquisitions.Load(), l.told, l.fenced, l.failures, l.timeouts, l.noToken, l.staleTries)
+	return fmt.Sprintf("acquisitions=%d told=%d fenced=%d failures=%d timeouts=%d notoken=%d stale-tries=%d guard-errors=%d",
+		l.acquisitions.Load(), l.told, l.fenced, l.failures, l.timeouts, l.noToken, l.staleTries, l.guardErrors)
 }
 
 // owner is one acquisition's owner, whatever the recipe.
@@ -308,7 +309,13 @@ func (p *peer) hold(loop *chaosLoop, c *client, h *holding, t term, ho holdOptio
 		token = tok
 		h.setToken(tok)
 	}
-	if !h.enter() {
+	entered, err := h.enter()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "guard of %s: %v\n", h.id, err)
+		loop.guardErrors++
+		return
+	}
+	if !entered {
 		return
 	}
 	if progress != "" {
@@ -441,20 +448,25 @@ func (h *holding) wasTold() bool {
 	return h.told
 }
 
-// enter enters the guard unless told, and reports whether it did.
-func (h *holding) enter() bool {
+// enter enters the guard unless told, and reports whether it did; an error
+// means the guard could not see this holding or the others, so the run's
+// overlap check would be blind to it.
+func (h *holding) enter() (bool, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.told {
-		return false
+		return false, nil
 	}
 	inside := filepath.Join(h.guard.dir, "inside")
 	m := filepath.Join(inside, h.guard.kind+"~"+h.id)
 	if err := os.WriteFile(m, nil, 0o644); err != nil {
-		return false
+		return false, err
 	}
 	h.marker = m
-	entries, _ := os.ReadDir(inside)
+	entries, err := os.ReadDir(inside)
+	if err != nil {
+		return true, err
+	}
 	var others []string
 	for _, e := range entries {
 		k, holder, ok := strings.Cut(e.Name(), "~")
@@ -469,7 +481,7 @@ func (h *holding) enter() bool {
 		appendLine(filepath.Join(h.guard.dir, "conflicts"), fmt.Sprintf("%s %d %s %d %s",
 			h.id, time.Now().UnixMicro(), h.guard.kind, h.guard.max, strings.Join(others, ",")))
 	}
-	return true
+	return true, nil
 }
 
 // tell records that the holding was told it lost its lock: it leaves the
