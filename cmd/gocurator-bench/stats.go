@@ -7,19 +7,10 @@ import (
 	"time"
 )
 
-// percentile returns the p-th percentile (0 < p ≤ 100) of samples by the
-// nearest-rank method: the smallest sample such that at least p% of the
-// samples are less than or equal to it. samples need not be sorted and are
-// left unchanged. It returns 0 for no samples.
-func percentile(samples []time.Duration, p float64) time.Duration {
-	if len(samples) == 0 {
-		return 0
-	}
-	s := slices.Clone(samples)
-	slices.Sort(s)
-	return percentileSorted(s, p)
-}
-
+// percentileSorted returns the p-th percentile (0 < p ≤ 100) of sorted
+// samples by the nearest-rank method: the smallest sample such that at
+// least p% of the samples are less than or equal to it. It returns 0 for no
+// samples.
 func percentileSorted(sorted []time.Duration, p float64) time.Duration {
 	if len(sorted) == 0 {
 		return 0

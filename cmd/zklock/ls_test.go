@@ -192,6 +192,11 @@ func TestLsReadWrite(t *testing.T) {
 	if doc.Recipe != lockview.RecipeReadWrite || !equal(roles(&doc), roles(l)) || !equal(nodes(&doc), nodes(l)) {
 		t.Errorf("JSON %+v", doc)
 	}
+	// No node there: an empty list of participants, not null.
+	code, out, stderr = zklock(t, "--json", "ls", path+"/none")
+	if code != 0 || !strings.Contains(out, `"participants": []`) {
+		t.Errorf("no node: status %d, stdout %q, stderr %q", code, out, stderr)
+	}
 }
 
 func TestLsSemaphore(t *testing.T) {

@@ -129,9 +129,6 @@ func IsRead(name string) bool { return strings.Contains(name, ReadName) }
 // IsLock reports whether name is a mutex (or semaphore-internal) lock node.
 func IsLock(name string) bool { return strings.Contains(name, MutexName) }
 
-// IsLease reports whether name is a semaphore lease node.
-func IsLease(name string) bool { return strings.Contains(name, LeaseName) }
-
 // The hold rules. Each takes the children sorted by the lock's key and a
 // child's name, and says whether that child holds, or else which child it
 // waits on; found is false when the name is not among the children.

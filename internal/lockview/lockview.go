@@ -7,7 +7,6 @@ package lockview
 import (
 	"context"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -768,16 +767,6 @@ func (l *Listing) WriteText(w io.Writer, now time.Time) error {
 		}
 	}
 	return nil
-}
-
-// WriteJSON prints l as one JSON document (`zklock ls --json`).
-func (l *Listing) WriteJSON(w io.Writer) error {
-	if l.Participants == nil {
-		l.Participants = []Participant{}
-	}
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(l)
 }
 
 // FormatAge renders d compactly: 850ms, 12.3s, 5m10s, 3h2m, 4d3h.
