@@ -398,7 +398,7 @@ func (l *Listing) mutex(ctx context.Context, client *framework.Client, parent st
 		marker, recipe = markerLatch, RecipeLatch
 	}
 	sortParticipants(ps, locktree.KeyFor(marker))
-	held := Holders(recipe, names)
+	held := Holders(recipe, nodeNames(ps)) // of the nodes still there, which are those shown
 	// locksAfter[i] counts the lock nodes that sort after child i.
 	locksAfter := make([]int, len(ps)+1)
 	for i := len(ps) - 1; i >= 0; i-- {
@@ -426,7 +426,7 @@ func (l *Listing) mutex(ctx context.Context, client *framework.Client, parent st
 		} else if locksAfter[0]-locksAfter[i] == 0 {
 			p.Notes = append(p.Notes, "first lock node, behind a blocking child: it holds the lock only if it got it before that child appeared")
 		}
-		if queue == semLocks && i == 0 {
+		if queue == semLocks && held[p.Node] {
 			p.Notes = append(p.Notes, "holds the semaphore's internal lock: creating or counting its lease")
 		}
 		l.checkLockNode(p, marker)
@@ -445,7 +445,7 @@ func (l *Listing) readWrite(ctx context.Context, client *framework.Client, names
 		return err
 	}
 	sortParticipants(ps, locktree.ReadWriteSortKey)
-	held := Holders(RecipeReadWrite, names)
+	held := Holders(RecipeReadWrite, nodeNames(ps))
 	var mixed bool
 	lastWrite, holdingWriter := -1, -1
 	for i := range ps {
@@ -787,6 +787,15 @@ func FormatAge(d time.Duration) string {
 	}
 }
 
+// nodeNames returns the node names of ps, in their order.
+func nodeNames(ps []Participant) []string {
+	names := make([]string, len(ps))
+	for i, p := range ps {
+		names[i] = p.Node
+	}
+	return names
+}
+
 // Holders returns the children of a mutex, leader latch or read-write lock path (names,
 // in any order) that hold it, by the hold rules every participant applies
 // (internal/locktree): the same rules the recipes' drivers grant by.
@@ -799,10 +808,11 @@ func Holders(recipe string, names []string) map[string]bool {
 		if recipe == RecipeLatch {
 			marker = markerLatch
 		}
+		// Only the first child can hold (one holder), if it is a lock node.
 		sorted := locktree.Sort(names, locktree.KeyFor(marker))
-		for _, n := range sorted {
-			if ok, _, _ := locktree.Standard(sorted, n, 1); ok && strings.Contains(n, marker) {
-				held[n] = true
+		if len(sorted) > 0 && strings.Contains(sorted[0], marker) {
+			if ok, _, _ := locktree.Standard(sorted, sorted[0], 1); ok {
+				held[sorted[0]] = true
 			}
 		}
 	case RecipeReadWrite:
