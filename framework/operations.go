@@ -122,7 +122,11 @@ func CreatingParentContainersIfNeeded() CreateOption { return parentsOption(cont
 // written, and not at all if none is. It says nothing of the create's
 // outcome, which Create returns: a read made after sent must check that it
 // sees the node (a first attempt may fail, and a later one, on another
-// connection, be written after the read).
+// connection, be written after the read). The request is known by its
+// path: two Creates of one path under way at once on one client (two
+// sequential creates of one prefix) may each hear the other's request, so
+// give a sequential create WithProtection, whose paths are unique, as the
+// semaphore does.
 func WhenSent(sent func()) CreateOption { return sentOption{sent} }
 
 // WithACL sets the node's ACL instead of the client's ACL provider's.
@@ -157,10 +161,11 @@ func (c *Client) Create(ctx context.Context, path string, data []byte, opts ...C
 	if o.protected {
 		return c.createProtected(ctx, path, data, o)
 	}
+	sp := c.ns.fix(path)
 	if o.sent != nil {
-		defer c.sent.add(c.ns.fix(path), o.sent)()
+		defer c.sent.add(sp, o.sent)()
 	}
-	created, err := call(ctx, c, "create", path, c.ns.fix(path), func(z *zk.Conn, p string) (string, error) {
+	created, err := call(ctx, c, "create", path, sp, func(z *zk.Conn, p string) (string, error) {
 		return c.createWithParents(z, p, data, o)
 	})
 	if err != nil {
