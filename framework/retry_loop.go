@@ -38,9 +38,8 @@ func retryLoop[T any](ctx context.Context, c *Client, op, path, arg string, atte
 	if c.IsClosed() {
 		return out, ErrClosed
 	}
-	if ctx.Err() != nil {
-		// retry.Do returns the error of an ended context without calling op
-		return out, retry.Do(ctx, c.policy, func(context.Context) error { return nil })
+	if err := retry.ContextError(ctx); err != nil {
+		return out, err
 	}
 	start := time.Now()
 	out, err := attemptOnce(ctx, c, arg, attempt, abandoned)

@@ -57,9 +57,8 @@ func (li *lockInternals) acquire(ctx context.Context, a attempt) (*acquisition, 
 // each call, by the client. The first run is made here, so that an attempt
 // that does not meet a vanished node builds no retry machinery.
 func retryVanished(ctx context.Context, client *framework.Client, base string, once func() (*acquisition, error)) (*acquisition, error) {
-	if ctx.Err() != nil {
-		// retry.Do returns the error of an ended context without calling op
-		return nil, retry.Do(ctx, client.RetryPolicy(), func(context.Context) error { return nil })
+	if err := retry.ContextError(ctx); err != nil {
+		return nil, err
 	}
 	start := time.Now()
 	got, err := once()

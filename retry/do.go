@@ -109,7 +109,8 @@ func Do(ctx context.Context, p Policy, op func(ctx context.Context) error, opts 
 //		return retry.DoAfter(ctx, p, start, err, op, retry.OnRetry(hook))
 //	}
 //
-// The caller must have checked ctx before its attempt, as Do does. A nil
+// The caller must have checked ctx before its attempt, as Do does
+// (ContextError gives Do's error for an ended ctx). A nil
 // ctx, p or op is treated as by Do; a nil first makes DoAfter return nil.
 func DoAfter(ctx context.Context, p Policy, start time.Time, first error, op func(ctx context.Context) error, opts ...DoOption) error {
 	if first == nil {
@@ -173,6 +174,16 @@ func Sleep(ctx context.Context, d time.Duration) error {
 	case <-ctx.Done():
 		return ctx.Err()
 	}
+}
+
+// ContextError returns the error Do returns, without an attempt, when ctx
+// has ended before it (nil while ctx lives): for a caller of DoAfter, which
+// makes its first attempt itself, to check ctx as Do does.
+func ContextError(ctx context.Context) error {
+	if ctx == nil || ctx.Err() == nil {
+		return nil
+	}
+	return ctxDoneError(ctx, nil)
 }
 
 // ctxDoneError builds the error Do returns when ctx has ended.

@@ -369,3 +369,21 @@ func TestDoAfterContinuesAsDo(t *testing.T) {
 		t.Fatalf("DoAfter of a first attempt that succeeded = %v", err)
 	}
 }
+
+// ContextError is nil while ctx lives, and once it has ended, the error Do
+// returns for it without an attempt (with the cancel cause, if any).
+func TestContextError(t *testing.T) {
+	live := safetyCtx(t)
+	if err := ContextError(live); err != nil {
+		t.Fatalf("ContextError of a live context = %v", err)
+	}
+	cause := errors.New("shutting down")
+	ended, cancel := context.WithCancelCause(live)
+	cancel(cause)
+	calls := 0
+	doErr := Do(ended, NewNTimes(3, 0), script(&calls))
+	err := ContextError(ended)
+	if calls != 0 || err == nil || err.Error() != doErr.Error() || !errors.Is(err, context.Canceled) || !errors.Is(err, cause) {
+		t.Fatalf("ContextError = %v; Do = %v after %d calls; want Do's error, wrapping context.Canceled and the cause", err, doErr, calls)
+	}
+}
