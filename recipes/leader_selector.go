@@ -224,20 +224,7 @@ func (s *LeaderSelector) turn(ctx context.Context) error {
 		}
 		return err
 	}
-	lctx, cancel := context.WithCancelCause(ctx)
-	watching := make(chan struct{})
-	go func() {
-		defer close(watching)
-		select {
-		case <-h.Done():
-			cause := h.Err()
-			if !errors.Is(cause, ErrLockLost) {
-				cause = errs.Errorf("%w: %w", ErrLockLost, cause)
-			}
-			cancel(cause)
-		case <-lctx.Done():
-		}
-	}()
+	lctx, cancel, stop := watchLoss(ctx, h)
 	s.lock.Lock()
 	s.holder, s.interrupt = h, cancel
 	s.lock.Unlock()
@@ -248,8 +235,7 @@ func (s *LeaderSelector) turn(ctx context.Context) error {
 	s.lock.Lock()
 	s.holder, s.interrupt = nil, nil
 	s.lock.Unlock()
-	cancel(nil)
-	<-watching
+	stop()
 	if err != nil && !errors.Is(err, context.Canceled) && lctx.Err() == nil {
 		s.mu.li.client.Logger().Info("leader selector: the leadership function failed", zap.String("path", s.Path()), zap.Error(err))
 	}

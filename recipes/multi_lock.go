@@ -305,12 +305,7 @@ func watchGrant(locks []Locker) *multiGrant {
 
 // lost ends the grant because one of its locks' acquisitions ended with
 // cause.
-func (g *multiGrant) lost(cause error) {
-	if !errors.Is(cause, ErrLockLost) {
-		cause = errs.Errorf("%w: %w", ErrLockLost, cause)
-	}
-	g.end(cause)
-}
+func (g *multiGrant) lost(cause error) { g.end(asLost(cause)) }
 
 func (g *multiGrant) end(cause error) {
 	g.once.Do(func() {

@@ -40,25 +40,41 @@ func WithLock(ctx context.Context, l Locker, fn func(ctx context.Context) error)
 	if err := l.Acquire(ctx); err != nil {
 		return err
 	}
-	lctx, cancel := context.WithCancelCause(ctx)
+	lctx, _, stop := watchLoss(ctx, l)
+	err := fn(lctx)
+	stop()
+	rctx, rcancel := cleanupContext(ctx)
+	defer rcancel()
+	return errors.Join(err, l.Release(rctx))
+}
+
+// watchLoss returns a context of ctx that is cancelled, with a cause
+// wrapping ErrLockLost, when l's acquisition ends; cancel ends it for a
+// cause of the caller's; stop ends it and the watch, and waits for the
+// watch to be over.
+func watchLoss(ctx context.Context, l Locker) (lctx context.Context, cancel context.CancelCauseFunc, stop func()) {
+	lctx, cancel = context.WithCancelCause(ctx)
 	watching := make(chan struct{})
 	done := l.Done()
 	go func() {
 		defer close(watching)
 		select {
 		case <-done:
-			cause := l.Err()
-			if !errors.Is(cause, ErrLockLost) {
-				cause = errs.Errorf("%w: %w", ErrLockLost, cause)
-			}
-			cancel(cause)
+			cancel(asLost(l.Err()))
 		case <-lctx.Done():
 		}
 	}()
-	err := fn(lctx)
-	cancel(nil)
-	<-watching
-	rctx, rcancel := cleanupContext(ctx)
-	defer rcancel()
-	return errors.Join(err, l.Release(rctx))
+	return lctx, cancel, func() {
+		cancel(nil)
+		<-watching
+	}
+}
+
+// asLost returns cause as the loss of a lock: cause itself if it wraps
+// ErrLockLost already, else an error wrapping both.
+func asLost(cause error) error {
+	if errors.Is(cause, ErrLockLost) {
+		return cause
+	}
+	return errs.Errorf("%w: %w", ErrLockLost, cause)
 }
