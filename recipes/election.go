@@ -72,11 +72,15 @@ func electionOptionsOf(opts []ElectionOption) electionOptions {
 }
 
 // participants reads the ids of the candidates whose nodes are at the
-// sorted paths (Curator's LeaderSelector.getParticipants): the first node
-// still there leads; nodes gone meanwhile are left out.
-func participants(ctx context.Context, client *framework.Client, sorted []string) ([]Participant, error) {
+// sorted paths (Curator's LeaderSelector.getParticipants), the first limit
+// of them (all for 0): the first node still there leads; nodes gone
+// meanwhile are left out.
+func participants(ctx context.Context, client *framework.Client, sorted []string, limit int) ([]Participant, error) {
 	var out []Participant
 	for _, p := range sorted {
+		if limit > 0 && len(out) == limit {
+			break
+		}
 		data, _, err := client.GetData(ctx, p)
 		if errors.Is(err, zk.ErrNoNode) {
 			continue
@@ -92,17 +96,11 @@ func participants(ctx context.Context, client *framework.Client, sorted []string
 // leader is participants' first, or the zero Participant when there is
 // none (Curator returns a Participant with an empty id then).
 func leader(ctx context.Context, client *framework.Client, sorted []string) (Participant, error) {
-	for _, p := range sorted {
-		data, _, err := client.GetData(ctx, p)
-		if errors.Is(err, zk.ErrNoNode) {
-			continue
-		}
-		if err != nil {
-			return Participant{}, err
-		}
-		return Participant{ID: string(data), IsLeader: true}, nil
+	ps, err := participants(ctx, client, sorted, 1)
+	if err != nil || len(ps) == 0 {
+		return Participant{}, err
 	}
-	return Participant{}, nil
+	return ps[0], nil
 }
 
 // runState is the life of a latch or selector: Curator's LATENT, STARTED,

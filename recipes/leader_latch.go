@@ -260,7 +260,7 @@ func (l *LeaderLatch) Participants(ctx context.Context) ([]Participant, error) {
 	if err != nil {
 		return nil, errs.Errorf("participants of %s: %w", l.li.base, err)
 	}
-	return participants(ctx, l.li.client, sorted)
+	return participants(ctx, l.li.client, sorted, 0)
 }
 
 // Leader returns the leading candidate, or the zero Participant when there

@@ -172,7 +172,7 @@ func (s *LeaderSelector) Participants(ctx context.Context) ([]Participant, error
 	if err != nil {
 		return nil, errs.Errorf("participants of %s: %w", s.Path(), err)
 	}
-	return participants(ctx, s.mu.li.client, sorted)
+	return participants(ctx, s.mu.li.client, sorted, 0)
 }
 
 // Leader returns the leading candidate, or the zero Participant when there
