@@ -36,9 +36,6 @@ type attempt struct {
 	driver  driver
 	try     bool   // give up with ErrLocked instead of waiting
 	revoked func() // revocation listener, or nil
-	// prelist: a counting driver's first listing is sent right behind the
-	// create (see prelisting).
-	prelist bool
 }
 
 // acquire creates a node and waits until the driver says it holds the lock,
@@ -98,7 +95,8 @@ func (li *lockInternals) attemptOnce(ctx context.Context, a attempt) (*acquisiti
 func (li *lockInternals) create(ctx context.Context, a attempt) (*acquisition, error) {
 	var pre *prelisting
 	var sent framework.CreateOption // nil: none
-	if counting, ok := a.driver.(countingDriver); ok && a.prelist {
+	// A counting driver's first listing is sent right behind the create.
+	if counting, ok := a.driver.(countingDriver); ok {
 		pre, sent = newPrelisting(ctx, li, counting)
 	}
 	sig := li.client.NotifyErrorState()

@@ -212,7 +212,7 @@ func (s *InterProcessSemaphoreV2) acquireOne(ctx context.Context, try bool) (*Le
 	lockAttempt := attempt{path: s.lockPath, mode: framework.EphemeralSequential,
 		driver: s.lockDriver, try: try}
 	leaseAttempt := attempt{path: s.leasePath, mode: framework.EphemeralSequential,
-		data: s.data, driver: leaseDriver{s}, try: try, prelist: true}
+		data: s.data, driver: leaseDriver{s}, try: try}
 	g, err := retryVanished(ctx, s.client, s.path, func() (*acquisition, error) {
 		lock, err := s.locks.attemptOnce(ctx, lockAttempt)
 		if err != nil {
