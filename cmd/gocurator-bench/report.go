@@ -127,7 +127,7 @@ var summaryMeasures = []measureSpec{
 	{1, "p50 latency of acquire+release (lower is better)", func(r row) float64 { return durValue(r.Lat.P50) }, durFormat},
 	{1, "p99 latency of acquire+release (lower is better)", func(r row) float64 { return durValue(r.Lat.P99) }, durFormat},
 	{1, "slowest acquire+release, all repetitions (lower is better)", func(r row) float64 { return durValue(r.Lat.Max()) }, durFormat},
-	{1, "acquire+release cycles over 100 ms, all repetitions", func(r row) float64 { return float64(r.Lat.Slow()) }, func(x float64) string { return fmtNum(x, 0) }},
+	{1, fmt.Sprintf("acquire+release cycles over %d ms, all repetitions", slowCycle.Milliseconds()), func(r row) float64 { return float64(r.Lat.Slow()) }, func(x float64) string { return fmtNum(x, 0) }},
 	{1, "server packets per acquire+release", func(r row) float64 { return r.PacketsPerOp }, func(x float64) string { return fmtNum(x, 2) }},
 	{2, "acquisitions per second, one hot mutex (higher is better)", func(r row) float64 { return r.Rate }, func(x float64) string { return fmtNum(x, 0) }},
 	{3, "server packets per writer release (lower is better)", func(r row) float64 { return r.PacketsPerWriter }, func(x float64) string { return fmtNum(x, 1) }},
@@ -241,7 +241,7 @@ func (r *report) targets() []targetResult {
 	add(6, "≤ 16 KiB (heap) per waiting handle, and all acquire in order", fmt.Sprintf("%s per handle; %s", fmtBytes(h6), detail),
 		h6 <= 16*1024 && fifo, missing(s6, nameOurs))
 	f6, n6 := math.NaN(), 0
-	if x, ok := s6.find(nameOurs); ok && x.ok() {
+	if x, ok := s6.find(nameOurs); ok {
 		f6, n6 = durValue(x.Setup), x.Waiters
 	}
 	var not10k string
@@ -256,7 +256,7 @@ func (r *report) targets() []targetResult {
 		how string
 		p50 func(row) float64
 	}{
-		{"after the leader's Close", func(x row) float64 { return durValue(x.Lat.P50) }},
+		{"after the leader's Close", p50},
 		{"after the leader's session ends", func(x row) float64 { return durValue(x.SessionLat.P50) }},
 	} {
 		o7, c7 := s7.value(nameOurs, m.p50), s7.value(nameCurator, m.p50)
