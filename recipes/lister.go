@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"sync"
+	"sync/atomic"
 
 	"github.com/go-zookeeper/zk"
 
@@ -29,7 +30,7 @@ import (
 // The tree, and what other processes see, is unchanged: fewer reads.
 type lister struct {
 	key  listerKey
-	refs int // waiters using it; guarded by listersMu
+	refs atomic.Int32 // waiters using it; changed under listersMu, read without it (shared)
 
 	mu       sync.Mutex
 	begun    uint64    // listings begun so far
@@ -77,7 +78,7 @@ func listerFor(li *lockInternals, d driver) *lister {
 		l.key = k
 		listers[k] = l
 	}
-	l.refs++
+	l.refs.Add(1)
 	return l
 }
 
@@ -87,19 +88,17 @@ func listerFor(li *lockInternals, d driver) *lister {
 func (l *lister) release() {
 	listersMu.Lock()
 	defer listersMu.Unlock()
-	if l.refs--; l.refs == 0 {
+	if l.refs.Add(-1) == 0 {
 		delete(listers, l.key)
 		l.key, l.begun, l.inflight = listerKey{}, 0, nil
 		spareListers.Put(l)
 	}
 }
 
-// shared reports whether another waiter uses the lister now.
-func (l *lister) shared() bool {
-	listersMu.Lock()
-	defer listersMu.Unlock()
-	return l.refs > 1
-}
+// shared reports whether another waiter uses the lister now. It takes no
+// lock: it is asked at every look, and a count a moment old does (a waiter
+// that comes meanwhile waits for the listing under way, or begins one).
+func (l *lister) shared() bool { return l.refs.Load() > 1 }
 
 // listEvent is what a waiter does in its lister, for listHook.
 type listEvent int
