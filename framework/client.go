@@ -12,8 +12,8 @@ import (
 
 	"go.uber.org/zap"
 
-	"github.com/gocurator/curator/internal/callgate"
 	"github.com/gocurator/curator/internal/errs"
+	"github.com/gocurator/curator/internal/listeners"
 	"github.com/gocurator/curator/retry"
 	"github.com/gocurator/curator/state"
 )
@@ -22,15 +22,15 @@ import (
 // CuratorFramework: it tracks the session and Curator's connection states,
 // runs every operation in the retry loop, applies the namespace, creates
 // parents and protected nodes, and finishes guaranteed deletes in the
-// background. One Client per process is the rule; it is safe for concurrent use.
+// background. One Client per process is the rule; it is safe for concurrent
+// use. Its zero value is not usable: make one with New.
 type Client struct {
 	cfg     config
 	log     *zap.Logger
 	policy  retry.Policy
 	ns      namespace
 	servers []string
-	conn    atomic.Pointer[conn] // the current connection; replaced when the session is abandoned
-	conns   sync.Map             // *zk.Conn -> *conn, while open: see container_create.go
+	conn    atomic.Pointer[conn] // the current connection; replaced when the session is given up
 
 	mu           sync.Mutex
 	cur          state.ConnectionState
@@ -38,22 +38,23 @@ type Client struct {
 	sessionEnded chan struct{} // closed when the session sessionID ends (LOST or Close)
 	negotiated   time.Duration
 	changed      chan struct{} // closed and replaced at every transition
-	lostTimer    *time.Timer
-	timerGen     uint64
+	trust        stretch       // the current stretch of trust (trust.go)
+	lostTimer    *time.Timer   // posts LOST (connection.go)
+	lostGen      uint64
+	silentTimer  *time.Timer // warns when no server has answered for the connection timeout
+	silentGen    uint64
 	queue        []state.ConnectionState // transitions not yet given to listeners
-	listeners    map[int]state.Listener
-	nextID       int
-	signals      map[*ErrorSignal]struct{}
 	closed       bool
 
+	listeners  listeners.Registry[state.Listener]
 	wake       chan struct{}
-	gate       callgate.Gate // listener calls: Close does not wait while one is under way
-	dispatched chan struct{} // closed when the listener goroutine has ended
+	gate       listeners.Gate // listener calls: Close does not wait while one is under way
+	dispatched chan struct{}  // closed when the listener goroutine has ended
 	bgCtx      context.Context
 	bgCancel   context.CancelFunc
 	bg         sync.WaitGroup
-	runners    runners   // the goroutines that run calls a caller's context may cut short (runner.go)
-	sent       sentHooks // creates that want to hear when their request is written (sent.go)
+	later      laterDeletes // deletes waiting for their time (background.go)
+	runners    runners      // the goroutines that run calls a caller's context may cut short (runner.go)
 }
 
 // New makes a client for connectString ("host:port,host:port") with the
@@ -85,8 +86,6 @@ func New(connectString string, policy retry.Policy, opts ...Option) (*Client, er
 		changed:      make(chan struct{}),
 		sessionEnded: make(chan struct{}),
 		negotiated:   cfg.sessionTimeout,
-		listeners:    map[int]state.Listener{},
-		signals:      map[*ErrorSignal]struct{}{},
 		wake:         make(chan struct{}, 1),
 		dispatched:   make(chan struct{}),
 	}
@@ -94,13 +93,15 @@ func New(connectString string, policy retry.Policy, opts ...Option) (*Client, er
 		c.ns = namespace("/" + cfg.namespace)
 	}
 	for _, l := range cfg.listeners {
-		c.AddListener(l)
+		c.listeners.Add(l)
 	}
+	c.trust.begin(0)
 	c.bgCtx, c.bgCancel = context.WithCancel(context.Background())
 	c.mu.Lock() // events may arrive before connect returns; they wait for c.conn
 	z, err := c.connect()
 	if err == nil {
 		c.conn.Store(z)
+		c.startSilentTimer()
 	}
 	c.mu.Unlock()
 	if err != nil {
@@ -146,8 +147,18 @@ func parseConnectString(s string) ([]string, error) {
 	return servers, nil
 }
 
-// State returns the current connection state; zero before the first connection.
+// usable reports whether c was made by New (a nil or zero Client is not).
+func (c *Client) usable() bool { return c != nil && c.wake != nil }
+
+// errUnusable is the error of a call on a nil or zero Client.
+var errUnusable = invalidArgument("nil or zero Client: make one with New")
+
+// State returns the current connection state; zero before the first
+// connection (and for a nil or zero Client).
 func (c *Client) State() state.ConnectionState {
+	if !c.usable() {
+		return 0
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.cur
@@ -155,22 +166,53 @@ func (c *Client) State() state.ConnectionState {
 
 // SessionID returns the id of the current (or last) session, 0 before the first.
 func (c *Client) SessionID() int64 {
+	if !c.usable() {
+		return 0
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.sessionID
 }
 
+// Servers returns the servers of the connect string, "host:port", as given.
+func (c *Client) Servers() []string {
+	if !c.usable() {
+		return nil
+	}
+	return append([]string(nil), c.servers...)
+}
+
 // Namespace returns the namespace given by WithNamespace, or "".
-func (c *Client) Namespace() string { return c.cfg.namespace }
+func (c *Client) Namespace() string {
+	if !c.usable() {
+		return ""
+	}
+	return c.cfg.namespace
+}
 
 // ErrorPolicy returns the policy that decides which states end the trust in a held lock.
-func (c *Client) ErrorPolicy() state.ErrorPolicy { return c.cfg.errorPolicy }
+func (c *Client) ErrorPolicy() state.ErrorPolicy {
+	if !c.usable() {
+		return state.StandardErrorPolicy{}
+	}
+	return c.cfg.errorPolicy
+}
 
 // RetryPolicy returns the policy operations run under.
-func (c *Client) RetryPolicy() retry.Policy { return c.policy }
+func (c *Client) RetryPolicy() retry.Policy {
+	if !c.usable() {
+		return retry.NewNTimes(0, 0)
+	}
+	return c.policy
+}
 
 // Logger returns the client's logger, for recipes built on the client.
-func (c *Client) Logger() *zap.Logger { return c.log }
+func (c *Client) Logger() *zap.Logger {
+	if !c.usable() {
+		return zap.NewNop()
+	}
+	return c.log
+}
 
 // BlockUntilConnected waits until the client is connected (CONNECTED,
 // RECONNECTED or READ_ONLY) or ctx ends, as Curator's blockUntilConnected.
@@ -178,6 +220,9 @@ func (c *Client) Logger() *zap.Logger { return c.log }
 func (c *Client) BlockUntilConnected(ctx context.Context) error {
 	if ctx == nil {
 		return invalidArgument("nil context")
+	}
+	if !c.usable() {
+		return errUnusable
 	}
 	for {
 		c.mu.Lock()
@@ -198,39 +243,38 @@ func (c *Client) BlockUntilConnected(ctx context.Context) error {
 }
 
 // AddListener registers l to hear every later connection state change, in
-// order, on a goroutine of the client's own. It returns a function that
-// removes l again.
+// the order of the changes, on a goroutine of the client's own; listeners
+// are called in the order they were added. It returns a function that
+// removes l again. A nil l (or a nil func as a state.ListenerFunc) is
+// ignored: nothing is added, and remove does nothing. A listener that
+// panics is logged (at ERROR) and the others are still called.
 func (c *Client) AddListener(l state.Listener) (remove func()) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	id := c.nextID
-	c.nextID++
-	c.listeners[id] = l
-	return func() {
-		c.mu.Lock()
-		defer c.mu.Unlock()
-		delete(c.listeners, id)
+	if !c.usable() || listeners.IsNil(l) {
+		return func() {}
 	}
+	return c.listeners.Add(l)
 }
 
 // Close ends the session (its ephemeral nodes, and so its locks, go at once),
-// ends every ErrorSignal, stops background work, and waits for the client's
-// goroutines and go-zookeeper's to end. Listeners hear every change posted
-// before Close, and Close waits for them, but for one case: if a listener
-// call is under way when Close is called, Close does not wait for it (it may
-// be the caller: a listener may close its client, as in Curator's "on LOST,
-// close and build a new client"); the changes still queued are delivered
-// after that call returns. Close is idempotent.
+// ends the trust context (Trust), stops background work, and waits for the
+// client's goroutines and go-zookeeper's to end. Listeners hear every change
+// posted before Close, and Close waits for them, but for one case: if a
+// listener call is under way when Close is called, Close does not wait for
+// it (it may be the caller: a listener may close its client, as in
+// Curator's "on LOST, close and build a new client"); the changes still
+// queued are delivered after that call returns. Close is idempotent.
 func (c *Client) Close() error {
+	if !c.usable() {
+		return errUnusable
+	}
 	c.mu.Lock()
 	if c.closed {
 		c.mu.Unlock()
 		return nil
 	}
 	c.closed = true
-	c.stopLostTimer()
-	c.endSignals(ErrClosed)
-	c.signals = nil
+	c.stopTimers()
+	c.trust.end(ErrClosed)
 	c.endSession()
 	close(c.changed)
 	close(c.wake)
@@ -239,8 +283,9 @@ func (c *Client) Close() error {
 
 	mayWait := c.gate.Close()
 	c.bgCancel()
+	c.later.stop()
 	c.bg.Wait()
-	z.close(c) // every call under way on a runner ends now
+	z.Close() // every call under way on a runner ends now
 	c.runners.close()
 	c.runners.wait()
 	if mayWait {
@@ -252,33 +297,17 @@ func (c *Client) Close() error {
 // IsClosed reports whether Close has been called. Every operation of a
 // closed client fails with an error wrapping ErrClosed.
 func (c *Client) IsClosed() bool {
+	if !c.usable() {
+		return true
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.closed
 }
 
-// zkLogger sends go-zookeeper's messages to zap at debug level, and learns
-// the negotiated session timeout of the current connection, which
-// go-zookeeper only logs.
-type zkLogger struct {
-	c *Client
-	z *conn
-}
-
-func (l zkLogger) Printf(format string, args ...any) {
-	if format == "authenticated: id=%d, timeout=%d" && len(args) == 2 {
-		if ms, ok := args[1].(int32); ok && ms > 0 {
-			l.c.mu.Lock()
-			if l.z == l.c.zk() {
-				l.c.negotiated = time.Duration(ms) * time.Millisecond
-			}
-			l.c.mu.Unlock()
-		}
-	}
-	if l.c.log.Core().Enabled(zap.DebugLevel) { // the message is built only to be logged
-		l.c.log.Debug("go-zookeeper: " + fmt.Sprintf(format, args...))
+// logZK sends go-zookeeper's own messages to zap, at debug level.
+func (c *Client) logZK(format string, args ...any) {
+	if c.log.Core().Enabled(zap.DebugLevel) { // the message is built only to be logged
+		c.log.Debug("go-zookeeper: " + fmt.Sprintf(format, args...))
 	}
 }
-
-// sessionString formats a session id as ZooKeeper's logs do.
-func sessionString(id int64) string { return fmt.Sprintf("0x%x", id) }

@@ -2,26 +2,29 @@ package framework
 
 import (
 	"context"
+	"strings"
 	"time"
 
 	"github.com/go-zookeeper/zk"
 	"go.uber.org/zap"
 
 	"github.com/gocurator/curator/internal/errs"
+	"github.com/gocurator/curator/internal/listeners"
+	"github.com/gocurator/curator/internal/zkconn"
 	"github.com/gocurator/curator/state"
 )
 
-// The connection-state machine. It follows Curator (curator-lock-trees.md
-// §6.2–6.3) and is driven from go-zookeeper's event callback, which sees
-// every event, unlike its event channel, which drops events past six:
+// The connection-state machine. It follows Curator and is driven from
+// go-zookeeper's event callback, which sees every event, unlike its event
+// channel, which drops events past six:
 //
 //	HasSession    first ever: CONNECTED. With a session id other than the
 //	              last one: LOST first (unless already LOST), then
 //	              RECONNECTED. After SUSPENDED or LOST: RECONNECTED.
 //	Disconnected  SUSPENDED, unless already SUSPENDED or LOST; starts the
-//	              timer that posts LOST when the negotiated session timeout ×
-//	              percent / 100 passes while still SUSPENDED, and then
-//	              abandons the session (see conn).
+//	              timer that posts LOST, while still SUSPENDED, before the
+//	              servers could expire the session (lostDeadline), and then
+//	              gives the session up (see conn).
 //	Expired       LOST, unless already LOST.
 //
 // go-zookeeper keeps one Conn across sessions and learns of expiry only when
@@ -34,15 +37,15 @@ func (c *Client) onEvent(z *conn, ev zk.Event) {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.closed {
-		return
-	}
-	if z != c.zk() {
-		return // a connection the client gave up, being closed
+	if c.closed || z != c.zk() {
+		return // closed, or a connection the client gave up, being closed
 	}
 	switch ev.State {
 	case zk.StateHasSession:
 		sid := z.SessionID()
+		if t := z.Session().Timeout; t > 0 {
+			c.negotiated = t
+		}
 		if c.sessionID != 0 && sid != c.sessionID && c.cur != state.Lost {
 			c.post(state.Lost)
 		}
@@ -51,7 +54,13 @@ func (c *Client) onEvent(z *conn, ev zk.Event) {
 			c.sessionID = sid
 			c.sessionEnded = make(chan struct{})
 		}
-		c.stopLostTimer()
+		if c.trust.session != sid {
+			if c.trust.session != 0 {
+				c.endTrust(state.Lost) // the stretch's session is gone
+			}
+			c.trust.session = sid
+		}
+		c.stopTimers()
 		switch {
 		case c.cur == 0:
 			c.post(state.Connected)
@@ -61,7 +70,8 @@ func (c *Client) onEvent(z *conn, ev zk.Event) {
 	case zk.StateDisconnected:
 		if c.cur.IsConnected() {
 			c.post(state.Suspended)
-			c.startLostTimer()
+			c.startLostTimer(z)
+			c.startSilentTimer()
 		}
 	case zk.StateExpired:
 		c.stopLostTimer()
@@ -71,11 +81,11 @@ func (c *Client) onEvent(z *conn, ev zk.Event) {
 	}
 }
 
-// post records a transition; c.mu is held. The error signals the error
-// policy (and, for LOST, the end of the session) calls for end here, before
-// any listener hears of it.
+// post records a transition; c.mu is held. The trust the error policy (and,
+// for LOST, the end of the session) calls for ends here, before any
+// listener hears of it.
 func (c *Client) post(s state.ConnectionState) {
-	c.log.Info("connection state change", zap.Stringer("state", s), zap.String("session", sessionString(c.sessionID)))
+	c.log.Info("connection state change", zap.Stringer("state", s), zap.String("session", zkconn.SessionString(c.sessionID)))
 	c.cur = s
 	close(c.changed)
 	c.changed = make(chan struct{})
@@ -88,33 +98,91 @@ func (c *Client) post(s state.ConnectionState) {
 		c.endSession()
 	}
 	if s == state.Lost || c.cfg.errorPolicy.IsErrorState(s) {
-		c.endSignals(&StateError{State: s})
+		c.endTrust(s)
 	}
 }
 
-func (c *Client) startLostTimer() {
-	c.timerGen++
-	gen := c.timerGen
-	d := c.negotiated * time.Duration(c.cfg.expirationPercent) / 100
-	c.lostTimer = time.AfterFunc(d, func() {
+// lostDeadline is when a client SUSPENDED since its last contact with the
+// servers, last, posts LOST: the share of the negotiated session timeout T
+// that WithSimulatedSessionExpirationPercent sets, counted from last, and
+// never later than T less lostMargin. The servers expire the session no
+// sooner than T after they last heard from the client, which was no sooner
+// than last (zkconn.Conn.LastContact): so LOST comes before any server can
+// have given the session's locks to someone else, whatever the error
+// policy. (Curator counts the share from SUSPENDED instead, which comes up
+// to ⅔ T after the last contact: later than the servers' expiry.)
+func (c *Client) lostDeadline(last time.Time) time.Time {
+	share := c.negotiated * time.Duration(c.cfg.expirationPercent) / 100
+	return last.Add(min(share, c.negotiated-lostMargin(c.negotiated)))
+}
+
+// lostMargin is how much sooner than the servers' earliest expiry LOST
+// comes at the latest: a twentieth of the session timeout, for the timer's
+// own lateness and the servers' clock.
+func lostMargin(t time.Duration) time.Duration { return t / 20 }
+
+// startLostTimer starts the timer that posts LOST at lostDeadline and gives
+// the session up; c.mu is held.
+func (c *Client) startLostTimer(z *conn) {
+	c.stopLostTimer()
+	gen := c.lostGen
+	last := z.LastContact()
+	if last.IsZero() {
+		last = time.Now()
+	}
+	c.lostTimer = time.AfterFunc(time.Until(c.lostDeadline(last)), func() {
 		c.mu.Lock()
 		defer c.mu.Unlock()
-		if c.closed || gen != c.timerGen || c.cur != state.Suspended {
+		if c.closed || gen != c.lostGen || c.cur != state.Suspended {
 			return
 		}
-		c.log.Warn("session timeout has elapsed while SUSPENDED; the session is presumed lost",
-			zap.Duration("after", d))
+		c.log.Warn("no server has answered since before the session could expire; the session is presumed lost",
+			zap.Duration("since_last_contact", time.Since(last)), zap.Duration("session_timeout", c.negotiated))
 		c.post(state.Lost)
 		c.abandonSession()
 	})
 }
 
 func (c *Client) stopLostTimer() {
-	c.timerGen++
+	c.lostGen++
 	if c.lostTimer != nil {
 		c.lostTimer.Stop()
 		c.lostTimer = nil
 	}
+}
+
+// startSilentTimer starts, unless it runs already, the timer that warns
+// once no server has answered for the connection timeout; c.mu is held.
+func (c *Client) startSilentTimer() {
+	if c.silentTimer != nil {
+		return
+	}
+	c.silentGen++
+	gen, since := c.silentGen, time.Now()
+	c.silentTimer = time.AfterFunc(c.cfg.connectionTimeout, func() {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		if c.closed || gen != c.silentGen {
+			return
+		}
+		c.log.Warn("no ZooKeeper server has answered", zap.Duration("for", time.Since(since).Round(time.Millisecond)),
+			zap.String("servers", strings.Join(c.servers, ",")))
+	})
+}
+
+func (c *Client) stopSilentTimer() {
+	c.silentGen++
+	if c.silentTimer != nil {
+		c.silentTimer.Stop()
+		c.silentTimer = nil
+	}
+}
+
+// stopTimers stops both timers: a session is there, or the client closes;
+// c.mu is held.
+func (c *Client) stopTimers() {
+	c.stopLostTimer()
+	c.stopSilentTimer()
 }
 
 // dispatch gives queued transitions to the listeners, in order, on its own
@@ -127,17 +195,16 @@ func (c *Client) dispatch() {
 			c.mu.Lock()
 			q := c.queue
 			c.queue = nil
-			ls := make([]state.Listener, 0, len(c.listeners))
-			for _, l := range c.listeners {
-				ls = append(ls, l)
-			}
 			c.mu.Unlock()
 			if len(q) == 0 {
 				break
 			}
+			ls := c.listeners.Snapshot()
 			for _, s := range q {
 				for _, l := range ls {
-					c.gate.Call(func() { l.StateChanged(s) })
+					if err := listeners.Call(&c.gate, func() { l.StateChanged(s) }); err != nil {
+						c.log.Error("connection state listener", zap.Stringer("state", s), zap.Error(err))
+					}
 				}
 			}
 		}
@@ -168,9 +235,16 @@ func (c *Client) waitConnected(ctx context.Context) error {
 		select {
 		case <-changed:
 		case <-timeout:
-			return errs.Errorf("no connection within %v: %w", c.cfg.connectionTimeout, zk.ErrNoServer)
+			return zk.ErrNoServer
 		case <-ctx.Done():
 			return ctx.Err()
 		}
 	}
+}
+
+// noServer names the servers and the time waited in an error of a call
+// that found no server: the retry loop's last error.
+func (c *Client) noServer(err error, start time.Time) error {
+	return errs.Errorf("no server of %s answered in %v: %w", strings.Join(c.servers, ","),
+		time.Since(start).Round(time.Millisecond), err)
 }

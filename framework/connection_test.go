@@ -4,11 +4,15 @@ import (
 	"context"
 	"errors"
 	"net"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/go-zookeeper/zk"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/gocurator/curator/framework/zktest"
 	"github.com/gocurator/curator/internal/testutil"
@@ -63,7 +67,7 @@ func TestConnectionStatesThroughFaults(t *testing.T) {
 }
 
 // A session the server expires (not a client-side guess) is reported LOST,
-// its ephemeral nodes are gone, the error signal fires, and the client goes
+// its ephemeral nodes are gone, the trust context ends, and the client goes
 // on with a new session.
 func TestServerExpiredSession(t *testing.T) {
 	testutil.CheckLeaks(t)
@@ -73,9 +77,11 @@ func TestServerExpiredSession(t *testing.T) {
 	proxy := zktest.NewProxy(t, server.Addr())
 	rec := testutil.NewStateRecorder()
 	c := newClient(t, proxy.Addr(), WithSessionTimeout(4*time.Second), WithListener(rec),
-		WithErrorPolicy(state.SessionErrorPolicy{})) // so that the signal ends at LOST, not at the SUSPENDED before it
-	sig := c.NotifyErrorState()
-	defer sig.Stop()
+		WithErrorPolicy(state.SessionErrorPolicy{})) // so that the trust ends at LOST, not at the SUSPENDED before it
+	if err := c.BlockUntilConnected(ctx); err != nil {
+		t.Fatal(err)
+	}
+	trust, _ := c.Trust()
 
 	node, err := c.Create(ctx, base+"/eph", nil, WithMode(Ephemeral), CreatingParentContainersIfNeeded())
 	if err != nil {
@@ -89,12 +95,12 @@ func TestServerExpiredSession(t *testing.T) {
 	rec.WaitFor(ctx, t, state.Reconnected)
 	var se *StateError
 	select {
-	case <-sig.Done():
-		if !errors.As(sig.Err(), &se) || se.State != state.Lost {
-			t.Fatalf("signal ended with %v, want LOST", sig.Err())
+	case <-trust.Done():
+		if !errors.As(context.Cause(trust), &se) || se.State != state.Lost {
+			t.Fatalf("trust ended with %v, want LOST", context.Cause(trust))
 		}
 	default:
-		t.Fatal("error signal did not fire on LOST")
+		t.Fatal("the trust did not end at LOST")
 	}
 	if c.SessionID() == first {
 		t.Fatal("session id did not change")
@@ -105,14 +111,16 @@ func TestServerExpiredSession(t *testing.T) {
 	}
 }
 
-// The error signal follows the client's error policy: under the Session
-// policy a blip (SUSPENDED, then RECONNECTED in the same session) does not
-// end it, LOST does; under the Standard policy, the default, SUSPENDED ends
-// it. Each half runs a client of its own, with the policy it is named after
-// (checked, not assumed), behind a proxy of its own. A signal ends before
-// any listener hears of the state that ended it (Client.post), so once the
-// recorder has heard a state, the signal shows what that state did to it.
-func TestErrorSignalFollowsPolicy(t *testing.T) {
+// The trust follows the client's error policy: under the Session policy a
+// blip (SUSPENDED, then RECONNECTED in the same session) does not end it,
+// LOST does; under the Standard policy, the default, SUSPENDED ends it, with
+// the earliest moment the servers could expire the session as its
+// ExpiryBound, and a new stretch begins. Each half runs a client of its
+// own, with the policy it is named after (checked, not assumed), behind a
+// proxy of its own. The trust ends before any listener hears of the state
+// that ended it (Client.post), so once the recorder has heard a state, the
+// trust shows what that state did to it.
+func TestTrustFollowsPolicy(t *testing.T) {
 	t.Run("session", func(t *testing.T) {
 		testutil.CheckLeaks(t)
 		ctx := testutil.Context(t)
@@ -122,9 +130,12 @@ func TestErrorSignalFollowsPolicy(t *testing.T) {
 		if _, ok := c.ErrorPolicy().(state.SessionErrorPolicy); !ok {
 			t.Fatalf("the session half's client has the %T", c.ErrorPolicy())
 		}
-		sig := c.NotifyErrorState()
-		defer sig.Stop()
+		rec.WaitFor(ctx, t, state.Connected)
+		trust, session := c.Trust()
 		first := c.SessionID()
+		if session != first {
+			t.Fatalf("Trust vouches for session %x, the client has %x", session, first)
+		}
 		proxy.DropConnections()
 		rec.WaitFor(ctx, t, state.Suspended)
 		rec.WaitFor(ctx, t, state.Reconnected)
@@ -132,8 +143,8 @@ func TestErrorSignalFollowsPolicy(t *testing.T) {
 			t.Fatalf("the blip changed the session from %x to %x", first, c.SessionID())
 		}
 		select {
-		case <-sig.Done():
-			t.Fatalf("the blip ended the signal under the Session policy: %v", sig.Err())
+		case <-trust.Done():
+			t.Fatalf("the blip ended the trust under the Session policy: %v", context.Cause(trust))
 		default:
 		}
 		if err := proxy.ExpireSession(first); err != nil {
@@ -141,13 +152,13 @@ func TestErrorSignalFollowsPolicy(t *testing.T) {
 		}
 		rec.WaitFor(ctx, t, state.Lost)
 		select {
-		case <-sig.Done():
+		case <-trust.Done():
 			var se *StateError
-			if !errors.As(sig.Err(), &se) || se.State != state.Lost {
-				t.Fatalf("signal ended with %v, want LOST", sig.Err())
+			if !errors.As(context.Cause(trust), &se) || se.State != state.Lost {
+				t.Fatalf("trust ended with %v, want LOST", context.Cause(trust))
 			}
 		default:
-			t.Fatal("LOST did not end the signal under the Session policy")
+			t.Fatal("LOST did not end the trust under the Session policy")
 		}
 	})
 	t.Run("standard", func(t *testing.T) {
@@ -159,18 +170,30 @@ func TestErrorSignalFollowsPolicy(t *testing.T) {
 		if _, ok := c.ErrorPolicy().(state.StandardErrorPolicy); !ok {
 			t.Fatalf("the standard half's client has the %T", c.ErrorPolicy())
 		}
-		sig := c.NotifyErrorState()
-		defer sig.Stop()
+		rec.WaitFor(ctx, t, state.Connected)
+		if _, _, err := c.Exists(ctx, "/"); err != nil { // a request answered: a contact to count from
+			t.Fatal(err)
+		}
+		trust, _ := c.Trust()
+		before := time.Now()
 		proxy.DropConnections()
 		rec.WaitFor(ctx, t, state.Suspended)
 		select {
-		case <-sig.Done():
+		case <-trust.Done():
 			var se *StateError
-			if !errors.As(sig.Err(), &se) || se.State != state.Suspended {
-				t.Fatalf("signal ended with %v, want SUSPENDED", sig.Err())
+			if !errors.As(context.Cause(trust), &se) || se.State != state.Suspended {
+				t.Fatalf("trust ended with %v, want SUSPENDED", context.Cause(trust))
+			}
+			// The last contact is at most a ping interval (T/3) before the
+			// drop, and after the client began: the bound is within T of it.
+			if T := c.SessionTimeout(); se.ExpiryBound.After(before.Add(T)) || se.ExpiryBound.Before(before.Add(T/2)) {
+				t.Fatalf("ExpiryBound %v, want within (T/2, T] of the drop at %v (T %v)", se.ExpiryBound, before, T)
 			}
 		default:
-			t.Fatal("SUSPENDED did not end the signal under the Standard policy")
+			t.Fatal("SUSPENDED did not end the trust under the Standard policy")
+		}
+		if next, _ := c.Trust(); next.Err() != nil {
+			t.Fatalf("no new stretch of trust after SUSPENDED: %v", context.Cause(next))
 		}
 	})
 }
@@ -179,27 +202,19 @@ func TestCloseWakesAndRefuses(t *testing.T) {
 	testutil.CheckLeaks(t)
 	ctx := testutil.Context(t)
 	c := newClient(t, "")
-	sig := c.NotifyErrorState()
-	stopped := c.NotifyErrorState()
-	if sig.Err() != nil {
-		t.Fatalf("Err of a signal that has not ended = %v", sig.Err())
-	}
-	stopped.Stop()
-	if err := stopped.Err(); err != ErrStopped {
-		t.Fatalf("Err of a stopped signal = %v, want ErrStopped", err)
+	trust, _ := c.Trust()
+	if trust.Err() != nil {
+		t.Fatalf("the trust of a new client has ended: %v", context.Cause(trust))
 	}
 	if err := c.Close(); err != nil {
 		t.Fatal(err)
 	}
-	testutil.Recv(t, sig.Done(), "the signal's end at Close")
-	if err := sig.Err(); !errors.Is(err, ErrClosed) {
-		t.Fatalf("Err of a signal ended by Close = %v, want ErrClosed", err)
+	testutil.Recv(t, trust.Done(), "the trust's end at Close")
+	if err := context.Cause(trust); !errors.Is(err, ErrClosed) {
+		t.Fatalf("cause of a trust ended by Close = %v, want ErrClosed", err)
 	}
-	if err := stopped.Err(); err != ErrStopped {
-		t.Fatalf("Close changed the Err of a stopped signal to %v", err)
-	}
-	if late := c.NotifyErrorState(); !errors.Is(late.Err(), ErrClosed) {
-		t.Fatalf("signal made after Close: Err %v, want ErrClosed", late.Err())
+	if late, _ := c.Trust(); !errors.Is(context.Cause(late), ErrClosed) {
+		t.Fatalf("Trust after Close: cause %v, want ErrClosed", context.Cause(late))
 	}
 	if _, _, err := c.GetData(ctx, "/"); !errors.Is(err, ErrClosed) || !errors.Is(err, zk.ErrClosing) {
 		t.Fatalf("GetData after Close = %v, want ErrClosed", err)
@@ -224,5 +239,46 @@ func TestWriteErrorIsConnectionLoss(t *testing.T) {
 		if got := connectionLoss(e); got != e {
 			t.Errorf("connectionLoss(%v) = %v, want it unchanged", e, got)
 		}
+	}
+}
+
+// A client that reaches no server says which servers it tried and how long
+// it really waited (the retries included), with go-zookeeper's sentinel;
+// and once no server has answered for the connection timeout it logs a
+// WARN naming them.
+func TestUnreachableServersAreNamed(t *testing.T) {
+	testutil.CheckLeaks(t)
+	ctx := testutil.Context(t)
+	warned := make(chan zapcore.Entry, 4)
+	core, logs := observer.New(zapcore.WarnLevel)
+	logger := zap.New(core, zap.Hooks(func(e zapcore.Entry) error {
+		if e.Level == zapcore.WarnLevel {
+			warned <- e
+		}
+		return nil
+	}))
+	const servers = "127.0.0.1:1,127.0.0.1:2"
+	c, err := New(servers, retry.NewNTimes(2, 10*time.Millisecond), WithConnectionTimeout(200*time.Millisecond), WithLogger(logger))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	start := time.Now()
+	_, _, err = c.Exists(ctx, "/")
+	waited := time.Since(start)
+	if !errors.Is(err, zk.ErrNoServer) || !strings.Contains(err.Error(), "no server of "+servers+" answered in ") {
+		t.Fatalf("Exists with no server = %v, want it to name %s and wrap zk.ErrNoServer", err, servers)
+	}
+	said := err.Error()[strings.Index(err.Error(), "answered in ")+len("answered in "):]
+	d, perr := time.ParseDuration(said[:strings.Index(said, ":")])
+	if perr != nil || d < 3*200*time.Millisecond || d > waited+time.Millisecond { // rounded to the millisecond
+		t.Fatalf("the error says it waited %q; the call took %v over 3 attempts of 200ms", said, waited)
+	}
+	e := testutil.Recv(t, warned, "the WARN of no server answering")
+	if e.Message != "no ZooKeeper server has answered" {
+		t.Fatalf("WARN %q", e.Message)
+	}
+	if got := logs.FilterMessage(e.Message).All(); len(got) == 0 || got[0].ContextMap()["servers"] != servers {
+		t.Fatalf("the WARN does not name the servers: %v", got)
 	}
 }

@@ -9,16 +9,21 @@
 //
 // A Client posts Curator's states (package state): CONNECTED, SUSPENDED on
 // a lost connection, RECONNECTED, and LOST when the server says the session
-// expired, when the client finds itself in a new session, or when the
-// negotiated session timeout passes while SUSPENDED (a local timer: a
-// partitioned client hears nothing from the server). On that last LOST the
-// client gives the session up, as Curator does: it moves to a new session,
-// and closes the old one on the server as soon as a server answers, so
-// that no node of a session the application was told is LOST outlives the
-// signal by more than the server's own expiry. Session returns the current
-// session and a channel closed when it ends; NotifyErrorState returns an
-// ErrorSignal that ends at the first state the error policy counts as an
-// error, which is what a lock recipe trusts a node by.
+// expired, when the client finds itself in a new session, or when, still
+// SUSPENDED, it comes near the moment the servers could first expire the
+// session: a local timer (a partitioned client hears nothing from the
+// server), which fires before the negotiated session timeout has passed
+// since the last request the servers answered — so that even under
+// state.SessionErrorPolicy no holder believes it holds after the servers
+// could have given its lock away. On that LOST the client gives the
+// session up, as Curator does: it moves to a new session, and closes the
+// old one on the servers once they could have expired it themselves and a
+// server answers, so that no node of a session the application was told is
+// LOST outlives the signal by more than the servers' own expiry. Session
+// returns the current session and a channel closed when it ends; Trust
+// returns a context that ends at the first state the error policy counts
+// as an error (its cause a *StateError), which is what a lock recipe
+// derives each grant from.
 //
 // Listeners run in order on a goroutine of the client's, never on the
 // connection's; a listener may close its client.

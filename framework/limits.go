@@ -26,7 +26,12 @@ func WithJuteMaxBuffer(n int) Option {
 // JuteMaxBuffer returns the servers' jute.maxbuffer the client assumes
 // (DefaultJuteMaxBuffer, or WithJuteMaxBuffer's): the largest request, in
 // bytes, it sends.
-func (c *Client) JuteMaxBuffer() int { return c.cfg.juteMaxBuffer }
+func (c *Client) JuteMaxBuffer() int {
+	if !c.usable() {
+		return DefaultJuteMaxBuffer
+	}
+	return c.cfg.juteMaxBuffer
+}
 
 // The sizes of requests as jute encodes them: ints are 4 bytes, strings and
 // byte arrays a 4-byte length and their bytes, vectors a 4-byte count and

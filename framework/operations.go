@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 
+	"github.com/gocurator/curator/internal/zkconn"
+
 	"github.com/go-zookeeper/zk"
 	"go.uber.org/zap"
 
@@ -138,6 +140,9 @@ func WithACL(acl []zk.ACL) CreateOption { return aclOption{acl} }
 // default data (the local IP address, as in Curator); pass []byte{} for an
 // empty node.
 func (c *Client) Create(ctx context.Context, path string, data []byte, opts ...CreateOption) (string, error) {
+	if !c.usable() {
+		return "", opError("create", path, errUnusable)
+	}
 	var o createOptions
 	for _, opt := range opts {
 		if opt != nil {
@@ -163,9 +168,9 @@ func (c *Client) Create(ctx context.Context, path string, data []byte, opts ...C
 	}
 	sp := c.ns.fix(path)
 	if o.sent != nil {
-		defer c.sent.add(sp, o.sent)()
+		defer c.zk().OnWritten(sp, o.sent)() // on the current connection: a create retried on another is not heard
 	}
-	created, err := call(ctx, c, "create", path, sp, func(z *zk.Conn, p string) (string, error) {
+	created, err := call(ctx, c, "create", path, sp, func(z *zkconn.Conn, p string) (string, error) {
 		return c.createWithParents(z, p, data, o)
 	})
 	if err != nil {
@@ -176,10 +181,10 @@ func (c *Client) Create(ctx context.Context, path string, data []byte, opts ...C
 
 // createWithParents issues one create of the server path p and, if its
 // parent is missing and parents were asked for, creates them and tries once more.
-func (c *Client) createWithParents(z *zk.Conn, p string, data []byte, o createOptions) (string, error) {
+func (c *Client) createWithParents(z *zkconn.Conn, p string, data []byte, o createOptions) (string, error) {
 	create := func() (string, error) {
 		if o.mode == Container {
-			return c.createContainer(z, p, data, o.acl)
+			return z.CreateContainer(p, data, zk.FlagContainer, o.acl)
 		}
 		return z.Create(p, data, o.mode.flags(), o.acl)
 	}
@@ -231,6 +236,9 @@ func Guaranteed() DeleteOption { return guaranteedOption{} }
 // Delete removes the node at path. A missing node is an error that unwraps
 // to zk.ErrNoNode.
 func (c *Client) Delete(ctx context.Context, path string, opts ...DeleteOption) error {
+	if !c.usable() {
+		return opError("delete", path, errUnusable)
+	}
 	o := deleteOptions{version: -1}
 	for _, opt := range opts {
 		if opt != nil {
@@ -242,14 +250,14 @@ func (c *Client) Delete(ctx context.Context, path string, opts ...DeleteOption) 
 	}
 	del := deleteAnyVersion
 	if version := o.version; version != -1 {
-		del = func(z *zk.Conn, p string) (struct{}, error) { return struct{}{}, z.Delete(p, version) }
+		del = func(z *zkconn.Conn, p string) (struct{}, error) { return struct{}{}, z.Delete(p, version) }
 	}
 	full := c.ns.fix(path)
 	_, err := call(ctx, c, "delete", path, full, del)
 	if err != nil && o.guaranteed && !errors.Is(err, ErrClosed) &&
 		(c.retryable(err) || ctx != nil && ctx.Err() != nil) {
 		c.log.Info("delete failed; it goes on in the background", zap.String("path", path), zap.Error(err))
-		c.inBackground("guaranteed delete", path, func(z *zk.Conn) error {
+		c.inBackground("guaranteed delete", path, func(z *zkconn.Conn) error {
 			if _, err := del(z, full); err != nil && !errors.Is(err, zk.ErrNoNode) {
 				return err
 			}
@@ -260,11 +268,11 @@ func (c *Client) Delete(ctx context.Context, path string, opts ...DeleteOption) 
 }
 
 // deleteAnyVersion is the attempt of a delete of whatever version.
-func deleteAnyVersion(z *zk.Conn, p string) (struct{}, error) { return struct{}{}, z.Delete(p, -1) }
+func deleteAnyVersion(z *zkconn.Conn, p string) (struct{}, error) { return struct{}{}, z.Delete(p, -1) }
 
 // Exists reports whether a node is at path, with its Stat if so.
 func (c *Client) Exists(ctx context.Context, path string) (bool, *zk.Stat, error) {
-	r, err := read(ctx, c, "exists", path, func(z *zk.Conn, p string) (nodeResult, error) {
+	r, err := read(ctx, c, "exists", path, func(z *zkconn.Conn, p string) (nodeResult, error) {
 		ok, stat, err := z.Exists(p)
 		return nodeResult{ok: ok, stat: stat}, err
 	})
@@ -276,7 +284,7 @@ func (c *Client) Exists(ctx context.Context, path string) (bool, *zk.Stat, error
 // never appears stays on the server. Event paths are server paths
 // (namespace included).
 func (c *Client) ExistsW(ctx context.Context, path string) (bool, *zk.Stat, <-chan zk.Event, error) {
-	r, err := read(ctx, c, "exists", path, func(z *zk.Conn, p string) (nodeResult, error) {
+	r, err := read(ctx, c, "exists", path, func(z *zkconn.Conn, p string) (nodeResult, error) {
 		ok, stat, w, err := z.ExistsW(p)
 		return nodeResult{ok: ok, stat: stat, watch: w}, err
 	})
@@ -285,7 +293,7 @@ func (c *Client) ExistsW(ctx context.Context, path string) (bool, *zk.Stat, <-ch
 
 // GetData returns the node's data and Stat.
 func (c *Client) GetData(ctx context.Context, path string) ([]byte, *zk.Stat, error) {
-	r, err := read(ctx, c, "get data", path, func(z *zk.Conn, p string) (nodeResult, error) {
+	r, err := read(ctx, c, "get data", path, func(z *zkconn.Conn, p string) (nodeResult, error) {
 		data, stat, err := z.Get(p)
 		return nodeResult{data: data, stat: stat}, err
 	})
@@ -298,7 +306,7 @@ func (c *Client) GetData(ctx context.Context, path string) ([]byte, *zk.Stat, er
 // session expiry or Close the event has Type zk.EventNotWatching and Err set.
 // Event paths are server paths (namespace included).
 func (c *Client) GetDataW(ctx context.Context, path string) ([]byte, *zk.Stat, <-chan zk.Event, error) {
-	r, err := read(ctx, c, "get data", path, func(z *zk.Conn, p string) (nodeResult, error) {
+	r, err := read(ctx, c, "get data", path, func(z *zkconn.Conn, p string) (nodeResult, error) {
 		data, stat, w, err := z.GetW(p)
 		return nodeResult{data: data, stat: stat, watch: w}, err
 	})
@@ -307,10 +315,13 @@ func (c *Client) GetDataW(ctx context.Context, path string) ([]byte, *zk.Stat, <
 
 // SetData sets the node's data if its version is version (-1: any).
 func (c *Client) SetData(ctx context.Context, path string, data []byte, version int32) (*zk.Stat, error) {
+	if !c.usable() {
+		return nil, opError("set data", path, errUnusable)
+	}
 	if err := c.checkRequest("set data", path, func(p string) int { return setDataSize(p, data) }); err != nil {
 		return nil, err
 	}
-	r, err := read(ctx, c, "set data", path, func(z *zk.Conn, p string) (nodeResult, error) {
+	r, err := read(ctx, c, "set data", path, func(z *zkconn.Conn, p string) (nodeResult, error) {
 		stat, err := z.Set(p, data, version)
 		return nodeResult{stat: stat}, err
 	})
@@ -319,7 +330,7 @@ func (c *Client) SetData(ctx context.Context, path string, data []byte, version 
 
 // Children returns the names of the node's children, in server order.
 func (c *Client) Children(ctx context.Context, path string) ([]string, *zk.Stat, error) {
-	r, err := read(ctx, c, "get children", path, func(z *zk.Conn, p string) (nodeResult, error) {
+	r, err := read(ctx, c, "get children", path, func(z *zkconn.Conn, p string) (nodeResult, error) {
 		names, stat, err := z.Children(p)
 		return nodeResult{children: names, stat: stat}, err
 	})
@@ -329,7 +340,7 @@ func (c *Client) Children(ctx context.Context, path string) ([]string, *zk.Stat,
 // ChildrenW is Children plus a one-shot watch on the node's children.
 // Event paths are server paths (namespace included).
 func (c *Client) ChildrenW(ctx context.Context, path string) ([]string, *zk.Stat, <-chan zk.Event, error) {
-	r, err := read(ctx, c, "get children", path, func(z *zk.Conn, p string) (nodeResult, error) {
+	r, err := read(ctx, c, "get children", path, func(z *zkconn.Conn, p string) (nodeResult, error) {
 		names, stat, w, err := z.ChildrenW(p)
 		return nodeResult{children: names, stat: stat, watch: w}, err
 	})
@@ -338,7 +349,7 @@ func (c *Client) ChildrenW(ctx context.Context, path string) ([]string, *zk.Stat
 
 // Sync asks the server the client is connected to to catch up with the leader for path.
 func (c *Client) Sync(ctx context.Context, path string) error {
-	_, err := read(ctx, c, "sync", path, func(z *zk.Conn, p string) (nodeResult, error) {
+	_, err := read(ctx, c, "sync", path, func(z *zkconn.Conn, p string) (nodeResult, error) {
 		_, err := z.Sync(p)
 		return nodeResult{}, err
 	})
@@ -357,9 +368,12 @@ type nodeResult struct {
 // read validates path and runs a single-node operation on its server path
 // in the retry loop. (SetData and Sync go through it too: they are as safe
 // to retry as a read.)
-func read[T any](ctx context.Context, c *Client, op, path string, fn func(z *zk.Conn, serverPath string) (T, error)) (T, error) {
+func read[T any](ctx context.Context, c *Client, op, path string, fn func(z *zkconn.Conn, serverPath string) (T, error)) (T, error) {
+	var zero T
+	if !c.usable() {
+		return zero, opError(op, path, errUnusable)
+	}
 	if err := ValidatePath(path); err != nil {
-		var zero T
 		return zero, opError(op, path, err)
 	}
 	return call(ctx, c, op, path, c.ns.fix(path), fn)
@@ -371,6 +385,9 @@ func read[T any](ctx context.Context, c *Client, op, path string, fn func(z *zk.
 // the namespace stripped. A failed transaction returns the responses with
 // each operation's error and an error for the first failure.
 func (c *Client) Multi(ctx context.Context, ops ...any) ([]zk.MultiResponse, error) {
+	if !c.usable() {
+		return nil, opError("multi", "", errUnusable)
+	}
 	fixed := make([]any, len(ops))
 	size := requestHeaderSize + multiHeaderSize // the header, and the end marker
 	for i, op := range ops {
@@ -384,7 +401,7 @@ func (c *Client) Multi(ctx context.Context, ops ...any) ([]zk.MultiResponse, err
 	if err := c.checkSize(size); err != nil {
 		return nil, opError("multi", "", err)
 	}
-	res, err := call(ctx, c, "multi", "", "", func(z *zk.Conn, _ string) ([]zk.MultiResponse, error) {
+	res, err := call(ctx, c, "multi", "", "", func(z *zkconn.Conn, _ string) ([]zk.MultiResponse, error) {
 		return z.Multi(fixed...)
 	})
 	for i := range res {

@@ -5,6 +5,8 @@ import (
 	"os"
 	"time"
 
+	"github.com/gocurator/curator/internal/listeners"
+
 	"github.com/go-zookeeper/zk"
 	"go.uber.org/zap"
 
@@ -167,13 +169,10 @@ func WithContainerParents(on bool) Option {
 
 // WithListener registers a connection-state listener before the client
 // starts connecting, so that it hears CONNECTED too (AddListener, called
-// after New, may be too late for it).
+// after New, may be too late for it). A nil listener (or a nil func as a
+// state.ListenerFunc) makes New fail with ErrInvalidArgument.
 func WithListener(l state.Listener) Option {
-	return optionFunc(func(c *config) {
-		if l != nil {
-			c.listeners = append(c.listeners, l)
-		}
-	})
+	return optionFunc(func(c *config) { c.listeners = append(c.listeners, l) })
 }
 
 // WithDialer sets the function go-zookeeper dials servers with.
@@ -196,6 +195,11 @@ func (c *config) validate() error {
 	}
 	if reason := namespaceProblem(c.namespace); reason != "" {
 		return invalidArgument("namespace %q: %s", c.namespace, reason)
+	}
+	for _, l := range c.listeners {
+		if listeners.IsNil(l) {
+			return invalidArgument("nil listener (WithListener)")
+		}
 	}
 	for _, a := range c.auth {
 		if a.scheme == "" {

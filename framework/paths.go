@@ -12,13 +12,30 @@ import (
 // ValidatePath checks path by ZooKeeper's own rules (Java's PathUtils): it must
 // be absolute, must not end in "/" (except the root), must have no empty,
 // "." or ".." segment, and no NUL or other forbidden character. The error
-// unwraps to zk.ErrInvalidPath.
+// unwraps to both ErrInvalidArgument, the module's one sentinel of a bad
+// argument, and zk.ErrInvalidPath.
 func ValidatePath(path string) error {
 	if reason := pathProblem(path); reason != "" {
-		return errs.Errorf("%w %q: %s", zk.ErrInvalidPath, errs.Path(path), reason)
+		return &PathError{Path: path, Problem: reason}
 	}
 	return nil
 }
+
+// PathError is a path ZooKeeper refuses, and why. It unwraps to
+// ErrInvalidArgument and zk.ErrInvalidPath.
+type PathError struct {
+	Path    string
+	Problem string
+}
+
+// Error returns "gocurator: invalid path "<path>": <problem>", with a long
+// path shortened.
+func (e *PathError) Error() string {
+	return fmt.Sprintf("%sinvalid path %q: %s", errs.Prefix, errs.Path(e.Path), e.Problem)
+}
+
+// Unwrap returns ErrInvalidArgument and zk.ErrInvalidPath.
+func (e *PathError) Unwrap() []error { return []error{ErrInvalidArgument, zk.ErrInvalidPath} }
 
 func pathProblem(path string) string {
 	if plainPath(path) {

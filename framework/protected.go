@@ -5,6 +5,8 @@ import (
 	"errors"
 	"strings"
 
+	"github.com/gocurator/curator/internal/zkconn"
+
 	"github.com/go-zookeeper/zk"
 	"go.uber.org/zap"
 
@@ -30,7 +32,7 @@ func (c *Client) createProtected(ctx context.Context, path string, data []byte, 
 	pc := &protectedCreate{c: c, data: data, o: o}
 	full := pc.paths(path)
 	if o.sent != nil {
-		defer c.sent.add(full, o.sent)()
+		defer c.zk().OnWritten(full, o.sent)()
 	}
 	var abandoned <-chan struct{}
 	created, err := retryLoop[string](ctx, c, "create", path, full, pc, &abandoned)
@@ -78,7 +80,7 @@ func (pc *protectedCreate) paths(path string) (full string) {
 	return full
 }
 
-func (pc *protectedCreate) attempt(z *zk.Conn, full string) (string, error) {
+func (pc *protectedCreate) attempt(z *zkconn.Conn, full string) (string, error) {
 	c := pc.c
 	if pc.tried {
 		found, err := findProtected(z, pc.parent, pc.prefix)
@@ -100,7 +102,7 @@ func (pc *protectedCreate) attempt(z *zk.Conn, full string) (string, error) {
 
 // findProtected returns the server path of the first child of parent (in
 // server order) whose name starts with prefix, or "".
-func findProtected(z *zk.Conn, parent, prefix string) (string, error) {
+func findProtected(z *zkconn.Conn, parent, prefix string) (string, error) {
 	children, _, err := z.Children(parent)
 	if errors.Is(err, zk.ErrNoNode) {
 		return "", nil

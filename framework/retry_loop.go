@@ -10,6 +10,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/gocurator/curator/internal/errs"
+	"github.com/gocurator/curator/internal/zkconn"
 	"github.com/gocurator/curator/retry"
 )
 
@@ -18,7 +19,7 @@ import (
 // connection and makes sure auth and the namespace are in place on it; the
 // attempt, attempt(conn, arg), runs on that connection; a retryable failure
 // is retried as the policy allows. Errors come back as *OpError.
-func call[T any](ctx context.Context, c *Client, op, path, arg string, attempt func(z *zk.Conn, arg string) (T, error)) (T, error) {
+func call[T any](ctx context.Context, c *Client, op, path, arg string, attempt func(z *zkconn.Conn, arg string) (T, error)) (T, error) {
 	v, err := retryLoop[T](ctx, c, op, path, arg, attemptFunc[T](attempt), nil)
 	return v, opError(op, path, err)
 }
@@ -46,6 +47,9 @@ func retryLoop[T any](ctx context.Context, c *Client, op, path, arg string, atte
 	if err == nil {
 		return out, nil
 	}
+	if !c.retryable(err) && !errors.Is(err, zk.ErrNoServer) {
+		return out, err // the common failure (NoNode, NodeExists...) builds no retry machinery
+	}
 	err = retry.DoAfter(ctx, c.policy, start, err, func(ctx context.Context) error {
 		v, err := attemptOnce(ctx, c, arg, attempt, abandoned)
 		out = v
@@ -54,6 +58,9 @@ func retryLoop[T any](ctx context.Context, c *Client, op, path, arg string, atte
 		c.log.Debug("retrying", zap.String("op", op), zap.String("path", path),
 			zap.Int("retry", n), zap.Duration("wait", wait), zap.Error(err))
 	}))
+	if errors.Is(err, zk.ErrNoServer) {
+		err = c.noServer(err, start)
+	}
 	return out, err
 }
 
@@ -99,7 +106,7 @@ func connectionLoss(err error) error {
 // then closed when it has. The result of an abandoned call is dropped: the
 // caller never reads what the runner writes after it has gone. A context
 // that cannot end (Done is nil) runs the call on the caller's goroutine.
-func interruptible[T any](ctx context.Context, c *Client, z *zk.Conn, arg string, attempt attempter[T]) (T, error, <-chan struct{}) {
+func interruptible[T any](ctx context.Context, c *Client, z *zkconn.Conn, arg string, attempt attempter[T]) (T, error, <-chan struct{}) {
 	var zero T
 	if ctx.Done() == nil {
 		v, err := attempt.attempt(z, arg)
@@ -128,78 +135,4 @@ func interruptible[T any](ctx context.Context, c *Client, z *zk.Conn, arg string
 	}
 	c.runners.put(r)
 	return j.v, j.err, nil
-}
-
-// prepare waits for a connection, then, once per go-zookeeper connection,
-// sends the auth infos and creates the namespace node; it returns the
-// connection the attempt is to run on.
-func (c *Client) prepare(ctx context.Context) (*conn, error) {
-	if err := c.waitConnected(ctx); err != nil {
-		return nil, err
-	}
-	z := c.zk()
-	if z.ready.Load() {
-		return z, nil
-	}
-	z.readyMu.Lock()
-	defer z.readyMu.Unlock()
-	if z.ready.Load() {
-		return z, nil
-	}
-	_, err, _ := interruptible[struct{}](ctx, c, z.Conn, "", attemptFunc[struct{}](func(*zk.Conn, string) (struct{}, error) {
-		for _, a := range c.cfg.auth {
-			if err := z.AddAuth(a.scheme, a.auth); err != nil {
-				return struct{}{}, opError("auth", a.scheme, err)
-			}
-		}
-		if c.ns != "" {
-			if err := c.mkdirs(z.Conn, string(c.ns), true, c.cfg.containers); err != nil {
-				return struct{}{}, opError("create namespace", "/"+c.cfg.namespace, err)
-			}
-		}
-		return struct{}{}, nil
-	}))
-	if err != nil {
-		return nil, err
-	}
-	z.ready.Store(true)
-	return z, nil
-}
-
-// mkdirs creates every missing node of the server path p (p itself only if
-// makeLast), with empty data, as containers or persistent nodes. It looks
-// for the deepest existing ancestor first (Curator 5.7.1+), so an existing
-// tree costs reads, not failed creates.
-func (c *Client) mkdirs(z *zk.Conn, p string, makeLast bool, containers bool) error {
-	if !makeLast {
-		p, _ = SplitPath(p)
-	}
-	var missing []string
-	for q := p; q != "/"; q, _ = SplitPath(q) {
-		ok, _, err := z.Exists(q)
-		if err != nil {
-			return err
-		}
-		if ok {
-			break
-		}
-		missing = append(missing, q)
-	}
-	for i := len(missing) - 1; i >= 0; i-- {
-		q := missing[i]
-		if c.cfg.beforeParentCreate != nil {
-			c.cfg.beforeParentCreate(q)
-		}
-		acl := c.cfg.aclProvider.ACLForPath(c.ns.unfix(q))
-		var err error
-		if containers {
-			_, err = c.createContainer(z, q, []byte{}, acl)
-		} else {
-			_, err = z.Create(q, []byte{}, zk.FlagPersistent, acl)
-		}
-		if err != nil && !errors.Is(err, zk.ErrNodeExists) {
-			return err
-		}
-	}
-	return nil
 }

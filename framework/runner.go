@@ -4,7 +4,7 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"github.com/go-zookeeper/zk"
+	"github.com/gocurator/curator/internal/zkconn"
 )
 
 // go-zookeeper's calls take no context and block until the server answers
@@ -52,19 +52,19 @@ type jobState struct {
 // along rather than captured, so that an attempt that needs nothing else is
 // a func without captures, and allocates nothing).
 type attempter[T any] interface {
-	attempt(z *zk.Conn, arg string) (T, error)
+	attempt(z *zkconn.Conn, arg string) (T, error)
 }
 
 // attemptFunc is a func as an attempter.
-type attemptFunc[T any] func(z *zk.Conn, arg string) (T, error)
+type attemptFunc[T any] func(z *zkconn.Conn, arg string) (T, error)
 
-func (f attemptFunc[T]) attempt(z *zk.Conn, arg string) (T, error) { return f(z, arg) }
+func (f attemptFunc[T]) attempt(z *zkconn.Conn, arg string) (T, error) { return f(z, arg) }
 
 // callJob is a go-zookeeper call, a.attempt(z, arg), and its result.
 type callJob[T any] struct {
 	jobState
 	a   attempter[T]
-	z   *zk.Conn
+	z   *zkconn.Conn
 	arg string
 	v   T
 	err error

@@ -1,6 +1,7 @@
 package framework
 
 import (
+	"context"
 	"errors"
 	"testing"
 	"time"
@@ -28,7 +29,7 @@ func TestTimerLostClosesTheOldSession(t *testing.T) {
 	rec := testutil.NewStateRecorder()
 	const timeout = 20 * time.Second
 	c := newClient(t, proxy.Addr(), WithSessionTimeout(timeout),
-		WithSimulatedSessionExpirationPercent(5), WithListener(rec)) // LOST 1 s after SUSPENDED
+		WithSimulatedSessionExpirationPercent(5), WithListener(rec)) // LOST 1 s after the last contact
 	rec.WaitFor(ctx, t, state.Connected)
 	old, oldEnded := c.Session()
 	if old == 0 || old != c.SessionID() {
@@ -38,8 +39,7 @@ func TestTimerLostClosesTheOldSession(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sig := c.NotifyErrorState()
-	defer sig.Stop()
+	trust, _ := c.Trust()
 
 	release := proxy.HoldSession(old)
 	defer release()
@@ -62,8 +62,8 @@ func TestTimerLostClosesTheOldSession(t *testing.T) {
 	default:
 	}
 	var se *StateError
-	if !errors.As(sig.Err(), &se) || se.State != state.Suspended {
-		t.Fatalf("signal ended with %v, want SUSPENDED", sig.Err())
+	if !errors.As(context.Cause(trust), &se) || se.State != state.Suspended {
+		t.Fatalf("trust ended with %v, want SUSPENDED", context.Cause(trust))
 	}
 
 	// The old session is alive on the server: its node is still there.

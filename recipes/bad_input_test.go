@@ -78,7 +78,7 @@ func TestBadCountsAndLockLists(t *testing.T) {
 	}{
 		{"maxLeases 0", errOf(NewInterProcessSemaphoreV2(c, base+"/s", 0)), "maxLeases 0"},
 		{"maxLeases -1", errOf(NewInterProcessSemaphoreV2(c, base+"/s", -1)), "maxLeases -1"},
-		{"nil count", errOf(NewInterProcessSemaphoreV2WithCount(c, base+"/s", nil)), "nil SharedCount"},
+		{"nil count", errOf(NewInterProcessSemaphoreV2WithCount(c, base+"/s", nil)), "nil or zero SharedCount"},
 		{"count seed too large", errOf(NewSharedCount(c, base+"/s", 1<<40)), "int32 range"},
 		{"AcquireN 0", errOf(sem.AcquireN(ctx, 0)), "qty 0"},
 		{"AcquireN -1", errOf(sem.AcquireN(ctx, -1)), "qty -1"},
@@ -97,7 +97,7 @@ func TestBadCountsAndLockLists(t *testing.T) {
 		{"zero handle", errOf(NewInterProcessMultiLockWithLocks(&Handle{})), "not from NewHandle"},
 		{"nil semaphore mutex", errOf(NewInterProcessMultiLockWithLocks((*InterProcessSemaphoreMutex)(nil))), "nil semaphore mutex"},
 		{"zero semaphore mutex", errOf(NewInterProcessMultiLockWithLocks(&InterProcessSemaphoreMutex{})), "nil semaphore mutex"},
-		{"nil multi-lock", errOf(NewInterProcessMultiLockWithLocks((*InterProcessMultiLock)(nil))), "nil multi-lock"},
+		{"nil multi-lock", errOf(NewInterProcessMultiLockWithLocks((*InterProcessMultiLock)(nil))), "nil or zero multi-lock"},
 		{"semaphore mutex twice", errOf(NewInterProcessMultiLockWithLocks(sm, sm)), "wait for each other"},
 		{"two semaphore mutexes on one path", errOf(NewInterProcessMultiLockWithLocks(sm, sm2)), "wait for each other"},
 		{"two handles of one mutex", errOf(NewInterProcessMultiLockWithLocks(m.NewHandle(), m.NewHandle())), "wait for each other"},

@@ -3,7 +3,6 @@ package recipes
 import (
 	"context"
 	"errors"
-	"sync"
 
 	"github.com/go-zookeeper/zk"
 
@@ -103,60 +102,10 @@ func leader(ctx context.Context, client *framework.Client, sorted []string) (Par
 	return ps[0], nil
 }
 
-// runState is the life of a latch or selector: Curator's LATENT, STARTED,
-// CLOSED.
-type runState int
+// closedError is the error of a recipe value used after its Close, and the
+// cause of a leader selector's function's context at Close: it wraps
+// framework.ErrClosed, as the errors of a closed client do.
+type closedError struct{ what string }
 
-const (
-	latent runState = iota
-	started
-	closed
-)
-
-// lifecycle starts and closes a latch's or selector's goroutine.
-type lifecycle struct {
-	mu     sync.Mutex
-	state  runState
-	cancel context.CancelFunc
-	done   chan struct{}
-}
-
-// start moves LATENT to STARTED and runs run on a goroutine of its own
-// with a context that Close cancels. Starting twice, or after Close, is an
-// error wrapping ErrInvalidState.
-func (l *lifecycle) start(what string, run func(ctx context.Context)) error {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.state != latent {
-		return errs.Errorf("%s: %w: started twice or after Close", what, ErrInvalidState)
-	}
-	l.state = started
-	ctx, cancel := context.WithCancel(context.Background())
-	l.cancel, l.done = cancel, make(chan struct{})
-	go func() {
-		defer close(l.done)
-		run(ctx)
-	}()
-	return nil
-}
-
-// stop moves STARTED to CLOSED and cancels the goroutine's context; it
-// returns the channel closed when the goroutine has ended. Closing what is
-// not started, or closing twice, is an error wrapping ErrInvalidState
-// (Curator's IllegalStateException).
-func (l *lifecycle) stop(what string) (<-chan struct{}, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.state != started {
-		return nil, errs.Errorf("%s: %w: closed twice or before Start", what, ErrInvalidState)
-	}
-	l.state = closed
-	l.cancel()
-	return l.done, nil
-}
-
-func (l *lifecycle) current() runState {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.state
-}
+func (e closedError) Error() string { return errs.Prefix + e.what + " is closed" }
+func (e closedError) Unwrap() error { return framework.ErrClosed }

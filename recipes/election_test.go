@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -104,7 +105,9 @@ func TestLeaderLatchElection(t *testing.T) {
 	if next != latches[1] || tokenOf(t, next) <= tok {
 		t.Fatalf("%s leads next with token %d (first %d), want go-1 with a higher one", next.ID(), tokenOf(t, next), tok)
 	}
-	testutil.ErrorIs(t, first.Close(), ErrInvalidState, "closed twice")
+	if err := first.Close(); err != nil {
+		t.Fatalf("second Close = %v, want nil (Close is idempotent)", err)
+	}
 	testutil.ErrorIs(t, first.Start(), ErrInvalidState, "started twice")
 	if err := latches[1].Close(); err != nil {
 		t.Fatal(err)
@@ -268,7 +271,9 @@ func TestLeaderSelectorTurns(t *testing.T) {
 		t.Fatal(err)
 	}
 	<-causes
-	testutil.ErrorIs(t, x.Close(), ErrInvalidState)
+	if err := x.Close(); err != nil {
+		t.Fatalf("second Close = %v, want nil (Close is idempotent)", err)
+	}
 	if _, err := x.Requeue(); !errors.Is(err, ErrInvalidState) {
 		t.Fatalf("Requeue after Close: %v", err)
 	}
@@ -308,6 +313,9 @@ func TestLeaderSelectorClosedFromItsFunction(t *testing.T) {
 		t.Fatal("Close from the leadership function did not return")
 	}
 	testutil.WaitGone(t, rawConn(t), base)
+	if s.HasLeadership() {
+		t.Fatal("HasLeadership after Close")
+	}
 }
 
 func TestElectionBadArguments(t *testing.T) {
@@ -317,8 +325,12 @@ func TestElectionBadArguments(t *testing.T) {
 	testutil.ErrorIs(t, errOf(NewLeaderSelector(c, base, nil)), ErrBadArgument, "nil leadership function")
 	testutil.ErrorIs(t, errOf(NewLeaderSelector(c, base, func(context.Context) error { return nil }, WithCloseMode(CloseSilent))), ErrBadArgument, "a LeaderLatch's option")
 	l := mustLatch(t, c, base, "x")
-	testutil.ErrorIs(t, l.Close(), ErrInvalidState, "before Start")
-	testutil.ErrorIs(t, l.Await(testutil.Context(t)), ErrInvalidState)
+	testutil.ErrorIs(t, l.Await(testutil.Context(t)), ErrInvalidState, "not started")
+	if err := l.Close(); err != nil {
+		t.Fatalf("Close before Start = %v, want nil", err)
+	}
+	testutil.ErrorIs(t, l.Start(), ErrInvalidState, "after Close")
+	testutil.ErrorIs(t, l.Await(testutil.Context(t)), framework.ErrClosed, "leader latch "+base+" is closed")
 	var nilCtx context.Context
 	testutil.ErrorIs(t, l.Await(nilCtx), ErrBadArgument)
 }
@@ -377,5 +389,133 @@ func TestElectionEndsWithItsClient(t *testing.T) {
 	}
 	if err := sel.Close(); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// Await returns, wrapping framework.ErrClosed, once the latch's client
+// closes, leading or not: a leading latch's run loop ends with its term
+// (the loop that used to return without saying so), a waiting one with its
+// wait. An Await under way returns as well as one made after.
+func TestAwaitEndsWhenTheClientCloses(t *testing.T) {
+	for _, leading := range []bool{true, false} {
+		t.Run(fmt.Sprintf("leading=%v", leading), func(t *testing.T) {
+			ctx, base := testutil.Begin(t, server.Addr())
+			if !leading {
+				first := mustLatch(t, newClient(t, ""), base, "first")
+				if err := first.Start(); err != nil {
+					t.Fatal(err)
+				}
+				defer first.Close()
+				if err := first.Await(ctx); err != nil {
+					t.Fatal(err)
+				}
+			}
+			c := newClient(t, "")
+			l := mustLatch(t, c, base, "l")
+			if err := l.Start(); err != nil {
+				t.Fatal(err)
+			}
+			defer l.Close()
+			pending := make(chan error, 1)
+			if leading {
+				if err := l.Await(ctx); err != nil {
+					t.Fatal(err)
+				}
+			} else {
+				waitForChildren(t, c, base, 2)
+				go func() { pending <- l.Await(ctx) }()
+			}
+			if err := c.Close(); err != nil {
+				t.Fatal(err)
+			}
+			if !leading {
+				testutil.ErrorIs(t, testutil.Recv(t, pending, "the Await under way"), framework.ErrClosed)
+			}
+			testutil.ErrorIs(t, l.Await(ctx), framework.ErrClosed)
+			if l.HasLeadership() {
+				t.Fatal("leads with its client closed")
+			}
+		})
+	}
+}
+
+// Close of a leading selector cancels its function's context (the cause
+// wraps framework.ErrClosed) and returns only once the function has
+// returned and the node is deleted; HasLeadership is false from then on.
+// The function here takes its time after it is told, so that a Close that
+// did not wait would return first.
+func TestLeaderSelectorCloseWaitsForTheFunction(t *testing.T) {
+	_, base := testutil.Begin(t, server.Addr())
+	leading, told, proceed := make(chan struct{}), make(chan error, 1), make(chan struct{})
+	var returned atomic.Bool
+	s, err := NewLeaderSelector(newClient(t, ""), base, func(lctx context.Context) error {
+		close(leading)
+		<-lctx.Done()
+		told <- context.Cause(lctx)
+		<-proceed
+		returned.Store(true)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Start(); err != nil {
+		t.Fatal(err)
+	}
+	testutil.Recv(t, leading, "leadership")
+	if !s.HasLeadership() {
+		t.Fatal("no leadership while the function runs")
+	}
+	go func() {
+		testutil.ErrorIs(t, <-told, framework.ErrClosed)
+		close(proceed)
+	}()
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if !returned.Load() {
+		t.Fatal("Close returned while the leadership function still ran")
+	}
+	if s.HasLeadership() {
+		t.Fatal("HasLeadership after Close")
+	}
+	if kids := children(t, base); len(kids) != 0 {
+		t.Fatalf("nodes left once Close returned: %v", kids)
+	}
+}
+
+// A selector whose function ignores its context (the caller's bug) is told
+// of a loss at SUSPENDED, and does not return: its node still goes, once
+// the servers could have expired the session, so another candidate leads.
+func TestLeaderSelectorNodeGoesWhenTheFunctionDoesNotReturn(t *testing.T) {
+	ctx, base := testutil.Begin(t, server.Addr())
+	proxy := zktest.NewProxy(t, server.Addr())
+	c := newClient(t, proxy.Addr(), framework.WithSessionTimeout(time.Second))
+	leading, release := make(chan struct{}), make(chan struct{})
+	stuck, err := NewLeaderSelector(c, base, func(context.Context) error {
+		close(leading)
+		<-release // ignores its context
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := stuck.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer stuck.Close()
+	defer close(release)
+	testutil.Recv(t, leading, "the first candidate's leadership")
+	next := mustLatch(t, newClient(t, ""), base, "next")
+	if err := next.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer next.Close()
+	proxy.DropConnections()
+	if err := next.Await(ctx); err != nil {
+		t.Fatalf("the next candidate never led: %v", err)
+	}
+	if stuck.HasLeadership() {
+		t.Fatal("the stuck selector still says it leads")
 	}
 }

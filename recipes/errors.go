@@ -3,6 +3,8 @@ package recipes
 import (
 	"errors"
 
+	"github.com/gocurator/curator/internal/errs"
+
 	"github.com/go-zookeeper/zk"
 
 	"github.com/gocurator/curator/framework"
@@ -44,3 +46,9 @@ type vanishedError struct{}
 
 func (*vanishedError) Error() string { return "gocurator: our lock node is gone (session lost?)" }
 func (*vanishedError) Unwrap() error { return zk.ErrNoNode }
+
+// errZero is the error of a call on a nil or zero value of what, an
+// exported type whose values come from a constructor.
+func errZero(what string) error {
+	return errs.Errorf("%w: nil or zero %s: make one with its constructor", ErrBadArgument, what)
+}

@@ -9,8 +9,8 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/gocurator/curator/framework"
-	"github.com/gocurator/curator/internal/callgate"
 	"github.com/gocurator/curator/internal/errs"
+	"github.com/gocurator/curator/internal/listeners"
 	"github.com/gocurator/curator/internal/locktree"
 	"github.com/gocurator/curator/retry"
 )
@@ -42,28 +42,34 @@ const (
 // state.SessionErrorPolicy only at LOST; when the connection comes back in
 // the same session the latch looks again (and leads again if its node is
 // still first), and a latch whose node went with its session queues again
-// with a new node. Leadership tells its holder the truth as every lock
-// owner of this package does (see Handle): Done closes when a term of
-// leadership ends, Err says why, and FencingToken is the node's czxid.
+// with a new node. A latch is a candidacy, not a held resource: its node
+// stays while its session lives, as in Curator (a lock's node lost at
+// SUSPENDED is deleted; a latch's is not). Leadership tells its holder the
+// truth as every lock owner of this package does (see Handle): Done closes
+// when a term of leadership ends, Err says why, and FencingToken is the
+// node's czxid.
+//
+// Start and Close follow the package's one lifecycle rule: starting twice,
+// or after Close, fails with ErrInvalidState; Close is idempotent. A zero
+// LeaderLatch fails every call with ErrBadArgument.
 type LeaderLatch struct {
 	li        lockInternals
 	id        string
-	closeMode CloseMode
 	life      lifecycle
-	gate      callgate.Gate // listener calls: Close does not wait while one is under way
+	gate      listeners.Gate // listener calls: Close does not wait while one is under way
+	listeners listeners.Registry[LeaderLatchListener]
 
 	mu        sync.Mutex
-	node      string       // our node's path, "" when none
-	term      *acquisition // the current or last term of leadership
+	closeMode CloseMode
+	node      string // our node's path, "" when none
+	term      *grant // the current or last term of leadership
 	changed   chan struct{}
-	listeners map[int]LeaderLatchListener
-	nextID    int
-	ended     error // why the goroutine ended before Close: its client closed
+	ended     error // why the goroutine ended: the latch or its client closed
 }
 
 // LeaderLatchListener hears a latch's leadership begin and end (Curator's
-// LeaderLatchListener). Its methods run on the latch's goroutine, in order;
-// they may call the latch's Close.
+// LeaderLatchListener). Its methods run on the latch's goroutine, in order,
+// listeners in the order they were added; they may call the latch's Close.
 type LeaderLatchListener interface {
 	// IsLeader is called when the latch starts to lead.
 	IsLeader()
@@ -104,58 +110,83 @@ func NewLeaderLatch(client *framework.Client, path string, opts ...ElectionOptio
 		return nil, errs.Errorf("%w: %s is a LeaderSelector's option", ErrBadArgument, o.selector)
 	}
 	return &LeaderLatch{li: lockInternals{client: client, base: path}, id: o.id, closeMode: o.closeMode,
-		changed: make(chan struct{}), listeners: map[int]LeaderLatchListener{}}, nil
+		changed: make(chan struct{})}, nil
 }
 
-// Path returns the election's path.
-func (l *LeaderLatch) Path() string { return l.li.base }
+// usable reports whether l was made by NewLeaderLatch.
+func (l *LeaderLatch) usable() bool { return l != nil && l.li.client != nil }
+
+// Path returns the election's path ("" for a nil or zero latch).
+func (l *LeaderLatch) Path() string {
+	if !l.usable() {
+		return ""
+	}
+	return l.li.base
+}
 
 // ID returns the latch's participant id.
-func (l *LeaderLatch) ID() string { return l.id }
+func (l *LeaderLatch) ID() string {
+	if !l.usable() {
+		return ""
+	}
+	return l.id
+}
+
+// what names the latch in errors.
+func (l *LeaderLatch) what() string { return "leader latch " + l.li.base }
 
 // Start joins the election: the latch creates its node and leads when the
 // node is first, on a goroutine of its own (Curator's start()). Starting
 // twice, or after Close, is an error wrapping ErrInvalidState.
 func (l *LeaderLatch) Start() error {
-	return l.life.start("leader latch "+l.li.base, l.run)
+	if !l.usable() {
+		return errZero("LeaderLatch")
+	}
+	return l.life.start(l.what(), l.run)
 }
 
 // Close leaves the election: leadership ends, the node is deleted
 // (guaranteed), and the listeners hear NotLeader if the latch led and its
-// close mode is CloseNotifyLeader. It waits for the latch's goroutine to
-// end, but for a listener call under way (a listener may close its latch).
-// Closing twice, or before Start, is an error wrapping ErrInvalidState.
-func (l *LeaderLatch) Close() error { return l.CloseWithMode(l.closeMode) }
+// close mode is CloseNotifyLeader; Await returns an error wrapping
+// framework.ErrClosed. Close waits for the latch's goroutine to end, but for
+// a listener call under way (a listener may close its latch). Close is
+// idempotent, and closing a latch never started keeps it from starting.
+func (l *LeaderLatch) Close() error {
+	if !l.usable() {
+		return errZero("LeaderLatch")
+	}
+	l.mu.Lock()
+	m := l.closeMode
+	l.mu.Unlock()
+	return l.CloseWithMode(m)
+}
 
 // CloseWithMode is Close with a close mode of its own (Curator's
 // close(CloseMode)).
 func (l *LeaderLatch) CloseWithMode(m CloseMode) error {
+	if !l.usable() {
+		return errZero("LeaderLatch")
+	}
 	l.mu.Lock()
 	l.closeMode = m // read by the goroutine as it ends the term
+	l.broadcast()   // Await sees the latch closed
 	l.mu.Unlock()
-	done, err := l.life.stop("leader latch " + l.li.base)
-	if err != nil {
-		return err
-	}
-	if l.gate.Close() {
+	done := l.life.stop(closedError{l.what()})
+	if done != nil && l.gate.Close() {
 		<-done
 	}
 	return nil
 }
 
 // AddListener registers ln to hear leadership begin and end; it returns a
-// function that removes it.
+// function that removes it. Listeners are called in the order they were
+// added. A nil ln is ignored (remove then does nothing); a listener that
+// panics is logged, and the others are still called.
 func (l *LeaderLatch) AddListener(ln LeaderLatchListener) (remove func()) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	id := l.nextID
-	l.nextID++
-	l.listeners[id] = ln
-	return func() {
-		l.mu.Lock()
-		defer l.mu.Unlock()
-		delete(l.listeners, id)
+	if !l.usable() || listeners.IsNil(ln) {
+		return func() {}
 	}
+	return l.listeners.Add(ln)
 }
 
 // HasLeadership reports whether the latch leads now, and its leadership can
@@ -165,33 +196,34 @@ func (l *LeaderLatch) HasLeadership() bool { return l.Err() == nil }
 // Done returns a channel that is closed when the current term of
 // leadership ends (lost, or the latch closed); already closed when the
 // latch does not lead. Err tells why.
-func (l *LeaderLatch) Done() <-chan struct{} {
+func (l *LeaderLatch) Done() <-chan struct{} { return doneOf(l.current()) }
+
+func (l *LeaderLatch) current() *grant {
+	if !l.usable() {
+		return nil
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.term == nil {
-		return closedChan
-	}
-	return l.term.done()
+	return l.term
 }
 
 // Err returns nil while the latch leads; an error wrapping ErrNotLeader
 // otherwise, which also wraps ErrLockLost when the last term of leadership
 // was lost (until the latch leads again).
 func (l *LeaderLatch) Err() error {
-	l.mu.Lock()
-	term := l.term
-	l.mu.Unlock()
-	if term == nil {
-		return errs.Errorf("leader latch %s: %w", l.li.base, ErrNotLeader)
+	if !l.usable() {
+		return errZero("LeaderLatch")
 	}
-	err := term.err()
+	err := ownerErr(l.current(), l.what(), ErrNotLeader)
 	switch {
 	case err == nil:
 		return nil
+	case errors.Is(err, ErrNotLeader):
+		return err
 	case errors.Is(err, ErrLockLost):
-		return errs.Errorf("leader latch %s: %w: %w", l.li.base, ErrNotLeader, err)
+		return errs.Errorf("%s: %w: %w", l.what(), ErrNotLeader, err)
 	}
-	return errs.Errorf("leader latch %s: %w", l.li.base, ErrNotLeader)
+	return errs.Errorf("%s: %w", l.what(), ErrNotLeader)
 }
 
 // FencingToken returns the czxid of the latch's node while it leads: a
@@ -200,15 +232,16 @@ func (l *LeaderLatch) Err() error {
 // keeps its token: nobody led in between). The error wraps ErrNotLeader
 // when it does not lead, and ErrLockLost once a term is lost.
 func (l *LeaderLatch) FencingToken(ctx context.Context) (int64, error) {
+	if !l.usable() {
+		return 0, errZero("LeaderLatch")
+	}
 	if err := checkContext(ctx); err != nil {
 		return 0, errs.Errorf("fencing token of %s: %w", l.li.base, err)
 	}
+	term := l.current()
 	if err := l.Err(); err != nil {
 		return 0, err
 	}
-	l.mu.Lock()
-	term := l.term
-	l.mu.Unlock()
 	t, err := l.li.token(ctx, term)
 	if err != nil {
 		return 0, errs.Errorf("fencing token of %s: %w: %w", term.path, ErrNotLeader, err)
@@ -216,12 +249,15 @@ func (l *LeaderLatch) FencingToken(ctx context.Context) (int64, error) {
 	return t, nil
 }
 
-// Await waits until the latch leads, and returns nil; or an error: wrapping
-// ErrInvalidState when the latch is closed (or not started), wrapping
-// framework.ErrClosed once its client is closed (the latch then stands no
-// more), or ctx's error (Curator's await, and await(time, unit) with ctx's
-// deadline).
+// Await waits until the latch leads, and returns nil (Curator's await, and
+// await(time, unit) with ctx's deadline); or an error: wrapping
+// ErrInvalidState when the latch is not started, wrapping
+// framework.ErrClosed once the latch or its client is closed (leading or
+// not: the latch then stands no more), or ctx's error.
 func (l *LeaderLatch) Await(ctx context.Context) error {
+	if !l.usable() {
+		return errZero("LeaderLatch")
+	}
 	if err := checkContext(ctx); err != nil {
 		return errs.Errorf("await leadership of %s: %w", l.li.base, err)
 	}
@@ -229,8 +265,11 @@ func (l *LeaderLatch) Await(ctx context.Context) error {
 		l.mu.Lock()
 		changed, ended := l.changed, l.ended
 		l.mu.Unlock()
-		if l.life.current() != started {
-			return errs.Errorf("await leadership of %s: %w: the latch is not started, or closed", l.li.base, ErrInvalidState)
+		switch l.life.current() {
+		case latent:
+			return errs.Errorf("await leadership of %s: %w: the latch is not started", l.li.base, ErrInvalidState)
+		case closed:
+			return errs.Errorf("await leadership of %s: %w", l.li.base, closedError{l.what()})
 		}
 		if ended != nil {
 			return errs.Errorf("await leadership of %s: %w", l.li.base, ended)
@@ -248,6 +287,9 @@ func (l *LeaderLatch) Await(ctx context.Context) error {
 
 // OurPath returns the path of the latch's node, or "" (Curator's getOurPath).
 func (l *LeaderLatch) OurPath() string {
+	if !l.usable() {
+		return ""
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.node
@@ -256,6 +298,12 @@ func (l *LeaderLatch) OurPath() string {
 // Participants returns every candidate, leader first, in queue order, with
 // the ids their nodes hold (Curator's getParticipants).
 func (l *LeaderLatch) Participants(ctx context.Context) ([]Participant, error) {
+	if !l.usable() {
+		return nil, errZero("LeaderLatch")
+	}
+	if err := checkContext(ctx); err != nil {
+		return nil, errs.Errorf("participants of %s: %w", l.li.base, err)
+	}
 	sorted, err := l.li.participants(ctx, l.driver())
 	if err != nil {
 		return nil, errs.Errorf("participants of %s: %w", l.li.base, err)
@@ -266,6 +314,12 @@ func (l *LeaderLatch) Participants(ctx context.Context) ([]Participant, error) {
 // Leader returns the leading candidate, or the zero Participant when there
 // is none (Curator's getLeader).
 func (l *LeaderLatch) Leader(ctx context.Context) (Participant, error) {
+	if !l.usable() {
+		return Participant{}, errZero("LeaderLatch")
+	}
+	if err := checkContext(ctx); err != nil {
+		return Participant{}, errs.Errorf("leader of %s: %w", l.li.base, err)
+	}
 	sorted, err := l.li.participants(ctx, l.driver())
 	if err != nil {
 		return Participant{}, errs.Errorf("leader of %s: %w", l.li.base, err)
@@ -281,49 +335,51 @@ const latchRetryWait = time.Second
 
 // run is the latch's goroutine: create the node, wait to be first (the
 // acquire loop every lock shares), lead until the term ends, look again
-// once connected; a node gone with its session is created again.
+// once connected; a node gone with its session is created again. It ends
+// when the latch closes (ctx) or its client does.
 func (l *LeaderLatch) run(ctx context.Context) {
 	a := attempt{path: framework.JoinPath(l.li.base, locktree.LatchName), mode: framework.EphemeralSequential, data: []byte(l.id), driver: l.driver()}
-	var n *acquisition
+	var g *grant
 	defer func() {
 		l.endTerm(true)
-		if n != nil {
-			n.end()
-			l.li.deleteNode(ctx, n.path)
+		if g != nil {
+			g.release()
+			l.li.deleteNode(ctx, g.path)
 			l.setNode("")
 		}
+		l.finish(context.Cause(ctx))
 	}()
 	for ctx.Err() == nil {
-		if n == nil {
+		if g == nil {
 			var err error
-			if n, err = l.li.create(ctx, a); err != nil {
+			if g, err = l.li.create(ctx, a); err != nil {
 				if l.clientClosed(err) {
 					return
 				}
 				l.failed(ctx, "creating the latch node", err)
 				continue
 			}
-			l.setNode(n.path)
+			l.setNode(g.path)
 		}
-		err := l.li.wait(ctx, a, n)
+		err := l.li.wait(ctx, a, g)
 		switch {
 		case ctx.Err() != nil:
 			return
 		case l.clientClosed(err):
 			return
 		case errors.Is(err, errNodeVanished):
-			n.end()
-			l.li.deleteNode(ctx, n.path) // if it is there at all, it is an older session's
-			n = nil
+			g.release()
+			l.li.deleteNode(ctx, g.path) // if it is there at all, it is an older session's
+			g = nil
 			continue
 		case err != nil:
 			l.failed(ctx, "waiting to lead", err)
-			n = n.renew()
+			g = g.renew()
 			continue
 		}
-		l.beginTerm(n)
+		l.beginTerm(g)
 		select {
-		case <-n.done():
+		case <-g.done():
 		case <-ctx.Done():
 			return
 		}
@@ -331,9 +387,10 @@ func (l *LeaderLatch) run(ctx context.Context) {
 		// Look again once connected (Curator's latch does at RECONNECTED):
 		// if the node is still first in its session, the latch leads again.
 		if err := l.li.client.BlockUntilConnected(ctx); err != nil {
+			l.clientClosed(err)
 			return
 		}
-		n = n.renew()
+		g = g.renew()
 	}
 }
 
@@ -344,11 +401,19 @@ func (l *LeaderLatch) clientClosed(err error) bool {
 	if !errors.Is(err, framework.ErrClosed) {
 		return false
 	}
+	l.finish(err)
+	return true
+}
+
+// finish records why the latch's goroutine ends (the first reason given),
+// and wakes Await.
+func (l *LeaderLatch) finish(why error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.ended = err
+	if l.ended == nil {
+		l.ended = why
+	}
 	l.broadcast()
-	return true
 }
 
 // failed logs a failure the client's retry policy gave up on, and waits a
@@ -367,16 +432,13 @@ func (l *LeaderLatch) setNode(path string) {
 	l.node = path
 }
 
-// beginTerm makes n the current term of leadership and tells the listeners.
-func (l *LeaderLatch) beginTerm(n *acquisition) {
+// beginTerm makes g the current term of leadership and tells the listeners.
+func (l *LeaderLatch) beginTerm(g *grant) {
 	l.mu.Lock()
-	l.term = n
+	l.term = g
 	l.broadcast()
-	ls := l.listenerList()
 	l.mu.Unlock()
-	for _, ln := range ls {
-		l.gate.Call(ln.IsLeader)
-	}
+	l.tell(LeaderLatchListener.IsLeader)
 }
 
 // endTerm tells the listeners that the current term of leadership has
@@ -389,15 +451,21 @@ func (l *LeaderLatch) endTerm(closing bool) {
 	if term := l.term; term != nil {
 		notify = !closing || term.err() == nil && l.closeMode == CloseNotifyLeader
 		if closing {
-			term.end()
+			term.release()
 		}
 	}
 	l.broadcast()
-	ls := l.listenerList()
 	l.mu.Unlock()
 	if notify {
-		for _, ln := range ls {
-			l.gate.Call(ln.NotLeader)
+		l.tell(LeaderLatchListener.NotLeader)
+	}
+}
+
+// tell calls call on every listener, in order.
+func (l *LeaderLatch) tell(call func(LeaderLatchListener)) {
+	for _, ln := range l.listeners.Snapshot() {
+		if err := listeners.Call(&l.gate, func() { call(ln) }); err != nil {
+			l.li.client.Logger().Error("leader latch listener", zap.String("path", l.li.base), zap.Error(err))
 		}
 	}
 }
@@ -406,13 +474,4 @@ func (l *LeaderLatch) endTerm(closing bool) {
 func (l *LeaderLatch) broadcast() {
 	close(l.changed)
 	l.changed = make(chan struct{})
-}
-
-// listenerList returns the listeners; l.mu is held.
-func (l *LeaderLatch) listenerList() []LeaderLatchListener {
-	ls := make([]LeaderLatchListener, 0, len(l.listeners))
-	for _, ln := range l.listeners {
-		ls = append(ls, ln)
-	}
-	return ls
 }

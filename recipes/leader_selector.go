@@ -3,12 +3,13 @@ package recipes
 import (
 	"context"
 	"errors"
+	"reflect"
+	"runtime"
 	"sync"
 
 	"go.uber.org/zap"
 
 	"github.com/gocurator/curator/framework"
-	"github.com/gocurator/curator/internal/callgate"
 	"github.com/gocurator/curator/internal/errs"
 	"github.com/gocurator/curator/retry"
 )
@@ -32,16 +33,24 @@ var ErrLeadershipInterrupted = errors.New("gocurator: leadership interrupted")
 // LOST under the client's default error policy, LOST only under
 // state.SessionErrorPolicy: Curator's LeaderSelectorListenerAdapter, which
 // interrupts takeLeadership then), with cause ErrLeadershipInterrupted at
-// InterruptLeadership, and when the selector closes. The function should
-// return then: leadership is given up (the node deleted) only when it
-// returns.
+// InterruptLeadership, and with a cause wrapping framework.ErrClosed when
+// the selector closes. The function must return then: leadership is given
+// up (the node deleted) when it returns, as in Curator, or — after a loss
+// at SUSPENDED — once the servers could have expired the session, if the
+// function has not returned by then (the node of a lost term does not keep
+// others from leading). A function that ignores its context is the
+// caller's bug: it goes on believing it leads while another candidate
+// does, and Close waits for it.
+//
+// Start and Close follow the package's one lifecycle rule: starting twice,
+// or after Close, fails with ErrInvalidState; Close is idempotent. A zero
+// LeaderSelector fails every call with ErrBadArgument.
 type LeaderSelector struct {
 	mu          *InterProcessMutex
 	fn          func(ctx context.Context) error
 	id          string
 	autoRequeue bool
 	life        lifecycle
-	gate        callgate.Gate // the function's calls: Close does not wait while one is under way
 
 	lock      sync.Mutex
 	queued    bool                    // a turn is queued or under way
@@ -74,20 +83,38 @@ func NewLeaderSelector(client *framework.Client, path string, fn func(ctx contex
 	return &LeaderSelector{mu: mu, fn: fn, id: o.id, autoRequeue: o.autoRequeue, wake: make(chan struct{}, 1)}, nil
 }
 
-// Path returns the election's path.
-func (s *LeaderSelector) Path() string { return s.mu.Path() }
+// usable reports whether s was made by NewLeaderSelector.
+func (s *LeaderSelector) usable() bool { return s != nil && s.mu.usable() }
+
+// Path returns the election's path ("" for a nil or zero selector).
+func (s *LeaderSelector) Path() string {
+	if !s.usable() {
+		return ""
+	}
+	return s.mu.Path()
+}
 
 // ID returns the selector's participant id.
-func (s *LeaderSelector) ID() string { return s.id }
+func (s *LeaderSelector) ID() string {
+	if !s.usable() {
+		return ""
+	}
+	return s.id
+}
+
+func (s *LeaderSelector) what() string { return "leader selector " + s.mu.Path() }
 
 // Start joins the election (Curator's start()): the selector queues for
 // leadership once; with WithAutoRequeue, again after each turn. Starting
 // twice, or after Close, is an error wrapping ErrInvalidState.
 func (s *LeaderSelector) Start() error {
+	if !s.usable() {
+		return errZero("LeaderSelector")
+	}
 	s.lock.Lock()
 	s.queued = true
 	s.lock.Unlock()
-	return s.life.start("leader selector "+s.Path(), s.run)
+	return s.life.start(s.what(), s.run)
 }
 
 // Requeue queues the selector for another turn if it is not queued (nor
@@ -95,8 +122,11 @@ func (s *LeaderSelector) Start() error {
 // an error wrapping ErrInvalidState when the selector is not started, or
 // closed.
 func (s *LeaderSelector) Requeue() (bool, error) {
+	if !s.usable() {
+		return false, errZero("LeaderSelector")
+	}
 	if s.life.current() != started {
-		return false, errs.Errorf("leader selector %s: %w: not started, or closed", s.Path(), ErrInvalidState)
+		return false, errs.Errorf("%s: %w: not started, or closed", s.what(), ErrInvalidState)
 	}
 	s.lock.Lock()
 	defer s.lock.Unlock()
@@ -111,9 +141,13 @@ func (s *LeaderSelector) Requeue() (bool, error) {
 	return true, nil
 }
 
-// HasLeadership reports whether the selector leads now: its function runs
-// and leadership can be trusted (Curator's hasLeadership).
+// HasLeadership reports whether the selector leads now: its function runs,
+// leadership can be trusted, and the selector is not closed (Curator's
+// hasLeadership).
 func (s *LeaderSelector) HasLeadership() bool {
+	if !s.usable() || s.life.current() != started {
+		return false
+	}
 	s.lock.Lock()
 	defer s.lock.Unlock()
 	return s.holder != nil && s.holder.IsHeld()
@@ -126,6 +160,9 @@ func (s *LeaderSelector) HasLeadership() bool {
 // ErrNotLeader when the selector does not lead, ErrLockLost once the term
 // is lost.
 func (s *LeaderSelector) FencingToken(ctx context.Context) (int64, error) {
+	if !s.usable() {
+		return 0, errZero("LeaderSelector")
+	}
 	s.lock.Lock()
 	h := s.holder
 	s.lock.Unlock()
@@ -142,6 +179,9 @@ func (s *LeaderSelector) FencingToken(ctx context.Context) (int64, error) {
 // cause ErrLeadershipInterrupted (Curator's interruptLeadership). It does
 // nothing when the selector does not lead.
 func (s *LeaderSelector) InterruptLeadership() {
+	if !s.usable() {
+		return
+	}
 	s.lock.Lock()
 	defer s.lock.Unlock()
 	if s.interrupt != nil {
@@ -150,16 +190,18 @@ func (s *LeaderSelector) InterruptLeadership() {
 }
 
 // Close leaves the election: a queued turn is dropped, and the function
-// under way has its context cancelled; leadership is given up when it
-// returns. Close waits for the selector's goroutine to end, but while the
-// function runs (it may be the caller). Closing twice, or before Start, is
-// an error wrapping ErrInvalidState.
+// under way has its context cancelled (with a cause wrapping
+// framework.ErrClosed). Close returns once the function has returned and
+// the node is deleted; HasLeadership is false from then on. Called from a
+// leadership function (this selector's own, which cannot return while it
+// waits, or another selector's), Close returns as soon as the function is
+// told, without waiting. Close is idempotent.
 func (s *LeaderSelector) Close() error {
-	done, err := s.life.stop("leader selector " + s.Path())
-	if err != nil {
-		return err
+	if !s.usable() {
+		return errZero("LeaderSelector")
 	}
-	if s.gate.Close() {
+	done := s.life.stop(closedError{s.what()})
+	if done != nil && !inLeadership() {
 		<-done
 	}
 	return nil
@@ -168,6 +210,9 @@ func (s *LeaderSelector) Close() error {
 // Participants returns every candidate, leader first, in queue order, with
 // the ids their nodes hold (Curator's getParticipants).
 func (s *LeaderSelector) Participants(ctx context.Context) ([]Participant, error) {
+	if !s.usable() {
+		return nil, errZero("LeaderSelector")
+	}
 	sorted, err := s.mu.ParticipantNodes(ctx)
 	if err != nil {
 		return nil, errs.Errorf("participants of %s: %w", s.Path(), err)
@@ -178,6 +223,9 @@ func (s *LeaderSelector) Participants(ctx context.Context) ([]Participant, error
 // Leader returns the leading candidate, or the zero Participant when there
 // is none (Curator's getLeader).
 func (s *LeaderSelector) Leader(ctx context.Context) (Participant, error) {
+	if !s.usable() {
+		return Participant{}, errZero("LeaderSelector")
+	}
 	sorted, err := s.mu.ParticipantNodes(ctx)
 	if err != nil {
 		return Participant{}, errs.Errorf("leader of %s: %w", s.Path(), err)
@@ -229,8 +277,7 @@ func (s *LeaderSelector) turn(ctx context.Context) error {
 	s.holder, s.interrupt = h, cancel
 	s.lock.Unlock()
 
-	var err error
-	s.gate.Call(func() { err = s.fn(lctx) })
+	err := s.lead(lctx)
 
 	s.lock.Lock()
 	s.holder, s.interrupt = nil, nil
@@ -243,4 +290,40 @@ func (s *LeaderSelector) turn(ctx context.Context) error {
 	defer rcancel()
 	_ = h.Release(rctx) // after a loss it says so; leadership is given up either way
 	return nil
+}
+
+// lead runs the leadership function; a panic in it is the caller's, but
+// the node is given up first (turn's release runs as the panic unwinds).
+// Close knows a call from inside it by this frame (inLeadership).
+//
+//go:noinline
+func (s *LeaderSelector) lead(ctx context.Context) error {
+	return s.fn(ctx)
+}
+
+// leadFrame is lead's function, as runtime.Callers names it.
+var leadFrame = runtime.FuncForPC(reflect.ValueOf((*LeaderSelector).lead).Pointer()).Name()
+
+// inLeadership reports whether the calling goroutine is inside a leadership
+// function (a selector's lead frame is on its stack): Close then must not
+// wait for a function that cannot return until Close does. It looks at the
+// caller's own stack only, once per Close: not who the caller is, but what
+// it is in the middle of.
+func inLeadership() bool {
+	pcs := make([]uintptr, 64)
+	n := runtime.Callers(2, pcs)
+	for n == len(pcs) {
+		pcs = make([]uintptr, 2*len(pcs))
+		n = runtime.Callers(2, pcs)
+	}
+	frames := runtime.CallersFrames(pcs[:n])
+	for {
+		f, more := frames.Next()
+		if f.Function == leadFrame {
+			return true
+		}
+		if !more {
+			return false
+		}
+	}
 }

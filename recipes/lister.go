@@ -108,6 +108,7 @@ const (
 	listWait                          // it waits for listing n, begun before it asked, to end
 	listJoin                          // it joins listing n
 	listBehindCreate                  // it takes the listing sent behind its create (prelisting)
+	listAlone                         // it lists on its own: nobody shares its lister
 )
 
 func (li *lockInternals) hear(ev listEvent, ctx context.Context, n uint64) {
@@ -124,6 +125,7 @@ func (l *lister) list(ctx context.Context, li *lockInternals, d driver) ([]strin
 		// Nobody to share with (the uncontended case): a listing of our
 		// own, published to nobody. A waiter that comes meanwhile begins
 		// its own.
+		li.hear(listAlone, ctx, 0)
 		return listSorted(ctx, li, d)
 	}
 	l.mu.Lock()

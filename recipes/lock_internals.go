@@ -18,7 +18,9 @@ import (
 const cleanupTimeout = 5 * time.Second
 
 // lockInternals is Curator's LockInternals: the acquire loop every lock
-// recipe shares, on one base path.
+// recipe shares, on one base path. (The loop itself, Curator's
+// internalLockLoop, is wait, in wait.go; the rules it applies are the
+// drivers', in driver.go.)
 type lockInternals struct {
 	client *framework.Client
 	base   string
@@ -42,9 +44,14 @@ type attempt struct {
 // ctx ends, or an error occurs. If the node vanishes (its session expired),
 // a new node is created as far as the client's retry policy allows, as
 // Curator's attemptLock does. On any failure our node is deleted
-// (guaranteed) before acquire returns.
-func (li *lockInternals) acquire(ctx context.Context, a attempt) (*acquisition, error) {
-	return retryVanished(ctx, li.client, li.base, func() (*acquisition, error) { return li.attemptOnce(ctx, a) })
+// (guaranteed) before acquire returns. The grant it returns holds (its loss
+// is cleaned up: grant.hold).
+func (li *lockInternals) acquire(ctx context.Context, a attempt) (*grant, error) {
+	g, err := retryVanished(ctx, li.client, li.base, func() (*grant, error) { return li.attemptOnce(ctx, a) })
+	if err == nil {
+		g.hold()
+	}
+	return g, err
 }
 
 // retryVanished runs once again, as far as the client's retry policy allows,
@@ -53,7 +60,7 @@ func (li *lockInternals) acquire(ctx context.Context, a attempt) (*acquisition, 
 // It is the retry loop of that one cause; connection loss is retried inside
 // each call, by the client. The first run is made here, so that an attempt
 // that does not meet a vanished node builds no retry machinery.
-func retryVanished(ctx context.Context, client *framework.Client, base string, once func() (*acquisition, error)) (*acquisition, error) {
+func retryVanished(ctx context.Context, client *framework.Client, base string, once func() (*grant, error)) (*grant, error) {
 	if err := retry.ContextError(ctx); err != nil {
 		return nil, err
 	}
@@ -73,115 +80,115 @@ func retryVanished(ctx context.Context, client *framework.Client, base string, o
 	return got, err
 }
 
-func (li *lockInternals) attemptOnce(ctx context.Context, a attempt) (*acquisition, error) {
-	n, err := li.create(ctx, a)
+// attemptOnce creates a node and waits on it; on failure it deletes it.
+func (li *lockInternals) attemptOnce(ctx context.Context, a attempt) (*grant, error) {
+	g, err := li.create(ctx, a)
 	if err != nil {
 		return nil, err
 	}
-	if err := li.wait(ctx, a, n); err != nil {
-		n.end()
-		li.deleteNode(ctx, n.path)
+	if err := li.wait(ctx, a, g); err != nil {
+		g.release()
+		li.deleteNode(ctx, g.path)
 		return nil, err
 	}
-	return n, nil
+	return g, nil
 }
 
 // create creates the node of an attempt: protected, under container
-// parents, with its signal made before the create, so that an error state
-// at any point from then on is seen and a grant after one is verified again
-// (see grant). A container parent the server reaps meanwhile is made again
-// by the client (createWithParents), and a protected create cleans up after
-// itself: an error here is final.
-func (li *lockInternals) create(ctx context.Context, a attempt) (*acquisition, error) {
-	var pre *prelisting
+// parents, with its grant's context made before the create, so that an
+// error state at any point from then on is seen and a grant after one is
+// verified again (see grantHeld). A container parent the server reaps
+// meanwhile is made again by the client (createWithParents), and a
+// protected create cleans up after itself: an error here is final.
+func (li *lockInternals) create(ctx context.Context, a attempt) (*grant, error) {
+	g := newGrant(li)
 	var sent framework.CreateOption // nil: none
 	// A counting driver's first listing is sent right behind the create.
-	if counting, ok := a.driver.(countingDriver); ok {
-		pre, sent = newPrelisting(ctx, li, counting)
+	if _, ok := a.driver.(countingDriver); ok {
+		g.pre, sent = newPrelisting(ctx, li)
 	}
-	sig := li.client.NotifyErrorState()
 	path, err := li.client.Create(ctx, a.path, a.data,
 		framework.WithMode(a.mode), framework.WithProtection(), framework.CreatingParentContainersIfNeeded(), sent)
 	if err != nil {
-		sig.Stop()
+		g.end(errReleased)
 		return nil, err
 	}
-	n := &acquisition{path: path, name: path[len(li.base)+1:], sig: sig, pre: pre}
+	g.path, g.name = path, path[len(li.base)+1:]
 	if a.revoked != nil {
-		n.stopRevoke = li.watchRevocation(path, a.revoked)
+		g.stopRevoke = li.watchRevocation(path, a.revoked)
 	}
-	return n, nil
+	return g, nil
 }
 
 // trusted reports whether what we know of our node still holds without
-// asking the server: no error state has come since the loss signal was
-// armed, so the client's session has been alive and the same all along, and
+// asking the server: no error state has come since the grant's context was
+// made, so the client's session has been alive and the same all along, and
 // our node is that session's. (An ephemeral node of a live session goes only
 // by an explicit delete, which the listing that grants us would show.)
-func (li *lockInternals) trusted(n *acquisition) bool {
-	return n.owner() != 0 && n.owner() == li.client.SessionID() && n.sig.Err() == nil
+func (li *lockInternals) trusted(g *grant) bool {
+	return g.owner() != 0 && g.owner() == li.client.SessionID() && g.ctx.Err() == nil
 }
 
-// grant completes an acquisition: at once if the node is trusted, otherwise
-// by verify. The fencing token is read only when asked for (token), so an
-// uncontended acquire costs what Curator's does: a create and a listing.
-func (li *lockInternals) grant(ctx context.Context, n *acquisition) error {
-	if li.trusted(n) {
+// grantHeld completes an acquisition: at once if the node is trusted,
+// otherwise by verify. The fencing token is read only when asked for
+// (token), so an uncontended acquire costs what Curator's does: a create and
+// a listing.
+func (li *lockInternals) grantHeld(ctx context.Context, g *grant) error {
+	if li.trusted(g) {
 		return nil
 	}
-	return li.verify(ctx, n)
+	return li.verify(ctx, g)
 }
 
 // token returns our node's czxid, the fencing token: read from the server
 // the first time it is asked for, unless verify has read it already. The
 // grant must still hold: once it ended, the answer is its err (wrapping
 // ErrLockLost, or ErrNotHeld after release); a node found gone ends it.
-func (li *lockInternals) token(ctx context.Context, n *acquisition) (int64, error) {
-	if err := n.err(); err != nil {
+func (li *lockInternals) token(ctx context.Context, g *grant) (int64, error) {
+	if err := g.err(); err != nil {
 		return 0, err
 	}
-	if t := n.token.Load(); t != 0 {
+	if t := g.token.Load(); t != 0 {
 		return t, nil
 	}
-	ok, stat, err := li.client.Exists(ctx, n.path)
+	ok, stat, err := li.client.Exists(ctx, g.path)
 	if err != nil {
 		return 0, err
 	}
-	if !ok || stat.EphemeralOwner != n.owner() {
-		n.lose()
+	if !ok || stat.EphemeralOwner != g.owner() {
+		g.lose()
 	}
-	if err := n.err(); err != nil { // lost, or an error state came while we asked
+	if err := g.err(); err != nil { // lost, or an error state came while we asked
 		return 0, err
 	}
-	n.token.Store(stat.Czxid)
+	g.token.Store(stat.Czxid)
 	return stat.Czxid, nil
 }
 
 // verify makes sure the node we were granted is ours in this session
 // (CURATOR-604: after a new session, the old session's node may still be
 // listed until the server removes it) and takes its czxid as the fencing
-// token. The grant's signal starts again before the check, so no error
-// state after it can go unnoticed.
-func (li *lockInternals) verify(ctx context.Context, n *acquisition) error {
-	n.sig.Stop()
-	n.sig = li.client.NotifyErrorState()
-	ok, stat, err := li.client.Exists(ctx, n.path)
-	if err == nil && (!ok || stat.EphemeralOwner != li.client.SessionID()) {
+// token. The grant's context is made anew from the trust before the check,
+// so no error state after it can go unnoticed.
+func (li *lockInternals) verify(ctx context.Context, g *grant) error {
+	g.arm()
+	ok, stat, err := li.client.Exists(ctx, g.path)
+	if err == nil && (!ok || stat.EphemeralOwner != g.session) {
 		err = errNodeVanished
 	}
 	if err != nil {
 		return err
 	}
-	n.own = stat
-	n.token.Store(stat.Czxid)
+	g.own = stat
+	g.token.Store(stat.Czxid)
 	return nil
 }
 
 // deleteGranted deletes the node of a grant that has ended (guaranteed: if
 // the delete fails, it goes on in the background). A node that is already
 // gone is no error.
-func (li *lockInternals) deleteGranted(ctx context.Context, n *acquisition) error {
-	err := li.client.Delete(ctx, n.path, framework.Guaranteed())
+func (li *lockInternals) deleteGranted(ctx context.Context, g *grant) error {
+	err := li.client.Delete(ctx, g.path, framework.Guaranteed())
 	if errors.Is(err, zk.ErrNoNode) {
 		return nil
 	}

@@ -19,6 +19,8 @@ import (
 // gives each lock the full timeout, so it may wait N times as long. And the
 // first lock that cannot be taken ends the acquisition (Curator goes on
 // trying the rest after an exception, keeping only the last one).
+//
+// A zero value holds no lock: every call fails with ErrBadArgument.
 type InterProcessMultiLock struct {
 	locks []Locker
 
@@ -131,8 +133,8 @@ func lockSites(l Locker) ([]ownedSite, error) {
 		}
 		return []ownedSite{{lockSite{v.s.client, v.s.path}, nil}}, nil
 	case *InterProcessMultiLock:
-		if v == nil {
-			return nil, errors.New("nil multi-lock")
+		if !v.usable() {
+			return nil, errors.New("nil or zero multi-lock")
 		}
 		var sites []ownedSite
 		for _, inner := range v.locks {
@@ -154,8 +156,14 @@ func lockSites(l Locker) ([]ownedSite, error) {
 // if that hold was lost, Acquire returns an error wrapping ErrLockLost and
 // counts nothing. A nil ctx is an error wrapping ErrBadArgument.
 func (m *InterProcessMultiLock) Acquire(ctx context.Context) error {
+	if !m.usable() {
+		return errZero("InterProcessMultiLock")
+	}
 	return m.acquire(ctx, func(l Locker) error { return l.Acquire(ctx) })
 }
+
+// usable reports whether m was made by a constructor.
+func (m *InterProcessMultiLock) usable() bool { return m != nil && len(m.locks) > 0 }
 
 // TryAcquire takes every lock only if each is free now (each locker's
 // TryAcquire, in list order); otherwise it releases what it took and returns
@@ -165,6 +173,9 @@ func (m *InterProcessMultiLock) Acquire(ctx context.Context) error {
 func (m *InterProcessMultiLock) TryAcquire(ctx context.Context) error {
 	type tryLocker interface {
 		TryAcquire(ctx context.Context) error
+	}
+	if !m.usable() {
+		return errZero("InterProcessMultiLock")
 	}
 	for i, l := range m.locks {
 		if _, ok := l.(tryLocker); !ok {
@@ -208,6 +219,9 @@ func (m *InterProcessMultiLock) acquire(ctx context.Context, take func(Locker) e
 // Releasing a multi-lock that is not held through this value is an error
 // wrapping ErrNotHeld.
 func (m *InterProcessMultiLock) Release(ctx context.Context) error {
+	if !m.usable() {
+		return errZero("InterProcessMultiLock")
+	}
 	if err := checkContext(ctx); err != nil {
 		return errs.Errorf("multi-lock: release: %w", err)
 	}
@@ -247,12 +261,10 @@ func (m *InterProcessMultiLock) IsHeld() bool { return m.Err() == nil }
 // longer be trusted, or when the multi-lock is released; already closed
 // when it is not held. Err tells which.
 func (m *InterProcessMultiLock) Done() <-chan struct{} {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.grant == nil {
-		return closedChan
+	if g := m.current(); g != nil {
+		return g.ctx.Done()
 	}
-	return m.grant.done
+	return closedChan
 }
 
 // Err returns nil while the multi-lock is held through this value; once one
@@ -260,42 +272,66 @@ func (m *InterProcessMultiLock) Done() <-chan struct{} {
 // lock's Err, wrapping ErrLockLost; and an error wrapping ErrNotHeld when it
 // is not held.
 func (m *InterProcessMultiLock) Err() error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.grant == nil {
+	if !m.usable() {
+		return errZero("InterProcessMultiLock")
+	}
+	g := m.current()
+	if g == nil {
 		return errs.Errorf("multi-lock: %w", ErrNotHeld)
 	}
-	return m.grant.err()
+	return g.err()
 }
 
-// Lost returns Done.
-//
-// Deprecated: Lost is Done under its earlier name; it also closes when the
-// multi-lock is released. Use Done, and Err to tell a loss from a release.
-func (m *InterProcessMultiLock) Lost() <-chan struct{} { return m.Done() }
+// grantContext is the current acquisition's context (contextOf).
+func (m *InterProcessMultiLock) grantContext() context.Context {
+	if g := m.current(); g != nil {
+		return g.ctx
+	}
+	return nil
+}
 
-// multiGrant is one acquisition of a multi-lock: it ends when any of its
-// locks' acquisitions ends, or when it is released.
+func (m *InterProcessMultiLock) current() *multiGrant {
+	if !m.usable() {
+		return nil
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.grant
+}
+
+// multiGrant is one acquisition of a multi-lock: a context that ends when
+// any of its locks' acquisitions ends, or when it is released. It follows
+// this package's lockers' acquisitions with context.AfterFunc (no
+// goroutine); only a Locker of another kind has a goroutine that watches
+// its Done.
 type multiGrant struct {
 	locks []Locker
-	done  chan struct{}
-	once  sync.Once
-	cause error // set before done is closed
-	quit  chan struct{}
+	ctx   context.Context
+	end   context.CancelCauseFunc
+	stops []func() bool // the AfterFuncs' stops
+	quit  chan struct{} // ends the goroutines watching other lockers
 	wg    sync.WaitGroup
 }
 
-// watchGrant starts watching the locks' current acquisitions.
+// watchGrant starts following the locks' current acquisitions.
 func watchGrant(locks []Locker) *multiGrant {
-	g := &multiGrant{locks: locks, done: make(chan struct{}), quit: make(chan struct{})}
+	g := &multiGrant{locks: locks, quit: make(chan struct{})}
+	g.ctx, g.end = context.WithCancelCause(context.Background())
 	for _, l := range locks {
-		ch := l.Done()
+		lost := func() { g.end(asLost(l.Err())) }
+		if c, ok := l.(contextOf); ok {
+			if lctx := c.grantContext(); lctx != nil {
+				g.stops = append(g.stops, context.AfterFunc(lctx, lost))
+				continue
+			}
+		}
+		done := l.Done()
 		g.wg.Add(1)
 		go func() {
 			defer g.wg.Done()
 			select {
-			case <-ch:
-				g.lost(l.Err())
+			case <-done:
+				lost()
 			case <-g.quit:
 			}
 		}()
@@ -303,37 +339,29 @@ func watchGrant(locks []Locker) *multiGrant {
 	return g
 }
 
-// lost ends the grant because one of its locks' acquisitions ended with
-// cause.
-func (g *multiGrant) lost(cause error) { g.end(asLost(cause)) }
-
-func (g *multiGrant) end(cause error) {
-	g.once.Do(func() {
-		g.cause = cause
-		close(g.done)
-	})
-}
-
 // err returns why the grant ended, or nil. It asks the locks themselves
-// too: their watchers end the grant on goroutines of their own, a moment
+// too: the AfterFuncs end the grant on goroutines of their own, a moment
 // after a lock's Err has changed.
 func (g *multiGrant) err() error {
-	select {
-	case <-g.done:
-		return g.cause
-	default:
-	}
-	for _, l := range g.locks {
-		if err := l.Err(); err != nil {
-			g.lost(err)
-			return g.cause
+	if g.ctx.Err() == nil {
+		for _, l := range g.locks {
+			if err := l.Err(); err != nil {
+				g.end(asLost(err))
+				break
+			}
 		}
 	}
-	return nil
+	if g.ctx.Err() == nil {
+		return nil
+	}
+	return context.Cause(g.ctx)
 }
 
-// stop ends the grant as released and waits for its watchers to end.
+// stop ends the grant as released and stops following the locks.
 func (g *multiGrant) stop() {
+	for _, stop := range g.stops {
+		stop()
+	}
 	close(g.quit)
 	g.wg.Wait()
 	g.end(errReleased)

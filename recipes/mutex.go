@@ -24,9 +24,6 @@ type InterProcessMutex struct {
 	d        driver
 	nodePath string // path/name: where its nodes are created, before protection
 	data     []byte
-
-	mu     sync.Mutex
-	grants map[*acquisition]struct{} // the grants of this value's handles not yet released
 }
 
 // LockOption configures a lock recipe.
@@ -64,53 +61,57 @@ func newMutex(client *framework.Client, path, name string, d driver, opts []Lock
 			opt.applyLock(&o)
 		}
 	}
-	return &InterProcessMutex{li: lockInternals{client: client, base: path}, d: d, nodePath: framework.JoinPath(path, name), data: o.data,
-		grants: map[*acquisition]struct{}{}}, nil
+	return &InterProcessMutex{li: lockInternals{client: client, base: path}, d: d, nodePath: framework.JoinPath(path, name), data: o.data}, nil
 }
 
-// Path returns the lock's base path.
-func (m *InterProcessMutex) Path() string { return m.li.base }
+// usable reports whether m was made by a constructor (a nil or zero value
+// is not).
+func (m *InterProcessMutex) usable() bool { return m != nil && m.li.client != nil }
+
+// Path returns the lock's base path ("" for a nil or zero value).
+func (m *InterProcessMutex) Path() string {
+	if !m.usable() {
+		return ""
+	}
+	return m.li.base
+}
 
 // NewHandle returns a new owner of the lock. A handle is one owner: when it
 // already holds the lock, acquiring again only counts up, from whichever
 // goroutine. So goroutines that share a handle do NOT exclude each other;
 // give each goroutine (or each logical owner) a handle of its own, and they
-// contend as two Java threads do.
-func (m *InterProcessMutex) NewHandle() *Handle { return &Handle{m: m, hooks: &m.li} }
+// contend as two Java threads do. A nil or zero mutex gives a handle every
+// call of which fails with ErrBadArgument.
+func (m *InterProcessMutex) NewHandle() *Handle {
+	if !m.usable() {
+		return &Handle{}
+	}
+	return &Handle{m: m, hooks: &m.li, turn: newTurn()}
+}
 
 // IsAcquiredInThisProcess reports whether a handle of this mutex value
 // holds it, and has not lost it.
 func (m *InterProcessMutex) IsAcquiredInThisProcess() bool {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	for g := range m.grants {
-		if g.err() == nil {
-			return true
-		}
-	}
-	return false
-}
-
-func (m *InterProcessMutex) track(g *acquisition, on bool) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if on {
-		m.grants[g] = struct{}{}
-	} else {
-		delete(m.grants, g)
-	}
+	return m.usable() && holdingsOf(m.li.client).heldOn(&m.li)
 }
 
 // ParticipantNodes returns the full paths of every child of the lock path,
 // in queue order: the holder first. Foreign children are included, where
 // they sort, as Curator's getParticipantNodes does.
 func (m *InterProcessMutex) ParticipantNodes(ctx context.Context) ([]string, error) {
+	if !m.usable() {
+		return nil, errZero("InterProcessMutex")
+	}
+	if err := checkContext(ctx); err != nil {
+		return nil, errs.Errorf("participants of %s: %w", m.li.base, err)
+	}
 	return m.li.participants(ctx, m.d)
 }
 
-// Handle is one owner of an InterProcessMutex. Its zero value is not usable:
-// get one from NewHandle. It is safe for concurrent use, but goroutines
-// that share it are one owner (see NewHandle).
+// Handle is one owner of an InterProcessMutex. Its zero value is not usable
+// (every call fails with ErrBadArgument): get one from NewHandle. It is safe
+// for concurrent use, but goroutines that share it are one owner (see
+// NewHandle).
 //
 // The life of one acquisition, as every owner type of this package tells it:
 //
@@ -119,26 +120,31 @@ func (m *InterProcessMutex) ParticipantNodes(ctx context.Context) ([]string, err
 //   - Lost (SUSPENDED or LOST under the client's error policy, Close, or the
 //     node found gone): Done is closed and Err wraps ErrLockLost; IsHeld is
 //     false; Acquire fails with that error and counts nothing; FencingToken
-//     fails. Release still cleans up (the first one deletes the node if it is
-//     there, and stops the watchers) and returns an error wrapping
-//     ErrLockLost, so that the owner learns its work was not protected all
-//     along; the Release that brings the count to zero frees the handle.
+//     fails. The node does not keep others from the lock: lost at
+//     SUSPENDED, it is deleted by the library once the servers could have
+//     expired the session (see docs/guarantees.md), Release or not; lost at
+//     LOST or Close, it went with its session. Release still cleans up (the
+//     first one deletes the node if it is still there, and stops the
+//     watchers) and returns an error wrapping ErrLockLost, so that the owner
+//     learns its work was not protected all along; the Release that brings
+//     the count to zero frees the handle.
 //   - Released: Done is closed (a goroutine waiting on it returns) and Err
 //     wraps ErrNotHeld, until the next acquisition.
 type Handle struct {
 	m     *InterProcessMutex
 	hooks handleHooks // how nodes are taken and given up: the mutex's lockInternals, or a read-write half
+	turn  turn        // held while an acquisition of this handle is under way
 
-	mu        sync.Mutex   // guards what follows; never held across a call to ZooKeeper
-	count     int          // holds not yet released, lost ones included
-	grant     *acquisition // the current acquisition while count > 0
-	cleaned   bool         // the grant's node was given up already (by the first Release after a loss)
-	acquiring bool         // this handle's acquisition is under way
-	// acquired is closed when the acquisition under way ends; made by the
-	// first call that waits for it (most acquisitions have none).
-	acquired  chan struct{}
+	mu        sync.Mutex // guards what follows; never held across a call to ZooKeeper
+	count     int        // holds not yet released, lost ones included
+	grant     *grant     // the current grant while count > 0
+	cleaned   bool       // the grant's node was given up already (by the first Release after a loss)
 	revocable func()
 }
+
+// usable reports whether h came from NewHandle (a nil or zero Handle did
+// not).
+func (h *Handle) usable() bool { return h != nil && h.m != nil }
 
 // Acquire takes the lock, waiting as long as ctx allows. If the handle
 // already holds it, Acquire only counts up, with no ZooKeeper traffic; if
@@ -151,7 +157,7 @@ type Handle struct {
 // handle's node vanishes while it waits (the session expired), Acquire
 // queues again with a new node as far as the client's retry policy allows.
 // Success is reported only for a node owned by the current session. A nil
-// ctx is an error wrapping ErrBadArgument.
+// ctx, or a zero Handle, is an error wrapping ErrBadArgument.
 func (h *Handle) Acquire(ctx context.Context) error { return h.acquire(ctx, false) }
 
 // TryAcquire takes the lock only if it is free now: otherwise it returns an
@@ -162,57 +168,26 @@ func (h *Handle) Acquire(ctx context.Context) error { return h.acquire(ctx, fals
 func (h *Handle) TryAcquire(ctx context.Context) error { return h.acquire(ctx, true) }
 
 func (h *Handle) acquire(ctx context.Context, try bool) error {
+	if !h.usable() {
+		return errZero("Handle")
+	}
 	if err := checkContext(ctx); err != nil {
 		return errs.Errorf("acquire %s: %w", h.m.li.base, err)
 	}
-	for {
-		h.mu.Lock()
-		if h.count > 0 {
-			err := h.grant.err()
-			if err == nil {
-				h.count++
-			}
-			h.mu.Unlock()
-			if err != nil {
-				return errs.Errorf("acquire %s: %w", h.m.li.base, err)
-			}
-			return nil
+	if try {
+		if !h.turn.try() {
+			return errs.Errorf("acquire %s: %w: this handle's own acquisition is under way", h.m.li.base, ErrLocked)
 		}
-		if h.acquiring {
-			if h.acquired == nil {
-				h.acquired = make(chan struct{})
-			}
-			wait := h.acquired
-			h.mu.Unlock()
-			if try {
-				return errs.Errorf("acquire %s: %w: this handle's own acquisition is under way", h.m.li.base, ErrLocked)
-			}
-			select {
-			case <-wait:
-				continue
-			case <-ctx.Done():
-				return errs.Errorf("acquire %s: %w", h.m.li.base, ctx.Err())
-			}
-		}
-		h.acquiring = true
-		a := attempt{path: h.m.nodePath, mode: framework.EphemeralSequential, data: h.m.data, driver: h.m.d, try: try}
-		if h.revocable != nil {
-			a.data, a.revoked = []byte{}, h.revocable
-		}
-		h.mu.Unlock()
+	} else if err := h.turn.take(ctx); err != nil {
+		return errs.Errorf("acquire %s: %w", h.m.li.base, err)
+	}
+	defer h.turn.give()
 
-		g, err := h.hooks.acquire(ctx, a)
-
-		h.mu.Lock()
-		h.acquiring = false
-		if h.acquired != nil {
-			close(h.acquired)
-			h.acquired = nil
-		}
+	h.mu.Lock()
+	if h.count > 0 {
+		err := h.grant.err()
 		if err == nil {
-			h.count, h.grant, h.cleaned = 1, g, false
-			h.revocable = nil // as Curator: makeRevocable holds for one acquisition
-			h.m.track(g, true)
+			h.count++
 		}
 		h.mu.Unlock()
 		if err != nil {
@@ -220,6 +195,21 @@ func (h *Handle) acquire(ctx context.Context, try bool) error {
 		}
 		return nil
 	}
+	a := attempt{path: h.m.nodePath, mode: framework.EphemeralSequential, data: h.m.data, driver: h.m.d, try: try}
+	if h.revocable != nil {
+		a.data, a.revoked = []byte{}, h.revocable
+	}
+	h.mu.Unlock()
+
+	g, err := h.hooks.acquire(ctx, a)
+	if err != nil {
+		return errs.Errorf("acquire %s: %w", h.m.li.base, err)
+	}
+	h.mu.Lock()
+	h.count, h.grant, h.cleaned = 1, g, false
+	h.revocable = nil // as Curator: makeRevocable holds for one acquisition
+	h.mu.Unlock()
+	return nil
 }
 
 // Release gives up one hold; the last one deletes the lock node. Releasing
@@ -228,8 +218,12 @@ func (h *Handle) acquire(ctx context.Context, try bool) error {
 // one deletes the node if it is still there. The handle is released even
 // when the delete fails (connection loss, or ctx ending): the delete then
 // goes on in the background until it succeeds, and the error is returned
-// for information. A nil ctx is an error wrapping ErrBadArgument.
+// for information. A nil ctx, or a zero Handle, is an error wrapping
+// ErrBadArgument.
 func (h *Handle) Release(ctx context.Context) error {
+	if !h.usable() {
+		return errZero("Handle")
+	}
 	if err := checkContext(ctx); err != nil {
 		return errs.Errorf("release %s: %w", h.m.li.base, err)
 	}
@@ -250,14 +244,11 @@ func (h *Handle) Release(ctx context.Context) error {
 	if h.count == 0 {
 		h.grant = nil
 	}
-	if clean {
-		g.end() // Done closes now, whatever the delete does
-		h.m.track(g, false)
-	}
 	h.mu.Unlock()
 
 	var err error
 	if clean {
+		g.release() // Done closes now, whatever the delete does
 		err = h.hooks.release(ctx, g)
 	}
 	if lost != nil {
@@ -270,10 +261,21 @@ func (h *Handle) Release(ctx context.Context) error {
 }
 
 // current returns the handle's grant while it has one (held or lost).
-func (h *Handle) current() *acquisition {
+func (h *Handle) current() *grant {
+	if !h.usable() {
+		return nil
+	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	return h.grant
+}
+
+// grantContext is the current grant's context (contextOf).
+func (h *Handle) grantContext() context.Context {
+	if g := h.current(); g != nil {
+		return g.ctx
+	}
+	return nil
 }
 
 // holding reports whether the handle has holds not yet released, lost
@@ -301,32 +303,19 @@ func (h *Handle) IsHeld() bool { return h.Err() == nil }
 //			stopWork()
 //		}
 //	}()
-func (h *Handle) Done() <-chan struct{} {
-	if g := h.current(); g != nil {
-		return g.done()
-	}
-	return closedChan
-}
+func (h *Handle) Done() <-chan struct{} { return doneOf(h.current()) }
 
 // Err returns nil while the handle holds the lock; an error wrapping
 // ErrLockLost (and what ended it: the connection state, ErrClosed, or
 // zk.ErrNoNode for a node found gone) once its acquisition is lost, until
 // the handle is released; and an error wrapping ErrNotHeld when the handle
-// holds nothing.
+// holds nothing (ErrBadArgument for a zero Handle).
 func (h *Handle) Err() error {
-	g := h.current()
-	if g == nil {
-		return errs.Errorf("%s: %w", h.m.li.base, ErrNotHeld)
+	if !h.usable() {
+		return errZero("Handle")
 	}
-	return g.err()
+	return ownerErr(h.current(), h.m.li.base, ErrNotHeld)
 }
-
-// Lost returns Done.
-//
-// Deprecated: Lost is Done under its earlier name. Since the ownership
-// contract it also closes when the acquisition is released; use Done, and
-// Err to tell a loss from a release.
-func (h *Handle) Lost() <-chan struct{} { return h.Done() }
 
 // FencingToken returns a number that strictly increases across every
 // acquisition of this lock by anyone, across sessions and re-created
@@ -339,6 +328,9 @@ func (h *Handle) Lost() <-chan struct{} { return h.Done() }
 // and ErrLockLost once the acquisition is lost or the node is gone: a
 // holder that cannot get a token must not write.
 func (h *Handle) FencingToken(ctx context.Context) (int64, error) {
+	if !h.usable() {
+		return 0, errZero("Handle")
+	}
 	if err := checkContext(ctx); err != nil {
 		return 0, errs.Errorf("fencing token of %s: %w", h.m.li.base, err)
 	}
@@ -366,8 +358,12 @@ func (h *Handle) LockPath() string {
 // makeRevocable: its node is created empty, and when another participant
 // writes RevokeMessage to it (Revoke here, Revoker.attemptRevoke in Java),
 // listener is called on a goroutine of its own. Revocation is a request: the
-// listener should release. It holds for one acquisition.
+// listener should release. It holds for one acquisition. A nil listener
+// makes the next acquisition not revocable (and a zero Handle ignores it).
 func (h *Handle) MakeRevocable(listener func()) {
+	if !h.usable() {
+		return
+	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.revocable = listener
@@ -377,12 +373,12 @@ func (h *Handle) MakeRevocable(listener func()) {
 // mutex, its lockInternals; for a read-write lock's half, rwHalf, which
 // steers the attempt the handle would make (downgrade, upgrade).
 type handleHooks interface {
-	acquire(ctx context.Context, a attempt) (*acquisition, error)
+	acquire(ctx context.Context, a attempt) (*grant, error)
 	// release deletes the node of a grant that has ended.
-	release(ctx context.Context, g *acquisition) error
+	release(ctx context.Context, g *grant) error
 }
 
 // release deletes the node of a mutex grant that has ended.
-func (li *lockInternals) release(ctx context.Context, g *acquisition) error {
+func (li *lockInternals) release(ctx context.Context, g *grant) error {
 	return li.deleteGranted(ctx, g)
 }

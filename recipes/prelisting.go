@@ -4,8 +4,6 @@ import (
 	"context"
 	"sync/atomic"
 
-	"github.com/go-zookeeper/zk"
-
 	"github.com/gocurator/curator/framework"
 	"github.com/gocurator/curator/internal/locktree"
 )
@@ -16,26 +14,27 @@ import (
 // written, and the server handles the session's requests in order. The
 // requests, and their order, are Curator's (create, then getChildren with a
 // watch); only the wait between them goes, a round trip on the path every
-// lease takes while it holds the semaphore's internal lock.
+// lease takes while it holds the semaphore's internal lock. (The watch is
+// the client's shared one on the leases when it is live: the listing is
+// then a plain one, behind a watch set before it.)
 //
 // It is used only if it shows our node: then it was handled after our
 // create, as Curator's listing is. Otherwise (the create was retried, the
 // connection changed, the listing failed), the waiter lists again as
-// usual; a prelisting that is not used ends on its own, its watch left to
-// the next change of the leases.
+// usual; a prelisting that is not used ends on its own, its watch shared
+// with the next waiter.
 type prelisting struct {
-	changed  <-chan struct{} // the driver's, taken before the create: no change after it goes unseen
 	started  atomic.Bool
 	done     chan struct{} // closed when what follows is set
 	children []string
-	watch    <-chan zk.Event
+	watch    *sharedWatch
 	err      error
 }
 
-// newPrelisting returns the prelisting of a create of d's waiter, and the
-// create option that sends it.
-func newPrelisting(ctx context.Context, li *lockInternals, d countingDriver) (*prelisting, framework.CreateOption) {
-	p := &prelisting{changed: d.changed(), done: make(chan struct{})}
+// newPrelisting returns the prelisting of a create of a counting waiter,
+// and the create option that sends it.
+func newPrelisting(ctx context.Context, li *lockInternals) (*prelisting, framework.CreateOption) {
+	p := &prelisting{done: make(chan struct{})}
 	return p, framework.WhenSent(func() {
 		if p.started.CompareAndSwap(false, true) {
 			go p.list(ctx, li) // the connection's writer must not wait
@@ -45,23 +44,31 @@ func newPrelisting(ctx context.Context, li *lockInternals, d countingDriver) (*p
 
 func (p *prelisting) list(ctx context.Context, li *lockInternals) {
 	defer close(p.done)
-	p.children, _, p.watch, p.err = li.client.ChildrenW(ctx, li.base)
+	k := watchKey{li.client, li.base, true}
+	if p.watch = liveWatch(k); p.watch != nil {
+		p.children, _, p.err = li.client.Children(ctx, li.base)
+		return
+	}
+	children, _, events, err := li.client.ChildrenW(ctx, li.base)
+	if p.children, p.err = children, err; err == nil {
+		p.watch = adoptWatch(k, events)
+	}
 }
 
-// take returns the prelisting as n's listing, if it was sent and shows n's
-// node; ok is false otherwise (the caller lists as usual), and err is set
-// if ctx ended meanwhile.
-func (p *prelisting) take(ctx context.Context, n *acquisition) (l listing, children []string, ok bool, err error) {
+// take returns the prelisting as g's listing, with its watch, if it was
+// sent and shows g's node; ok is false otherwise (the caller lists as
+// usual), and err is set if ctx ended meanwhile.
+func (p *prelisting) take(ctx context.Context, g *grant) (watch *sharedWatch, children []string, ok bool, err error) {
 	if !p.started.Load() {
-		return l, nil, false, nil
+		return nil, nil, false, nil
 	}
 	select {
 	case <-p.done:
 	case <-ctx.Done():
-		return l, nil, false, ctx.Err()
+		return nil, nil, false, ctx.Err()
 	}
-	if p.err != nil || locktree.IndexOf(p.children, n.name) < 0 {
-		return l, nil, false, nil
+	if p.err != nil || locktree.IndexOf(p.children, g.name) < 0 {
+		return nil, nil, false, nil
 	}
-	return listing{children: p.watch, changed: p.changed}, p.children, true, nil
+	return p.watch, p.children, true, nil
 }

@@ -56,26 +56,42 @@ func NewInterProcessReadWriteLock(client *framework.Client, path string, opts ..
 	return &InterProcessReadWriteLock{read: read, write: write}, nil
 }
 
-// Path returns the lock's base path.
-func (rw *InterProcessReadWriteLock) Path() string { return rw.write.li.base }
+// usable reports whether rw was made by NewInterProcessReadWriteLock.
+func (rw *InterProcessReadWriteLock) usable() bool { return rw != nil && rw.write.usable() }
+
+// Path returns the lock's base path ("" for a nil or zero value).
+func (rw *InterProcessReadWriteLock) Path() string {
+	if !rw.usable() {
+		return ""
+	}
+	return rw.write.li.base
+}
 
 // NewHandle returns a new owner of the lock, with its read and write halves.
-// Use one per goroutine (or per logical owner).
+// Use one per goroutine (or per logical owner). A nil or zero lock gives an
+// owner whose halves fail every call with ErrBadArgument.
 func (rw *InterProcessReadWriteLock) NewHandle() *ReadWriteHandle {
-	o := &ReadWriteHandle{conv: make(chan struct{}, 1)}
-	o.read = &Handle{m: rw.read, hooks: rwHalf{o, false}}
-	o.write = &Handle{m: rw.write, hooks: rwHalf{o, true}}
+	if !rw.usable() {
+		return &ReadWriteHandle{read: &Handle{}, write: &Handle{}}
+	}
+	o := &ReadWriteHandle{conv: newTurn()}
+	o.read = &Handle{m: rw.read, hooks: rwHalf{o, false}, turn: newTurn()}
+	o.write = &Handle{m: rw.write, hooks: rwHalf{o, true}, turn: newTurn()}
 	return o
 }
 
 // ParticipantNodes returns the full paths of every child of the lock path,
 // readers, writers and foreign children alike, in queue order.
 func (rw *InterProcessReadWriteLock) ParticipantNodes(ctx context.Context) ([]string, error) {
-	return rw.write.li.participants(ctx, rw.write.d)
+	if !rw.usable() {
+		return nil, errZero("InterProcessReadWriteLock")
+	}
+	return rw.write.ParticipantNodes(ctx)
 }
 
 // ReadWriteHandle is one owner of an InterProcessReadWriteLock: what a Java
-// thread is to Curator's. Get one from NewHandle. Each half tells the life
+// thread is to Curator's. Get one from NewHandle (the halves of a zero
+// ReadWriteHandle are nil). Each half tells the life
 // of its acquisitions as a Handle does (Done, Err, IsHeld; see Handle).
 //
 // "The owner holds the write lock" means: its WriteLock handle has been
@@ -100,20 +116,33 @@ type ReadWriteHandle struct {
 	// conv orders a downgrade against the release of the write lock: the
 	// write node is not deleted while a downgrade read node that takes its
 	// place is being created, so the read node never appears after the
-	// write node is gone (and a writer behind it may hold). It is a
-	// channel of one so that a wait for it honours the caller's context.
-	conv chan struct{}
+	// write node is gone (and a writer behind it may hold).
+	conv turn
 }
 
-// ReadLock returns the owner's read half. Acquire, TryAcquire, Release, Lost,
-// FencingToken, LockPath, IsHeld and MakeRevocable work as for the mutex.
-func (o *ReadWriteHandle) ReadLock() *Handle { return o.read }
+// ReadLock returns the owner's read half. Acquire, TryAcquire, Release,
+// Done, Err, FencingToken, LockPath, IsHeld and MakeRevocable work as for
+// the mutex. Of a nil or zero ReadWriteHandle it is a zero Handle, whose
+// calls fail with ErrBadArgument.
+func (o *ReadWriteHandle) ReadLock() *Handle {
+	if o == nil || o.read == nil {
+		return &Handle{}
+	}
+	return o.read
+}
 
 // WriteLock returns the owner's write half. Acquire, TryAcquire, Release,
-// Lost, FencingToken, LockPath, IsHeld and MakeRevocable work as for the
-// mutex; asked for while the owner holds only the read lock, Acquire and
-// TryAcquire return an error wrapping ErrUpgrade.
-func (o *ReadWriteHandle) WriteLock() *Handle { return o.write }
+// Done, Err, FencingToken, LockPath, IsHeld and MakeRevocable work as for
+// the mutex; asked for while the owner holds only the read lock, Acquire
+// and TryAcquire return an error wrapping ErrUpgrade. Of a nil or zero
+// ReadWriteHandle it is a zero Handle, whose calls fail with
+// ErrBadArgument.
+func (o *ReadWriteHandle) WriteLock() *Handle {
+	if o == nil || o.write == nil {
+		return &Handle{}
+	}
+	return o.write
+}
 
 // rwHalf steers the acquisitions of one half of an owner.
 type rwHalf struct {
@@ -121,7 +150,7 @@ type rwHalf struct {
 	write bool
 }
 
-func (r rwHalf) acquire(ctx context.Context, a attempt) (*acquisition, error) {
+func (r rwHalf) acquire(ctx context.Context, a attempt) (*grant, error) {
 	o, li := r.o, &r.o.write.m.li
 	if r.write {
 		if o.read.holding() {
@@ -129,17 +158,15 @@ func (r rwHalf) acquire(ctx context.Context, a attempt) (*acquisition, error) {
 		}
 		return li.acquire(ctx, a)
 	}
-	select {
-	case o.conv <- struct{}{}:
-	case <-ctx.Done():
-		return nil, ctx.Err()
+	if err := o.conv.take(ctx); err != nil {
+		return nil, err
 	}
 	w := o.write.current()
 	if w == nil {
-		<-o.conv
+		o.conv.give()
 		return li.acquire(ctx, a)
 	}
-	defer func() { <-o.conv }()
+	defer o.conv.give()
 	if err := w.err(); err != nil {
 		return nil, errs.Errorf("the write lock it would downgrade: %w", err)
 	}
@@ -150,7 +177,7 @@ func (r rwHalf) acquire(ctx context.Context, a attempt) (*acquisition, error) {
 	if err == nil && errors.Is(w.err(), ErrLockLost) {
 		// The write lock could no longer be trusted when the read node was
 		// made: it may be gone, and the read node must not take its place.
-		n.end()
+		n.release()
 		rctx, cancel := cleanupContext(ctx)
 		defer cancel()
 		_ = li.deleteGranted(rctx, n)
@@ -162,20 +189,18 @@ func (r rwHalf) acquire(ctx context.Context, a attempt) (*acquisition, error) {
 // release deletes the node of a grant that has ended. The write node waits
 // for a downgrade under way (conv); if ctx ends first, its delete goes on
 // in the background once the downgrade is done.
-func (r rwHalf) release(ctx context.Context, g *acquisition) error {
+func (r rwHalf) release(ctx context.Context, g *grant) error {
 	li := &r.o.write.m.li
 	if !r.write {
 		return li.deleteGranted(ctx, g)
 	}
-	select {
-	case r.o.conv <- struct{}{}:
-		defer func() { <-r.o.conv }()
+	if r.o.conv.take(ctx) == nil {
+		defer r.o.conv.give()
 		return li.deleteGranted(ctx, g)
-	case <-ctx.Done():
 	}
 	go func() {
-		r.o.conv <- struct{}{}
-		defer func() { <-r.o.conv }()
+		_ = r.o.conv.take(context.Background())
+		defer r.o.conv.give()
 		dctx, cancel := cleanupContext(ctx)
 		defer cancel()
 		_ = li.deleteGranted(dctx, g) // guaranteed

@@ -86,8 +86,8 @@ func NewInterProcessSemaphoreV2(client *framework.Client, path string, maxLeases
 // ErrBadArgument; the client and path are checked as by
 // NewInterProcessSemaphoreV2.
 func NewInterProcessSemaphoreV2WithCount(client *framework.Client, path string, count *SharedCount, opts ...SemaphoreOption) (*InterProcessSemaphoreV2, error) {
-	if count == nil {
-		return nil, errs.Errorf("%w: nil SharedCount", ErrBadArgument)
+	if !count.usable() {
+		return nil, errs.Errorf("%w: nil or zero SharedCount", ErrBadArgument)
 	}
 	s, err := newSemaphore(client, path, opts)
 	if err != nil {
@@ -122,11 +122,23 @@ func newSemaphore(client *framework.Client, path string, opts []SemaphoreOption)
 	return s, nil
 }
 
-// Path returns the semaphore's base path.
-func (s *InterProcessSemaphoreV2) Path() string { return s.path }
+// usable reports whether s was made by a constructor.
+func (s *InterProcessSemaphoreV2) usable() bool { return s != nil && s.client != nil }
 
-// MaxLeases returns the number of leases the semaphore grants at once now.
+// Path returns the semaphore's base path ("" for a nil or zero value).
+func (s *InterProcessSemaphoreV2) Path() string {
+	if !s.usable() {
+		return ""
+	}
+	return s.path
+}
+
+// MaxLeases returns the number of leases the semaphore grants at once now
+// (0 for a nil or zero value).
 func (s *InterProcessSemaphoreV2) MaxLeases() int {
+	if !s.usable() {
+		return 0
+	}
 	if s.count != nil {
 		return s.count.Count()
 	}
@@ -177,6 +189,9 @@ func (s *InterProcessSemaphoreV2) TryAcquireN(ctx context.Context, qty int) ([]*
 }
 
 func (s *InterProcessSemaphoreV2) acquire(ctx context.Context, qty int, try bool) ([]*Lease, error) {
+	if !s.usable() {
+		return nil, errZero("InterProcessSemaphoreV2")
+	}
 	if err := checkContext(ctx); err != nil {
 		return nil, errs.Errorf("semaphore %s: %w", s.path, err)
 	}
@@ -213,13 +228,13 @@ func (s *InterProcessSemaphoreV2) acquireOne(ctx context.Context, try bool) (*Le
 		driver: s.lockDriver, try: try}
 	leaseAttempt := attempt{path: s.leasePath, mode: framework.EphemeralSequential,
 		data: s.data, driver: leaseDriver{s}, try: try}
-	g, err := retryVanished(ctx, s.client, s.path, func() (*acquisition, error) {
+	g, err := retryVanished(ctx, s.client, s.path, func() (*grant, error) {
 		lock, err := s.locks.attemptOnce(ctx, lockAttempt)
 		if err != nil {
 			return nil, err
 		}
 		defer func() {
-			lock.end()
+			lock.release()
 			rctx, cancel := cleanupContext(ctx)
 			defer cancel()
 			_ = s.locks.deleteGranted(rctx, lock) // guaranteed: goes on in the background if need be
@@ -229,12 +244,19 @@ func (s *InterProcessSemaphoreV2) acquireOne(ctx context.Context, try bool) (*Le
 	if err != nil {
 		return nil, err
 	}
+	g.hold()
 	return &Lease{li: &s.leases, g: g}, nil
 }
 
 // ParticipantNodes returns the names (not paths) of the children of
 // P/leases, in server order, as Curator's getParticipantNodes.
 func (s *InterProcessSemaphoreV2) ParticipantNodes(ctx context.Context) ([]string, error) {
+	if !s.usable() {
+		return nil, errZero("InterProcessSemaphoreV2")
+	}
+	if err := checkContext(ctx); err != nil {
+		return nil, errs.Errorf("participants of %s: %w", s.path, err)
+	}
 	names, _, err := s.client.Children(ctx, s.leases.base)
 	if errors.Is(err, zk.ErrNoNode) {
 		return nil, nil
@@ -268,12 +290,17 @@ func (d leaseDriver) changed() <-chan struct{} {
 // Lease is one lease of an InterProcessSemaphoreV2: its node
 // P/leases/_c_<uuid>-lease-<seq>. Close it to return it. A lease tells the
 // life of its grant as a Handle does (see Handle): Done closes when it is
-// lost or closed, and Err says which.
+// lost or closed, and Err says which; a lease lost at SUSPENDED has its
+// node deleted by the library, as a Handle's. A zero Lease fails every call
+// with ErrBadArgument.
 type Lease struct {
 	li     *lockInternals
-	g      *acquisition
+	g      *grant
 	closed atomic.Bool
 }
+
+// usable reports whether l came from a semaphore.
+func (l *Lease) usable() bool { return l != nil && l.g != nil }
 
 // Close returns the lease: its node is deleted (guaranteed: if the delete
 // fails for connection loss, it goes on in the background, and the error is
@@ -284,6 +311,9 @@ type Lease struct {
 // that a double return is visible; ReturnAll ignores it. A nil ctx is an
 // error wrapping ErrBadArgument.
 func (l *Lease) Close(ctx context.Context) error {
+	if !l.usable() {
+		return errZero("Lease")
+	}
 	if err := checkContext(ctx); err != nil {
 		return errs.Errorf("close lease %s: %w", l.g.path, err)
 	}
@@ -291,7 +321,7 @@ func (l *Lease) Close(ctx context.Context) error {
 		return errs.Errorf("close lease %s: %w", l.g.path, ErrNotHeld)
 	}
 	lost := l.g.err()
-	l.g.end()
+	l.g.release()
 	err := l.li.deleteGranted(ctx, l.g)
 	if lost != nil {
 		return errors.Join(errs.Errorf("close lease %s: %w", l.g.path, lost), err)
@@ -304,37 +334,64 @@ func (l *Lease) Close(ctx context.Context) error {
 
 // Data reads the lease node's data (Curator's getData).
 func (l *Lease) Data(ctx context.Context) ([]byte, error) {
+	if !l.usable() {
+		return nil, errZero("Lease")
+	}
+	if err := checkContext(ctx); err != nil {
+		return nil, errs.Errorf("data of lease %s: %w", l.g.path, err)
+	}
 	data, _, err := l.li.client.GetData(ctx, l.g.path)
 	return data, err
 }
 
-// NodeName returns the last segment of the lease node's path (Curator's getNodeName).
-func (l *Lease) NodeName() string { return l.g.name }
+// NodeName returns the last segment of the lease node's path (Curator's
+// getNodeName), or "" for a zero Lease.
+func (l *Lease) NodeName() string {
+	if !l.usable() {
+		return ""
+	}
+	return l.g.name
+}
 
-// Path returns the full path of the lease node.
-func (l *Lease) Path() string { return l.g.path }
+// Path returns the full path of the lease node, or "" for a zero Lease.
+func (l *Lease) Path() string {
+	if !l.usable() {
+		return ""
+	}
+	return l.g.path
+}
 
 // Done returns a channel that is closed when the lease ends, for any
 // reason: it can no longer be trusted (SUSPENDED or LOST under the client's
 // default error policy, LOST only under state.SessionErrorPolicy; the
 // client closed), or it was closed. Err tells which.
-func (l *Lease) Done() <-chan struct{} { return l.g.done() }
+func (l *Lease) Done() <-chan struct{} {
+	if !l.usable() {
+		return closedChan
+	}
+	return l.g.done()
+}
 
 // Err returns nil while the lease is held; an error wrapping ErrLockLost
 // once it is lost (until it is closed); an error wrapping ErrNotHeld once it
 // is closed.
 func (l *Lease) Err() error {
-	if l.closed.Load() {
+	switch {
+	case !l.usable():
+		return errZero("Lease")
+	case l.closed.Load():
 		return errReleased
 	}
 	return l.g.err()
 }
 
-// Lost returns Done.
-//
-// Deprecated: Lost is Done under its earlier name; it also closes when the
-// lease is closed. Use Done, and Err to tell a loss from a return.
-func (l *Lease) Lost() <-chan struct{} { return l.Done() }
+// grantContext is the lease's grant's context (contextOf).
+func (l *Lease) grantContext() context.Context {
+	if !l.usable() {
+		return nil
+	}
+	return l.g.ctx
+}
 
 // FencingToken returns the lease node's czxid: it strictly increases across
 // every lease ever granted by this semaphore, across sessions and re-created
@@ -342,6 +399,9 @@ func (l *Lease) Lost() <-chan struct{} { return l.Done() }
 // and later calls answer at once; the error wraps ErrNotHeld once the lease
 // is closed, and ErrLockLost once it is lost or the node is gone.
 func (l *Lease) FencingToken(ctx context.Context) (int64, error) {
+	if !l.usable() {
+		return 0, errZero("Lease")
+	}
 	if err := checkContext(ctx); err != nil {
 		return 0, errs.Errorf("fencing token of lease %s: %w", l.g.path, err)
 	}
@@ -355,13 +415,13 @@ func (l *Lease) FencingToken(ctx context.Context) (int64, error) {
 	return t, nil
 }
 
-// ReturnAll closes every lease (nil entries are skipped), as Curator's
+// ReturnAll closes every lease (nil and zero entries are skipped), as Curator's
 // returnAll. Leases already closed are no error; the other errors are
 // joined.
 func ReturnAll(ctx context.Context, leases []*Lease) error {
 	var errs []error
 	for _, l := range leases {
-		if l == nil {
+		if !l.usable() {
 			continue
 		}
 		if err := l.Close(ctx); err != nil && !errors.Is(err, ErrNotHeld) {

@@ -18,13 +18,14 @@ import (
 // but here in the process, as long as ctx allows (TryAcquire returns
 // ErrLocked at once). So a Release can only ever give up the one
 // acquisition the value holds. Goroutines that must not wait for each
-// other's releases should each have a value of their own.
+// other's releases should each have a value of their own. A zero value
+// fails every call with ErrBadArgument.
 type InterProcessSemaphoreMutex struct {
 	s *InterProcessSemaphoreV2
 
-	// slot is taken for the whole of an acquisition, from the start of
+	// turn is taken for the whole of an acquisition, from the start of
 	// Acquire to the end of Release, so that this value never holds two.
-	slot chan struct{}
+	turn turn
 
 	mu    sync.Mutex
 	lease *Lease // while held (or lost and not yet released)
@@ -38,24 +39,33 @@ func NewInterProcessSemaphoreMutex(client *framework.Client, path string, opts .
 	if err != nil {
 		return nil, err
 	}
-	return &InterProcessSemaphoreMutex{s: s, slot: make(chan struct{}, 1)}, nil
+	return &InterProcessSemaphoreMutex{s: s, turn: newTurn()}, nil
 }
 
-// Path returns the lock's base path.
-func (m *InterProcessSemaphoreMutex) Path() string { return m.s.path }
+// usable reports whether m was made by NewInterProcessSemaphoreMutex.
+func (m *InterProcessSemaphoreMutex) usable() bool { return m != nil && m.s.usable() }
+
+// Path returns the lock's base path ("" for a nil or zero value).
+func (m *InterProcessSemaphoreMutex) Path() string {
+	if !m.usable() {
+		return ""
+	}
+	return m.s.path
+}
 
 // Acquire takes the lock, waiting as long as ctx allows, first for this
 // value's own acquisition to be released (if any), then for the lock; when
 // ctx ends first it returns an error wrapping ctx.Err() and leaves no node
 // behind. A nil ctx is an error wrapping ErrBadArgument.
 func (m *InterProcessSemaphoreMutex) Acquire(ctx context.Context) error {
+	if !m.usable() {
+		return errZero("InterProcessSemaphoreMutex")
+	}
 	if err := checkContext(ctx); err != nil {
 		return errs.Errorf("acquire %s: %w", m.s.path, err)
 	}
-	select {
-	case m.slot <- struct{}{}:
-	case <-ctx.Done():
-		return errs.Errorf("acquire %s: %w", m.s.path, ctx.Err())
+	if err := m.turn.take(ctx); err != nil {
+		return errs.Errorf("acquire %s: %w", m.s.path, err)
 	}
 	return m.take(m.s.Acquire(ctx))
 }
@@ -63,12 +73,13 @@ func (m *InterProcessSemaphoreMutex) Acquire(ctx context.Context) error {
 // TryAcquire takes the lock only if it is free now: otherwise it returns an
 // error wrapping ErrLocked, and leaves no node behind.
 func (m *InterProcessSemaphoreMutex) TryAcquire(ctx context.Context) error {
+	if !m.usable() {
+		return errZero("InterProcessSemaphoreMutex")
+	}
 	if err := checkContext(ctx); err != nil {
 		return errs.Errorf("acquire %s: %w", m.s.path, err)
 	}
-	select {
-	case m.slot <- struct{}{}:
-	default:
+	if !m.turn.try() {
 		return errs.Errorf("acquire %s: %w: held (or being acquired) through this value", m.s.path, ErrLocked)
 	}
 	return m.take(m.s.TryAcquire(ctx))
@@ -76,7 +87,7 @@ func (m *InterProcessSemaphoreMutex) TryAcquire(ctx context.Context) error {
 
 func (m *InterProcessSemaphoreMutex) take(l *Lease, err error) error {
 	if err != nil {
-		<-m.slot
+		m.turn.give()
 		return err
 	}
 	m.mu.Lock()
@@ -93,6 +104,9 @@ func (m *InterProcessSemaphoreMutex) take(l *Lease, err error) error {
 // then goes on in the background, and the error is returned for
 // information.
 func (m *InterProcessSemaphoreMutex) Release(ctx context.Context) error {
+	if !m.usable() {
+		return errZero("InterProcessSemaphoreMutex")
+	}
 	if err := checkContext(ctx); err != nil {
 		return errs.Errorf("release %s: %w", m.s.path, err)
 	}
@@ -103,7 +117,7 @@ func (m *InterProcessSemaphoreMutex) Release(ctx context.Context) error {
 	if l == nil {
 		return errs.Errorf("release %s: %w", m.s.path, ErrNotHeld)
 	}
-	defer func() { <-m.slot }()
+	defer m.turn.give()
 	return l.Close(ctx)
 }
 
@@ -114,32 +128,30 @@ func (m *InterProcessSemaphoreMutex) IsHeld() bool { return m.Err() == nil }
 // Done returns a channel that is closed when the value's current
 // acquisition ends (lost or released; see Lease.Done); already closed when
 // the lock is not held.
-func (m *InterProcessSemaphoreMutex) Done() <-chan struct{} {
-	if l := m.held(); l != nil {
-		return l.Done()
-	}
-	return closedChan
-}
+func (m *InterProcessSemaphoreMutex) Done() <-chan struct{} { return m.held().Done() }
 
 // Err returns nil while the lock is held through this value, an error
 // wrapping ErrLockLost once it is lost (until it is released), and an error
 // wrapping ErrNotHeld when it is not held.
 func (m *InterProcessSemaphoreMutex) Err() error {
+	if !m.usable() {
+		return errZero("InterProcessSemaphoreMutex")
+	}
 	if l := m.held(); l != nil {
 		return l.Err()
 	}
 	return errs.Errorf("%s: %w", m.s.path, ErrNotHeld)
 }
 
-// Lost returns Done.
-//
-// Deprecated: Lost is Done under its earlier name; it also closes when the
-// lock is released. Use Done, and Err to tell a loss from a release.
-func (m *InterProcessSemaphoreMutex) Lost() <-chan struct{} { return m.Done() }
+// grantContext is the current lease's grant's context (contextOf).
+func (m *InterProcessSemaphoreMutex) grantContext() context.Context { return m.held().grantContext() }
 
 // FencingToken returns the held lease node's czxid, as Lease.FencingToken;
 // the error wraps ErrNotHeld when the lock is not held.
 func (m *InterProcessSemaphoreMutex) FencingToken(ctx context.Context) (int64, error) {
+	if !m.usable() {
+		return 0, errZero("InterProcessSemaphoreMutex")
+	}
 	if l := m.held(); l != nil {
 		return l.FencingToken(ctx)
 	}
@@ -148,14 +160,13 @@ func (m *InterProcessSemaphoreMutex) FencingToken(ctx context.Context) (int64, e
 
 // LockPath returns the full path of the current lease node (held, or lost
 // and not yet released), or "".
-func (m *InterProcessSemaphoreMutex) LockPath() string {
-	if l := m.held(); l != nil {
-		return l.Path()
-	}
-	return ""
-}
+func (m *InterProcessSemaphoreMutex) LockPath() string { return m.held().Path() }
 
+// held returns the lease held (or lost and not yet released), or nil.
 func (m *InterProcessSemaphoreMutex) held() *Lease {
+	if !m.usable() {
+		return nil
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return m.lease

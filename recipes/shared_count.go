@@ -12,8 +12,8 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/gocurator/curator/framework"
-	"github.com/gocurator/curator/internal/callgate"
 	"github.com/gocurator/curator/internal/errs"
+	"github.com/gocurator/curator/internal/listeners"
 	"github.com/gocurator/curator/retry"
 )
 
@@ -29,24 +29,25 @@ const sharedCountRetryWait = time.Second
 // (NewInterProcessSemaphoreV2WithCount).
 //
 // Start it before use and Close it when done; Close stops its watching.
+// Start and Close follow the package's one lifecycle rule: starting twice,
+// or after Close, fails with ErrInvalidState (a Start that failed may be
+// called again); Close is idempotent. A zero SharedCount fails every call
+// with ErrBadArgument.
 type SharedCount struct {
-	client *framework.Client
-	path   string
-	seed   int32
+	client    *framework.Client
+	path      string
+	seed      int32
+	life      lifecycle
+	listeners listeners.Registry[func(int)]
+	gate      listeners.Gate // listener calls: Close does not wait while one is under way
 
-	mu        sync.Mutex
-	count     int
-	czxid     int64 // of the node the count was read from, to notice a re-created node
-	version   int32 // -1: not read yet
-	gen       uint64
-	notified  uint64 // gen listeners last heard
-	listeners map[int]func(int)
-	nextID    int
-	started   bool
-	closed    bool
-	cancel    context.CancelFunc
-	done      chan struct{}
-	gate      callgate.Gate // listener calls: Close does not wait while one is under way
+	mu       sync.Mutex
+	count    int
+	czxid    int64 // of the node the count was read from, to notice a re-created node
+	version  int32 // -1: not read yet
+	gen      uint64
+	notified uint64 // gen listeners last heard
+	starting bool   // a Start is under way
 }
 
 // NewSharedCount returns the count at path, with seed as its value until it
@@ -62,38 +63,51 @@ func NewSharedCount(client *framework.Client, path string, seed int) (*SharedCou
 	if err != nil {
 		return nil, err
 	}
-	return &SharedCount{client: client, path: path, seed: s, count: seed, version: -1,
-		listeners: map[int]func(int){}}, nil
+	return &SharedCount{client: client, path: path, seed: s, count: seed, version: -1}, nil
 }
 
-// Path returns the count's node path.
-func (c *SharedCount) Path() string { return c.path }
+// usable reports whether c was made by NewSharedCount.
+func (c *SharedCount) usable() bool { return c != nil && c.client != nil }
+
+// Path returns the count's node path ("" for a nil or zero count).
+func (c *SharedCount) Path() string {
+	if !c.usable() {
+		return ""
+	}
+	return c.path
+}
+
+func (c *SharedCount) what() string { return "shared count " + c.path }
 
 // Start creates the node with the seed if it is missing, reads it, and
 // starts watching it. Starting twice, or after Close, is an error wrapping
 // ErrInvalidState. If Start fails, it may be called again.
 func (c *SharedCount) Start(ctx context.Context) error {
-	c.mu.Lock()
-	if c.started || c.closed {
-		c.mu.Unlock()
-		return errs.Errorf("shared count %s: %w: started twice or after Close", c.path, ErrInvalidState)
+	if !c.usable() {
+		return errZero("SharedCount")
 	}
-	c.started = true
-	c.mu.Unlock()
-	w, err := c.start(ctx)
+	if err := checkContext(ctx); err != nil {
+		return errs.Errorf("%s: %w", c.what(), err)
+	}
 	c.mu.Lock()
-	defer c.mu.Unlock()
-	if err != nil || c.closed {
-		c.started = false
-		if err == nil {
-			err = errs.Errorf("shared count %s: %w: closed while starting", c.path, ErrInvalidState)
-		}
+	if c.starting || c.life.current() != latent {
+		c.mu.Unlock()
+		return errs.Errorf("%s: %w: started twice or after Close", c.what(), ErrInvalidState)
+	}
+	c.starting = true
+	c.mu.Unlock()
+	defer func() {
+		c.mu.Lock()
+		c.starting = false
+		c.mu.Unlock()
+	}()
+	w, err := c.start(ctx)
+	if err != nil {
 		return err
 	}
-	wctx, cancel := context.WithCancel(context.Background())
-	c.cancel, c.done = cancel, make(chan struct{})
-	go c.watch(wctx, w)
-	return nil
+	// Closed meanwhile: the lifecycle refuses, and the watch set is left
+	// to fire with the node's next change.
+	return c.life.start(c.what(), func(ctx context.Context) { c.watch(ctx, w) })
 }
 
 func (c *SharedCount) start(ctx context.Context) (<-chan zk.Event, error) {
@@ -113,7 +127,6 @@ func (c *SharedCount) start(ctx context.Context) (<-chan zk.Event, error) {
 // watch re-reads the node at each event on it (re-arming the watch) and
 // tells the listeners of each new value, until ctx ends or the client closes.
 func (c *SharedCount) watch(ctx context.Context, w <-chan zk.Event) {
-	defer close(c.done)
 	for {
 		select {
 		case <-w:
@@ -132,8 +145,9 @@ func (c *SharedCount) watch(ctx context.Context, w <-chan zk.Event) {
 				return
 			case errors.Is(err, zk.ErrNoNode):
 				// Deleted: wait for it to come back. This watch is meant to stay.
-				ok, _, ew, err := c.client.ExistsW(ctx, c.path)
-				if err == nil {
+				var ok bool
+				var ew <-chan zk.Event
+				if ok, _, ew, err = c.client.ExistsW(ctx, c.path); err == nil {
 					if !ok {
 						w = ew
 					}
@@ -170,24 +184,26 @@ func (c *SharedCount) update(data []byte, stat *zk.Stat) {
 // the changes in order.
 func (c *SharedCount) notify() {
 	c.mu.Lock()
-	if c.gen == c.notified || c.closed {
+	if c.gen == c.notified || c.life.current() == closed {
 		c.mu.Unlock()
 		return
 	}
 	c.notified = c.gen
 	n := c.count
-	ls := make([]func(int), 0, len(c.listeners))
-	for _, l := range c.listeners {
-		ls = append(ls, l)
-	}
 	c.mu.Unlock()
-	for _, l := range ls {
-		c.gate.Call(func() { l(n) })
+	for _, l := range c.listeners.Snapshot() {
+		if err := listeners.Call(&c.gate, func() { l(n) }); err != nil {
+			c.client.Logger().Error("shared count listener", zap.String("path", c.path), zap.Error(err))
+		}
 	}
 }
 
-// Count returns the current count (the seed until the node has been read).
+// Count returns the current count (the seed until the node has been read;
+// 0 for a nil or zero count).
 func (c *SharedCount) Count() int {
+	if !c.usable() {
+		return 0
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.count
@@ -196,6 +212,9 @@ func (c *SharedCount) Count() int {
 // VersionedCount returns the current count and the node's data version it
 // was read at (-1 before the node has been read), for TrySetCount.
 func (c *SharedCount) VersionedCount() (count int, version int32) {
+	if !c.usable() {
+		return 0, -1
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.count, c.version
@@ -220,15 +239,18 @@ func (c *SharedCount) TrySetCount(ctx context.Context, n int, version int32) (bo
 }
 
 func (c *SharedCount) set(ctx context.Context, n int, version int32) (bool, error) {
+	if !c.usable() {
+		return false, errZero("SharedCount")
+	}
+	if err := checkContext(ctx); err != nil {
+		return false, errs.Errorf("set %s: %w", c.what(), err)
+	}
 	v, err := toInt32(n)
 	if err != nil {
 		return false, err
 	}
-	c.mu.Lock()
-	running := c.started && !c.closed
-	c.mu.Unlock()
-	if !running {
-		return false, errs.Errorf("shared count %s: %w: not started, or closed", c.path, ErrInvalidState)
+	if c.life.current() != started {
+		return false, errs.Errorf("%s: %w: not started, or closed", c.what(), ErrInvalidState)
 	}
 	data := encodeCount(v)
 	stat, err := c.client.SetData(ctx, c.path, data, version)
@@ -240,19 +262,16 @@ func (c *SharedCount) set(ctx context.Context, n int, version int32) (bool, erro
 }
 
 // AddListener registers fn to be called with the new count at each change
-// the count sees from now on, on the count's own goroutine, in order. It
-// returns a function that removes fn.
+// the count sees from now on, on the count's own goroutine, in the order of
+// the changes; listeners are called in the order they were added. It
+// returns a function that removes fn. A nil fn is ignored (remove then does
+// nothing); a listener that panics is logged, and the others are still
+// called.
 func (c *SharedCount) AddListener(fn func(count int)) (remove func()) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	id := c.nextID
-	c.nextID++
-	c.listeners[id] = fn
-	return func() {
-		c.mu.Lock()
-		defer c.mu.Unlock()
-		delete(c.listeners, id)
+	if !c.usable() || fn == nil {
+		return func() {}
 	}
+	return c.listeners.Add(fn)
 }
 
 // Close stops watching the node and waits for the watching goroutine to
@@ -260,16 +279,12 @@ func (c *SharedCount) AddListener(fn func(count int)) (remove func()) {
 // listener may close its count); listeners hear nothing more. The node
 // stays. Close is idempotent.
 func (c *SharedCount) Close() error {
-	c.mu.Lock()
-	c.closed = true
-	cancel, done := c.cancel, c.done
-	c.cancel = nil
-	c.mu.Unlock()
-	if cancel != nil {
-		cancel()
-		if c.gate.Close() {
-			<-done
-		}
+	if !c.usable() {
+		return errZero("SharedCount")
+	}
+	done := c.life.stop(closedError{c.what()})
+	if done != nil && c.gate.Close() {
+		<-done
 	}
 	return nil
 }

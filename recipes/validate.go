@@ -3,8 +3,6 @@ package recipes
 import (
 	"context"
 
-	"github.com/go-zookeeper/zk"
-
 	"github.com/gocurator/curator/framework"
 	"github.com/gocurator/curator/internal/errs"
 )
@@ -12,7 +10,7 @@ import (
 // checkArgs checks what every recipe constructor (and Revoke) is given: a
 // client that is neither nil (an error wrapping ErrBadArgument) nor closed
 // (wrapping framework.ErrClosed), and a path ZooKeeper accepts other than
-// the root (wrapping zk.ErrInvalidPath): a recipe's nodes go under its path,
+// the root (wrapping ErrBadArgument and zk.ErrInvalidPath): a recipe's nodes go under its path,
 // and Curator's names for them assume a path of at least one segment; no
 // lock node is the root. A path so long that no node under it would fit in
 // a request the servers take is refused too (wrapping ErrBadArgument).
@@ -27,7 +25,7 @@ func checkArgs(client *framework.Client, path string) error {
 		return err
 	}
 	if path == "/" {
-		return errs.Errorf("%w %q: must not be the root", zk.ErrInvalidPath, path)
+		return &framework.PathError{Path: path, Problem: "a recipe's path must not be the root"}
 	}
 	if room := client.JuteMaxBuffer() - lockNodeRoom - len(client.Namespace()); len(path) > room {
 		return errs.Errorf("%w: path of %d bytes is too long: the servers take requests of at most %d bytes (jute.maxbuffer), and a lock node's name, data and ACL need %d of them",

@@ -23,7 +23,8 @@ func TestVerifyRefusesNodeOfAnotherSession(t *testing.T) {
 		t.Fatal(err)
 	}
 	li := lockInternals{client: ours, base: base}
-	n := &acquisition{path: path, name: path[len(base)+1:], sig: ours.NotifyErrorState()}
+	n := newGrant(&li)
+	n.path, n.name = path, path[len(base)+1:]
 	if err := li.verify(ctx, n); !errors.Is(err, errNodeVanished) || !errors.Is(err, zk.ErrNoNode) {
 		t.Fatalf("verify of another session's node = %v, want errNodeVanished", err)
 	}
@@ -32,11 +33,12 @@ func TestVerifyRefusesNodeOfAnotherSession(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	n = &acquisition{path: mine, name: mine[len(base)+1:], sig: ours.NotifyErrorState()}
+	n = newGrant(&li)
+	n.path, n.name = mine, mine[len(base)+1:]
 	if err := li.verify(ctx, n); err != nil {
 		t.Fatalf("verify of our own node = %v", err)
 	}
-	n.end()
+	n.release()
 	_, stat, _ := ours.Exists(ctx, mine)
 	if tok := n.token.Load(); tok != stat.Czxid || tok == 0 {
 		t.Fatalf("token %d, czxid %d", tok, stat.Czxid)
@@ -44,7 +46,7 @@ func TestVerifyRefusesNodeOfAnotherSession(t *testing.T) {
 }
 
 // A node is trusted without a round trip only while no error state has come
-// since the loss signal was armed before its create; after one (here a
+// since its grant's context was made, before its create; after one (here a
 // dropped connection, SUSPENDED then RECONNECTED in the same session), the
 // grant reads the node again, and the token comes with that read.
 func TestTrustOnlyWithoutErrorStateSinceArming(t *testing.T) {
@@ -52,24 +54,27 @@ func TestTrustOnlyWithoutErrorStateSinceArming(t *testing.T) {
 	proxy := zktest.NewProxy(t, server.Addr())
 	c := newClient(t, proxy.Addr())
 	li := lockInternals{client: c, base: base}
-	sig := c.NotifyErrorState()
+	if err := c.BlockUntilConnected(ctx); err != nil {
+		t.Fatal(err)
+	}
+	n := newGrant(&li)
+	defer func() { n.release() }()
 	path, err := c.Create(ctx, base+"/lock-", nil, framework.WithMode(framework.EphemeralSequential),
 		framework.WithProtection(), framework.CreatingParentContainersIfNeeded())
 	if err != nil {
 		t.Fatal(err)
 	}
-	n := &acquisition{path: path, name: path[len(base)+1:], sig: sig}
-	defer func() { n.end() }()
+	n.path, n.name = path, path[len(base)+1:]
 	if !li.trusted(n) {
 		t.Fatal("a node created with no error state since arming is not trusted")
 	}
-	if unknown := (&acquisition{sig: &framework.ErrorSignal{}}); li.trusted(unknown) {
+	if unknown := (&grant{ctx: n.ctx}); li.trusted(unknown) {
 		t.Fatal("a node armed before any session is trusted")
 	}
 
 	session := c.SessionID()
 	proxy.DropConnections()
-	testutil.Recv(t, n.done(), "the acquisition's end after SUSPENDED")
+	testutil.Recv(t, n.done(), "the grant's end after SUSPENDED")
 	if err := c.BlockUntilConnected(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -82,7 +87,7 @@ func TestTrustOnlyWithoutErrorStateSinceArming(t *testing.T) {
 	if _, err := li.token(ctx, n); !errors.Is(err, ErrLockLost) {
 		t.Fatalf("token after an error state = %v, want ErrLockLost", err)
 	}
-	if err := li.grant(ctx, n); err != nil {
+	if err := li.grantHeld(ctx, n); err != nil {
 		t.Fatalf("grant after a reconnect in the same session = %v", err)
 	}
 	_, stat, err := c.Exists(ctx, path)

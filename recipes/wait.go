@@ -15,29 +15,29 @@ import (
 // driver's rules call for (planWait); wait for one of them, for our node's
 // session to end, or for ctx. Any event means "look again", but for a
 // hand-off: the deletion of the one node that kept us from holding.
-func (li *lockInternals) wait(ctx context.Context, a attempt, n *acquisition) error {
+func (li *lockInternals) wait(ctx context.Context, a attempt, g *grant) error {
 	var ls *lister
 	if _, counting := a.driver.(countingDriver); !counting {
 		ls = listerFor(li, a.driver)
 		defer ls.release()
 	}
-	var w watches
+	var w waits
 	for {
-		l, err := li.list(ctx, a, n, ls)
+		l, err := li.list(ctx, a, g, ls)
 		if err != nil {
 			return err
 		}
-		held, watch, err := a.driver.check(l.sorted, n.name)
+		held, watch, err := a.driver.check(l.sorted, g.name)
 		if err != nil {
 			return err
 		}
 		if held {
-			return li.grant(ctx, n)
+			return li.grantHeld(ctx, g)
 		}
 		if a.try {
 			return errs.Errorf("%w: %s", ErrLocked, li.base)
 		}
-		p := planWait(a.driver, l.sorted, n.name, watch)
+		p := planWait(a.driver, l.sorted, g.name, watch)
 		gone, err := w.arm(ctx, li, p)
 		if err != nil {
 			return err
@@ -45,7 +45,7 @@ func (li *lockInternals) wait(ctx context.Context, a attempt, n *acquisition) er
 		if gone {
 			continue // a node we would watch is gone already: look again
 		}
-		granted, err := li.await(ctx, n, &w, l, p)
+		granted, err := li.await(ctx, g, &w, l, p)
 		if granted || err != nil {
 			return err
 		}
@@ -55,49 +55,32 @@ func (li *lockInternals) wait(ctx context.Context, a attempt, n *acquisition) er
 // listing is one look at the queue.
 type listing struct {
 	sorted []string // the base's children, as the driver sorts them; shared with other waiters: read-only
-	// For a counting driver: the child watch set with the listing, and the
-	// channel that closes when the driver's own limit changes.
-	children <-chan zk.Event
+	// For a counting driver: the children watch set before the listing,
+	// and the channel that closes when the driver's own limit changes.
+	children *sharedWatch
 	changed  <-chan struct{}
 }
 
 // list lists the base's children: through ls, the listing it shares with
 // the client's other waiters on the base, unless the driver is a counting
-// one (nil ls), whose listing sets a child watch of its own. After an error
-// state (our node is not trusted), our node's Stat (owner session, czxid)
-// is read alongside, so that a grant needs no round trip of its own to
-// verify it; our node found gone is errNodeVanished.
-func (li *lockInternals) list(ctx context.Context, a attempt, n *acquisition, ls *lister) (listing, error) {
+// one (nil ls), which watches the children (a shared watch set before its
+// listing). After an error state (our node is not trusted), our node's
+// Stat (owner session, czxid) is read alongside, so that a grant needs no
+// round trip of its own to verify it; our node found gone is
+// errNodeVanished.
+func (li *lockInternals) list(ctx context.Context, a attempt, g *grant, ls *lister) (listing, error) {
 	var own chan nodeStat
-	if n.own == nil && !li.trusted(n) {
+	if g.own == nil && !li.trusted(g) {
 		own = make(chan nodeStat, 1)
 		go func() {
-			ok, stat, err := li.client.Exists(ctx, n.path)
+			ok, stat, err := li.client.Exists(ctx, g.path)
 			own <- nodeStat{ok, stat, err}
 		}()
 	}
 	var l listing
-	var children []string
 	var err error
 	if counting, ok := a.driver.(countingDriver); ok {
-		var pre bool
-		if p := n.pre; p != nil {
-			n.pre = nil
-			l, children, pre, err = p.take(ctx, n)
-			if pre {
-				li.hear(listBehindCreate, ctx, 0)
-			}
-		}
-		if !pre && err == nil {
-			l.changed = counting.changed() // before listing: no change between the two goes unseen
-			children, _, l.children, err = li.client.ChildrenW(ctx, li.base)
-			if errors.Is(err, zk.ErrNoNode) {
-				err = nil
-			}
-		}
-		if err == nil {
-			l.sorted = a.driver.sort(children)
-		}
+		l, err = li.listCounting(ctx, g, counting)
 	} else {
 		l.sorted, err = ls.list(ctx, li, a.driver)
 	}
@@ -106,8 +89,40 @@ func (li *lockInternals) list(ctx context.Context, a attempt, n *acquisition, ls
 		if r.err == nil && !r.ok {
 			return l, errNodeVanished
 		}
-		n.own = r.stat // nil after an error: read again with the next listing
+		g.own = r.stat // nil after an error: read again with the next listing
 	}
+	return l, err
+}
+
+// listCounting lists the children for a counting driver, with the shared
+// children watch set before the listing: the listing sent behind our
+// create (prelisting) if it shows our node and a watch was live before it,
+// else the listing that set the watch, else one of its own.
+func (li *lockInternals) listCounting(ctx context.Context, g *grant, d countingDriver) (l listing, err error) {
+	l.changed = d.changed() // before listing: no change between the two goes unseen
+	var children []string
+	if p := g.pre; p != nil {
+		g.pre = nil
+		var ok bool
+		if l.children, children, ok, err = p.take(ctx, g); err != nil {
+			return l, err
+		}
+		if ok {
+			li.hear(listBehindCreate, ctx, 0)
+			l.sorted = d.sort(children)
+			return l, nil
+		}
+	}
+	if l.children, children, err = watchChildren(ctx, li.client, li.base); err != nil {
+		return l, err
+	}
+	if children == nil {
+		children, _, err = li.client.Children(ctx, li.base)
+		if errors.Is(err, zk.ErrNoNode) {
+			err = nil
+		}
+	}
+	l.sorted = d.sort(children)
 	return l, err
 }
 
@@ -139,19 +154,19 @@ func planWait(d driver, sorted []string, ourName, watch string) waitPlan {
 	return p
 }
 
-// watches are a waiter's data watches (getData, never exists: a missing
-// node leaves no watch behind). The one on the node waited for is kept
-// across listings while it has not fired: after a lookahead wake, that node
-// is usually still there.
-type watches struct {
-	watched string          // the node kept is on
-	kept    <-chan zk.Event // nil once fired
-	early   <-chan zk.Event // the lookahead's, for one listing
+// waits are a waiter's data watches (shared, getData: a missing node leaves
+// no watch behind). The one on the node waited for is kept across listings
+// while it has not fired: after a lookahead wake, that node is usually
+// still there.
+type waits struct {
+	watched string       // the node kept is on
+	kept    *sharedWatch // nil until set, or once fired
+	early   *sharedWatch // the lookahead's, for one listing
 }
 
 // arm sets the watches p calls for; gone reports that one of their nodes is
 // gone already.
-func (w *watches) arm(ctx context.Context, li *lockInternals, p waitPlan) (gone bool, err error) {
+func (w *waits) arm(ctx context.Context, li *lockInternals, p waitPlan) (gone bool, err error) {
 	w.early = nil
 	if p.watch == "" {
 		return false, nil
@@ -160,25 +175,17 @@ func (w *watches) arm(ctx context.Context, li *lockInternals, p waitPlan) (gone 
 		// Set before the listing that decides on it or after: either way
 		// a deletion after that listing fires it.
 		w.watched, w.kept = "", nil
-		_, _, w.kept, err = li.client.GetDataW(ctx, framework.JoinPath(li.base, p.watch))
-		if errors.Is(err, zk.ErrNoNode) {
-			return true, nil
-		}
-		if err != nil {
-			return false, err
+		if w.kept, gone, err = watchData(ctx, li.client, framework.JoinPath(li.base, p.watch)); gone || err != nil {
+			return gone, err
 		}
 		w.watched = p.watch
 	}
 	if p.lookahead != "" {
-		_, _, w.early, err = li.client.GetDataW(ctx, framework.JoinPath(li.base, p.lookahead))
-		if errors.Is(err, zk.ErrNoNode) {
+		if w.early, gone, err = watchData(ctx, li.client, framework.JoinPath(li.base, p.lookahead)); gone {
 			return true, nil // perhaps second in line now
 		}
-		if err != nil {
-			return false, err
-		}
 	}
-	return false, nil
+	return false, err
 }
 
 // await waits for what calls for another look: the watched node (or, for a
@@ -186,29 +193,33 @@ func (w *watches) arm(ctx context.Context, li *lockInternals, p waitPlan) (gone 
 // node going, or our node's session ending (a session the client gave up
 // leaves watches that nothing will fire). granted reports a hand-off: the
 // watched node deleted when that alone makes us the holder.
-func (li *lockInternals) await(ctx context.Context, n *acquisition, w *watches, l listing, p waitPlan) (granted bool, err error) {
+func (li *lockInternals) await(ctx context.Context, g *grant, w *waits, l listing, p waitPlan) (granted bool, err error) {
 	// A call retried across a session expiry sets its watch in the new
 	// session, where nothing will wake us for the old session's node: once
 	// the client is in a session other than our node's, or its session has
 	// ended, the node is gone (or going) and waiting on it would be forever.
 	session, ended := li.client.Session()
-	if o := n.owner(); o != 0 && o != session || isClosed(ended) {
+	if o := g.owner(); o != 0 && o != session || isClosed(ended) {
 		return false, errNodeVanished
 	}
 	fired := w.kept
 	if l.children != nil {
 		fired = l.children
 	}
+	var early <-chan struct{}
+	if w.early != nil {
+		early = w.early.fired
+	}
 	select {
 	case <-ended:
-	case ev := <-fired:
+	case <-fired.fired:
 		if l.children == nil {
 			w.kept = nil // fired: a watch is good for one event
 		}
-		if p.handsOff && ev.Type == zk.EventNodeDeleted && li.trusted(n) {
+		if p.handsOff && l.children == nil && fired.ev.Type == zk.EventNodeDeleted && li.trusted(g) {
 			return true, nil
 		}
-	case <-w.early: // list again, keeping the watch on the node we wait for
+	case <-early: // list again, keeping the watch on the node we wait for
 	case <-l.changed:
 	case <-ctx.Done():
 		return false, ctx.Err()

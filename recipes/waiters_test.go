@@ -68,9 +68,11 @@ func runWaiters(tb testing.TB, ctx context.Context, base string, n int, delay ti
 		}()
 	}
 	// Every waiter watches its predecessor, and all but the first (which
-	// the holder hands off to) the node two ahead too: 2n-1 watches set
-	// when the queue is formed.
-	if err := proxy.WaitRequests(ctx, zktest.OpGetData, watches+int64(2*n-1)); err != nil {
+	// the holder hands off to) the node two ahead too, which its
+	// predecessor watches: the client's waiters share one watch per node
+	// (watches.go), so n watches are set when the queue is formed, one on
+	// the holder's node and one on each waiter's but the last.
+	if err := proxy.WaitRequests(ctx, zktest.OpGetData, watches+int64(n)); err != nil {
 		tb.Fatalf("the queue did not form: %v", err)
 	}
 	r := waitersRun{formed: time.Since(start), formListings: proxy.Requests(zktest.OpGetChildren2) - listings}
@@ -209,7 +211,10 @@ func TestListerRule(t *testing.T) {
 			return
 		}
 		events <- heard{ev, ctx, n}
-		if g := gates[n]; ev == listBegin && g != nil {
+		if ev != listBegin {
+			return
+		}
+		if g := gates[n]; g != nil {
 			<-g // the listing is under way (about to be sent) until the test says
 		}
 	}
@@ -233,10 +238,12 @@ func TestListerRule(t *testing.T) {
 	}
 
 	// A first waiter, in the lister while the others ask, so that they
-	// share (alone, a waiter lists on its own, telling nobody).
+	// share (alone, a waiter lists on its own).
+	armed.Store(true)
 	first := m.NewHandle()
 	firstGot := acquire(first, ctx)
-	waitForChildren(t, m.li.client, base, 2)
+	next(listAlone, 0)
+	armed.Store(false)
 	begun := listingsBegun(m)
 	gates[begun+1], gates[begun+2] = make(chan struct{}), make(chan struct{})
 	t.Cleanup(func() { // a listing held at its gate when the test fails goes on, so the client can close
@@ -296,7 +303,7 @@ func TestListerRule(t *testing.T) {
 }
 
 // listingsBegun returns how many listings the lister of m's waiters has
-// begun (and published); one of its waiters must be waiting.
+// begun (and published); one of its waiters must be in the lister.
 func listingsBegun(m *InterProcessMutex) uint64 {
 	listersMu.Lock()
 	l := listers[listerKey{client: m.li.client, base: m.li.base, order: m.d.order()}]

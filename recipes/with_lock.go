@@ -5,6 +5,7 @@ import (
 	"errors"
 
 	"github.com/gocurator/curator/internal/errs"
+	"github.com/gocurator/curator/internal/listeners"
 )
 
 // Locker is what every lock owner of this package offers: Handle (also the
@@ -34,7 +35,7 @@ func WithLock(ctx context.Context, l Locker, fn func(ctx context.Context) error)
 	if err := checkContext(ctx); err != nil {
 		return errs.Errorf("with lock: %w", err)
 	}
-	if l == nil || fn == nil {
+	if listeners.IsNil(l) || fn == nil {
 		return errs.Errorf("with lock: %w: nil locker or function", ErrBadArgument)
 	}
 	if err := l.Acquire(ctx); err != nil {
@@ -50,17 +51,28 @@ func WithLock(ctx context.Context, l Locker, fn func(ctx context.Context) error)
 
 // watchLoss returns a context of ctx that is cancelled, with a cause
 // wrapping ErrLockLost, when l's acquisition ends; cancel ends it for a
-// cause of the caller's; stop ends it and the watch, and waits for the
-// watch to be over.
+// cause of the caller's; stop ends it and stops following l. It follows
+// this package's lockers with context.AfterFunc, with no goroutine; only a
+// Locker of another kind has a goroutine that watches its Done until stop.
 func watchLoss(ctx context.Context, l Locker) (lctx context.Context, cancel context.CancelCauseFunc, stop func()) {
 	lctx, cancel = context.WithCancelCause(ctx)
+	lost := func() { cancel(asLost(l.Err())) }
+	if c, ok := l.(contextOf); ok {
+		if gctx := c.grantContext(); gctx != nil {
+			stopFollowing := context.AfterFunc(gctx, lost)
+			return lctx, cancel, func() {
+				stopFollowing()
+				cancel(nil)
+			}
+		}
+	}
 	watching := make(chan struct{})
 	done := l.Done()
 	go func() {
 		defer close(watching)
 		select {
 		case <-done:
-			cancel(asLost(l.Err()))
+			lost()
 		case <-lctx.Done():
 		}
 	}()

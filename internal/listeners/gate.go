@@ -1,16 +1,4 @@
-// Package callgate lets a goroutine that calls user callbacks (connection
-// state listeners, shared-count listeners) be stopped from inside one of
-// those callbacks.
-//
-// The goroutine makes each call through Gate.Call; whoever stops it calls
-// Gate.Close, which reports whether the stopper may wait for the goroutine
-// to end. It may not while a call is under way: that call may be the very
-// one that is stopping it (a listener that closes its client), and waiting
-// would never end. The goroutine then ends by itself once the call returns.
-//
-// Curator behaves the same way: closing a CuratorFramework shuts its
-// listener executor down without waiting for a listener under way.
-package callgate
+package listeners
 
 import "sync"
 

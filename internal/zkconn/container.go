@@ -1,4 +1,4 @@
-package framework
+package zkconn
 
 import (
 	"sync"
@@ -7,19 +7,29 @@ import (
 	"github.com/go-zookeeper/zk"
 )
 
-// go-zookeeper (v1.0.4) has a data race in CreateContainer: unlike Create,
-// it reads the reply's path even when the call ended because the connection
-// was closed, while the connection's receive loop may be decoding that very
-// reply into it. So a container create and the Close of its connection must
-// not overlap: before a connection closes, it waits (for a bounded time) for
-// the container creates under way on it, and one asked for while it closes
-// fails at once with zk.ErrConnectionClosed, as go-zookeeper's call would.
+// go-zookeeper (v1.0.4) has a data race in CreateContainer (assumption 7):
+// unlike Create, it reads the reply's path even when the call ended because
+// the connection was closed, while the connection's receive loop may be
+// decoding that very reply into it. So a container create and the Close of
+// its connection must not overlap: before a connection closes, it waits
+// (for a bounded time) for the container creates under way on it, and one
+// asked for while it closes fails at once with zk.ErrConnectionClosed, as
+// go-zookeeper's call would.
 
-// containerDrainWait bounds close's wait for container creates: on a
+// containerDrainWait bounds Close's wait for container creates: on a
 // working connection their replies come within it; on one that answers
 // nothing (dead, or black-holed) none is being decoded when it ends, and a
 // create still queued ends with the Close.
 const containerDrainWait = time.Second
+
+// CreateContainer is zk.Conn.CreateContainer, kept from overlapping Close.
+func (c *Conn) CreateContainer(path string, data []byte, flags int32, acl []zk.ACL) (string, error) {
+	if !c.containers.enter() {
+		return "", zk.ErrConnectionClosed
+	}
+	defer c.containers.leave()
+	return c.Conn.CreateContainer(path, data, flags, acl)
+}
 
 // inflight counts the container creates under way on a connection.
 type inflight struct {
@@ -67,16 +77,4 @@ func (f *inflight) drain(timeout time.Duration) {
 	case <-idle:
 	case <-t.C:
 	}
-}
-
-// createContainer is z.CreateContainer, kept from overlapping z's Close.
-func (c *Client) createContainer(z *zk.Conn, path string, data []byte, acl []zk.ACL) (string, error) {
-	if v, ok := c.conns.Load(z); ok {
-		f := &v.(*conn).containers
-		if !f.enter() {
-			return "", zk.ErrConnectionClosed
-		}
-		defer f.leave()
-	}
-	return z.CreateContainer(path, data, zk.FlagContainer, acl)
 }

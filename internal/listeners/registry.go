@@ -1,0 +1,95 @@
+// Package listeners is the one listener registry of gocurator (a client's
+// connection-state listeners, a leader latch's, a shared count's) and the
+// gate through which their goroutine calls them.
+//
+// A Registry keeps listeners in the order they were added; Snapshot returns
+// them in that order, and whoever calls them calls them so. Call runs one
+// listener call through a Gate and recovers a panic in it, which the caller
+// hears of (to log it): a listener's bug does not take the process down.
+//
+// A Gate lets the goroutine that calls the listeners be stopped from inside
+// one of them. Whoever stops it calls Gate.Close, which reports whether the
+// stopper may wait for the goroutine to end. It may not while a call is
+// under way: that call may be the very one that is stopping it (a listener
+// that closes its client), and waiting would never end. The goroutine then
+// ends by itself once the call returns. Curator behaves the same way:
+// closing a CuratorFramework shuts its listener executor down without
+// waiting for a listener under way.
+package listeners
+
+import (
+	"fmt"
+	"reflect"
+	"sync"
+)
+
+// Registry is an ordered set of listeners of type T. The zero value is
+// ready to use; it is safe for concurrent use.
+type Registry[T any] struct {
+	mu      sync.Mutex
+	nextID  uint64
+	entries []entry[T]
+}
+
+type entry[T any] struct {
+	id uint64
+	l  T
+}
+
+// Add appends l and returns a function that removes it (once; later calls
+// do nothing).
+func (r *Registry[T]) Add(l T) (remove func()) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.nextID++
+	id := r.nextID
+	r.entries = append(r.entries, entry[T]{id, l})
+	return func() {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		for i, e := range r.entries {
+			if e.id == id {
+				r.entries = append(r.entries[:i:i], r.entries[i+1:]...)
+				return
+			}
+		}
+	}
+}
+
+// Snapshot returns the listeners, in the order they were added.
+func (r *Registry[T]) Snapshot() []T {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := make([]T, len(r.entries))
+	for i, e := range r.entries {
+		out[i] = e.l
+	}
+	return out
+}
+
+// IsNil reports whether l is nil or holds a nil func, pointer, map, chan or
+// interface: a listener that would crash when called.
+func IsNil(l any) bool {
+	if l == nil {
+		return true
+	}
+	switch v := reflect.ValueOf(l); v.Kind() {
+	case reflect.Func, reflect.Pointer, reflect.Map, reflect.Chan, reflect.Interface:
+		return v.IsNil()
+	}
+	return false
+}
+
+// Call runs f through g, and returns the panic f raised, as an error, or
+// nil.
+func Call(g *Gate, f func()) (panicked error) {
+	g.Call(func() {
+		defer func() {
+			if p := recover(); p != nil {
+				panicked = fmt.Errorf("listener panicked: %v", p)
+			}
+		}()
+		f()
+	})
+	return panicked
+}

@@ -1,0 +1,192 @@
+package zkconn
+
+import (
+	"fmt"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+)
+
+// Config is what Dial needs.
+type Config struct {
+	// Servers are the servers, "host:port", tried in turn (go-zookeeper
+	// shuffles them first), resolved when dialled.
+	Servers []string
+	// SessionTimeout is the session timeout asked of the servers.
+	SessionTimeout time.Duration
+	// Dial dials a server; nil means net.DialTimeout.
+	Dial zk.Dialer
+	// MaxRequest is the size, in bytes, of the largest request that will be
+	// sent: go-zookeeper's send buffer is made big enough for it.
+	MaxRequest int
+	// OnEvent hears every event of the connection, on go-zookeeper's
+	// goroutine (its event channel drops events past six; this does not).
+	OnEvent func(*Conn, zk.Event)
+	// Log hears go-zookeeper's own messages; nil drops them.
+	Log func(format string, args ...any)
+}
+
+// Session is a session as the server's connect response gave it: what it
+// takes to attach to it again, and its negotiated timeout.
+type Session struct {
+	ID      int64
+	Passwd  []byte
+	Timeout time.Duration
+}
+
+// Conn is one go-zookeeper connection, and so one session at a time (the
+// embedded zk.Conn's calls are the framework's attempts), with what
+// go-zookeeper keeps to itself. Close it with Close, not with the embedded
+// zk.Conn's.
+type Conn struct {
+	*zk.Conn
+	events <-chan zk.Event // go-zookeeper's lossy channel: read only to learn when its loop has ended
+
+	// contact is the send time (Unix ns) of the newest request the servers
+	// have answered (LastContact).
+	contact atomic.Int64
+	written writeHooks // creates that want to hear when their request is written
+
+	mu      sync.Mutex
+	tcp     net.Conn // the current TCP connection, closed on Close to unblock a handshake
+	closing bool     // Close has begun: a connection dialled now is closed at once
+	session Session  // of the last handshake that gave one
+
+	containers inflight // container creates under way (container.go)
+}
+
+// goZKSendBuffer is the size of go-zookeeper's default send buffer: a
+// request of more than this (less the 4-byte length) fails with
+// zk.ErrShortBuffer.
+const goZKSendBuffer = 1536 * 1024
+
+// Dial starts a go-zookeeper connection to cfg.Servers. It does no blocking
+// work: go-zookeeper connects in the background, and cfg.OnEvent hears how
+// it goes. The events it hears may come before Dial returns.
+func Dial(cfg Config) (*Conn, error) {
+	c := &Conn{}
+	dial := cfg.Dial
+	if dial == nil {
+		dial = net.DialTimeout
+	}
+	logger := zkLogger(cfg.Log)
+	zc, events, err := zk.Connect(cfg.Servers, cfg.SessionTimeout,
+		zk.WithHostProvider(&staticHosts{}),
+		zk.WithEventCallback(func(ev zk.Event) {
+			if cfg.OnEvent != nil {
+				cfg.OnEvent(c, ev)
+			}
+		}),
+		zk.WithLogger(logger),
+		zk.WithMaxConnBufferSize(max(goZKSendBuffer, cfg.MaxRequest+4)),
+		zk.WithDialer(c.dialer(dial)))
+	if err != nil {
+		return nil, err
+	}
+	c.Conn, c.events = zc, events
+	return c, nil
+}
+
+// zkLogger is go-zookeeper's logger as a function.
+type zkLogger func(format string, args ...any)
+
+func (l zkLogger) Printf(format string, args ...any) {
+	if l != nil {
+		l(format, args...)
+	}
+}
+
+// Session returns the session of the last handshake that gave one: zero
+// before the first.
+func (c *Conn) Session() Session {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.session
+}
+
+// LastContact returns the send time of the newest request the servers have
+// answered, zero before the first answer. The server that answered renewed
+// the session when the request reached it, which was no sooner than then:
+// so no server expires the session sooner than its negotiated timeout after
+// LastContact. (A handshake that attached to the session counts: its
+// connect request was answered.)
+func (c *Conn) LastContact() time.Time {
+	if ns := c.contact.Load(); ns != 0 {
+		return epoch.Add(time.Duration(ns))
+	}
+	return time.Time{}
+}
+
+// OnWritten calls fn as a create request for serverPath is written to the
+// connection (the first one, if the create is retried on it), before its
+// reply can come, and returns a function that forgets fn. go-zookeeper
+// writes requests one at a time in the order they were made, and the
+// server handles a session's requests in that order: a request made once
+// fn has been called reaches the server after the create, without waiting
+// for the create's reply. fn runs on go-zookeeper's writer: it must not
+// block. It says nothing of the create's outcome (should the write fail,
+// the create is retried, if at all, on another connection, where a request
+// fn made may come first).
+func (c *Conn) OnWritten(serverPath string, fn func()) (forget func()) {
+	return c.written.add(serverPath, fn)
+}
+
+// Close closes the connection (its session too, if connected: go-zookeeper
+// sends closeSession) and waits until go-zookeeper's goroutines for it have
+// ended; every watch set through it has fired (zk.EventNotWatching) by then.
+func (c *Conn) Close() {
+	c.mu.Lock()
+	c.closing = true
+	c.mu.Unlock()
+	c.containers.drain(containerDrainWait)
+	c.Conn.Close()
+	c.mu.Lock()
+	if c.tcp != nil {
+		c.tcp.Close() // unblocks a handshake go-zookeeper may be stuck in
+	}
+	c.mu.Unlock()
+	for range c.events { // closed when go-zookeeper's loop has ended
+	}
+}
+
+// dialer wraps dial for go-zookeeper: it keeps the TCP connection (to close
+// it on Close), closes one dialled once Close has begun, and taps it (tap).
+func (c *Conn) dialer(dial zk.Dialer) zk.Dialer {
+	return func(network, address string, timeout time.Duration) (net.Conn, error) {
+		nc, err := dial(network, address, timeout)
+		if err != nil {
+			return nil, err
+		}
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		if c.closing {
+			nc.Close()
+			return nil, zk.ErrClosing
+		}
+		c.tcp = nc
+		return &tap{Conn: nc, c: c}, nil
+	}
+}
+
+// setSession records the session a connect response gave.
+func (c *Conn) setSession(s Session) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.session = s
+}
+
+// contacted records that a request sent at sent was answered.
+func (c *Conn) contacted(sent int64) {
+	for {
+		old := c.contact.Load()
+		if sent <= old || c.contact.CompareAndSwap(old, sent) {
+			return
+		}
+	}
+}
+
+// SessionString formats a session id as ZooKeeper's logs do.
+func SessionString(id int64) string { return fmt.Sprintf("0x%x", id) }

@@ -1,0 +1,47 @@
+// Package zkconn is gocurator's one door to go-zookeeper: everything the
+// framework needs below go-zookeeper's public API is done here, and only
+// here, so that a change in go-zookeeper (or a move to a fork) breaks one
+// package, whose contract test says what to look at.
+//
+// A Conn is one go-zookeeper connection (zk.Conn, embedded: its calls are
+// the framework's attempts) and what go-zookeeper keeps to itself:
+//
+//   - the session's credentials and negotiated timeout, read from the
+//     server's connect response as it passes (Session);
+//   - when the client last heard from the servers: the send time of the
+//     newest request the servers have answered, a lower bound on when they
+//     last renewed the session (LastContact), from which the framework
+//     tells when the servers could first expire it;
+//   - "this request has been written" (OnWritten), so that a read made
+//     then reaches the server after it, without waiting for its reply;
+//   - a guard against go-zookeeper's race between CreateContainer and Close
+//     (CreateContainer);
+//   - a Close that waits until go-zookeeper's goroutines have ended.
+//
+// CloseSession closes a session on a server from a connection of its own,
+// and staticHosts gives go-zookeeper its servers without DNS.
+//
+// # What it assumes of go-zookeeper v1.0.4
+//
+// contract_test.go checks each of these against a real server and fails,
+// naming the assumption and where to look, when one stops holding:
+//
+//  1. Every connection goes through the Dialer given with zk.WithDialer;
+//     the first frame written on it is the ConnectRequest and the first
+//     frame read the ConnectResponse (conn.go, authenticate).
+//  2. Each Write carries whole frames: a request is written by one Write
+//     (conn.go, sendData and sendLoop), so a request's path can be read
+//     from what one Write carries.
+//  3. Requests are written in the order they were made, one connection at
+//     a time, and a reply carries its request's xid (pings: -2; watch
+//     events: -1 and no request).
+//  4. zk.Conn.SessionID changes, on the same Conn, when the session expires
+//     and a new one begins (conn.go, authenticate).
+//  5. The event channel zk.Connect returns is closed once go-zookeeper's
+//     goroutines for the Conn have ended, after Close.
+//  6. The HostProvider given with zk.WithHostProvider is asked for every
+//     server it dials (Next), and told of a connection (Connected).
+//  7. CreateContainer, unlike Create, reads its reply's path even when the
+//     call ended because the connection closed, while the receive loop may
+//     be decoding that reply into it (a data race; container.go).
+package zkconn

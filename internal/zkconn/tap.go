@@ -1,0 +1,264 @@
+package zkconn
+
+import (
+	"encoding/binary"
+	"math"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/gocurator/curator/internal/zkwire"
+)
+
+// A tap is one TCP connection of a Conn, as go-zookeeper dials it: every
+// byte passes through unchanged, and the tap follows the frames both ways
+// (assumptions 1–3 of the package doc). It reads the session's credentials
+// from the connect response, pairs each reply with its request to tell when
+// the servers last heard from the client (Conn.LastContact), and tells
+// whoever waits for a create request that it has been written.
+type tap struct {
+	net.Conn
+	c *Conn
+
+	mu      sync.Mutex
+	sentHs  bool   // the connect request has been written
+	pending []sent // requests written and not yet answered (from head on), oldest first
+	head    int
+
+	// What the reader has of the frame it is in; only Read touches these.
+	hdr       [zkwire.FrameHeaderLen]byte
+	hdrN      int // bytes of hdr read
+	rest      int // bytes of the frame's body still to come; 0: in a header
+	bodyN     int // bytes of the body read so far
+	xid       [4]byte
+	handshake bool   // the frame is the connect response
+	resp      []byte // the connect response so far
+	lost      bool   // the stream is not ZooKeeper's frames: stop following it
+	readHs    bool   // the connect response has been read
+}
+
+// sent is a request written: its xid and when.
+type sent struct {
+	xid int32
+	at  int64 // monotonic ns (mono)
+}
+
+// handshakeXid stands for the connect request, which has no xid.
+const handshakeXid = math.MinInt32
+
+// epoch is the zero of mono.
+var epoch = time.Now()
+
+// mono returns monotonic nanoseconds since epoch.
+func mono() int64 { return int64(time.Since(epoch)) }
+
+func (t *tap) Write(p []byte) (int, error) {
+	now := mono()
+	t.mu.Lock()
+	for f := p; len(f) >= zkwire.FrameHeaderLen; {
+		size, ok := zkwire.FrameLen([zkwire.FrameHeaderLen]byte(f))
+		if !ok || len(f) < zkwire.FrameHeaderLen+size {
+			break
+		}
+		frame := f[:zkwire.FrameHeaderLen+size]
+		f = f[len(frame):]
+		if !t.sentHs {
+			t.sentHs = true
+			t.pending = append(t.pending, sent{handshakeXid, now})
+		} else if xid, _, ok := zkwire.RequestHeader(frame); ok {
+			t.pending = append(t.pending, sent{xid, now})
+		}
+	}
+	t.mu.Unlock()
+	// Hooks hear of a request as it is written, before the Write returns:
+	// its reply cannot come before they have heard of it, and a request
+	// they make is queued behind it (go-zookeeper's writer is in this very
+	// Write). Should the Write fail, the request is sent again, if at all,
+	// on another connection, where a request a hook made may come first:
+	// whoever reads its reply checks that it sees what it waits for.
+	t.c.written.written(p)
+	return t.Conn.Write(p)
+}
+
+func (t *tap) Read(p []byte) (int, error) {
+	n, err := t.Conn.Read(p)
+	if n > 0 && !t.lost {
+		t.follow(p[:n])
+	}
+	return n, err
+}
+
+// follow reads the frames in b, a piece of the stream from the server.
+func (t *tap) follow(b []byte) {
+	for len(b) > 0 {
+		if t.rest == 0 {
+			k := copy(t.hdr[t.hdrN:], b)
+			t.hdrN += k
+			b = b[k:]
+			if t.hdrN < len(t.hdr) {
+				return
+			}
+			size, ok := zkwire.FrameLen(t.hdr)
+			if !ok {
+				t.lost = true
+				return
+			}
+			t.hdrN, t.rest, t.bodyN = 0, size, 0
+			t.handshake = !t.readHs
+			if t.handshake {
+				t.resp = append(t.resp[:0], t.hdr[:]...)
+			}
+			if size == 0 {
+				t.frameRead()
+			}
+			continue
+		}
+		k := min(len(b), t.rest)
+		if t.handshake {
+			t.resp = append(t.resp, b[:k]...)
+		} else if t.bodyN < len(t.xid) {
+			copy(t.xid[t.bodyN:], b[:k])
+		}
+		t.bodyN += k
+		t.rest -= k
+		b = b[k:]
+		if t.rest == 0 {
+			t.frameRead()
+		}
+	}
+}
+
+// frameRead handles a frame read whole: the connect response, a reply, or
+// a watch event.
+func (t *tap) frameRead() {
+	if t.handshake {
+		t.readHs = true
+		if timeout, id, passwd, ok := zkwire.ParseConnectResponse(t.resp); ok && id != 0 {
+			t.c.setSession(Session{ID: id, Passwd: passwd, Timeout: time.Duration(timeout) * time.Millisecond})
+			t.answered(handshakeXid)
+		}
+		t.resp = nil
+		return
+	}
+	if t.bodyN < len(t.xid) {
+		return
+	}
+	if xid := int32(binary.BigEndian.Uint32(t.xid[:])); xid != eventXid {
+		t.answered(xid)
+	}
+}
+
+// eventXid is the xid of a watch event, which answers no request.
+const eventXid = -1
+
+// answered records the reply to the oldest request written with xid.
+func (t *tap) answered(xid int32) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for i := t.head; i < len(t.pending); i++ {
+		s := t.pending[i]
+		if s.xid != xid {
+			continue
+		}
+		if i == t.head {
+			t.head++ // the usual case: replies come in order
+		} else {
+			t.pending = append(t.pending[:i], t.pending[i+1:]...)
+		}
+		switch {
+		case t.head == len(t.pending):
+			t.pending, t.head = t.pending[:0], 0 // empty: reuse the array
+		case t.head >= 1024 && 2*t.head >= len(t.pending):
+			t.pending, t.head = t.pending[:copy(t.pending, t.pending[t.head:])], 0 // a queue never empty
+		}
+		t.c.contacted(s.at)
+		return
+	}
+}
+
+// writeHooks are the creates waiting to hear that their request was
+// written.
+type writeHooks struct {
+	waiting atomic.Int32 // len(hooks), read on every write
+	mu      sync.Mutex
+	hooks   []*writeHook
+}
+
+// writeHook is one create's: fn, once a create of serverPath is written.
+type writeHook struct {
+	serverPath string
+	fn         func()
+}
+
+// add registers fn for the next create of serverPath written.
+func (w *writeHooks) add(serverPath string, fn func()) (forget func()) {
+	h := &writeHook{serverPath: serverPath, fn: fn}
+	w.mu.Lock()
+	w.hooks = append(w.hooks, h)
+	w.waiting.Store(int32(len(w.hooks)))
+	w.mu.Unlock()
+	return func() { w.take(func(x *writeHook) bool { return x == h }) }
+}
+
+// take removes and returns the first hook match accepts, or nil.
+func (w *writeHooks) take(match func(*writeHook) bool) *writeHook {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for i, h := range w.hooks {
+		if match(h) {
+			w.hooks = append(w.hooks[:i], w.hooks[i+1:]...)
+			w.waiting.Store(int32(len(w.hooks)))
+			return h
+		}
+	}
+	return nil
+}
+
+// written is told of every write: the frames in p, whole. Each create
+// among them calls the hook waiting for its path, once. It costs an atomic
+// load while no create waits.
+func (w *writeHooks) written(p []byte) {
+	if w.waiting.Load() == 0 {
+		return
+	}
+	for len(p) >= zkwire.FrameHeaderLen {
+		n, ok := zkwire.FrameLen([zkwire.FrameHeaderLen]byte(p))
+		if !ok || len(p) < zkwire.FrameHeaderLen+n {
+			return
+		}
+		frame := p[:zkwire.FrameHeaderLen+n]
+		p = p[len(frame):]
+		if path, ok := createPath(frame); ok {
+			if h := w.take(func(h *writeHook) bool { return h.serverPath == string(path) }); h != nil {
+				h.fn()
+			}
+		}
+	}
+}
+
+// The opcodes of the requests that create a node, whose body starts with
+// its path.
+const (
+	opCreate          = 1
+	opCreate2         = 15
+	opCreateContainer = 19
+	opCreateTTL       = 21
+)
+
+// createPath returns the path of a create request frame.
+func createPath(frame []byte) ([]byte, bool) {
+	_, op, ok := zkwire.RequestHeader(frame)
+	if !ok || op != opCreate && op != opCreate2 && op != opCreateContainer && op != opCreateTTL {
+		return nil, false
+	}
+	b := frame[zkwire.FrameHeaderLen+zkwire.RequestHeaderLen:]
+	if len(b) < 4 {
+		return nil, false
+	}
+	n := int(int32(binary.BigEndian.Uint32(b)))
+	if n < 0 || n > len(b)-4 {
+		return nil, false
+	}
+	return b[4 : 4+n], true
+}

@@ -1,0 +1,167 @@
+package recipes
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/gocurator/curator/framework"
+	"github.com/gocurator/curator/framework/zktest"
+	"github.com/gocurator/curator/internal/testutil"
+	"github.com/gocurator/curator/state"
+)
+
+// exclusiveKind is an owner type with a rival: made on another client at
+// the same path, the rival cannot hold while the owner does.
+type exclusiveKind struct {
+	name         string
+	owner, rival func(t *testing.T, c *framework.Client, path string) Locker
+}
+
+func exclusiveKinds() []exclusiveKind {
+	mutex := func(t *testing.T, c *framework.Client, p string) Locker { return mustMutex(t, c, p).NewHandle() }
+	writer := func(t *testing.T, c *framework.Client, p string) Locker {
+		return mustRW(t, c, p).NewHandle().WriteLock()
+	}
+	semMutex := func(t *testing.T, c *framework.Client, p string) Locker {
+		return must(NewInterProcessSemaphoreMutex(c, p)).get(t)
+	}
+	lease := func(t *testing.T, c *framework.Client, p string) Locker {
+		return &leaseOwner{sem: mustSemaphore(t, c, p, 1)}
+	}
+	multi := func(t *testing.T, c *framework.Client, p string) Locker {
+		return must(NewInterProcessMultiLock(c, []string{p + "/a", p + "/b"})).get(t)
+	}
+	return []exclusiveKind{
+		{"mutex", mutex, mutex},
+		{"write lock", writer, writer},
+		{"read lock", func(t *testing.T, c *framework.Client, p string) Locker {
+			return mustRW(t, c, p).NewHandle().ReadLock()
+		}, writer},
+		{"semaphore mutex", semMutex, semMutex},
+		{"lease", lease, lease},
+		{"multi-lock", multi, multi},
+	}
+}
+
+// A blip (the connection drops and comes back in the same session) ends
+// every owner type's grant, under the default error policy, and its owner
+// never releases it: the library deletes the node itself, so the lock is
+// not wedged — but not before the servers themselves could have expired the
+// session (the loss's ExpiryBound: the session timeout after the last
+// request they answered), so the holder told of the loss keeps that margin
+// to stop. A rival on another client then holds. The owner's Release, late,
+// still says the lock was lost, and leaves it clean: it acquires again.
+func TestLostGrantLeavesNothingBehind(t *testing.T) {
+	for _, k := range exclusiveKinds() {
+		t.Run(k.name, func(t *testing.T) {
+			ctx, base := testutil.Begin(t, server.Addr())
+			proxy := zktest.NewProxy(t, server.Addr())
+			c := newClient(t, proxy.Addr(), framework.WithSessionTimeout(time.Second))
+			o, rival := k.owner(t, c, base), k.rival(t, newClient(t, ""), base)
+			if err := o.Acquire(ctx); err != nil {
+				t.Fatal(err)
+			}
+			session := c.SessionID()
+			proxy.DropConnections()
+			waitClosed(ctx, t, o.Done(), "Done after SUSPENDED")
+			toldAt := time.Now()
+			var se *framework.StateError
+			if err := o.Err(); !errors.As(err, &se) || se.State != state.Suspended || se.ExpiryBound.IsZero() {
+				t.Fatalf("Err after the blip = %v, want SUSPENDED with an expiry bound", err)
+			}
+			if err := rival.Acquire(ctx); err != nil {
+				t.Fatalf("the rival could not take the lock its lost owner never released: %v", err)
+			}
+			heldAt := time.Now()
+			if c.SessionID() != session {
+				t.Fatalf("session %x, was %x: the test wants the session kept (a blip)", c.SessionID(), session)
+			}
+			if heldAt.Before(se.ExpiryBound) {
+				t.Fatalf("the rival held %v after the owner was told, %v before the servers could have expired its session",
+					heldAt.Sub(toldAt), se.ExpiryBound.Sub(heldAt))
+			}
+			t.Logf("told %v, rival held %v after", toldAt.Format("15:04:05.000"), heldAt.Sub(toldAt))
+			if err := rival.Release(ctx); err != nil {
+				t.Fatal(err)
+			}
+			testutil.ErrorIs(t, o.Release(ctx), ErrLockLost)
+			if err := o.Err(); !errors.Is(err, ErrNotHeld) {
+				t.Fatalf("Err after the late release = %v, want ErrNotHeld", err)
+			}
+			if err := o.Acquire(ctx); err != nil {
+				t.Fatalf("Acquire after the late release = %v", err)
+			}
+			if err := o.Release(ctx); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}
+
+// A holder released at once after a loss gives the node up at once, and
+// the delete the library had planned for later is taken back: nothing of
+// it is left to run once the release has returned.
+func TestReleaseAfterLossTakesTheLaterDeleteBack(t *testing.T) {
+	ctx, base := testutil.Begin(t, server.Addr())
+	proxy := zktest.NewProxy(t, server.Addr())
+	c := newClient(t, proxy.Addr(), framework.WithSessionTimeout(10*time.Second))
+	h := mustMutex(t, c, base).NewHandle()
+	if err := h.Acquire(ctx); err != nil {
+		t.Fatal(err)
+	}
+	g := h.current()
+	proxy.DropConnections()
+	waitClosed(ctx, t, h.Done(), "Done after SUSPENDED")
+	testutil.ErrorIs(t, h.Release(ctx), ErrLockLost)
+	if n := ephemerals(t, base); n != 0 {
+		t.Fatalf("%d nodes left after releasing the lost lock", n)
+	}
+	g.mu.Lock()
+	later := g.cancelLater
+	g.mu.Unlock()
+	if later != nil && later() {
+		t.Fatal("the delete planned for later was still pending after the release")
+	}
+}
+
+// Under state.SessionErrorPolicy a holder cut off from the servers (a black
+// hole: it hears nothing, and the servers nothing from it) is told it lost
+// the lock before the servers could expire its session, and so before a
+// rival on another client can hold: Curator's rule (LOST at SUSPENDED + the
+// session timeout) tells it up to ⅔ of the timeout after a rival holds.
+func TestSessionPolicyHolderToldBeforeARivalHolds(t *testing.T) {
+	ctx, base := testutil.Begin(t, server.Addr())
+	proxy := zktest.NewProxy(t, server.Addr())
+	c := newClient(t, proxy.Addr(), framework.WithSessionTimeout(2*time.Second),
+		framework.WithErrorPolicy(state.SessionErrorPolicy{}))
+	h := mustMutex(t, c, base).NewHandle()
+	if err := h.Acquire(ctx); err != nil {
+		t.Fatal(err)
+	}
+	told := make(chan time.Time, 1)
+	go func() {
+		<-h.Done()
+		told <- time.Now()
+	}()
+	rival := mustMutex(t, newClient(t, ""), base).NewHandle()
+	proxy.BlackHole()
+	if err := rival.Acquire(ctx); err != nil {
+		t.Fatal(err)
+	}
+	heldAt := time.Now()
+	toldAt := testutil.Recv(t, told, "the holder's loss notice")
+	if !toldAt.Before(heldAt) {
+		t.Fatalf("the holder was told %v after a rival held", toldAt.Sub(heldAt))
+	}
+	bound := proxy.LastReply().Add(c.SessionTimeout())
+	if !toldAt.Before(bound) {
+		t.Fatalf("the holder was told %v after its last contact + the session timeout", toldAt.Sub(bound))
+	}
+	t.Logf("told %v before the rival held, %v before last contact + T", heldAt.Sub(toldAt), bound.Sub(toldAt))
+	if err := rival.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	proxy.Restore()
+	testutil.ErrorIs(t, h.Release(ctx), ErrLockLost)
+}

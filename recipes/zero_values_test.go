@@ -1,0 +1,37 @@
+package recipes
+
+import (
+	"testing"
+
+	"github.com/gocurator/curator/internal/testutil"
+)
+
+// Misuse never crashes the process: every exported method of every owner
+// type, and of every recipe value, called on a zero value and on a nil
+// pointer, returns (its errors wrapping ErrBadArgument) instead of
+// panicking. Nothing of the server is needed: none of them gets that far.
+func TestZeroValuesAndNilReceivers(t *testing.T) {
+	for _, v := range []any{
+		&Handle{}, (*Handle)(nil),
+		&ReadWriteHandle{}, (*ReadWriteHandle)(nil),
+		&Lease{}, (*Lease)(nil),
+		&InterProcessSemaphoreMutex{}, (*InterProcessSemaphoreMutex)(nil),
+		&InterProcessMultiLock{}, (*InterProcessMultiLock)(nil),
+		&LeaderLatch{}, (*LeaderLatch)(nil),
+		&LeaderSelector{}, (*LeaderSelector)(nil),
+		&InterProcessMutex{}, (*InterProcessMutex)(nil),
+		&InterProcessReadWriteLock{}, (*InterProcessReadWriteLock)(nil),
+		&InterProcessSemaphoreV2{}, (*InterProcessSemaphoreV2)(nil),
+		&SharedCount{}, (*SharedCount)(nil),
+	} {
+		if called := testutil.CallEveryMethod(t, v, ErrBadArgument); len(called) == 0 {
+			t.Errorf("%T has no exported method", v)
+		}
+	}
+	// What they hand out is as safe: the halves of a zero read-write owner,
+	// the handle of a zero mutex.
+	for _, v := range []any{(&ReadWriteHandle{}).ReadLock(), (&ReadWriteHandle{}).WriteLock(),
+		(&InterProcessMutex{}).NewHandle(), (&InterProcessReadWriteLock{}).NewHandle().WriteLock()} {
+		testutil.CallEveryMethod(t, v, ErrBadArgument)
+	}
+}
