@@ -10,8 +10,8 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/gocurator/curator/framework"
+	"github.com/gocurator/curator/internal/lockqueue"
 	"github.com/gocurator/curator/internal/locktree"
-	"github.com/gocurator/curator/internal/lockview"
 	"github.com/gocurator/curator/internal/testutil"
 	"github.com/gocurator/curator/recipes"
 )
@@ -38,7 +38,7 @@ func queued(ctx context.Context, t testing.TB, conn *zk.Conn, path string, n int
 }
 
 // roles returns "role/kind" of each participant, in order.
-func roles(l *lockview.Listing) []string {
+func roles(l *lockqueue.Listing) []string {
 	var out []string
 	for _, p := range l.Participants {
 		out = append(out, p.Role+"/"+p.Kind)
@@ -47,7 +47,7 @@ func roles(l *lockview.Listing) []string {
 }
 
 // nodes returns the participants' paths, in order.
-func nodes(l *lockview.Listing) []string {
+func nodes(l *lockqueue.Listing) []string {
 	var out []string
 	for _, p := range l.Participants {
 		out = append(out, p.Path)
@@ -56,7 +56,7 @@ func nodes(l *lockview.Listing) []string {
 }
 
 // warningFor returns the warning about node, or "".
-func warningFor(l *lockview.Listing, node string) string {
+func warningFor(l *lockqueue.Listing, node string) string {
 	for _, w := range l.Warnings {
 		if w.Node == node {
 			return w.Message
@@ -85,7 +85,7 @@ func TestLsMutex(t *testing.T) {
 	queued(ctx, t, conn, path, 2, mu.NewHandle().Acquire)
 	queued(ctx, t, conn, path, 3, mu.NewHandle().Acquire)
 
-	l, err := lockview.List(ctx, client, path, lockview.Options{})
+	l, err := lockqueue.List(ctx, client, path, lockqueue.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -93,7 +93,7 @@ func TestLsMutex(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if l.Recipe != lockview.RecipeMutex || !equal(nodes(l), want) {
+	if l.Recipe != lockqueue.RecipeMutex || !equal(nodes(l), want) {
 		t.Fatalf("recipe %s, order %v; want mutex, %v", l.Recipe, nodes(l), want)
 	}
 	if got := roles(l); !equal(got, []string{"holder/mutex", "waiting/mutex", "waiting/mutex"}) {
@@ -118,7 +118,7 @@ func TestLsMutex(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	l, err = lockview.List(ctx, client, path, lockview.Options{})
+	l, err = lockqueue.List(ctx, client, path, lockqueue.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -156,11 +156,11 @@ func TestLsReadWrite(t *testing.T) {
 	queued(ctx, t, conn, path, 3, rw.NewHandle().WriteLock().Acquire)
 	queued(ctx, t, conn, path, 4, rw.NewHandle().ReadLock().Acquire)
 
-	l, err := lockview.List(ctx, client, path, lockview.Options{})
+	l, err := lockqueue.List(ctx, client, path, lockqueue.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if l.Recipe != lockview.RecipeReadWrite {
+	if l.Recipe != lockqueue.RecipeReadWrite {
 		t.Fatalf("recipe %s", l.Recipe)
 	}
 	if got := roles(l); !equal(got, []string{"holder/read", "holder/read", "waiting/write", "waiting/read"}) {
@@ -185,11 +185,11 @@ func TestLsReadWrite(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("status %d, stderr %q", code, stderr)
 	}
-	var doc lockview.Listing
+	var doc lockqueue.Listing
 	if err := json.Unmarshal([]byte(out), &doc); err != nil {
 		t.Fatalf("%v in %s", err, out)
 	}
-	if doc.Recipe != lockview.RecipeReadWrite || !equal(roles(&doc), roles(l)) || !equal(nodes(&doc), nodes(l)) {
+	if doc.Recipe != lockqueue.RecipeReadWrite || !equal(roles(&doc), roles(l)) || !equal(nodes(&doc), nodes(l)) {
 		t.Errorf("JSON %+v", doc)
 	}
 	// No node there: an empty list of participants, not null.
@@ -225,11 +225,11 @@ func TestLsSemaphore(t *testing.T) {
 		return err
 	})
 
-	l, err := lockview.List(ctx, client, path, lockview.Options{})
+	l, err := lockqueue.List(ctx, client, path, lockqueue.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if l.Recipe != lockview.RecipeSemaphore {
+	if l.Recipe != lockqueue.RecipeSemaphore {
 		t.Fatalf("recipe %s", l.Recipe)
 	}
 	if got := roles(l); !equal(got, []string{"holder/lease", "holder/lease", "acquiring/lease", "holder/internal lock"}) {
@@ -238,7 +238,7 @@ func TestLsSemaphore(t *testing.T) {
 	if got := nodes(l)[:2]; !equal(got, []string{held[0].Path(), held[1].Path()}) {
 		t.Errorf("holders %v, want %s and %s", got, held[0].Path(), held[1].Path())
 	}
-	l, err = lockview.List(ctx, client, path, lockview.Options{MaxLeases: 2})
+	l, err = lockqueue.List(ctx, client, path, lockqueue.Options{MaxLeases: 2})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -299,7 +299,7 @@ func TestLsCuratorTrees(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	l, err := lockview.List(ctx, client, mutex, lockview.Options{})
+	l, err := lockqueue.List(ctx, client, mutex, lockqueue.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -320,11 +320,11 @@ func TestLsCuratorTrees(t *testing.T) {
 	r2 := create(rwPath, "__READ__", []byte("rwdata"), true)
 	w1 := create(rwPath, "__WRIT__", []byte("rwdata"), true)
 	r3 := create(rwPath, "__READ__", ip, true)
-	l, err = lockview.List(ctx, client, rwPath, lockview.Options{})
+	l, err = lockqueue.List(ctx, client, rwPath, lockqueue.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if l.Recipe != lockview.RecipeReadWrite || !equal(nodes(l), []string{r1, r2, w1, r3}) ||
+	if l.Recipe != lockqueue.RecipeReadWrite || !equal(nodes(l), []string{r1, r2, w1, r3}) ||
 		!equal(roles(l), []string{"holder/read", "holder/read", "waiting/write", "waiting/read"}) {
 		t.Errorf("rw: %s %v %v", l.Recipe, nodes(l), roles(l))
 	}
@@ -336,7 +336,7 @@ func TestLsCuratorTrees(t *testing.T) {
 	_, wName := framework.SplitPath(w)
 	down := create(dg, "__READ__"+locktree.SortKey(wName, locktree.WriteName), ip, false)
 	wait := create(dg, "__WRIT__", ip, true)
-	l, err = lockview.List(ctx, client, dg, lockview.Options{})
+	l, err = lockqueue.List(ctx, client, dg, lockqueue.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -357,7 +357,7 @@ func TestLsCuratorTrees(t *testing.T) {
 	lock := create(sem+"/locks", "lock-", ip, true)
 	pending := create(sem+"/leases", "lease-", []byte("leasedata"), true)
 	next := create(sem+"/locks", "lock-", ip, true)
-	l, err = lockview.List(ctx, client, sem, lockview.Options{MaxLeases: 3})
+	l, err = lockqueue.List(ctx, client, sem, lockqueue.Options{MaxLeases: 3})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -426,9 +426,9 @@ func TestLsParentOfLocks(t *testing.T) {
 		t.Fatalf("--json: status %d, stderr %q", code, stderr)
 	}
 	var doc struct {
-		lockview.Listing
-		Locks     []lockview.Listing `json:"locks"`
-		MoreLocks bool               `json:"more_locks"`
+		lockqueue.Listing
+		Locks     []lockqueue.Listing `json:"locks"`
+		MoreLocks bool                `json:"more_locks"`
 	}
 	if err := json.Unmarshal([]byte(out), &doc); err != nil {
 		t.Fatalf("%v in %s", err, out)
@@ -442,7 +442,7 @@ func TestLsParentOfLocks(t *testing.T) {
 		app + "/sem semaphore holder/lease",
 		app + "/billing/eu read-write holder/read",
 	}
-	if doc.Recipe != lockview.RecipeParent || doc.MoreLocks || !equal(got, want) || len(doc.Warnings) != 0 {
+	if doc.Recipe != lockqueue.RecipeParent || doc.MoreLocks || !equal(got, want) || len(doc.Warnings) != 0 {
 		t.Errorf("JSON: recipe %q, more %v, locks %q, warnings %v; want parent, %q", doc.Recipe, doc.MoreLocks, got, doc.Warnings, want)
 	}
 	if doc.Locks[0].Participants[0].Path != orders.LockPath() {
@@ -518,10 +518,10 @@ func TestLsElections(t *testing.T) {
 		path, recipe, kind string
 		ids                []string
 	}{
-		{latchPath, lockview.RecipeLatch, lockview.KindLatch, []string{"alpha", "beta"}},
-		{selectorPath, lockview.RecipeMutex, lockview.KindMutex, []string{"gamma", "delta"}},
+		{latchPath, lockqueue.RecipeLatch, lockqueue.KindLatch, []string{"alpha", "beta"}},
+		{selectorPath, lockqueue.RecipeMutex, lockqueue.KindMutex, []string{"gamma", "delta"}},
 	} {
-		l, err := lockview.List(ctx, client, tc.path, lockview.Options{})
+		l, err := lockqueue.List(ctx, client, tc.path, lockqueue.Options{})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -10,7 +10,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/gocurator/curator/framework"
-	"github.com/gocurator/curator/internal/lockview"
+	"github.com/gocurator/curator/internal/lockqueue"
 	"github.com/gocurator/curator/recipes"
 )
 
@@ -125,18 +125,18 @@ func revokeTargets(ctx context.Context, client *framework.Client, target string)
 		parent, _ := framework.SplitPath(target)
 		return parent, []string{target}, nil
 	}
-	l, err := lockview.List(ctx, client, target, lockview.Options{})
+	l, err := lockqueue.List(ctx, client, target, lockqueue.Options{})
 	if err != nil {
 		return "", nil, err
 	}
 	switch l.Recipe {
-	case lockview.RecipeSemaphore:
+	case lockqueue.RecipeSemaphore:
 		return "", nil, fmt.Errorf("%s is a semaphore: Curator's semaphore leases cannot be revoked", target)
-	case lockview.RecipeLatch:
+	case lockqueue.RecipeLatch:
 		return "", nil, fmt.Errorf("%s is a leader latch: Curator's latch has no revocation", target)
 	}
 	for _, p := range l.Participants {
-		if p.Role == lockview.RoleHolder && (p.Kind == lockview.KindMutex || p.Kind == lockview.KindRead || p.Kind == lockview.KindWrite) {
+		if p.Role == lockqueue.RoleHolder && (p.Kind == lockqueue.KindMutex || p.Kind == lockqueue.KindRead || p.Kind == lockqueue.KindWrite) {
 			nodes = append(nodes, p.Path)
 		}
 	}
@@ -153,12 +153,12 @@ func revokeTargets(ctx context.Context, client *framework.Client, target string)
 func requestRevoke(ctx context.Context, client *framework.Client, path, node string) (*revokeResult, error) {
 	_, name := framework.SplitPath(node)
 	r := &revokeResult{Event: eventRevokeRequested, Path: path, Node: node}
-	switch kind := lockview.NodeKind(name); kind {
-	case lockview.KindLatch, lockview.KindLease:
+	switch kind := lockqueue.NodeKind(name); kind {
+	case lockqueue.KindLatch, lockqueue.KindLease:
 		// Their data is a participant id or a lease's: writing
 		// __REVOKE__ there would overwrite it, and nobody listens.
 		return nil, fmt.Errorf("%s is a %s node, which cannot be revoked (only lock nodes can)", node, kind)
-	case lockview.KindForeign:
+	case lockqueue.KindForeign:
 	default:
 		r.Kind = kind
 	}
