@@ -2,7 +2,7 @@ package main
 
 import (
 	"context"
-	"encoding/json"
+	"flag"
 	"fmt"
 	"io"
 	"sort"
@@ -33,15 +33,29 @@ type lsResult struct {
 	MoreLocks bool `json:"more_locks,omitempty"`
 }
 
-// cmdLs parses ls's arguments, connects and lists.
-func cmdLs(ctx context.Context, g *globalOptions, args []string, s streams) error {
-	var o lockqueue.Options
-	fs := newFlagSet("ls", "zklock ls [--recipe mutex|rw|semaphore] [--max-leases N] [global flags] PATH", g)
+// lsOptions are ls's own flags.
+type lsOptions struct {
+	lockqueue.Options
+	watch bool // redraw at every change
+}
+
+// lsFlags returns ls's flag set, bound to o and g.
+func lsFlags(g *globalOptions, o *lsOptions) *flag.FlagSet {
+	fs := newFlagSet("ls", "zklock ls [--watch] [--recipe mutex|rw|semaphore] [--max-leases N] [global flags] PATH", g)
+	fs.BoolVar(&o.watch, "watch", false, "redraw the queue at every change (ZooKeeper watches) until interrupted")
 	fs.StringVar(&o.Recipe, "recipe", "", "read PATH as this `layout` (mutex, rw or semaphore) instead of detecting it")
 	fs.IntVar(&o.MaxLeases, "max-leases", 0, "the semaphore's lease limit, to tell a lease being counted as held or waiting")
+	return fs
+}
+
+// cmdLs parses ls's arguments, connects and lists, once or (--watch) at
+// every change.
+func cmdLs(ctx context.Context, g *globalOptions, args []string, s streams) error {
+	var o lsOptions
+	fs := lsFlags(g, &o)
 	path, err := parseOnePath(fs, g, args, "PATH", "")
 	if err == nil {
-		err = checkLsOptions(&o)
+		err = checkLsOptions(&o.Options)
 	}
 	if err != nil {
 		return parseFailure(fs, s, err)
@@ -51,14 +65,14 @@ func cmdLs(ctx context.Context, g *globalOptions, args []string, s streams) erro
 		return err
 	}
 	defer client.Close()
-	r, err := list(ctx, client, path, o)
+	if o.watch {
+		return watchLs(ctx, client, path, o.Options, g.json, s.stdout)
+	}
+	r, err := list(ctx, client, path, o.Options)
 	if err != nil {
 		return err
 	}
-	if g.json {
-		return r.writeJSON(s.stdout)
-	}
-	return r.writeText(s.stdout, time.Now())
+	return r.write(s.stdout, g.json, time.Now())
 }
 
 // list lists the lock at path. When there is none (no lock node at path,
@@ -133,6 +147,14 @@ func namespacesHolding(ctx context.Context, client *framework.Client, path strin
 	return found
 }
 
+// write prints r as text, with ages as of now, or as one JSON line.
+func (r *lsResult) write(w io.Writer, asJSON bool, now time.Time) error {
+	if asJSON {
+		return r.writeJSON(w)
+	}
+	return r.writeText(w, now)
+}
+
 // writeText prints r: the listing, or for a parent of locks, each lock's.
 func (r *lsResult) writeText(w io.Writer, now time.Time) error {
 	if r.Recipe != lockqueue.RecipeParent {
@@ -153,7 +175,7 @@ func (r *lsResult) writeText(w io.Writer, now time.Time) error {
 	return nil
 }
 
-// writeJSON prints r as one JSON document: the listing's fields, and for a
+// writeJSON prints r as one JSON line: the listing's fields, and for a
 // parent of locks, "locks" (each a listing) and "more_locks".
 func (r *lsResult) writeJSON(w io.Writer) error {
 	for _, l := range append([]*lockqueue.Listing{r.Listing}, r.Locks...) {
@@ -161,9 +183,7 @@ func (r *lsResult) writeJSON(w io.Writer) error {
 			l.Participants = []lockqueue.Participant{}
 		}
 	}
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(r)
+	return writeJSONLine(w, r)
 }
 
 // checkLsOptions checks ls's own flags, normalising --recipe.

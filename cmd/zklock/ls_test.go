@@ -194,7 +194,7 @@ func TestLsReadWrite(t *testing.T) {
 	}
 	// No node there: an empty list of participants, not null.
 	code, out, stderr = zklock(t, "--json", "ls", path+"/none")
-	if code != 0 || !strings.Contains(out, `"participants": []`) {
+	if code != 0 || !strings.Contains(out, `"participants":[]`) || strings.Count(out, "\n") != 1 {
 		t.Errorf("no node: status %d, stdout %q, stderr %q", code, out, stderr)
 	}
 }
@@ -536,5 +536,24 @@ func TestLsElections(t *testing.T) {
 		if !strings.Contains(l.Summary(), "participant id") {
 			t.Errorf("summary %q does not say the data is the participant id", l.Summary())
 		}
+	}
+}
+
+// A namespace root whose "locks" container is empty (its locks reaped, it
+// not yet) is no semaphore, nor any lock: ls says it has no lock node.
+func TestBinaryLsEmptyLocksContainer(t *testing.T) {
+	_, root := testutil.Begin(t, server.Addr())
+	conn := testutil.Connect(t, server.Addr())
+	createNode(t, conn, root)
+	if _, err := conn.CreateContainer(root+"/locks", nil, zk.FlagContainer, zk.WorldACL(zk.PermAll)); err != nil {
+		t.Fatal(err)
+	}
+	code, out, stderr := zklockBin(t, "ls", root)
+	if code != 0 || strings.Contains(out, "semaphore") || !strings.HasPrefix(out, root+": no participants (its one child is no lock node)") {
+		t.Errorf("status %d, stdout %q, stderr %q", code, out, stderr)
+	}
+	code, out, _ = zklockBin(t, "--json", "ls", root)
+	if lines := jsonLines(t, out); code != 0 || len(lines) != 1 || lines[0]["recipe"] != lockqueue.RecipeNone {
+		t.Errorf("--json: status %d, stdout %q", code, out)
 	}
 }

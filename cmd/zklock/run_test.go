@@ -311,8 +311,8 @@ func TestRunNamespaceAndAuth(t *testing.T) {
 	inv := newInvocation()
 	done := make(chan int, 1)
 	go func() {
-		done <- inv.run(ctx, "--servers", server.Addr(), "--namespace", ns, "--auth", "alice:secret", "--acl", "creator",
-			"run", "/lock", "--", "sh", "-c", `echo "$ZKLOCK_NODE $ZKLOCK_NAMESPACE ready"; exec sleep 60`)
+		done <- inv.run(ctx, "--servers", server.Addr(), "--namespace", ns, "--auth", "alice:secret",
+			"run", "--acl", "creator", "/lock", "--", "sh", "-c", `echo "$ZKLOCK_NODE $ZKLOCK_NAMESPACE ready"; exec sleep 60`)
 	}()
 	out := inv.stdout.waitFor(ctx, t, "ready")
 	f := strings.Fields(out)
