@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/go-zookeeper/zk"
@@ -189,6 +190,15 @@ func TestRevokeNotRevocable(t *testing.T) {
 	code, _, stderr = zklockBin(t, "revoke", "--force", "--wait", "--timeout", "200ms", h.LockPath())
 	if code != exitError || !strings.Contains(stderr, "deadline exceeded") {
 		t.Errorf("--wait --timeout: status %d, stderr %q", code, stderr)
+	}
+	// --wait, interrupted: 128+N.
+	p := startZklock(t, "revoke", "--force", "--wait", h.LockPath())
+	p.stdout.waitFor(ctx, t, "revocation requested")
+	if err := p.cmd.Process.Signal(syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	if code := p.wait(ctx, t); code != exitSignalBase+int(syscall.SIGINT) || !strings.Contains(p.stderr.String(), "interrupted") {
+		t.Errorf("--wait, SIGINT: status %d, stderr %q", code, p.stderr.String())
 	}
 }
 
