@@ -257,7 +257,7 @@ func TestBinaryRunExitStatus(t *testing.T) {
 	// A signal while waiting for the lock: 128+N, nothing run, the queued
 	// node removed.
 	p := startZklock(t, "--json", "run", path, "--", "true")
-	waitChildren(ctx, t, conn, path, 2)
+	testutil.WaitChildren(t, conn, path, 2)
 	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}

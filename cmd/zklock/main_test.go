@@ -145,40 +145,6 @@ func zklock(t testing.TB, args ...string) (int, string, string) {
 	return code, inv.stdout.String(), inv.stderr.String()
 }
 
-// waitChildren waits, with watches, until path has exactly n children, and
-// returns them.
-func waitChildren(ctx context.Context, t testing.TB, conn *zk.Conn, path string, n int) []string {
-	t.Helper()
-	for {
-		kids, _, w, err := conn.ChildrenW(path)
-		if errors.Is(err, zk.ErrNoNode) {
-			ok, _, ew, err := conn.ExistsW(path)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if !ok {
-				select {
-				case <-ew:
-				case <-ctx.Done():
-					t.Fatalf("%s never appeared", path)
-				}
-			}
-			continue
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		if len(kids) == n {
-			return kids
-		}
-		select {
-		case <-w:
-		case <-ctx.Done():
-			t.Fatalf("waiting for %d children of %s: %v; have %v", n, path, ctx.Err(), kids)
-		}
-	}
-}
-
 // rawChildren lists path on the server; a missing path has none.
 func rawChildren(t testing.TB, conn *zk.Conn, path string) []string {
 	t.Helper()

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -128,30 +129,11 @@ func TestRevokeNoHolder(t *testing.T) {
 	if err := h.Release(ctx); err != nil {
 		t.Fatal(err)
 	}
-	waitGone(ctx, t, conn, path+"/reaped")
+	testutil.WaitGone(t, conn, path+"/reaped")
 	for _, p := range []string{path + "/empty", path + "/reaped"} {
 		code, _, stderr = zklockBin(t, "revoke", p)
 		if code != exitError || !strings.Contains(stderr, "no holder to revoke at "+p) {
 			t.Errorf("%s: status %d, stderr %q", p, code, stderr)
-		}
-	}
-}
-
-// waitGone waits, with a watch, until there is no node at path.
-func waitGone(ctx context.Context, t *testing.T, conn *zk.Conn, path string) {
-	t.Helper()
-	for {
-		ok, _, w, err := conn.ExistsW(path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !ok {
-			return
-		}
-		select {
-		case <-w:
-		case <-ctx.Done():
-			t.Fatalf("%s is still there: %v", path, ctx.Err())
 		}
 	}
 }
@@ -255,7 +237,7 @@ func TestRevokeLockPath(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	queued(ctx, t, conn, path+"/mutex", 2, mu.NewHandle().Acquire)
+	testutil.Queued(t, conn, path+"/mutex", 2, mu.NewHandle().Acquire)
 	code, out, stderr := zklock(t, "revoke", path+"/mutex")
 	if code != 0 || strings.TrimSpace(out) != "revocation requested: "+h.LockPath()+" (session "+fmt.Sprintf("0x%x", client.SessionID())+")" {
 		t.Errorf("mutex: status %d, stdout %q, stderr %q; want only the holder %s asked", code, out, stderr, h.LockPath())
@@ -281,7 +263,7 @@ func TestRevokeLockPath(t *testing.T) {
 		t.Cleanup(func() { r.Release(context.Background()) })
 		readers = append(readers, r.LockPath())
 	}
-	queued(ctx, t, conn, path+"/rw", 3, rw.NewHandle().WriteLock().Acquire)
+	testutil.Queued(t, conn, path+"/rw", 3, rw.NewHandle().WriteLock().Acquire)
 	code, out, stderr = zklockBin(t, "--json", "revoke", path+"/rw")
 	if code != 0 {
 		t.Fatalf("rw: status %d, stderr %q", code, stderr)
@@ -295,7 +277,7 @@ func TestRevokeLockPath(t *testing.T) {
 		}
 		nodes = append(nodes, fmt.Sprint(l["node"]))
 	}
-	if !equal(nodes, readers) {
+	if !slices.Equal(nodes, readers) {
 		t.Errorf("rw: asked %v, want the readers %v", nodes, readers)
 	}
 

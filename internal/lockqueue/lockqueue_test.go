@@ -7,8 +7,7 @@ import (
 	"time"
 )
 
-// The listing against real trees is tested through `zklock ls`
-// (cmd/zklock/ls_test.go); these are the pure parts.
+// The pure parts; list_test.go lists real trees.
 
 func TestFormatAge(t *testing.T) {
 	for d, want := range map[time.Duration]string{
