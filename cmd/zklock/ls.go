@@ -94,7 +94,7 @@ func list(ctx context.Context, client *framework.Client, path string, o lockqueu
 			return nil, err
 		}
 		if len(below) > 0 {
-			r.Listing = &lockqueue.Listing{Path: path, Exists: true, Recipe: lockqueue.RecipeParent}
+			r.Listing = &lockqueue.Listing{Path: path, Exists: true, Recipe: lockqueue.RecipeParent, Children: l.Children}
 			r.MoreLocks = more
 			for _, p := range below {
 				bl, err := lockqueue.List(ctx, client, p, lockqueue.Options{})

@@ -96,12 +96,16 @@ func watchLs(ctx context.Context, client *framework.Client, path string, o lockq
 				return err
 			}
 		}
-		select {
-		case p := <-fired:
-			delete(armed, p)
-		case <-stateChanged:
-		case <-ctx.Done():
-			return nil
+		for waiting := true; waiting; {
+			select {
+			case p := <-fired:
+				delete(armed, p)
+				waiting = false
+			case <-stateChanged:
+				waiting = client.State() == v.state // the one drawn: nothing to redraw
+			case <-ctx.Done():
+				return nil
+			}
 		}
 		for more := true; more; { // one listing for changes that come together
 			select {
@@ -167,10 +171,12 @@ type view struct {
 	terminal bool // redraw the screen; else append
 	path     string
 	drawn    bool
+	state    state.ConnectionState // the connection state last shown
 }
 
 // show draws r, with a line that says when and in which connection state.
 func (v *view) show(r *lsResult, st state.ConnectionState) error {
+	v.state = st
 	if v.json {
 		return r.writeJSON(v.w)
 	}
@@ -186,6 +192,7 @@ func (v *view) show(r *lsResult, st state.ConnectionState) error {
 
 // showError draws a failed listing (not in JSON: its lines are listings).
 func (v *view) showError(err error, st state.ConnectionState) {
+	v.state = st
 	if v.json {
 		return
 	}

@@ -293,3 +293,26 @@ func TestBinaryLsWatchJSON(t *testing.T) {
 		t.Errorf("last line's participants %v, want the holder %s", last["participants"], h.LockPath())
 	}
 }
+
+// ls --watch of a parent of locks redraws when a lock below it changes,
+// not only when PATH's own children do.
+func TestBinaryLsWatchParentJSON(t *testing.T) {
+	ctx, path := testutil.Begin(t, server.Addr())
+	conn := testutil.Connect(t, server.Addr())
+	createNode(t, conn, path)
+	holdMutex(ctx, t, path+"/app/a")
+	p := startZklock(t, "--json", "ls", "--watch", path)
+	p.stdout.waitFor(ctx, t, `"recipe":"parent"`)
+	mu, err := recipes.NewInterProcessMutex(newClient(t, ""), path+"/app/a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	testutil.Queued(t, conn, path+"/app/a", 2, mu.NewHandle().Acquire)
+	p.stdout.waitFor(ctx, t, `"role":"waiting"`)
+	if err := p.cmd.Process.Signal(syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	if code := p.wait(ctx, t); code != 0 {
+		t.Errorf("SIGINT: status %d, stderr %q", code, p.stderr.String())
+	}
+}
