@@ -1,5 +1,6 @@
 # gocurator entry points. `make demo` and `make test` install what is missing
-# first (Debian's zookeeper 3.8, libcurator-recipes-java 5.4 and a JDK).
+# first (Debian's zookeeper 3.8, libcurator-recipes-java 5.4, a JDK, and
+# tmux, the terminal cmd/zklock's tests drive `zklock ls --watch` in).
 SHELL   := /bin/bash
 GO      ?= go
 ZK_DIR  ?= .zk
@@ -26,6 +27,7 @@ deps:
 	 [ -f /usr/share/java/curator-recipes.jar ] || missing="$$missing libcurator-recipes-java"; \
 	 [ -f /usr/share/java/slf4j-simple.jar ]    || missing="$$missing libslf4j-java"; \
 	 command -v javac >/dev/null                || missing="$$missing default-jdk-headless"; \
+	 command -v tmux >/dev/null                 || missing="$$missing tmux"; \
 	 if [ -n "$$missing" ]; then \
 	   echo "installing:$$missing"; \
 	   sudo=""; [ "$$(id -u)" = 0 ] || sudo=sudo; \

@@ -7,22 +7,22 @@ import (
 	"testing"
 
 	"github.com/gocurator/curator/internal/locktree"
-	"github.com/gocurator/curator/internal/lockview"
 )
 
-// `zklock ls` (internal/lockview) cannot disagree with the library about
-// who holds a lock: on generated trees of mutexes and read-write locks
-// (with downgrade read nodes, before and after their write node goes, and
-// foreign children in every place), the holders lockview reports are
-// exactly the nodes the recipes' drivers grant.
-func TestLockviewHoldersAreTheDriversGrants(t *testing.T) {
+// `zklock ls` (internal/lockqueue, by locktree.Holders) cannot disagree
+// with the library about who holds a lock: on generated trees of mutexes
+// and read-write locks (with downgrade read nodes, before and after their
+// write node goes, and foreign children in every place), the holders
+// locktree.Holders reports are exactly the nodes the recipes' drivers
+// grant.
+func TestLocktreeHoldersAreTheDriversGrants(t *testing.T) {
 	rng := rand.New(rand.NewPCG(20261122, 12))
 	foreign := []string{"0-foreign", "zzz-foreign", "lock-x", "locks", "a__lock__0000000003", "_c_0123456789abcdef0123456789abcdef-x"}
 	for round := 0; round < 3000; round++ {
 		var names []string
-		recipe := lockview.RecipeMutex
+		recipe := locktree.MutexName
 		if rng.IntN(2) == 0 {
-			recipe = lockview.RecipeReadWrite
+			recipe = locktree.WriteName // a read-write lock
 		}
 		seq := rng.IntN(100)
 		next := func() string { seq += 1 + rng.IntN(3); return fmt.Sprintf("%010d", seq) }
@@ -31,7 +31,7 @@ func TestLockviewHoldersAreTheDriversGrants(t *testing.T) {
 		}
 		for n := rng.IntN(6); n > 0; n-- {
 			switch {
-			case recipe == lockview.RecipeMutex:
+			case recipe == locktree.MutexName:
 				names = append(names, node(locktree.MutexName))
 			case rng.IntN(2) == 0:
 				names = append(names, node(locktree.WriteName))
@@ -39,7 +39,7 @@ func TestLockviewHoldersAreTheDriversGrants(t *testing.T) {
 				names = append(names, node(locktree.ReadName))
 			}
 		}
-		if recipe == lockview.RecipeReadWrite {
+		if recipe == locktree.WriteName {
 			names = withDowngrade(rng, names)
 		}
 		for n := rng.IntN(3); n > 0; n-- {
@@ -52,11 +52,11 @@ func TestLockviewHoldersAreTheDriversGrants(t *testing.T) {
 		for _, n := range names {
 			var d driver
 			switch {
-			case recipe == lockview.RecipeMutex && locktree.IsLock(n):
+			case recipe == locktree.MutexName && locktree.IsLock(n):
 				d = lockNameDriver(locktree.MutexName, 1)
-			case recipe == lockview.RecipeReadWrite && locktree.IsWrite(n):
+			case recipe == locktree.WriteName && locktree.IsWrite(n):
 				d = newWriteDriver()
-			case recipe == lockview.RecipeReadWrite && locktree.IsRead(n):
+			case recipe == locktree.WriteName && locktree.IsRead(n):
 				d = readDriver{}
 			default:
 				continue // foreign: no participant of this lock asks
@@ -69,8 +69,8 @@ func TestLockviewHoldersAreTheDriversGrants(t *testing.T) {
 				granted[n] = true
 			}
 		}
-		if got := lockview.Holders(recipe, names); !equalSets(got, granted) {
-			t.Fatalf("round %d, %s %q:\nlockview's holders %v\ndrivers' grants    %v", round, recipe, names, got, granted)
+		if got := locktree.Holders(recipe, names); !equalSets(got, granted) {
+			t.Fatalf("round %d, %s %q:\nlocktree's holders %v\ndrivers' grants    %v", round, recipe, names, got, granted)
 		}
 	}
 }

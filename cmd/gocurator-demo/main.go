@@ -31,7 +31,7 @@ import (
 	"github.com/gocurator/curator/framework"
 	"github.com/gocurator/curator/framework/zktest"
 	"github.com/gocurator/curator/internal/curatorpeer"
-	"github.com/gocurator/curator/internal/lockview"
+	"github.com/gocurator/curator/internal/lockqueue"
 	"github.com/gocurator/curator/recipes"
 	"github.com/gocurator/curator/retry"
 )
@@ -259,7 +259,7 @@ func (d *demo) javaWorker(ctx context.Context, peer *curatorpeer.Peer, name stri
 		if ok, err := curatorpeer.Acquired(reply); err != nil || !ok {
 			return fmt.Errorf("acquire: %q, %v", reply, err)
 		}
-		l, err := lockview.List(ctx, d.observer, d.path, lockview.Options{})
+		l, err := lockqueue.List(ctx, d.observer, d.path, lockqueue.Options{})
 		if err != nil {
 			return err
 		}
@@ -313,7 +313,7 @@ func (d *demo) showQueue(ctx context.Context, n int, done <-chan struct{}) {
 			return
 		}
 	}
-	l, err := lockview.List(ctx, d.observer, d.path, lockview.Options{})
+	l, err := lockqueue.List(ctx, d.observer, d.path, lockqueue.Options{})
 	if err != nil {
 		d.say("cannot list %s: %v", d.path, err)
 		return

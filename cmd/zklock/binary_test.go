@@ -8,7 +8,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"sort"
 	"strings"
 	"sync"
@@ -16,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gocurator/curator/framework"
 	"github.com/gocurator/curator/framework/zktest"
 	"github.com/gocurator/curator/internal/testutil"
 )
@@ -35,15 +35,11 @@ var (
 func zklockBinary(t testing.TB) string {
 	t.Helper()
 	buildOnce.Do(func() {
-		goTool, err := exec.LookPath("go")
-		if err != nil {
-			goTool = filepath.Join(runtime.GOROOT(), "bin", "go")
-		}
 		if binDir, buildErr = os.MkdirTemp("", "zklock-test-"); buildErr != nil {
 			return
 		}
 		binPath = filepath.Join(binDir, "zklock")
-		out, err := exec.Command(goTool, "build", "-o", binPath, ".").CombinedOutput()
+		out, err := exec.Command("go", "build", "-o", binPath, ".").CombinedOutput()
 		if err != nil {
 			buildErr = errors.New("go build: " + err.Error() + "\n" + string(out))
 		}
@@ -146,9 +142,9 @@ func TestBinaryVersionAndHelp(t *testing.T) {
 		{[]string{"--help"}, "zklock [global flags] run"},
 		{[]string{"-h"}, "zklock [global flags] run"},
 		{[]string{"help"}, "zklock [global flags] run"},
-		{[]string{"help", "ls"}, "zklock ls [--recipe"},
+		{[]string{"help", "ls"}, "zklock ls [--watch]"},
 		{[]string{"run", "--help"}, "zklock run [--read"},
-		{[]string{"ls", "-h"}, "zklock ls [--recipe"},
+		{[]string{"ls", "-h"}, "zklock ls [--watch]"},
 		{[]string{"--json", "revoke", "--help"}, "zklock revoke ["},
 	} {
 		code, out, stderr := zklockBin(t, tc.args...)
@@ -156,25 +152,63 @@ func TestBinaryVersionAndHelp(t *testing.T) {
 			t.Errorf("%q: status %d, stdout %q, stderr %q; want 0 and the usage on stdout", tc.args, code, out, stderr)
 		}
 	}
+	// The session timeout's default, and why it differs from the library's.
+	if _, out, _ := zklockBin(t, "-h"); !strings.Contains(out, "half the library's 60s") || !strings.Contains(out, "(default 30s)") ||
+		2*defaultSessionTimeout != framework.DefaultSessionTimeout {
+		t.Errorf("--session-timeout's help does not give the reason for its default (%v, the library's %v):\n%s", defaultSessionTimeout, framework.DefaultSessionTimeout, out)
+	}
+	// Each command's help lists its own flags and the global ones, and no
+	// other command's.
+	for _, tc := range []struct {
+		cmd       string
+		has, hasn []string
+	}{
+		{"run", []string{"-acl", "-semaphore", "-revocable", "-servers"}, []string{"-watch", "-force", "-recipe"}},
+		{"ls", []string{"-watch", "-recipe", "-max-leases", "-servers", "-json"}, []string{"-acl", "-force", "-data", "-grace"}},
+		{"revoke", []string{"-force", "-wait", "-timeout", "-servers", "-json"}, []string{"-acl", "-watch", "-data", "-grace"}},
+	} {
+		_, out, _ := zklockBin(t, tc.cmd, "-h")
+		for _, f := range tc.has {
+			if !strings.Contains(out, "  "+f+" ") && !strings.Contains(out, "  "+f+"\n") {
+				t.Errorf("%s -h does not list %s:\n%s", tc.cmd, f, out)
+			}
+		}
+		for _, f := range tc.hasn {
+			if strings.Contains(out, "  "+f+" ") || strings.Contains(out, "  "+f+"\n") {
+				t.Errorf("%s -h lists %s:\n%s", tc.cmd, f, out)
+			}
+		}
+	}
 
-	// A usage error: the message and the usage on stderr, nothing on
-	// stdout; 2, or run's 125.
+	// A usage error: one line, then a hint to the --help of the command
+	// it concerns, on stderr; nothing on stdout; 2, or run's 125. A
+	// command's flag given in the wrong place says whose it is.
 	for _, tc := range []struct {
 		args      []string
 		want      int
-		msg, used string
+		msg, hint string
 	}{
-		{[]string{}, exitUsage, "no command", "zklock [global flags] run"},
-		{[]string{"frobnicate"}, exitUsage, "unknown command", "zklock [global flags] run"},
-		{[]string{"ls"}, exitUsage, "exactly one PATH", "zklock ls [--recipe"},
-		{[]string{"--bogus", "ls", "/a"}, exitUsage, "-bogus", "zklock [global flags] run"},
-		{[]string{"run", "--semaphore", "0", "/a", "--", "true"}, exitRunFailed, "--semaphore wants a positive number", "zklock run [--read"},
-		{[]string{"run", "--semaphore", "x", "/a", "--", "true"}, exitRunFailed, "not a number", "zklock run [--read"},
-		{[]string{"--bogus", "run", "/a", "--", "true"}, exitRunFailed, "-bogus", "zklock [global flags] run"},
+		{[]string{}, exitUsage, "zklock: no command given", "zklock --help"},
+		{[]string{"frobnicate"}, exitUsage, "zklock: unknown command", "zklock --help"},
+		{[]string{"ls"}, exitUsage, "zklock: zklock ls wants exactly one PATH", "zklock ls --help"},
+		{[]string{"--bogus", "ls", "/a"}, exitUsage, "zklock: flag provided but not defined: -bogus", "zklock ls --help"},
+		{[]string{"ls", "-x", "/a"}, exitUsage, "zklock: flag provided but not defined: -x", "zklock ls --help"},
+		{[]string{"run", "-x", "/a", "--", "true"}, exitRunFailed, "zklock: flag provided but not defined: -x", "zklock run --help"},
+		{[]string{"-v", "run", "/a", "--", "true"}, exitRunFailed, "zklock: -v is a flag of run, not a global one: give it after the command", "zklock run --help"},
+		{[]string{"--timeout", "1s", "revoke", "/a"}, exitUsage, "zklock: -timeout is a flag of run and revoke, not a global one", "zklock revoke --help"},
+		{[]string{"--acl", "creator", "ls", "/a"}, exitUsage, "zklock: -acl is a flag of run, not a global one", "zklock ls --help"},
+		{[]string{"ls", "--acl", "open", "/a"}, exitUsage, "zklock: ls has no flag -acl: it is a flag of run", "zklock ls --help"},
+		{[]string{"revoke", "--watch", "/a"}, exitUsage, "zklock: revoke has no flag -watch: it is a flag of ls", "zklock revoke --help"},
+		{[]string{"run", "--semaphore", "0", "/a", "--", "true"}, exitRunFailed, "zklock: --semaphore wants a positive number", "zklock run --help"},
+		{[]string{"run", "--acl", "creator", "/a", "--", "true"}, exitRunFailed, "zklock: --acl creator needs --auth", "zklock run --help"},
+		{[]string{"--bogus", "run", "/a", "--", "true"}, exitRunFailed, "zklock: flag provided but not defined: -bogus", "zklock run --help"},
+		{[]string{"--bogus"}, exitUsage, "zklock: flag provided but not defined: -bogus", "zklock --help"},
 	} {
 		code, out, stderr := zklockBin(t, tc.args...)
-		if code != tc.want || out != "" || !strings.Contains(stderr, tc.msg) || !strings.Contains(stderr, "Usage:") || !strings.Contains(stderr, tc.used) {
-			t.Errorf("%q: status %d, stdout %q, stderr %q; want %d, %q and the usage on stderr", tc.args, code, out, stderr, tc.want, tc.msg)
+		lines := strings.Split(strings.TrimSuffix(stderr, "\n"), "\n")
+		if code != tc.want || out != "" || len(lines) != 2 || !strings.HasPrefix(lines[0], tc.msg) ||
+			lines[1] != "Run '"+tc.hint+"' for usage." {
+			t.Errorf("%q: status %d, stdout %q, stderr %q; want %d, %q and a hint to %s", tc.args, code, out, stderr, tc.want, tc.msg, tc.hint)
 		}
 	}
 }
@@ -223,7 +257,7 @@ func TestBinaryRunExitStatus(t *testing.T) {
 	// A signal while waiting for the lock: 128+N, nothing run, the queued
 	// node removed.
 	p := startZklock(t, "--json", "run", path, "--", "true")
-	waitChildren(ctx, t, conn, path, 2)
+	testutil.WaitChildren(t, conn, path, 2)
 	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
@@ -337,23 +371,38 @@ func TestBinaryRunJSON(t *testing.T) {
 		t.Errorf("revoked, last line %v: %v", last, bad)
 	}
 
-	// A usage error: zklock's own failure.
-	code, _, stderr = zklockBin(t, "--json", "run", "--semaphore", "0", path, "--", "true")
-	lines = jsonLines(t, stderr)
-	if code != exitRunFailed || len(lines) != 1 {
-		t.Fatalf("usage error: status %d, stderr %q", code, stderr)
-	}
-	if bad := checkFields(lines[0], map[string]any{"event": "error", "outcome": "error", "status": exitRunFailed, "command_status": nil}); len(bad) > 0 {
-		t.Errorf("usage error: %v: %v", lines[0], bad)
-	}
-	// ls and revoke: their error line has the same fields, with their codes.
-	code, _, stderr = zklockBin(t, "--json", "revoke")
-	lines = jsonLines(t, stderr)
-	if code != exitUsage || len(lines) != 1 {
-		t.Fatalf("revoke usage error: status %d, stderr %q", code, stderr)
-	}
-	if bad := checkFields(lines[0], map[string]any{"event": "error", "outcome": "error", "status": exitUsage, "exit": exitUsage, "message": anyValue, "error": anyValue}); len(bad) > 0 {
-		t.Errorf("revoke usage error: %v: %v", lines[0], bad)
+}
+
+// Every JSON error line, of every command and of the top level, has the
+// same fields, exactly, and its status is the status zklock exits with.
+func TestBinaryJSONErrorLines(t *testing.T) {
+	_, path := testutil.Begin(t, server.Addr())
+	for _, tc := range []struct {
+		args    []string
+		status  int
+		outcome string
+	}{
+		{[]string{"--json", "--bogus"}, exitUsage, "error"},
+		{[]string{"--json", "-v", "run", path, "--", "true"}, exitRunFailed, "error"},
+		{[]string{"--json", "run", "--semaphore", "0", path, "--", "true"}, exitRunFailed, "error"},
+		{[]string{"--json", "run", path, "--", "/nonexistent/zklock-test-command"}, exitNotFound, "not-found"},
+		{[]string{"--json", "ls"}, exitUsage, "error"},
+		{[]string{"--json", "ls", "--connect-timeout", "1ns", path}, exitError, "error"},
+		{[]string{"--json", "revoke"}, exitUsage, "error"},
+		{[]string{"--json", "revoke", path + "/none"}, exitError, "error"},
+	} {
+		code, _, stderr := zklockBin(t, tc.args...)
+		lines := jsonLines(t, stderr)
+		last := lines[len(lines)-1]
+		var keys []string
+		for k := range last {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		if code != tc.status || strings.Join(keys, ",") != "event,message,outcome,status" ||
+			last["event"] != "error" || last["outcome"] != tc.outcome || last["status"] != float64(tc.status) {
+			t.Errorf("%q: status %d, last line of stderr %v; want %d, and exactly event error, outcome %s, status and message", tc.args, code, last, tc.status, tc.outcome)
+		}
 	}
 }
 

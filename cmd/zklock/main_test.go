@@ -145,40 +145,6 @@ func zklock(t testing.TB, args ...string) (int, string, string) {
 	return code, inv.stdout.String(), inv.stderr.String()
 }
 
-// waitChildren waits, with watches, until path has exactly n children, and
-// returns them.
-func waitChildren(ctx context.Context, t testing.TB, conn *zk.Conn, path string, n int) []string {
-	t.Helper()
-	for {
-		kids, _, w, err := conn.ChildrenW(path)
-		if errors.Is(err, zk.ErrNoNode) {
-			ok, _, ew, err := conn.ExistsW(path)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if !ok {
-				select {
-				case <-ew:
-				case <-ctx.Done():
-					t.Fatalf("%s never appeared", path)
-				}
-			}
-			continue
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		if len(kids) == n {
-			return kids
-		}
-		select {
-		case <-w:
-		case <-ctx.Done():
-			t.Fatalf("waiting for %d children of %s: %v; have %v", n, path, ctx.Err(), kids)
-		}
-	}
-}
-
 // rawChildren lists path on the server; a missing path has none.
 func rawChildren(t testing.TB, conn *zk.Conn, path string) []string {
 	t.Helper()
@@ -219,6 +185,8 @@ func TestUsageErrors(t *testing.T) {
 		{exitUsage, []string{"ls", "--recipe", "queue", "/a"}},
 		{exitUsage, []string{"--auth", "nocolon", "ls", "/a"}},
 		{exitUsage, []string{"--acl", "creator", "ls", "/a"}},
+		{exitUsage, []string{"ls", "--acl", "open", "/a"}},
+		{exitUsage, []string{"revoke", "--acl", "open", "/a"}},
 		{exitUsage, []string{"--namespace", "/ns", "ls", "/a"}},
 		{exitUsage, []string{"revoke"}},
 		{exitUsage, []string{"revoke", "--timeout", "-1s", "/a/b"}},
@@ -233,6 +201,8 @@ func TestUsageErrors(t *testing.T) {
 		{exitRunFailed, []string{"run", "--error-policy", "never", "/a", "--", "true"}},
 		{exitRunFailed, []string{"run", "--", "/a"}},
 		{exitRunFailed, []string{"--auth", "nocolon", "run", "/a", "--", "true"}},
+		{exitRunFailed, []string{"run", "--acl", "creator", "/a", "--", "true"}},
+		{exitRunFailed, []string{"run", "--acl", "secret", "/a", "--", "true"}},
 		{exitRunFailed, []string{"--bogus", "run", "/a", "--", "true"}},
 		{exitRunFailed, []string{"--session-timeout", "1s", "--bogus", "run", "/a", "--", "true"}},
 		{exitRunFailed, []string{"--session-timeout", "forever", "run", "/a", "--", "true"}},
@@ -242,8 +212,8 @@ func TestUsageErrors(t *testing.T) {
 		if code != tc.want {
 			t.Errorf("zklock %q: status %d, want %d (stderr %q)", args, code, tc.want, stderr)
 		}
-		if !strings.Contains(stderr, "Usage:") {
-			t.Errorf("zklock %q: no usage on stderr: %q", args, stderr)
+		if strings.Contains(stderr, "Usage:") || !strings.HasSuffix(stderr, " --help' for usage.\n") {
+			t.Errorf("zklock %q: stderr %q; want the error and a hint, not the usage", args, stderr)
 		}
 	}
 	if code, out, stderr := zklock(t, "ls", "-h"); code != exitOK || !strings.Contains(out, "Usage:") || stderr != "" {
@@ -259,12 +229,11 @@ func TestParseArgsInterleaved(t *testing.T) {
 	// Flags may follow PATH for ls; everything after PATH is COMMAND for a
 	// run without "--".
 	code, out, stderr := zklock(t, "ls", "/gocurator-test/none", "--json", "--recipe", "rw")
-	if code != 0 || !strings.Contains(out, `"exists": false`) {
+	if code != 0 || !strings.Contains(out, `"exists":false`) {
 		t.Errorf("ls PATH --json on a missing path: status %d, stdout %q, stderr %q", code, out, stderr)
 	}
 	var o runOptions
-	fs := newFlagSet("run", "", &globalOptions{acl: "open"})
-	fs.Bool("write", false, "")
+	fs := runFlags(&globalOptions{}, &o)
 	if err := parseRunArgs(fs, []string{"--write", "/p", "ls", "-l", "--", "x"}, &o); err != nil {
 		t.Fatal(err)
 	}

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"time"
@@ -10,7 +11,8 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/gocurator/curator/framework"
-	"github.com/gocurator/curator/internal/lockview"
+	"github.com/gocurator/curator/internal/lockqueue"
+	"github.com/gocurator/curator/internal/locktree"
 	"github.com/gocurator/curator/recipes"
 )
 
@@ -18,37 +20,46 @@ import (
 type revokeOptions struct {
 	wait    bool          // wait until the node is gone
 	timeout time.Duration // bound on wait; 0: none
+	force   bool          // ask holders that did not make their lock revocable too
+}
+
+// revokeFlags returns revoke's flag set, bound to o and g.
+func revokeFlags(g *globalOptions, o *revokeOptions) *flag.FlagSet {
+	fs := newFlagSet("revoke", "zklock revoke [--force] [--wait [--timeout D]] [global flags] NODE|PATH", g)
+	fs.BoolVar(&o.force, "force", false, "ask a holder whose node has data too (it did not make its lock revocable, so it will probably not release)")
+	fs.BoolVar(&o.wait, "wait", false, "wait until the holder has released the node")
+	fs.DurationVar(&o.timeout, "timeout", 0, "with --wait, give up after this long (0: wait forever)")
+	return fs
 }
 
 // Events of revoke's results.
 const (
 	eventRevokeRequested = "revoke-requested" // __REVOKE__ written to the node
 	eventAlreadyGone     = "already-gone"     // no node: nothing to revoke
+	eventNotRevocable    = "not-revocable"    // not asked: the holder did not make its lock revocable
 )
 
 // revokeResult is what revoke reports about one node, one JSON line each.
 type revokeResult struct {
-	// Event is revoke-requested, or already-gone when there was no node.
+	// Event is revoke-requested; already-gone when there was no node;
+	// not-revocable when the node was not asked (no --force).
 	Event string `json:"event"`
 	// Path is the lock path: the PATH given, or NODE's parent.
 	Path string `json:"path,omitempty"`
-	// Kind is the node's kind by its name: mutex, read, write or lease.
+	// Kind is the node's kind by its name: mutex, read or write.
 	Kind string `json:"kind,omitempty"`
-	// Node is the node revoked (without the namespace).
+	// Node is the node (without the namespace).
 	Node string `json:"node"`
 	// Session is the node's ephemeralOwner, in hex.
 	Session string `json:"session"`
 	// Token is the node's czxid, the fencing token its holder has.
 	Token int64 `json:"token,omitempty"`
-	// Revocable is false when the node had data before: its holder did not
-	// make its lock revocable (Curator creates revocable lock nodes empty),
-	// so it will probably not react.
+	// Revocable is false when the node had data: its holder did not make
+	// its lock revocable (Curator creates revocable lock nodes empty).
 	Revocable bool `json:"revocable"`
 	// Released is true when the node is gone: --wait saw it go, or it was
 	// gone already.
 	Released bool `json:"released"`
-	// Warning explains a non-revocable holder.
-	Warning string `json:"warning,omitempty"`
 	// Message is the text the human output prints.
 	Message string `json:"message"`
 }
@@ -56,9 +67,7 @@ type revokeResult struct {
 // cmdRevoke parses revoke's arguments, connects and revokes.
 func cmdRevoke(ctx context.Context, g *globalOptions, args []string, s streams) error {
 	var o revokeOptions
-	fs := newFlagSet("revoke", "zklock revoke [--wait [--timeout D]] [global flags] NODE|PATH", g)
-	fs.BoolVar(&o.wait, "wait", false, "wait until the holder has released the node")
-	fs.DurationVar(&o.timeout, "timeout", 0, "with --wait, give up after this long (0: wait forever)")
+	fs := revokeFlags(g, &o)
 	target, err := parseOnePath(fs, g, args, "NODE or PATH", " (a lock node from zklock ls, or a lock path)")
 	if err == nil && o.timeout < 0 {
 		err = usageErrorf("--timeout must not be negative")
@@ -80,63 +89,68 @@ func cmdRevoke(ctx context.Context, g *globalOptions, args []string, s streams) 
 	if err != nil {
 		return err
 	}
-	var results []*revokeResult
+	var asked []*revokeResult
+	refused := 0
 	for _, node := range nodes {
-		r, err := requestRevoke(ctx, client, path, node)
+		r, err := requestRevoke(ctx, client, path, node, o.force)
 		if err != nil {
 			return err
 		}
-		results = append(results, r)
-		if !g.json || !o.wait || r.Released {
-			writeRevokeResult(s.stdout, s.stderr, g.json, r)
+		switch {
+		case r.Event == eventNotRevocable:
+			refused++
+		case !r.Released:
+			asked = append(asked, r)
+		}
+		if !g.json || !o.wait || r.Released || r.Event == eventNotRevocable {
+			writeRevokeResult(s.stdout, g.json, r)
 		}
 	}
-	if !o.wait {
-		return nil
+	if o.wait {
+		for _, r := range asked {
+			err := waitReleased(ctx, client, r.Node)
+			r.Released = err == nil
+			if g.json {
+				writeJSONLine(s.stdout, r)
+			} else if r.Released {
+				fmt.Fprintf(s.stdout, "released: %s\n", r.Node)
+			}
+			if err != nil {
+				return err
+			}
+		}
 	}
-	for _, r := range results {
-		if r.Released {
-			continue
-		}
-		err := waitReleased(ctx, client, r.Node)
-		r.Released = err == nil
-		if g.json {
-			writeJSONLine(s.stdout, r)
-		} else if r.Released {
-			fmt.Fprintf(s.stdout, "released: %s\n", r.Node)
-		}
-		if err != nil {
-			return err
-		}
+	if refused > 0 {
+		return fmt.Errorf("%d of %d holders not asked: not revocable (--force asks anyway)", refused, len(nodes))
 	}
 	return nil
 }
 
 // revokeTargets returns the lock path and the nodes to ask for target: a
-// lock node (ephemeral) is asked itself; a lock path's holders are asked,
-// as the lock's rules (lockview) find them. A target with no node is
-// returned as the one node, which requestRevoke then reports gone.
+// lock node (ephemeral) is asked itself, and so is a missing target named
+// as a lock node is (requestRevoke reports it gone); a lock path's holders
+// are asked, as the lock's rules find them. A lock path with no holder is
+// an error, whether it is there or (empty) was reaped.
 func revokeTargets(ctx context.Context, client *framework.Client, target string) (path string, nodes []string, err error) {
 	ok, st, err := client.Exists(ctx, target)
 	if err != nil {
 		return "", nil, err
 	}
-	if !ok || st.EphemeralOwner != 0 {
-		parent, _ := framework.SplitPath(target)
+	if parent, name := framework.SplitPath(target); (ok && st.EphemeralOwner != 0) || (!ok && locktree.IsSequentialNode(name)) {
 		return parent, []string{target}, nil
 	}
-	l, err := lockview.List(ctx, client, target, lockview.Options{})
+	l, err := lockqueue.List(ctx, client, target, lockqueue.Options{})
 	if err != nil {
 		return "", nil, err
 	}
 	switch l.Recipe {
-	case lockview.RecipeSemaphore:
+	case lockqueue.RecipeSemaphore:
 		return "", nil, fmt.Errorf("%s is a semaphore: Curator's semaphore leases cannot be revoked", target)
-	case lockview.RecipeLatch:
+	case lockqueue.RecipeLatch:
 		return "", nil, fmt.Errorf("%s is a leader latch: Curator's latch has no revocation", target)
 	}
 	for _, p := range l.Participants {
-		if p.Role == lockview.RoleHolder && (p.Kind == lockview.KindMutex || p.Kind == lockview.KindRead || p.Kind == lockview.KindWrite) {
+		if p.Role == lockqueue.RoleHolder && (p.Kind == lockqueue.KindMutex || p.Kind == lockqueue.KindRead || p.Kind == lockqueue.KindWrite) {
 			nodes = append(nodes, p.Path)
 		}
 	}
@@ -147,23 +161,27 @@ func revokeTargets(ctx context.Context, client *framework.Client, target string)
 }
 
 // requestRevoke writes Curator's __REVOKE__ to the lock node at node,
-// after checking that it is one (an ephemeral node). A node that is gone,
-// before or during the request, is reported already gone, as Curator's
+// after checking that it is one (an ephemeral node) and, unless force,
+// that its holder made it revocable: Curator creates a revocable holder's
+// node empty and another's with data (the client's default, its IP
+// address; or the lock data given). A node that already says __REVOKE__
+// was asked before and is asked again. A node that is gone, before or
+// during the request, is reported already gone, as Curator's
 // Revoker.attemptRevoke does nothing for it.
-func requestRevoke(ctx context.Context, client *framework.Client, path, node string) (*revokeResult, error) {
+func requestRevoke(ctx context.Context, client *framework.Client, path, node string, force bool) (*revokeResult, error) {
 	_, name := framework.SplitPath(node)
 	r := &revokeResult{Event: eventRevokeRequested, Path: path, Node: node}
-	switch kind := lockview.NodeKind(name); kind {
-	case lockview.KindLatch, lockview.KindLease:
+	switch kind := lockqueue.NodeKind(name); kind {
+	case lockqueue.KindLatch, lockqueue.KindLease:
 		// Their data is a participant id or a lease's: writing
 		// __REVOKE__ there would overwrite it, and nobody listens.
 		return nil, fmt.Errorf("%s is a %s node, which cannot be revoked (only lock nodes can)", node, kind)
-	case lockview.KindForeign:
+	case lockqueue.KindForeign:
 	default:
 		r.Kind = kind
 	}
 	gone := func() (*revokeResult, error) {
-		r.Event, r.Released, r.Revocable, r.Warning = eventAlreadyGone, true, false, ""
+		r.Event, r.Released, r.Revocable = eventAlreadyGone, true, false
 		r.Message = fmt.Sprintf("already gone: %s (no node there: released, or never there); nothing to revoke", node)
 		return r, nil
 	}
@@ -179,10 +197,16 @@ func requestRevoke(ctx context.Context, client *framework.Client, path, node str
 	}
 	r.Session, r.Token = fmt.Sprintf("0x%x", st.EphemeralOwner), st.Czxid
 	r.Revocable = len(data) == 0 || string(data) == recipes.RevokeMessage
-	if !r.Revocable {
-		r.Warning = "the node has data, so its holder did not make its lock revocable (Curator creates revocable lock nodes empty): it will probably not release"
+	switch {
+	case !r.Revocable && !force:
+		r.Event = eventNotRevocable
+		r.Message = fmt.Sprintf("not asked: %s (session %s): its node has data, so its holder did not make its lock revocable (revocable lock nodes are created empty)", node, r.Session)
+		return r, nil
+	case !r.Revocable:
+		r.Message = fmt.Sprintf("revocation requested: %s (session %s), forced: its holder did not make its lock revocable and will probably not release", node, r.Session)
+	default:
+		r.Message = fmt.Sprintf("revocation requested: %s (session %s)", node, r.Session)
 	}
-	r.Message = fmt.Sprintf("revocation requested: %s (session %s)", node, r.Session)
 	// Write only if the node is still the one we looked at, and still there.
 	if _, err := client.SetData(ctx, node, []byte(recipes.RevokeMessage), st.Version); err != nil {
 		if errors.Is(err, zk.ErrNoNode) {
@@ -217,15 +241,12 @@ func waitReleased(ctx context.Context, client *framework.Client, node string) er
 	}
 }
 
-// writeRevokeResult prints what revoke did to one node: as text, the
-// message (and a warning on stderr), or as one JSON line.
-func writeRevokeResult(stdout, stderr io.Writer, asJSON bool, r *revokeResult) {
+// writeRevokeResult prints what revoke did to one node: its message, or
+// one JSON line.
+func writeRevokeResult(w io.Writer, asJSON bool, r *revokeResult) {
 	if asJSON {
-		writeJSONLine(stdout, r)
+		writeJSONLine(w, r)
 		return
 	}
-	fmt.Fprintln(stdout, r.Message)
-	if r.Warning != "" {
-		fmt.Fprintf(stderr, "zklock: warning: %s\n", r.Warning)
-	}
+	fmt.Fprintln(w, r.Message)
 }

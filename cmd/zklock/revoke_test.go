@@ -4,12 +4,16 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"path/filepath"
+	"slices"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/go-zookeeper/zk"
 
 	"github.com/gocurator/curator/framework"
+	"github.com/gocurator/curator/internal/curatorpeer"
 	"github.com/gocurator/curator/internal/testutil"
 	"github.com/gocurator/curator/recipes"
 )
@@ -27,7 +31,7 @@ func TestRevokeRevocableHolder(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &r); err != nil {
 		t.Fatalf("%v in %q", err, out)
 	}
-	if r.Node != h.LockPath() || !r.Revocable || r.Released || r.Warning != "" {
+	if r.Node != h.LockPath() || !r.Revocable || r.Released || r.Event != eventRevokeRequested {
 		t.Errorf("result %+v", r)
 	}
 	select {
@@ -95,39 +99,88 @@ func TestRevokeWaitsForRelease(t *testing.T) {
 	}
 }
 
-func TestRevokeErrors(t *testing.T) {
+// revoke of what has no holder, through the program: a lock node that is
+// gone is nothing to revoke (0), a lock path without a holder is an error
+// (1) whether the empty path is still there or was reaped.
+func TestRevokeNoHolder(t *testing.T) {
 	ctx, path := testutil.Begin(t, server.Addr())
 	conn := testutil.Connect(t, server.Addr())
 
-	// No such node: already gone, nothing to do, as Curator's Revoker.
-	code, out, stderr := zklock(t, "revoke", path+"/gone")
-	if code != 0 || !strings.Contains(out, "already gone: "+path+"/gone") {
+	gone := path + "/_c_2eebaa23-ba28-47fe-ba10-3a5d37d41840-lock-0000000007"
+	code, out, stderr := zklockBin(t, "revoke", gone)
+	if code != 0 || !strings.Contains(out, "already gone: "+gone) {
 		t.Errorf("missing node: status %d, stdout %q, stderr %q", code, out, stderr)
 	}
-	code, out, stderr = zklock(t, "--json", "revoke", "--wait", path+"/gone")
-	var r revokeResult
-	if err := json.Unmarshal([]byte(out), &r); err != nil || code != 0 {
-		t.Fatalf("missing node, --json: status %d, stdout %q (%v), stderr %q", code, out, err, stderr)
+	code, out, stderr = zklockBin(t, "--json", "revoke", "--wait", gone)
+	lines := jsonLines(t, out)
+	if code != 0 || len(lines) != 1 {
+		t.Fatalf("missing node, --json: status %d, stdout %q, stderr %q", code, out, stderr)
 	}
-	if r.Event != eventAlreadyGone || r.Node != path+"/gone" || !r.Released {
-		t.Errorf("missing node, --json: %+v", r)
+	if bad := checkFields(lines[0], map[string]any{"event": eventAlreadyGone, "node": gone, "released": true}); len(bad) > 0 {
+		t.Errorf("missing node, --json: %v", bad)
 	}
-	// Not a lock: a persistent node with no lock below it has no holder.
+
+	// An empty lock path (here a persistent node, as a container is until
+	// the server reaps it), and a lock path that was held, released and
+	// reaped: neither has a holder.
 	createNode(t, conn, path)
-	code, _, stderr = zklock(t, "revoke", path)
-	if code != exitError || !strings.Contains(stderr, "no holder to revoke at "+path) {
-		t.Errorf("persistent node: status %d, stderr %q", code, stderr)
+	createNode(t, conn, path+"/empty")
+	h := holdMutex(ctx, t, path+"/reaped")
+	if err := h.Release(ctx); err != nil {
+		t.Fatal(err)
 	}
-	// A holder that is not revocable: written, with a warning.
+	testutil.WaitGone(t, conn, path+"/reaped")
+	for _, p := range []string{path + "/empty", path + "/reaped"} {
+		code, _, stderr = zklockBin(t, "revoke", p)
+		if code != exitError || !strings.Contains(stderr, "no holder to revoke at "+p) {
+			t.Errorf("%s: status %d, stderr %q", p, code, stderr)
+		}
+	}
+}
+
+// A holder that did not make its lock revocable (its node has data) is not
+// asked, and revoke fails, unless --force: then it is asked, and told so.
+func TestRevokeNotRevocable(t *testing.T) {
+	ctx, path := testutil.Begin(t, server.Addr())
+	conn := testutil.Connect(t, server.Addr())
 	h := holdMutex(ctx, t, path)
-	code, _, stderr = zklock(t, "revoke", h.LockPath())
-	if code != 0 || !strings.Contains(stderr, "did not make its lock revocable") {
-		t.Errorf("non-revocable holder: status %d, stderr %q", code, stderr)
+	for _, target := range []string{h.LockPath(), path} {
+		code, out, stderr := zklockBin(t, "revoke", target)
+		if code != exitError || !strings.Contains(out, "not asked: "+h.LockPath()) || !strings.Contains(stderr, "not revocable (--force asks anyway)") {
+			t.Errorf("revoke %s: status %d, stdout %q, stderr %q", target, code, out, stderr)
+		}
+		if data, _, err := conn.Get(h.LockPath()); err != nil || string(data) == "__REVOKE__" {
+			t.Fatalf("node data %q, %v: written without --force", data, err)
+		}
+	}
+	code, out, stderr := zklockBin(t, "--json", "revoke", path)
+	lines := jsonLines(t, out)
+	if code != exitError || len(lines) != 1 {
+		t.Fatalf("--json: status %d, stdout %q, stderr %q", code, out, stderr)
+	}
+	if bad := checkFields(lines[0], map[string]any{"event": eventNotRevocable, "node": h.LockPath(), "revocable": false, "released": false}); len(bad) > 0 {
+		t.Errorf("--json: %v", bad)
+	}
+	code, out, stderr = zklockBin(t, "revoke", "--force", path)
+	if code != 0 || !strings.Contains(out, "revocation requested: "+h.LockPath()) || !strings.Contains(out, "forced") {
+		t.Errorf("--force: status %d, stdout %q, stderr %q", code, out, stderr)
+	}
+	if data, _, err := conn.Get(h.LockPath()); err != nil || string(data) != "__REVOKE__" {
+		t.Errorf("node data %q, %v after --force", data, err)
 	}
 	// --wait with a timeout on a holder that does not release.
-	code, _, stderr = zklock(t, "revoke", "--wait", "--timeout", "200ms", h.LockPath())
+	code, _, stderr = zklockBin(t, "revoke", "--force", "--wait", "--timeout", "200ms", h.LockPath())
 	if code != exitError || !strings.Contains(stderr, "deadline exceeded") {
 		t.Errorf("--wait --timeout: status %d, stderr %q", code, stderr)
+	}
+	// --wait, interrupted: 128+N.
+	p := startZklock(t, "revoke", "--force", "--wait", h.LockPath())
+	p.stdout.waitFor(ctx, t, "revocation requested")
+	if err := p.cmd.Process.Signal(syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	if code := p.wait(ctx, t); code != exitSignalBase+int(syscall.SIGINT) || !strings.Contains(p.stderr.String(), "interrupted") {
+		t.Errorf("--wait, SIGINT: status %d, stderr %q", code, p.stderr.String())
 	}
 }
 
@@ -184,7 +237,7 @@ func TestRevokeLockPath(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	queued(ctx, t, conn, path+"/mutex", 2, mu.NewHandle().Acquire)
+	testutil.Queued(t, conn, path+"/mutex", 2, mu.NewHandle().Acquire)
 	code, out, stderr := zklock(t, "revoke", path+"/mutex")
 	if code != 0 || strings.TrimSpace(out) != "revocation requested: "+h.LockPath()+" (session "+fmt.Sprintf("0x%x", client.SessionID())+")" {
 		t.Errorf("mutex: status %d, stdout %q, stderr %q; want only the holder %s asked", code, out, stderr, h.LockPath())
@@ -195,7 +248,7 @@ func TestRevokeLockPath(t *testing.T) {
 		t.Fatal("the holder did not hear the revocation")
 	}
 
-	// A read-write lock: both readers hold; the writer waits.
+	// A read-write lock: both (revocable) readers hold; the writer waits.
 	rw, err := recipes.NewInterProcessReadWriteLock(client, path+"/rw")
 	if err != nil {
 		t.Fatal(err)
@@ -203,13 +256,14 @@ func TestRevokeLockPath(t *testing.T) {
 	var readers []string
 	for i := 0; i < 2; i++ {
 		r := rw.NewHandle().ReadLock()
+		r.MakeRevocable(func() {})
 		if err := r.Acquire(ctx); err != nil {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { r.Release(context.Background()) })
 		readers = append(readers, r.LockPath())
 	}
-	queued(ctx, t, conn, path+"/rw", 3, rw.NewHandle().WriteLock().Acquire)
+	testutil.Queued(t, conn, path+"/rw", 3, rw.NewHandle().WriteLock().Acquire)
 	code, out, stderr = zklockBin(t, "--json", "revoke", path+"/rw")
 	if code != 0 {
 		t.Fatalf("rw: status %d, stderr %q", code, stderr)
@@ -223,7 +277,7 @@ func TestRevokeLockPath(t *testing.T) {
 		}
 		nodes = append(nodes, fmt.Sprint(l["node"]))
 	}
-	if !equal(nodes, readers) {
+	if !slices.Equal(nodes, readers) {
 		t.Errorf("rw: asked %v, want the readers %v", nodes, readers)
 	}
 
@@ -284,5 +338,72 @@ func TestRevokeLockPathWaits(t *testing.T) {
 	}
 	if err := testutil.Recv(t, released, "the revocation listener's Release"); err != nil {
 		t.Error(err)
+	}
+}
+
+// What revoke calls revocable, against Java Curator 5.4's own holders: one
+// that made its mutex revocable (makeRevocable: an empty node) is asked,
+// and its listener runs; one that did not (the client's IP address as
+// data) is not asked, and its node stays as it was, unless --force.
+func TestBinaryRevokeCuratorHolders(t *testing.T) {
+	ctx, path := testutil.Begin(t, server.Addr())
+	conn := testutil.Connect(t, server.Addr())
+	peer, err := curatorpeer.Start(ctx, "revoke", curatorpeer.Options{LogPath: filepath.Join(t.TempDir(), "peer.log")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := peer.Close(); err != nil {
+			t.Error(err)
+		}
+	})
+	call := func(worker, verb string, args ...string) string {
+		t.Helper()
+		reply, err := peer.Call(ctx, worker, verb, args...)
+		if err != nil {
+			t.Fatalf("%s %q: %v\n%s", verb, args, err, peer.Log(40))
+		}
+		return reply
+	}
+	call("-", "client", "jc", server.Addr())
+	for _, lock := range []string{"rev", "plain"} {
+		call("-", "mutex", lock, "jc", path+"/"+lock)
+		if lock == "rev" {
+			call("-", "revocable", lock)
+		}
+		if ok, err := curatorpeer.Acquired(call("w-"+lock, "acquire", lock)); err != nil || !ok {
+			t.Fatalf("Curator's acquire of %s: %v, %v", lock, ok, err)
+		}
+	}
+	kids := rawChildren(t, conn, path+"/plain")
+	if len(kids) != 1 {
+		t.Fatalf("children of %s/plain: %v", path, kids)
+	}
+	plain := path + "/plain/" + kids[0]
+	ip, _, err := conn.Get(plain)
+	if err != nil || len(ip) == 0 {
+		t.Fatalf("Curator's plain lock node has data %q (%v), want its address", ip, err)
+	}
+
+	if code, out, stderr := zklockBin(t, "revoke", path+"/rev"); code != 0 || !strings.HasPrefix(out, "revocation requested: "+path+"/rev/") {
+		t.Errorf("revocable: status %d, stdout %q, stderr %q", code, out, stderr)
+	}
+	if err := peer.WaitEvent(ctx, "revoked rev"); err != nil {
+		t.Error(err)
+	}
+	if code, out, stderr := zklockBin(t, "revoke", path+"/plain"); code != exitError || !strings.HasPrefix(out, "not asked: "+plain) {
+		t.Errorf("not revocable: status %d, stdout %q, stderr %q", code, out, stderr)
+	}
+	if data, _, err := conn.Get(plain); err != nil || string(data) != string(ip) {
+		t.Errorf("not revocable: node data %q, %v; want %q untouched", data, err, ip)
+	}
+	if code, _, stderr := zklockBin(t, "revoke", "--force", plain); code != 0 {
+		t.Errorf("--force: status %d, stderr %q", code, stderr)
+	}
+	if data, _, err := conn.Get(plain); err != nil || string(data) != "__REVOKE__" {
+		t.Errorf("--force: node data %q, %v", data, err)
+	}
+	for _, lock := range []string{"rev", "plain"} {
+		call("w-"+lock, "release", lock)
 	}
 }

@@ -13,6 +13,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/go-zookeeper/zk"
+
 	"github.com/gocurator/curator/framework"
 	"github.com/gocurator/curator/recipes"
 	"github.com/gocurator/curator/state"
@@ -45,16 +47,16 @@ type runOptions struct {
 	errorPolicy string        // standard (SUSPENDED or LOST ends the lock) or session (LOST only)
 	data        string        // lock node data; "" keeps the default (the local IP address)
 	dataSet     bool
-	verbose     bool // report acquisition and release on stderr
+	verbose     bool   // report acquisition and release on stderr
+	read, write bool   // --read, --write
+	acl         string // ACL of the nodes run creates: open or creator
 }
 
-// cmdRun parses run's arguments, connects and runs the command under the
-// lock. It returns the exit status.
-func cmdRun(ctx context.Context, g *globalOptions, args []string, s streams, signals <-chan os.Signal) int {
-	o := runOptions{grace: 10 * time.Second, errorPolicy: "standard"}
+// runFlags returns run's flag set, bound to o and g.
+func runFlags(g *globalOptions, o *runOptions) *flag.FlagSet {
 	fs := newFlagSet("run", "zklock run [--read | --write | --semaphore N] [flags] PATH -- COMMAND [ARGS...]", g)
-	read := fs.Bool("read", false, "take the read half of an InterProcessReadWriteLock")
-	write := fs.Bool("write", false, "take the write half of an InterProcessReadWriteLock")
+	fs.BoolVar(&o.read, "read", false, "take the read half of an InterProcessReadWriteLock")
+	fs.BoolVar(&o.write, "write", false, "take the write half of an InterProcessReadWriteLock")
 	fs.Func("semaphore", "take one lease of an InterProcessSemaphoreV2 that grants `N` (at least 1) at once", func(v string) error {
 		n, err := strconv.Atoi(v)
 		if err != nil {
@@ -72,23 +74,34 @@ func cmdRun(ctx context.Context, g *globalOptions, args []string, s streams, sig
 		o.data, o.dataSet = v, true
 		return nil
 	})
+	fs.StringVar(&o.acl, "acl", o.acl, "ACL of the nodes run creates: open (world:anyone) or creator (needs --auth)")
 	fs.BoolVar(&o.verbose, "v", false, "report acquisition and release on stderr")
+	return fs
+}
 
+// cmdRun parses run's arguments, connects and runs the command under the
+// lock. It returns the exit status.
+func cmdRun(ctx context.Context, g *globalOptions, args []string, s streams, signals <-chan os.Signal) int {
+	o := runOptions{grace: 10 * time.Second, errorPolicy: "standard", acl: "open"}
+	fs := runFlags(g, &o)
 	err := parseRunArgs(fs, args, &o)
 	if err == nil {
 		err = g.validate()
 	}
 	if err == nil {
-		err = o.validate(*read, *write)
+		err = o.validate(g)
 	}
 	r := &reporter{w: s.stderr, json: g.json, verbose: o.verbose, lock: runEvent{Path: o.path}}
 	// Every failure of run's own, usage errors too, is 125: the low codes
 	// are COMMAND's.
 	fail := func(err error) int {
-		if g.json {
-			return r.finish("error", outcomeError, exitRunFailed, -1, textAlways, "%v", err)
+		var se *statusError
+		if !errors.As(err, &se) {
+			se = &statusError{err: err}
+			err = se
 		}
-		reportError(s.stderr, false, err) // with the usage, for a usage error
+		se.code = exitRunFailed
+		reportError(s.stderr, g.json, err) // with the hint, for a usage error
 		return exitRunFailed
 	}
 	if err != nil {
@@ -99,6 +112,10 @@ func cmdRun(ctx context.Context, g *globalOptions, args []string, s streams, sig
 	}
 	r.lock.Kind = o.kind
 	extra := []framework.Option{}
+	if o.acl == "creator" {
+		creator := zk.AuthACL(zk.PermAll) // Curator's CREATOR_ALL_ACL
+		extra = append(extra, framework.WithACLProvider(framework.ACLProviderFunc(func(string) []zk.ACL { return creator })))
+	}
 	if o.errorPolicy == "session" {
 		extra = append(extra, framework.WithErrorPolicy(state.SessionErrorPolicy{}))
 	}
@@ -140,18 +157,19 @@ func parseRunArgs(fs *flag.FlagSet, args []string, o *runOptions) error {
 	return nil
 }
 
-// validate checks run's flags and sets the lock kind.
-func (o *runOptions) validate(read, write bool) error {
+// validate checks run's flags (--acl creator needs g's --auth) and sets
+// the lock kind.
+func (o *runOptions) validate(g *globalOptions) error {
 	if err := validatePath("PATH", o.path); err != nil {
 		return err
 	}
 	n := 0
 	o.kind = lockMutex
-	if read {
+	if o.read {
 		n++
 		o.kind = lockRead
 	}
-	if write {
+	if o.write {
 		n++
 		o.kind = lockWrite
 	}
@@ -176,18 +194,22 @@ func (o *runOptions) validate(read, write bool) error {
 	default:
 		return usageErrorf("--error-policy must be standard or session, not %q", o.errorPolicy)
 	}
+	switch {
+	case o.acl != "open" && o.acl != "creator":
+		return usageErrorf("--acl must be open or creator, not %q", o.acl)
+	case o.acl == "creator" && g.auth == "":
+		return usageErrorf("--acl creator needs --auth")
+	}
 	return nil
 }
 
-// Outcomes of run, on the last line of its --json output.
+// Outcomes of run, on the last line of its --json output (with those of
+// its error lines, outcomeError and others).
 const (
 	outcomeOK          = "ok"           // the command ran with the lock held to its end
 	outcomeLost        = "lost"         // exitLost
 	outcomeRevoked     = "revoked"      // exitRevoked
 	outcomeNotAcquired = "not-acquired" // exitNotAcquired
-	outcomeError       = "error"        // exitRunFailed
-	outcomeCannotRun   = "cannot-run"   // exitCannotRun
-	outcomeNotFound    = "not-found"    // exitNotFound
 	outcomeInterrupted = "interrupted"  // exitSignalBase+N: a signal while waiting for the lock
 )
 
@@ -196,8 +218,9 @@ const (
 // read); outcome, status and command_status on the last line only,
 // command_status only if the command ran.
 type runEvent struct {
-	// Event names what happened: acquired, lost, revoked, not-acquired,
-	// error, kill, release, released, cancelled, interrupted, exit.
+	// Event names what happened (an error is an errorLine): acquired, lost,
+	// revoked, not-acquired, kill, release, released, cancelled, interrupted,
+	// exit.
 	Event string `json:"event"`
 	// Path is the lock path.
 	Path string `json:"path,omitempty"`
@@ -267,6 +290,13 @@ func (r *reporter) info(name, format string, args ...any) {
 	if r.verbose {
 		r.event(name, format, args...)
 	}
+}
+
+// fail writes run's last line for a failure of its own, an errorLine, and
+// returns status.
+func (r *reporter) fail(outcome string, status int, format string, args ...any) int {
+	writeError(r.w, r.json, outcome, status, fmt.Sprintf(format, args...))
+	return status
 }
 
 // finish writes run's last line, with its outcome and the status it exits
@@ -418,7 +448,7 @@ func runLocked(ctx context.Context, client *framework.Client, o runOptions, s st
 				o.path, res.err, client.State())
 		case res.h != nil:
 			releaseHeld(ctx, res.h, r)
-			return r.finish("error", outcomeError, exitRunFailed, -1, textAlways,
+			return r.fail(outcomeError, exitRunFailed,
 				"acquired %s but could not read its fencing token: %v; released it, nothing was run", o.path, res.err)
 		case errors.Is(res.err, recipes.ErrLocked) && o.kind == lockLease:
 			return r.finish("not-acquired", outcomeNotAcquired, exitNotAcquired, -1, textAlways,
@@ -430,7 +460,7 @@ func runLocked(ctx context.Context, client *framework.Client, o runOptions, s st
 			return r.finish("not-acquired", outcomeNotAcquired, exitNotAcquired, -1, textAlways,
 				"%s was not acquired within %v", o.path, o.timeout)
 		default:
-			return r.finish("error", outcomeError, exitRunFailed, -1, textAlways, "acquiring %s: %v", o.path, res.err)
+			return r.fail(outcomeError, exitRunFailed, "acquiring %s: %v", o.path, res.err)
 		}
 	}
 	h := res.h
@@ -459,9 +489,9 @@ func runLocked(ctx context.Context, client *framework.Client, o runOptions, s st
 	if err != nil {
 		releaseHeld(ctx, h, r)
 		if errors.Is(err, exec.ErrNotFound) || errors.Is(err, os.ErrNotExist) {
-			return r.finish("error", outcomeNotFound, exitNotFound, -1, textAlways, "cannot run %s: %v", o.argv[0], err)
+			return r.fail(outcomeNotFound, exitNotFound, "cannot run %s: %v", o.argv[0], err)
 		}
-		return r.finish("error", outcomeCannotRun, exitCannotRun, -1, textAlways, "cannot run %s: %v", o.argv[0], err)
+		return r.fail(outcomeCannotRun, exitCannotRun, "cannot run %s: %v", o.argv[0], err)
 	}
 
 	var (

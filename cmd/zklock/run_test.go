@@ -88,7 +88,7 @@ func TestRunNoTokenRunsNothing(t *testing.T) {
 	if _, err := os.Stat(out); err == nil {
 		t.Error("the command ran without a fencing token")
 	}
-	waitChildren(ctx, t, conn, path, 0)
+	testutil.WaitChildren(t, conn, path, 0)
 }
 
 func TestRunExitStatus(t *testing.T) {
@@ -155,7 +155,7 @@ func TestRunSignalWhileWaiting(t *testing.T) {
 	inv := newInvocation()
 	done := make(chan int, 1)
 	go func() { done <- inv.run(ctx, "--servers", server.Addr(), "run", path, "--", "true") }()
-	waitChildren(ctx, t, conn, path, 2) // zklock is queued
+	testutil.WaitChildren(t, conn, path, 2) // zklock is queued
 	inv.signals <- syscall.SIGTERM
 	if code := testutil.Recv(t, done, "zklock's exit"); code != 128+int(syscall.SIGTERM) {
 		t.Errorf("status %d, stderr %q", code, inv.stderr.String())
@@ -311,8 +311,8 @@ func TestRunNamespaceAndAuth(t *testing.T) {
 	inv := newInvocation()
 	done := make(chan int, 1)
 	go func() {
-		done <- inv.run(ctx, "--servers", server.Addr(), "--namespace", ns, "--auth", "alice:secret", "--acl", "creator",
-			"run", "/lock", "--", "sh", "-c", `echo "$ZKLOCK_NODE $ZKLOCK_NAMESPACE ready"; exec sleep 60`)
+		done <- inv.run(ctx, "--servers", server.Addr(), "--namespace", ns, "--auth", "alice:secret",
+			"run", "--acl", "creator", "/lock", "--", "sh", "-c", `echo "$ZKLOCK_NODE $ZKLOCK_NAMESPACE ready"; exec sleep 60`)
 	}()
 	out := inv.stdout.waitFor(ctx, t, "ready")
 	f := strings.Fields(out)

@@ -1,7 +1,7 @@
 // Package locktree is the one home of Curator's lock-tree format: the names
 // of lock nodes, the order in which every participant sorts them, the rules
 // that say which nodes hold, and the protected-name prefix. The recipes'
-// drivers and internal/lockview (`zklock ls`) both use it, so that the
+// drivers and internal/lockqueue (`zklock ls`) both use it, so that the
 // command cannot disagree with the library about who holds a lock.
 //
 // Everything here is Curator 5.x's, as curator-lock-trees.md describes it
@@ -120,14 +120,40 @@ func tenDigits(s string) int64 {
 // IndexOf returns the index of name in sorted, or -1.
 func IndexOf(sorted []string, name string) int { return slices.Index(sorted, name) }
 
-// IsWrite, IsRead, IsLock and IsLease report a child's kind by its marker.
-func IsWrite(name string) bool { return strings.Contains(name, WriteName) }
+// IsNodeOf reports whether name is a node of the lock whose nodes are
+// named lockName: whether it carries that marker. A child without it is
+// foreign to the lock.
+func IsNodeOf(name, lockName string) bool { return strings.Contains(name, lockName) }
+
+// IsWrite, IsRead, IsLock, IsLease and IsLatch report a child's kind by its
+// marker (IsNodeOf). IsWrite: a read-write lock's write node.
+func IsWrite(name string) bool { return IsNodeOf(name, WriteName) }
 
 // IsRead reports whether name is a read-write lock's read node.
-func IsRead(name string) bool { return strings.Contains(name, ReadName) }
+func IsRead(name string) bool { return IsNodeOf(name, ReadName) }
 
 // IsLock reports whether name is a mutex (or semaphore-internal) lock node.
-func IsLock(name string) bool { return strings.Contains(name, MutexName) }
+func IsLock(name string) bool { return IsNodeOf(name, MutexName) }
+
+// IsLease reports whether name is a semaphore's lease node.
+func IsLease(name string) bool { return IsNodeOf(name, LeaseName) }
+
+// IsLatch reports whether name is a leader latch's node.
+func IsLatch(name string) bool { return IsNodeOf(name, LatchName) }
+
+// IsSequentialNode reports whether name is a node as the recipes create
+// them: one of the lock names above followed by a ten-digit sequence
+// number (a downgrade read node carries its write node's). A lock path is
+// not named so, which tells a lock node that is gone from a lock path that
+// is.
+func IsSequentialNode(name string) bool {
+	for _, lockName := range []string{MutexName, ReadName, WriteName, LeaseName, LatchName} {
+		if i := strings.LastIndex(name, lockName); i >= 0 && tenDigits(name[i+len(lockName):]) >= 0 {
+			return true
+		}
+	}
+	return false
+}
 
 // The hold rules. Each takes the children sorted by the lock's key and a
 // child's name, and says whether that child holds, or else which child it
@@ -193,6 +219,41 @@ func Read(sorted []string, name string) (held bool, watch string, found bool) {
 		}
 	}
 	return false, "", false
+}
+
+// Holders returns the children of a lock path that hold the lock whose
+// nodes are named lockName, as every participant computes it: for
+// MutexName or LatchName (a mutex, a LeaderSelector, a LeaderLatch), the
+// first child in the lock's order if it is one of the lock's nodes
+// (Standard with one lease); for ReadName or WriteName (a read-write lock),
+// the write nodes that Write grants and the read nodes that Read grants.
+// Foreign children never hold. children may be in any order.
+func Holders(lockName string, children []string) map[string]bool {
+	held := map[string]bool{}
+	if lockName == ReadName || lockName == WriteName {
+		sorted := Sort(children, ReadWriteSortKey)
+		for _, n := range sorted {
+			var ok bool
+			switch {
+			case IsWrite(n):
+				ok, _, _ = Write(sorted, n)
+			case IsRead(n):
+				ok, _, _ = Read(sorted, n)
+			}
+			if ok {
+				held[n] = true
+			}
+		}
+		return held
+	}
+	// Only the first child can hold (one lease): the others need not be asked.
+	sorted := Sort(children, KeyFor(lockName))
+	if len(sorted) > 0 && IsNodeOf(sorted[0], lockName) {
+		if ok, _, _ := Standard(sorted, sorted[0], 1); ok {
+			held[sorted[0]] = true
+		}
+	}
+	return held
 }
 
 // Leases is InterProcessSemaphoreV2's rule for a lease node: the leases

@@ -190,3 +190,51 @@ func NothingCreated(t testing.TB, servers, base string) (check func()) {
 		}
 	}
 }
+
+// WaitChildren waits, with watches, until path has exactly n children
+// (path may not exist yet), at most Timeout, and returns them.
+func WaitChildren(t testing.TB, conn *zk.Conn, path string, n int) []string {
+	t.Helper()
+	deadline := time.After(Timeout)
+	for {
+		kids, _, w, err := conn.ChildrenW(path)
+		if errors.Is(err, zk.ErrNoNode) {
+			var ok bool
+			if ok, _, w, err = conn.ExistsW(path); ok {
+				continue // made in between
+			}
+		}
+		if err != nil {
+			t.Fatalf("children of %s: %v", path, err)
+		}
+		if len(kids) == n {
+			return kids
+		}
+		select {
+		case <-w:
+		case <-deadline:
+			t.Fatalf("%s has %d children after %v, not %d: %v", path, len(kids), Timeout, n, kids)
+		}
+	}
+}
+
+// Queued starts acquire on a goroutine, waits until path has n children
+// (WaitChildren: acquire has queued), and returns a function that cancels
+// the acquire and waits for it to end, which also runs when the test ends.
+func Queued(t testing.TB, conn *zk.Conn, path string, n int, acquire func(ctx context.Context) error) (stop func()) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(Context(t))
+	done := make(chan error, 1)
+	go func() { done <- acquire(ctx) }()
+	WaitChildren(t, conn, path, n)
+	var stopped bool
+	stop = func() {
+		if !stopped {
+			stopped = true
+			cancel()
+			Recv(t, done, "the queued contender's end")
+		}
+	}
+	t.Cleanup(stop)
+	return stop
+}

@@ -1,4 +1,4 @@
-package lockview
+package lockqueue
 
 import (
 	"bytes"
@@ -7,8 +7,7 @@ import (
 	"time"
 )
 
-// The listing against real trees is tested through `zklock ls`
-// (cmd/zklock/ls_test.go); these are the pure parts.
+// The pure parts; list_test.go lists real trees.
 
 func TestFormatAge(t *testing.T) {
 	for d, want := range map[time.Duration]string{
@@ -25,21 +24,24 @@ func TestFormatAge(t *testing.T) {
 	}
 }
 
-func TestDetectRecipe(t *testing.T) {
+func TestDetect(t *testing.T) {
 	for _, c := range []struct {
-		names []string
-		want  string
+		names     []string
+		semaphore bool
+		want      string
 	}{
-		{nil, RecipeNone},
-		{[]string{"_c_x-lock-0000000001"}, RecipeMutex},
-		{[]string{"_c_x-__READ__0000000001", "_c_y-__WRIT__0000000002"}, RecipeReadWrite},
-		{[]string{"_c_x-__READ__0000000001", "_c_y-lock-0000000002"}, RecipeMutex},
-		{[]string{"leases", "locks"}, RecipeSemaphore},
-		{[]string{"foreign"}, RecipeMutex},
-		{[]string{"_c_x-latch-0000000001", "_c_y-latch-0000000002"}, RecipeLatch},
+		{nil, false, RecipeNone},
+		{[]string{"_c_x-lock-0000000001"}, false, RecipeMutex},
+		{[]string{"_c_x-__READ__0000000001", "_c_y-__WRIT__0000000002"}, false, RecipeReadWrite},
+		{[]string{"_c_x-__READ__0000000001", "_c_y-lock-0000000002"}, false, RecipeMutex},
+		{[]string{"leases", "locks"}, true, RecipeSemaphore},
+		// A namespace root with an empty "locks" container is no lock.
+		{[]string{"locks", "orders"}, false, RecipeNone},
+		{[]string{"foreign"}, false, RecipeNone},
+		{[]string{"_c_x-latch-0000000001", "_c_y-latch-0000000002"}, false, RecipeLatch},
 	} {
-		if got := detectRecipe(c.names); got != c.want {
-			t.Errorf("detectRecipe(%q) = %q, want %q", c.names, got, c.want)
+		if got := detect(c.names, c.semaphore); got != c.want {
+			t.Errorf("detect(%q, %v) = %q, want %q", c.names, c.semaphore, got, c.want)
 		}
 	}
 }

@@ -1,0 +1,333 @@
+package main
+
+import (
+	"cmp"
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/gocurator/curator/framework"
+	"github.com/gocurator/curator/retry"
+)
+
+// Defaults of the global flags. The session timeout is half the library's
+// (framework.DefaultSessionTimeout, Curator's 60 s): see sessionTimeoutUsage.
+const (
+	defaultServers        = "127.0.0.1:2181"
+	defaultSessionTimeout = 30 * time.Second
+	defaultConnectTimeout = 15 * time.Second
+)
+
+// sessionTimeoutUsage is --session-timeout's help, with the reason for its default.
+const sessionTimeoutUsage = "session timeout asked of the server; half the library's 60s, so that the lock of a zklock that dies unclosed (SIGKILL, a crashed host) is free sooner"
+
+// globalOptions are the flags every command accepts: how to connect, and
+// how to print.
+type globalOptions struct {
+	servers        string
+	namespace      string
+	auth           string
+	sessionTimeout time.Duration
+	connectTimeout time.Duration
+	json           bool
+	tls            bool   // connect with TLS (implied by the other tls flags)
+	tlsCA          string // PEM file of the CAs to trust; "" trusts the system's
+	tlsCert        string // PEM client certificate
+	tlsKey         string // PEM key of tlsCert
+	tlsServerName  string // name to verify the servers' certificates against
+}
+
+// newGlobalOptions returns the global flags' defaults; getenv gives $ZK_SERVERS.
+func newGlobalOptions(getenv func(string) string) *globalOptions {
+	g := &globalOptions{servers: getenv("ZK_SERVERS"), sessionTimeout: defaultSessionTimeout, connectTimeout: defaultConnectTimeout}
+	if g.servers == "" {
+		g.servers = defaultServers
+	}
+	return g
+}
+
+// register adds the global flags to fs, with the options' current values as
+// defaults, so a command's flag set keeps what the top level parsed.
+func (o *globalOptions) register(fs *flag.FlagSet) {
+	fs.StringVar(&o.servers, "servers", o.servers, "ZooKeeper connect string `host:port,...` ($ZK_SERVERS if set)")
+	fs.StringVar(&o.namespace, "namespace", o.namespace, "Curator namespace: every path is relative to /`ns`")
+	fs.StringVar(&o.auth, "auth", o.auth, "digest authentication `user:password`")
+	fs.DurationVar(&o.sessionTimeout, "session-timeout", o.sessionTimeout, sessionTimeoutUsage)
+	fs.DurationVar(&o.connectTimeout, "connect-timeout", o.connectTimeout, "how long to wait for a connection")
+	fs.BoolVar(&o.json, "json", o.json, "JSON lines: one object per line")
+	fs.BoolVar(&o.tls, "tls", o.tls, "connect with TLS (to the servers' secureClientPort)")
+	fs.StringVar(&o.tlsCA, "tls-ca", o.tlsCA, "PEM `file` of the CA certificates to trust (default: the system's); implies --tls")
+	fs.StringVar(&o.tlsCert, "tls-cert", o.tlsCert, "PEM `file` of the client certificate; implies --tls")
+	fs.StringVar(&o.tlsKey, "tls-key", o.tlsKey, "PEM `file` of the client certificate's key")
+	fs.StringVar(&o.tlsServerName, "tls-server-name", o.tlsServerName, "`name` to check the servers' certificates against (default: the host of each server)")
+}
+
+// validate checks the global flags.
+func (o *globalOptions) validate() error {
+	if strings.TrimSpace(o.servers) == "" {
+		return usageErrorf("--servers must not be empty")
+	}
+	if o.auth != "" && !strings.Contains(o.auth, ":") {
+		return usageErrorf("--auth wants user:password")
+	}
+	if o.sessionTimeout <= 0 || o.connectTimeout <= 0 {
+		return usageErrorf("--session-timeout and --connect-timeout must be positive")
+	}
+	if (o.tlsCert == "") != (o.tlsKey == "") {
+		return usageErrorf("--tls-cert and --tls-key go together")
+	}
+	if o.tlsCA != "" || o.tlsCert != "" || o.tlsServerName != "" {
+		o.tls = true
+	}
+	if o.namespace != "" {
+		if err := framework.ValidatePath("/" + o.namespace); err != nil || strings.HasSuffix(o.namespace, "/") {
+			return usageErrorf("--namespace %q is not a valid namespace (no leading or trailing /)", o.namespace)
+		}
+	}
+	return nil
+}
+
+// clientOptions turns the global flags into framework options.
+func (o *globalOptions) clientOptions() []framework.Option {
+	opts := []framework.Option{framework.WithSessionTimeout(o.sessionTimeout)}
+	if o.namespace != "" {
+		opts = append(opts, framework.WithNamespace(o.namespace))
+	}
+	if o.auth != "" {
+		opts = append(opts, framework.WithAuth("digest", []byte(o.auth)))
+	}
+	return opts
+}
+
+// tlsDialer returns a dialer that speaks TLS from the first byte, as a
+// ZooKeeper secureClientPort expects, configured from the tls flags.
+func (o *globalOptions) tlsDialer() (zk.Dialer, error) {
+	conf := &tls.Config{ServerName: o.tlsServerName, MinVersion: tls.VersionTLS12}
+	if o.tlsCA != "" {
+		pem, err := os.ReadFile(o.tlsCA)
+		if err != nil {
+			return nil, fmt.Errorf("--tls-ca: %w", err)
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("--tls-ca: no PEM certificate in %s", o.tlsCA)
+		}
+		conf.RootCAs = pool
+	}
+	if o.tlsCert != "" {
+		cert, err := tls.LoadX509KeyPair(o.tlsCert, o.tlsKey)
+		if err != nil {
+			return nil, fmt.Errorf("--tls-cert, --tls-key: %w", err)
+		}
+		conf.Certificates = []tls.Certificate{cert}
+	}
+	return func(network, address string, timeout time.Duration) (net.Conn, error) {
+		return tls.DialWithDialer(&net.Dialer{Timeout: timeout}, network, address, conf)
+	}, nil
+}
+
+// connect makes a client from the global flags and waits for its first
+// connection, at most --connect-timeout.
+func (o *globalOptions) connect(ctx context.Context, extra ...framework.Option) (*framework.Client, error) {
+	opts := append(o.clientOptions(), extra...)
+	if o.tls {
+		dial, err := o.tlsDialer()
+		if err != nil {
+			return nil, err
+		}
+		opts = append(opts, framework.WithDialer(dial))
+	}
+	client, err := framework.New(o.servers, retry.NewExponentialBackoff(200*time.Millisecond, 5), opts...)
+	if err != nil {
+		if errors.Is(err, framework.ErrInvalidArgument) {
+			return nil, usageErrorf("%v", err)
+		}
+		return nil, err
+	}
+	cctx, cancel := context.WithTimeout(ctx, o.connectTimeout)
+	defer cancel()
+	if err := client.BlockUntilConnected(cctx); err != nil {
+		client.Close()
+		return nil, fmt.Errorf("cannot connect to %s within %v: %w", o.servers, o.connectTimeout, err)
+	}
+	return client, nil
+}
+
+// newFlagSet returns a command's flag set with the global flags. It prints
+// nothing itself: parseFailure prints its usage (synopsis, then flags) to
+// stdout for -h.
+func newFlagSet(name, synopsis string, g *globalOptions) *flag.FlagSet {
+	fs := flag.NewFlagSet("zklock "+name, flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	g.register(fs)
+	fs.Usage = func() {
+		fmt.Fprintf(fs.Output(), "Usage:\n  %s\n\nFlags:\n", synopsis)
+		fs.PrintDefaults()
+	}
+	return fs
+}
+
+// flagOwners returns the commands that have a flag called name of their
+// own, in the order help names them, and the first one's flag.
+func flagOwners(name string) (owners []string, f *flag.Flag) {
+	g := &globalOptions{}
+	for _, fs := range []*flag.FlagSet{runFlags(g, &runOptions{}), lsFlags(g, &lsOptions{}), revokeFlags(g, &revokeOptions{})} {
+		if ff := fs.Lookup(name); ff != nil {
+			owners = append(owners, strings.TrimPrefix(fs.Name(), "zklock "))
+			f = cmp.Or(f, ff)
+		}
+	}
+	return owners, f
+}
+
+// undefinedFlag returns the name in the flag package's error for a flag it
+// does not know.
+func undefinedFlag(err error) (string, bool) {
+	return strings.CutPrefix(err.Error(), "flag provided but not defined: -")
+}
+
+// printUsage writes fs's usage (its Usage function) to w.
+func printUsage(fs *flag.FlagSet, w io.Writer) {
+	fs.SetOutput(w)
+	defer fs.SetOutput(io.Discard)
+	fs.Usage()
+}
+
+// parseFailure handles what parsing and checking a command's arguments
+// returned: for -h or --help it prints fs's usage to stdout and returns
+// flag.ErrHelp (exit 0); a usage error gets the hint to fs's --help, and a
+// flag of another command is named as such.
+func parseFailure(fs *flag.FlagSet, s streams, err error) error {
+	if errors.Is(err, flag.ErrHelp) {
+		printUsage(fs, s.stdout)
+		return err
+	}
+	var se *statusError
+	if errors.As(err, &se) && se.code == exitUsage {
+		if name, ok := undefinedFlag(se.err); ok {
+			if owners, _ := flagOwners(name); len(owners) > 0 {
+				se.err = fmt.Errorf("%s has no flag -%s: it is a flag of %s", strings.TrimPrefix(fs.Name(), "zklock "), name, strings.Join(owners, " and "))
+			}
+		}
+	}
+	return withHint(fs.Name(), err)
+}
+
+// topFlagError is the usage error for err, from parsing the global flags
+// in front of the command sub (if any): a flag that is a command's own says
+// so; the hint is to sub's --help.
+func topFlagError(err error, sub string) *statusError {
+	se := &statusError{code: exitUsage, err: err}
+	if name, ok := undefinedFlag(err); ok {
+		if owners, _ := flagOwners(name); len(owners) > 0 {
+			se.err = fmt.Errorf("-%s is a flag of %s, not a global one: give it after the command", name, strings.Join(owners, " and "))
+		}
+	}
+	cmd := "zklock"
+	if sub == "run" || sub == "ls" || sub == "revoke" {
+		cmd += " " + sub
+	}
+	withHint(cmd, se)
+	return se
+}
+
+// subcommandOf returns the command in args, skipping the global flags of
+// fs (and commands' flags given too early) and their values, for when
+// parsing the global flags failed. An unknown flag is taken to have no
+// value.
+func subcommandOf(fs *flag.FlagSet, args []string) string {
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if a == "--" {
+			if i+1 < len(args) {
+				return args[i+1]
+			}
+			return ""
+		}
+		if len(a) < 2 || a[0] != '-' {
+			return a
+		}
+		name := strings.TrimLeft(a, "-")
+		if strings.Contains(name, "=") {
+			continue
+		}
+		f := fs.Lookup(name)
+		if f == nil {
+			_, f = flagOwners(name) // a command's flag, given too early
+		}
+		if f != nil && takesValue(f) {
+			i++ // the flag's value
+		}
+	}
+	return ""
+}
+
+// takesValue reports whether f is a flag with a value (not a bool flag).
+func takesValue(f *flag.Flag) bool {
+	b, ok := f.Value.(interface{ IsBoolFlag() bool })
+	return !ok || !b.IsBoolFlag()
+}
+
+// parseArgs parses fs over args, allowing flags after positional arguments
+// too (flag stops at the first positional one): it returns the positional
+// arguments. Anything after a "--" is positional.
+func parseArgs(fs *flag.FlagSet, args []string) ([]string, error) {
+	var pos []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				return nil, err
+			}
+			return nil, &statusError{code: exitUsage, err: err}
+		}
+		rest := fs.Args()
+		if len(rest) == 0 {
+			return pos, nil
+		}
+		// fs.Parse stopped at a positional argument, or after "--".
+		consumed := len(args) - len(rest)
+		if consumed > 0 && args[consumed-1] == "--" {
+			return append(pos, rest...), nil
+		}
+		pos = append(pos, rest[0])
+		args = rest[1:]
+	}
+}
+
+// parseOnePath parses fs over args and checks the global flags and the one
+// positional argument, a path called what ("PATH", "NODE"); hint says what
+// the argument is, for the usage error.
+func parseOnePath(fs *flag.FlagSet, g *globalOptions, args []string, what, hint string) (string, error) {
+	pos, err := parseArgs(fs, args)
+	if err != nil {
+		return "", err
+	}
+	if err := g.validate(); err != nil {
+		return "", err
+	}
+	if len(pos) != 1 {
+		return "", usageErrorf("%s wants exactly one %s%s, got %d arguments", fs.Name(), what, hint, len(pos))
+	}
+	return pos[0], validatePath(what, pos[0])
+}
+
+// validatePath checks a path given on the command line, called what.
+func validatePath(what, p string) error {
+	if err := framework.ValidatePath(p); err != nil {
+		return usageErrorf("%s %q: %v", what, p, err)
+	}
+	if p == "/" {
+		return usageErrorf("%s must not be the root", what)
+	}
+	return nil
+}

@@ -1,0 +1,318 @@
+//go:build linux
+
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/gocurator/curator/framework"
+	"github.com/gocurator/curator/internal/testutil"
+	"github.com/gocurator/curator/recipes"
+)
+
+// terminal is a tmux server of the test's own (on its own socket) showing
+// the built zklock in a pane of 200x60 characters, as an operator's
+// terminal shows it. zklock runs under sh, which says how it exited:
+// "[zklock exited N]" (sh ignores SIGINT; zklock gets Ctrl-C's).
+type terminal struct {
+	t    testing.TB
+	tmux string
+	sock string
+}
+
+// startTerminal runs the zklock binary with args, ZK_SERVERS pointing at
+// the shared server, in a new terminal, stopped (by pid) when the test ends.
+func startTerminal(t testing.TB, args ...string) *terminal {
+	t.Helper()
+	tmux, err := exec.LookPath("tmux")
+	if err != nil {
+		t.Fatal("tmux is needed (Debian package tmux; make deps installs it)")
+	}
+	dir, err := os.MkdirTemp("", "zklock-tmux-") // short: a socket path has at most 108 bytes
+	if err != nil {
+		t.Fatal(err)
+	}
+	term := &terminal{t: t, tmux: tmux, sock: filepath.Join(dir, "s")}
+	conf := filepath.Join(dir, "tmux.conf")
+	if err := os.WriteFile(conf, []byte("set -g remain-on-exit on\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	script := "trap '' INT; env ZK_SERVERS=" + server.Addr() + " " + zklockBinary(t)
+	for _, a := range args {
+		script += " '" + a + "'"
+	}
+	script += `; echo "[zklock exited $?]"`
+	if out, err := exec.Command(tmux, "-S", term.sock, "-f", conf, "new-session", "-d", "-x", "200", "-y", "60", "sh", "-c", script).CombinedOutput(); err != nil {
+		os.RemoveAll(dir)
+		t.Fatalf("tmux new-session: %v: %s", err, out)
+	}
+	serverPid, _ := strconv.Atoi(strings.TrimSpace(term.run("display-message", "-p", "#{pid}")))
+	t.Cleanup(func() {
+		pids := append(descendants(serverPid), serverPid) // sh, zklock (SIGHUP ends it), tmux
+		exec.Command(tmux, "-S", term.sock, "kill-server").Run()
+		for _, pid := range pids {
+			for deadline := time.Now().Add(10 * time.Second); syscall.Kill(pid, 0) == nil; time.Sleep(10 * time.Millisecond) {
+				if time.Now().After(deadline) {
+					syscall.Kill(pid, syscall.SIGKILL)
+					t.Errorf("pid %d outlived tmux's kill-server", pid)
+					break
+				}
+			}
+		}
+		os.RemoveAll(dir)
+	})
+	return term
+}
+
+// descendants returns the pids of pid's descendants, as /proc has them.
+func descendants(pid int) []int {
+	parent := map[int]int{}
+	dirs, _ := os.ReadDir("/proc")
+	for _, d := range dirs {
+		p, err := strconv.Atoi(d.Name())
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile("/proc/" + d.Name() + "/stat")
+		if err != nil {
+			continue
+		}
+		// pid (comm) state ppid ...; comm may hold spaces and parentheses.
+		if f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:])); len(f) > 1 {
+			parent[p], _ = strconv.Atoi(f[1])
+		}
+	}
+	var out []int
+	for frontier := []int{pid}; len(frontier) > 0; {
+		var next []int
+		for c, pp := range parent {
+			if slices.Contains(frontier, pp) {
+				next = append(next, c)
+			}
+		}
+		out, frontier = append(out, next...), next
+	}
+	return out
+}
+
+// run runs a tmux command against the terminal and returns its output.
+func (term *terminal) run(args ...string) string {
+	term.t.Helper()
+	out, err := exec.Command(term.tmux, append([]string{"-S", term.sock}, args...)...).Output()
+	if err != nil {
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			err = errors.New(err.Error() + ": " + string(ee.Stderr))
+		}
+		term.t.Fatalf("tmux %q: %v", args, err)
+	}
+	return string(out)
+}
+
+// screen returns what the terminal shows now.
+func (term *terminal) screen() string { return term.run("capture-pane", "-p") }
+
+// waitScreen polls the screen, at most until ctx ends, until check accepts
+// it, and returns it. Polling is the only way to learn what a terminal
+// shows: it waits on a condition, not a time.
+func (term *terminal) waitScreen(ctx context.Context, what string, check func(screen string) bool) string {
+	term.t.Helper()
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		s := term.screen()
+		if check(s) {
+			return s
+		}
+		select {
+		case <-tick.C:
+		case <-ctx.Done():
+			term.t.Fatalf("the screen never showed %s; it shows:\n%s", what, s)
+		}
+	}
+}
+
+// waitFor waits until the screen shows every one of texts.
+func (term *terminal) waitFor(ctx context.Context, texts ...string) string {
+	term.t.Helper()
+	return term.waitScreen(ctx, strconv.Quote(strings.Join(texts, `", "`)), func(s string) bool {
+		for _, x := range texts {
+			if !strings.Contains(s, x) {
+				return false
+			}
+		}
+		return true
+	})
+}
+
+// waitExit waits until zklock has exited and returns its status.
+func (term *terminal) waitExit(ctx context.Context) int {
+	term.t.Helper()
+	exited := regexp.MustCompile(`\[zklock exited (\d+)\]`)
+	m := exited.FindStringSubmatch(term.waitScreen(ctx, "zklock's exit", exited.MatchString))
+	status, _ := strconv.Atoi(m[1])
+	return status
+}
+
+// holderRow returns the screen's line for the holder of a mutex, "" if none.
+func holderRow(screen string) string {
+	for _, l := range strings.Split(screen, "\n") {
+		if f := strings.Fields(l); len(f) > 2 && f[1] == "holder" {
+			return l
+		}
+	}
+	return ""
+}
+
+// ls --watch in a terminal, on a mutex that does not exist yet: it redraws
+// as holders come and go, after the empty path is reaped and when it is
+// made again, and Ctrl-C ends it with status 0.
+func TestBinaryLsWatchMutex(t *testing.T) {
+	ctx, base := testutil.Begin(t, server.Addr())
+	conn := testutil.Connect(t, server.Addr())
+	path := base + "/lock"
+	createNode(t, conn, base)
+	term := startTerminal(t, "ls", "--watch", path)
+	term.waitFor(ctx, "zklock ls --watch "+path, "connection CONNECTED", path+": no participants (no node there")
+
+	mu, err := recipes.NewInterProcessMutex(newClient(t, ""), path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	first, second := mu.NewHandle(), mu.NewHandle()
+	if err := first.Acquire(ctx); err != nil {
+		t.Fatal(err)
+	}
+	_, firstNode := framework.SplitPath(first.LockPath())
+	term.waitFor(ctx, "; 1 holding", firstNode)
+
+	acquired := make(chan error, 1)
+	go func() { acquired <- second.Acquire(ctx) }()
+	term.waitFor(ctx, "; 1 holding, 1 waiting")
+	if err := first.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := testutil.Recv(t, acquired, "the second holder's acquire"); err != nil {
+		t.Fatal(err)
+	}
+	_, secondNode := framework.SplitPath(second.LockPath())
+	term.waitScreen(ctx, "the second holder holding", func(s string) bool {
+		return strings.Contains(holderRow(s), secondNode) && !strings.Contains(s, "waiting")
+	})
+
+	// Released: the path is empty, then reaped by the server, then made again.
+	if err := second.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	term.waitFor(ctx, path+": no participants (no node there")
+	if err := first.Acquire(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer first.Release(context.Background())
+	_, firstNode = framework.SplitPath(first.LockPath())
+	term.waitScreen(ctx, "the first holder holding again", func(s string) bool {
+		return strings.Contains(holderRow(s), firstNode)
+	})
+
+	term.run("send-keys", "C-c")
+	if status := term.waitExit(ctx); status != 0 {
+		t.Errorf("Ctrl-C: status %d, screen:\n%s", status, term.screen())
+	}
+}
+
+// ls --watch in a terminal, on a semaphore (PATH/locks and PATH/leases,
+// each a container of its own): leases taken and returned are redrawn.
+func TestBinaryLsWatchSemaphore(t *testing.T) {
+	ctx, base := testutil.Begin(t, server.Addr())
+	conn := testutil.Connect(t, server.Addr())
+	path := base + "/sem"
+	createNode(t, conn, base)
+	term := startTerminal(t, "ls", "--watch", "--max-leases", "2", path)
+	term.waitFor(ctx, path+": no participants (no node there")
+
+	sem, err := recipes.NewInterProcessSemaphoreV2(newClient(t, ""), path, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var leases []*recipes.Lease
+	defer func() { recipes.ReturnAll(context.Background(), leases) }()
+	for _, want := range []string{"limit 2; 1 leases held", "limit 2; 2 leases held"} {
+		l, err := sem.Acquire(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		leases = append(leases, l)
+		_, node := framework.SplitPath(l.Path())
+		term.waitFor(ctx, want, "leases/"+node)
+	}
+	if err := leases[0].Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	_, gone := framework.SplitPath(leases[0].Path())
+	term.waitScreen(ctx, "one lease returned", func(s string) bool {
+		return strings.Contains(s, "limit 2; 1 leases held") && !strings.Contains(s, gone)
+	})
+	term.run("send-keys", "C-c")
+	if status := term.waitExit(ctx); status != 0 {
+		t.Errorf("Ctrl-C: status %d", status)
+	}
+}
+
+// ls --watch --json, to a pipe: one JSON object per line, a line per
+// change; SIGINT ends it with status 0.
+func TestBinaryLsWatchJSON(t *testing.T) {
+	ctx, path := testutil.Begin(t, server.Addr())
+	p := startZklock(t, "--json", "ls", "--watch", path+"/lock")
+	p.stdout.waitFor(ctx, t, `"exists":false`)
+	h := holdMutex(ctx, t, path+"/lock")
+	p.stdout.waitFor(ctx, t, `"role":"holder"`)
+	if err := p.cmd.Process.Signal(syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	if code := p.wait(ctx, t); code != 0 {
+		t.Errorf("SIGINT: status %d, stderr %q", code, p.stderr.String())
+	}
+	lines := jsonLines(t, p.stdout.String())
+	last := lines[len(lines)-1]
+	if len(lines) < 2 || lines[0]["exists"] != false || last["recipe"] != "mutex" || p.stderr.String() != "" {
+		t.Fatalf("lines %v, stderr %q", lines, p.stderr.String())
+	}
+	if ps, _ := last["participants"].([]any); len(ps) != 1 || ps[0].(map[string]any)["path"] != h.LockPath() {
+		t.Errorf("last line's participants %v, want the holder %s", last["participants"], h.LockPath())
+	}
+}
+
+// ls --watch of a parent of locks redraws when a lock below it changes,
+// not only when PATH's own children do.
+func TestBinaryLsWatchParentJSON(t *testing.T) {
+	ctx, path := testutil.Begin(t, server.Addr())
+	conn := testutil.Connect(t, server.Addr())
+	createNode(t, conn, path)
+	holdMutex(ctx, t, path+"/app/a")
+	p := startZklock(t, "--json", "ls", "--watch", path)
+	p.stdout.waitFor(ctx, t, `"recipe":"parent"`)
+	mu, err := recipes.NewInterProcessMutex(newClient(t, ""), path+"/app/a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	testutil.Queued(t, conn, path+"/app/a", 2, mu.NewHandle().Acquire)
+	p.stdout.waitFor(ctx, t, `"role":"waiting"`)
+	if err := p.cmd.Process.Signal(syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	if code := p.wait(ctx, t); code != 0 {
+		t.Errorf("SIGINT: status %d, stderr %q", code, p.stderr.String())
+	}
+}

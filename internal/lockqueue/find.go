@@ -1,0 +1,66 @@
+package lockqueue
+
+import (
+	"context"
+	"fmt"
+	"sort"
+
+	"github.com/gocurator/curator/framework"
+)
+
+// findBudget bounds the listings one Find makes.
+const findBudget = 256
+
+// Find returns the lock paths below path, nearest first and in name order
+// within a level: nodes at most depth levels below path that IsLock would
+// call locks, at most max of them. It does not look below a lock. more is
+// true when it stopped (at max, or after findBudget listings) with nodes
+// left to look at.
+func Find(ctx context.Context, client *framework.Client, path string, depth, max int) (locks []string, more bool, err error) {
+	type node struct {
+		path  string
+		depth int
+	}
+	queue := []node{{path, 0}}
+	for listed := 0; len(queue) > 0; listed++ {
+		if len(locks) >= max || listed >= findBudget {
+			return locks, true, nil
+		}
+		n := queue[0]
+		queue = queue[1:]
+		names, err := children(ctx, client, n.path)
+		if err != nil {
+			return nil, false, fmt.Errorf("looking for locks below %s: %w", path, err)
+		}
+		if n.depth > 0 {
+			recipe, err := recipeAt(ctx, client, n.path, names)
+			if err != nil {
+				return nil, false, fmt.Errorf("looking for locks below %s: %w", path, err)
+			}
+			if recipe != RecipeNone {
+				locks = append(locks, n.path)
+				continue
+			}
+		}
+		if n.depth == depth {
+			continue
+		}
+		sort.Strings(names)
+		for _, c := range names {
+			queue = append(queue, node{framework.JoinPath(n.path, c), n.depth + 1})
+		}
+	}
+	return locks, false, nil
+}
+
+// IsLock reports whether path is a lock path: its children include mutex,
+// read-write or latch nodes, or it has a semaphore's leases (or locks)
+// child holding lease (or lock) nodes.
+func IsLock(ctx context.Context, client *framework.Client, path string) (bool, error) {
+	names, err := children(ctx, client, path)
+	if err != nil {
+		return false, err
+	}
+	recipe, err := recipeAt(ctx, client, path, names)
+	return recipe != RecipeNone, err
+}
