@@ -24,7 +24,16 @@
 // is told as an acquisition is). After a loss IsHeld
 // is false, a reentrant Acquire fails with ErrLockLost, and Release still
 // deletes the node but returns ErrLockLost, so the owner learns that its
-// work was not protected all along. WithLock does all this in one call.
+// work was not protected all along. WithLock does all this in one call. A
+// lost lock does not wedge the others: the node of a lock or lease lost at
+// SUSPENDED is deleted by the library, Release or not, once the servers
+// could have expired the session (so the holder keeps that margin to stop).
+//
+// Misuse never crashes the process: every method of a zero value or nil
+// pointer of an exported type returns an error wrapping ErrBadArgument, nil
+// listeners are ignored, and a listener that panics is logged. Every type
+// with Start and Close follows one rule: Start twice, or after Close, is
+// ErrInvalidState; Close is idempotent.
 //
 // A lock cannot stop a paused or partitioned process from acting after
 // another has taken over: the resource it protects must check a fencing
