@@ -85,16 +85,7 @@ func TestLostGrantLeavesNothingBehind(t *testing.T) {
 			if err := rival.Release(ctx); err != nil {
 				t.Fatal(err)
 			}
-			testutil.ErrorIs(t, o.Release(ctx), ErrLockLost)
-			if err := o.Err(); !errors.Is(err, ErrNotHeld) {
-				t.Fatalf("Err after the late release = %v, want ErrNotHeld", err)
-			}
-			if err := o.Acquire(ctx); err != nil {
-				t.Fatalf("Acquire after the late release = %v", err)
-			}
-			if err := o.Release(ctx); err != nil {
-				t.Fatal(err)
-			}
+			releaseLost(ctx, t, o)
 		})
 	}
 }
