@@ -28,33 +28,34 @@ func call[T any](ctx context.Context, c *Client, op, path, arg string, attempt f
 // cuts an attempt short while it is in flight, *abandoned is set to a channel
 // closed when that attempt has ended.
 //
-// The first attempt runs outside the retry machinery (retry.DoAfter takes
-// over only after a failure), so that a call that succeeds at once builds
-// none of it.
+// The first attempt runs outside the retry machinery (retry.Do takes over,
+// with retry.FirstAttempt, only after a retryable failure), so that a call
+// that succeeds at once builds none of it.
 func retryLoop[T any](ctx context.Context, c *Client, op, path, arg string, attempt attempter[T], abandoned *<-chan struct{}) (T, error) {
 	var out T
-	if ctx == nil {
+	switch {
+	case ctx == nil:
 		return out, invalidArgument("nil context")
-	}
-	if c.IsClosed() {
+	case !c.usable():
+		return out, errUnusable
+	case c.IsClosed():
 		return out, ErrClosed
-	}
-	if err := retry.ContextError(ctx); err != nil {
-		return out, err
+	case ctx.Err() != nil:
+		return out, retry.Do(ctx, nil, noAttempt) // Do's error for an ended context
 	}
 	start := time.Now()
 	out, err := attemptOnce(ctx, c, arg, attempt, abandoned)
 	if err == nil {
 		return out, nil
 	}
-	if !c.retryable(err) && !errors.Is(err, zk.ErrNoServer) {
+	if !c.retryable(err) {
 		return out, err // the common failure (NoNode, NodeExists...) builds no retry machinery
 	}
-	err = retry.DoAfter(ctx, c.policy, start, err, func(ctx context.Context) error {
+	err = retry.Do(ctx, c.policy, func(ctx context.Context) error {
 		v, err := attemptOnce(ctx, c, arg, attempt, abandoned)
 		out = v
 		return err
-	}, retry.OnRetry(func(err error, n int, wait time.Duration) {
+	}, retry.FirstAttempt(start, err), retry.OnRetry(func(err error, n int, wait time.Duration) {
 		c.log.Debug("retrying", zap.String("op", op), zap.String("path", path),
 			zap.Int("retry", n), zap.Duration("wait", wait), zap.Error(err))
 	}))
@@ -63,6 +64,9 @@ func retryLoop[T any](ctx context.Context, c *Client, op, path, arg string, atte
 	}
 	return out, err
 }
+
+// noAttempt is the attempt of a call whose context has ended: never made.
+func noAttempt(context.Context) error { return nil }
 
 // attemptOnce is one attempt of retryLoop: wait for a connection, then run
 // attempt on it as long as ctx allows. The value is the attempt's, even on

@@ -61,24 +61,24 @@ func (li *lockInternals) acquire(ctx context.Context, a attempt) (*grant, error)
 // each call, by the client. The first run is made here, so that an attempt
 // that does not meet a vanished node builds no retry machinery.
 func retryVanished(ctx context.Context, client *framework.Client, base string, once func() (*grant, error)) (*grant, error) {
-	if err := retry.ContextError(ctx); err != nil {
-		return nil, err
-	}
 	start := time.Now()
 	got, err := once()
 	if !errors.Is(err, errNodeVanished) {
 		return got, err
 	}
-	err = retry.DoAfter(ctx, client.RetryPolicy(), start, err, func(context.Context) error {
+	err = retry.Do(ctx, client.RetryPolicy(), func(context.Context) error {
 		var err error
 		got, err = once()
 		return err
-	}, retry.RetryIf(func(err error) bool { return errors.Is(err, errNodeVanished) }),
+	}, retry.FirstAttempt(start, err), retry.RetryIf(vanished),
 		retry.OnRetry(func(error, int, time.Duration) {
 			client.Logger().Info("lock node vanished; creating a new one", zap.String("lock", base))
 		}))
 	return got, err
 }
+
+// vanished reports whether err says our node vanished.
+func vanished(err error) bool { return errors.Is(err, errNodeVanished) }
 
 // attemptOnce creates a node and waits on it; on failure it deletes it.
 func (li *lockInternals) attemptOnce(ctx context.Context, a attempt) (*grant, error) {

@@ -14,11 +14,32 @@ import (
 var ErrNilOperation = errors.New("gocurator: retry: nil operation")
 
 // DoOption configures a call of [Do].
-type DoOption func(*doOptions)
+type DoOption interface{ applyDo(doOptions) doOptions }
 
 type doOptions struct {
 	onRetry   func(err error, retryCount int, wait time.Duration)
 	retryable func(err error) bool
+	resume    bool // the caller made the first attempt: begun at start, it failed with first
+	start     time.Time
+	first     error
+}
+
+type onRetryOption func(err error, retryCount int, wait time.Duration)
+
+func (f onRetryOption) applyDo(o doOptions) doOptions { o.onRetry = f; return o }
+
+type retryIfOption func(err error) bool
+
+func (f retryIfOption) applyDo(o doOptions) doOptions { o.retryable = f; return o }
+
+type firstAttemptOption struct {
+	start time.Time
+	err   error
+}
+
+func (f firstAttemptOption) applyDo(o doOptions) doOptions {
+	o.resume, o.start, o.first = true, f.start, f.err
+	return o
 }
 
 // OnRetry returns a [DoOption] that makes [Do] call hook before each wait,
@@ -26,38 +47,53 @@ type doOptions struct {
 // with (0 before the first retry) and the wait the policy chose. The hook
 // runs on Do's goroutine; a nil hook is ignored.
 func OnRetry(hook func(err error, retryCount int, wait time.Duration)) DoOption {
-	return func(o *doOptions) { o.onRetry = hook }
-}
-
-func newDoOptions(opts []DoOption) *doOptions {
-	o := &doOptions{}
-	for _, opt := range opts {
-		if opt != nil {
-			opt(o)
-		}
-	}
-	return o
-}
-
-// retry reports whether err is to be retried under p.
-func (o *doOptions) retry(p Policy, err error) bool {
-	if o.retryable != nil {
-		return o.retryable(err)
-	}
-	return Retryable(p, err)
+	return onRetryOption(hook)
 }
 
 // RetryIf returns a [DoOption] that makes [Do] retry the errors for which
 // retryable returns true, instead of those [Retryable] names: a loop of its
 // own over the policy's waits, for a cause of its own (a lock recipe
 // retries its vanished node so). A nil retryable is ignored.
-func RetryIf(retryable func(err error) bool) DoOption {
-	return func(o *doOptions) { o.retryable = retryable }
+func RetryIf(retryable func(err error) bool) DoOption { return retryIfOption(retryable) }
+
+// FirstAttempt returns a [DoOption] for a caller that made the first
+// attempt itself, begun at start, and got err (not nil): [Do] then goes on
+// from there exactly as if it had made that attempt (the policy is asked
+// with the same counts and elapsed time). A caller whose first attempt
+// usually succeeds so builds no retry machinery (its options, which often
+// capture variables and so allocate) unless it fails:
+//
+//	start := time.Now()
+//	if err := op(ctx); err != nil {
+//		return retry.Do(ctx, p, op, retry.FirstAttempt(start, err), retry.OnRetry(hook))
+//	}
+//
+// The caller must have checked ctx before its attempt, as Do does. A nil
+// err makes Do return nil at once.
+func FirstAttempt(start time.Time, err error) DoOption { return firstAttemptOption{start, err} }
+
+func newDoOptions(opts []DoOption) doOptions {
+	var o doOptions
+	for _, opt := range opts {
+		if opt != nil {
+			o = opt.applyDo(o)
+		}
+	}
+	return o
 }
 
-// Do calls op until it returns nil, returns an error that is not retryable for p,
-// or p refuses another retry; the waits between attempts use ctx, so cancelling ctx
-// stops a wait at once. It is the counterpart of Curator's RetryLoop.callWithRetry.
+// retry reports whether err is to be retried under p.
+func (o doOptions) retry(p Policy, err error) bool {
+	if o.retryable != nil {
+		return o.retryable(err)
+	}
+	return Retryable(p, err)
+}
+
+// Do calls op until it returns nil, returns an error that is not retryable
+// for p, or p refuses another retry; the waits between attempts use ctx, so
+// cancelling ctx stops a wait at once. It is the counterpart of Curator's
+// RetryLoop.callWithRetry.
 //
 // When p gives up or the error is not retryable (see [Retryable], or
 // [RetryIf]), Do returns op's last error as is (not re-wrapped). When ctx
@@ -65,9 +101,10 @@ func RetryIf(retryable func(err error) bool) DoOption {
 // errors.Is(err, ctx.Err()) is true and, if op had failed before,
 // errors.Is(err, lastErr) is true too (and errors.Is(err,
 // context.Cause(ctx)) when the cause differs). In particular, if ctx is
-// already done when Do is called, op is not called at all. Do checks ctx
-// before every attempt, so op is never started after ctx has ended; ctx is
-// also handed to op, which should honour it.
+// already done when Do is called, op is not called at all: a caller may
+// call Do for its error of an ended context. Do checks ctx before every
+// attempt, so op is never started after ctx has ended; ctx is also handed
+// to op, which should honour it.
 //
 // Whether an error is retried is decided by [Retryable](p, err) alone; in
 // particular a *backoff.PermanentError returned by op has no special meaning.
@@ -76,9 +113,11 @@ func RetryIf(retryable func(err error) bool) DoOption {
 // a nil p never retries, a nil op makes Do return [ErrNilOperation], and
 // nil opts are ignored. A negative wait from p is treated as 0.
 //
-// Do runs op on the caller's goroutine and starts no goroutines. The waits
-// are backoff's: p as a backoff.BackOff, which backoff.WithContext stops
-// when ctx ends. An op that succeeds at once costs Do no allocation.
+// The first attempt runs on the caller's goroutine with nothing built
+// around it: an op that succeeds at once costs Do no allocation. After a
+// retryable failure Do hands the loop to backoff's (backoff.RetryNotify),
+// with p as a backoff.BackOff ([AsBackOff]) stopped by ctx
+// (backoff.WithContext), and OnRetry as its notify.
 func Do(ctx context.Context, p Policy, op func(ctx context.Context) error, opts ...DoOption) error {
 	if ctx == nil {
 		ctx = context.Background()
@@ -86,79 +125,66 @@ func Do(ctx context.Context, p Policy, op func(ctx context.Context) error, opts 
 	if op == nil {
 		return ErrNilOperation
 	}
-	start := time.Now()
-	if ctx.Err() != nil {
-		return ctxDoneError(ctx, nil)
+	o := newDoOptions(opts)
+	start, err := o.start, o.first
+	if !o.resume {
+		if ctx.Err() != nil {
+			return ctxDoneError(ctx, nil)
+		}
+		start = time.Now()
+		err = op(ctx)
 	}
-	err := op(ctx)
-	if err == nil {
-		return nil
+	if err == nil || !o.retry(p, err) {
+		return err
 	}
-	return DoAfter(ctx, p, start, err, op, opts...)
+	return retrying(ctx, p, op, o, start, err)
 }
 
-// DoAfter is [Do] after its first attempt: that attempt, begun at start,
-// returned first (not nil), and DoAfter goes on from there exactly as Do
-// would (the policy is asked with the same counts and elapsed time), and
-// returns what Do would. A caller that makes the first attempt itself pays
-// for the retry machinery (its options, which often capture variables and
-// so allocate) only when that attempt fails:
-//
-//	start := time.Now()
-//	if err := op(ctx); err != nil {
-//		return retry.DoAfter(ctx, p, start, err, op, retry.OnRetry(hook))
-//	}
-//
-// The caller must have checked ctx before its attempt, as Do does
-// (ContextError gives Do's error for an ended ctx). A nil
-// ctx, p or op is treated as by Do; a nil first makes DoAfter return nil.
-func DoAfter(ctx context.Context, p Policy, start time.Time, first error, op func(ctx context.Context) error, opts ...DoOption) error {
-	if first == nil {
-		return nil
-	}
-	if ctx == nil {
-		ctx = context.Background()
-	}
-	if op == nil {
-		return ErrNilOperation
-	}
-	var (
-		o       = newDoOptions(opts)
-		waits   backoff.BackOff // made at the first retry
-		retries *policyBackOff
-		lastErr error
-		err     = first
-	)
-	for {
-		if !o.retry(p, err) {
-			return err
-		}
-		lastErr = err
-		if waits == nil {
-			retries = &policyBackOff{p: p, start: start}
-			waits = backoff.WithContext(retries, ctx)
-		}
-		wait := waits.NextBackOff()
-		if wait == backoff.Stop {
-			if ctx.Err() != nil {
-				return ctxDoneError(ctx, err)
-			}
-			return err
-		}
-		if o.onRetry != nil {
-			o.onRetry(err, retries.retries-1, wait)
-		}
-		if Sleep(ctx, wait) != nil {
-			return ctxDoneError(ctx, err)
+// retrying is Do after a first attempt, begun at start, failed with first,
+// a retryable error: backoff's loop, whose first call of the operation
+// gives that attempt's error back.
+func retrying(ctx context.Context, p Policy, op func(ctx context.Context) error, o doOptions, start time.Time, first error) error {
+	waits := &policyBackOff{p: p, start: start, resumed: true}
+	lastErr, replayed := first, false
+	err := backoff.RetryNotify(func() error {
+		if !replayed {
+			replayed = true
+			return opFailed{first} // the attempt already made
 		}
 		if ctx.Err() != nil {
-			return ctxDoneError(ctx, lastErr)
+			return backoff.Permanent(ctxDoneError(ctx, lastErr))
 		}
-		if err = op(ctx); err == nil {
+		err := op(ctx)
+		if err == nil {
 			return nil
 		}
+		lastErr = err
+		if !o.retry(p, err) {
+			return backoff.Permanent(opFailed{err})
+		}
+		return opFailed{err}
+	}, backoff.WithContext(waits, ctx), func(err error, wait time.Duration) {
+		if o.onRetry != nil {
+			o.onRetry(err.(opFailed).err, waits.retries-1, wait)
+		}
+	})
+	switch e := err.(type) {
+	case opFailed:
+		return e.err
+	case nil:
+		return nil
 	}
+	if err == ctx.Err() {
+		return ctxDoneError(ctx, lastErr) // backoff's bare ctx.Err(): say what failed too
+	}
+	return err
 }
+
+// opFailed carries op's error through backoff's loop, which must not look
+// into it: a *backoff.PermanentError of op's means nothing special to Do.
+type opFailed struct{ err error }
+
+func (e opFailed) Error() string { return e.err.Error() }
 
 // Sleep waits for d, or until ctx ends; then it returns ctx.Err(). A d of
 // zero or less does not wait.
@@ -174,16 +200,6 @@ func Sleep(ctx context.Context, d time.Duration) error {
 	case <-ctx.Done():
 		return ctx.Err()
 	}
-}
-
-// ContextError returns the error Do returns, without an attempt, when ctx
-// has ended before it (nil while ctx lives): for a caller of DoAfter, which
-// makes its first attempt itself, to check ctx as Do does.
-func ContextError(ctx context.Context) error {
-	if ctx == nil || ctx.Err() == nil {
-		return nil
-	}
-	return ctxDoneError(ctx, nil)
 }
 
 // ctxDoneError builds the error Do returns when ctx has ended.
@@ -202,18 +218,30 @@ func ctxDoneError(ctx context.Context, lastErr error) error {
 	}
 }
 
-// policyBackOff is a Policy as a backoff.BackOff, for one call of Do: each
-// NextBackOff asks the policy about the next retry. It has no cap of its
-// own: only the policy (and ctx, through backoff.WithContext) end the
-// retries.
+// AsBackOff returns p as a backoff.BackOff, Curator's policy in
+// cenkalti/backoff's terms: each NextBackOff asks p about the next retry,
+// with the retries allowed so far and the time since the BackOff was made
+// (or last Reset), and returns its wait, or backoff.Stop when p refuses.
+// It keeps that count: make one per retry loop. It has no cap of its own
+// (unlike backoff.ExponentialBackOff's 15 minutes of MaxElapsedTime): only
+// the policy ends the retries. A nil p never retries.
+func AsBackOff(p Policy) backoff.BackOff { return &policyBackOff{p: p, start: time.Now()} }
+
+// policyBackOff is a Policy as a backoff.BackOff.
 type policyBackOff struct {
 	p       Policy
-	start   time.Time // when Do made its first attempt
+	start   time.Time // when the first attempt began
 	retries int       // retries allowed so far
+	resumed bool      // Do's: start is the caller's first attempt, which Reset keeps
 }
 
-// Reset does nothing: a policyBackOff lives for one call of Do.
-func (b *policyBackOff) Reset() {}
+// Reset starts counting again (backoff's loop calls it as it begins: Do's
+// own keeps the count of the attempt made before).
+func (b *policyBackOff) Reset() {
+	if !b.resumed {
+		b.start, b.retries = time.Now(), 0
+	}
+}
 
 func (b *policyBackOff) NextBackOff() time.Duration {
 	if b.p == nil {

@@ -329,10 +329,11 @@ func TestSleep(t *testing.T) {
 	}
 }
 
-// DoAfter goes on from a first attempt made by its caller exactly as Do
-// would: the same attempts, the same questions to the policy (its elapsed
-// time counted from the first attempt's start), the same result.
-func TestDoAfterContinuesAsDo(t *testing.T) {
+// Do after a FirstAttempt goes on from a first attempt made by its caller
+// exactly as Do would: the same attempts, the same questions to the policy
+// (its elapsed time counted from the first attempt's start), the same
+// result.
+func TestFirstAttemptContinuesAsDo(t *testing.T) {
 	e := zk.ErrNoServer
 	for _, tc := range []struct {
 		name string
@@ -345,16 +346,16 @@ func TestDoAfterContinuesAsDo(t *testing.T) {
 		{"not retryable after a retry", []error{e, zk.ErrNoNode}, func() Policy { return NewNTimes(3, 0) }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			doCalls, afterCalls := 0, 1 // the caller made the first attempt of DoAfter's run
+			doCalls, afterCalls := 0, 1 // the caller made the first attempt of the second run
 			var doHooks, afterHooks []retryEvent
 			hook := func(events *[]retryEvent) DoOption {
 				return OnRetry(func(err error, rc int, wait time.Duration) { *events = append(*events, retryEvent{err, rc, wait}) })
 			}
 			doErr := Do(safetyCtx(t), tc.p(), script(&doCalls, tc.errs...), hook(&doHooks))
 			op := script(&afterCalls, tc.errs...)
-			afterErr := DoAfter(safetyCtx(t), tc.p(), time.Now(), tc.errs[0], op, hook(&afterHooks))
+			afterErr := Do(safetyCtx(t), tc.p(), op, FirstAttempt(time.Now(), tc.errs[0]), hook(&afterHooks))
 			if doErr != afterErr || doCalls != afterCalls || fmt.Sprint(doHooks) != fmt.Sprint(afterHooks) {
-				t.Fatalf("Do: %v after %d calls, retries %v; DoAfter: %v after %d calls, retries %v",
+				t.Fatalf("Do: %v after %d calls, retries %v; after a FirstAttempt: %v after %d calls, retries %v",
 					doErr, doCalls, doHooks, afterErr, afterCalls, afterHooks)
 			}
 		})
@@ -362,28 +363,36 @@ func TestDoAfterContinuesAsDo(t *testing.T) {
 	p := &recordPolicy{}
 	start := time.Now().Add(-time.Hour)
 	calls := 1
-	if err := DoAfter(safetyCtx(t), p, start, e, script(&calls, e)); err != nil || len(p.elaps) != 1 || p.elaps[0] < time.Hour {
+	if err := Do(safetyCtx(t), p, script(&calls, e), FirstAttempt(start, e)); err != nil || len(p.elaps) != 1 || p.elaps[0] < time.Hour {
 		t.Fatalf("err %v, policy asked with elapsed %v: want it counted from start, an hour ago", err, p.elaps)
 	}
-	if err := DoAfter(safetyCtx(t), p, start, nil, script(&calls)); err != nil {
-		t.Fatalf("DoAfter of a first attempt that succeeded = %v", err)
+	if err := Do(safetyCtx(t), p, script(&calls), FirstAttempt(start, nil)); err != nil {
+		t.Fatalf("Do after a first attempt that succeeded = %v", err)
 	}
 }
 
-// ContextError is nil while ctx lives, and once it has ended, the error Do
-// returns for it without an attempt (with the cancel cause, if any).
-func TestContextError(t *testing.T) {
-	live := safetyCtx(t)
-	if err := ContextError(live); err != nil {
-		t.Fatalf("ContextError of a live context = %v", err)
-	}
+// Do of an ended context makes no attempt and returns an error wrapping
+// the context's error and its cause.
+func TestDoOfAnEndedContext(t *testing.T) {
 	cause := errors.New("shutting down")
-	ended, cancel := context.WithCancelCause(live)
+	ended, cancel := context.WithCancelCause(safetyCtx(t))
 	cancel(cause)
 	calls := 0
-	doErr := Do(ended, NewNTimes(3, 0), script(&calls))
-	err := ContextError(ended)
-	if calls != 0 || err == nil || err.Error() != doErr.Error() || !errors.Is(err, context.Canceled) || !errors.Is(err, cause) {
-		t.Fatalf("ContextError = %v; Do = %v after %d calls; want Do's error, wrapping context.Canceled and the cause", err, doErr, calls)
+	err := Do(ended, NewNTimes(3, 0), script(&calls))
+	if calls != 0 || !errors.Is(err, context.Canceled) || !errors.Is(err, cause) {
+		t.Fatalf("Do = %v after %d calls; want no call, and an error wrapping context.Canceled and the cause", err, calls)
+	}
+}
+
+// AsBackOff is a policy as a backoff.BackOff: backoff's own loop, driven by
+// Curator's policy, retries as the policy allows and stops when it refuses.
+func TestAsBackOff(t *testing.T) {
+	calls := 0
+	err := backoff.Retry(func() error { calls++; return zk.ErrNoServer }, AsBackOff(NewNTimes(3, 0)))
+	if calls != 4 || !errors.Is(err, zk.ErrNoServer) {
+		t.Fatalf("backoff.Retry with NTimes(3) as a BackOff: %v after %d calls, want 4 calls", err, calls)
+	}
+	if b := AsBackOff(nil); b.NextBackOff() != backoff.Stop {
+		t.Fatal("a nil policy's BackOff does not stop")
 	}
 }

@@ -12,6 +12,17 @@
 // The difference is that a Go policy does not sleep itself: it returns the
 // wait and [Do] performs it, so that the wait can be cut short by a context.
 //
+// # On cenkalti/backoff
+//
+// [Do] is backoff's retry loop (backoff.RetryNotify, stopped by the context
+// through backoff.WithContext, its notify as [OnRetry]) driven by Curator's
+// policies: [AsBackOff] makes any [Policy] a backoff.BackOff, which users
+// may hand to backoff's own functions too. Do adds what Curator's loop
+// does and backoff's does not: only retryable errors are retried (see
+// below), a context that has ended before the first attempt makes none,
+// and the first attempt runs with nothing built around it, so that a call
+// that succeeds at once allocates nothing.
+//
 // Which errors are retryable follows Curator 5.4
 // (RetryLoop.shouldRetry): only connection loss, operation timeout, session
 // moved and session expired. Every other error, including ZooKeeper's
@@ -32,6 +43,7 @@
 //	SessionFailedRetryPolicy            NewSessionFailed
 //	RetryLoop.callWithRetry             Do
 //	RetryLoop.isRetryException          IsRetryable
+//	(a policy as a backoff.BackOff)     AsBackOff
 //
 // Curator rejects bad constructor arguments with exceptions; this package
 // never panics and instead clamps them to the nearest valid value, as each

@@ -35,7 +35,13 @@ type ExponentialBackoff struct {
 
 // ExponentialOption configures [NewExponentialBackoff] and
 // [NewBoundedExponentialBackoff].
-type ExponentialOption func(*exponentialOptions)
+type ExponentialOption interface {
+	applyExponential(exponentialOptions) exponentialOptions
+}
+
+type exponentialOptionFunc func(exponentialOptions) exponentialOptions
+
+func (f exponentialOptionFunc) applyExponential(o exponentialOptions) exponentialOptions { return f(o) }
 
 type exponentialOptions struct {
 	maxSleep time.Duration
@@ -46,7 +52,7 @@ type exponentialOptions struct {
 // argument). The default is no cap. A negative d is treated as 0, which
 // makes every sleep 0.
 func WithMaxSleep(d time.Duration) ExponentialOption {
-	return func(o *exponentialOptions) { o.maxSleep = max(d, 0) }
+	return exponentialOptionFunc(func(o exponentialOptions) exponentialOptions { o.maxSleep = max(d, 0); return o })
 }
 
 // WithRand makes the policy draw its random numbers from src instead of the
@@ -56,7 +62,7 @@ func WithMaxSleep(d time.Duration) ExponentialOption {
 // but it must not be used elsewhere at the same time. A nil src restores
 // the default.
 func WithRand(src rand.Source) ExponentialOption {
-	return func(o *exponentialOptions) { o.src = src }
+	return exponentialOptionFunc(func(o exponentialOptions) exponentialOptions { o.src = src; return o })
 }
 
 // NewExponentialBackoff returns Curator's ExponentialBackoffRetry(base,
@@ -71,7 +77,7 @@ func NewExponentialBackoff(base time.Duration, maxRetries int, opts ...Exponenti
 	o := exponentialOptions{maxSleep: unlimitedSleep}
 	for _, opt := range opts {
 		if opt != nil {
-			opt(&o)
+			o = opt.applyExponential(o)
 		}
 	}
 	e := &ExponentialBackoff{

@@ -17,7 +17,11 @@ const (
 )
 
 // Option configures a Server or an Ensemble.
-type Option func(*config)
+type Option interface{ apply(*config) }
+
+type optionFunc func(*config)
+
+func (f optionFunc) apply(c *config) { f(c) }
 
 type config struct {
 	tickTime       time.Duration
@@ -68,7 +72,7 @@ func newConfig(opts []Option) config {
 	}
 	for _, o := range opts {
 		if o != nil {
-			o(&c)
+			o.apply(&c)
 		}
 	}
 	if c.tickTime < time.Millisecond {
@@ -92,45 +96,45 @@ func newConfig(opts []Option) config {
 // WithTickTime sets ZooKeeper's tickTime (default 100ms). Session expiry is
 // checked once per tick, so a small tick makes expiry prompt.
 func WithTickTime(d time.Duration) Option {
-	return func(c *config) { c.tickTime = d }
+	return optionFunc(func(c *config) { c.tickTime = d })
 }
 
 // WithSessionTimeoutRange sets minSessionTimeout and maxSessionTimeout: the
 // server clamps every session timeout a client asks for into [min, max].
 // The defaults are [2×tickTime, 60s].
 func WithSessionTimeoutRange(min, max time.Duration) Option {
-	return func(c *config) { c.minSession, c.maxSession = min, max }
+	return optionFunc(func(c *config) { c.minSession, c.maxSession = min, max })
 }
 
 // WithContainerCheckInterval sets how often the server reaps empty container
 // nodes (the JVM property znode.container.checkIntervalMs; default 500ms,
 // ZooKeeper's own default is 60s).
 func WithContainerCheckInterval(d time.Duration) Option {
-	return func(c *config) { c.containerCheck = d }
+	return optionFunc(func(c *config) { c.containerCheck = d })
 }
 
 // WithLogOutput copies the server's log to w as well as to LogPath. w must be
 // safe to use until the server is closed.
 func WithLogOutput(w io.Writer) Option {
-	return func(c *config) { c.logOutput = w }
+	return optionFunc(func(c *config) { c.logOutput = w })
 }
 
 // WithStartTimeout bounds how long StartServer, StartEnsemble and Restart wait
 // for the server to serve (default 45s).
 func WithStartTimeout(d time.Duration) Option {
-	return func(c *config) { c.startTimeout = d }
+	return optionFunc(func(c *config) { c.startTimeout = d })
 }
 
 // WithJVMFlags appends flags (for example "-Dzookeeper.foo=bar") to the java
 // command line, after the defaults, so they override them.
 func WithJVMFlags(flags ...string) Option {
-	return func(c *config) { c.jvmFlags = append(c.jvmFlags, flags...) }
+	return optionFunc(func(c *config) { c.jvmFlags = append(c.jvmFlags, flags...) })
 }
 
 // WithConfig adds a key=value line to zoo.cfg (later lines override earlier
 // ones, including the defaults written by this package).
 func WithConfig(key, value string) Option {
-	return func(c *config) { c.extra = append(c.extra, [2]string{key, value}) }
+	return optionFunc(func(c *config) { c.extra = append(c.extra, [2]string{key, value}) })
 }
 
 // WithStandaloneMode makes StartServer run ZooKeeper's standalone mode
@@ -146,7 +150,7 @@ func WithConfig(key, value string) Option {
 // timeout). A one-member quorum closes such connections, so clients retry
 // promptly. Ensembles ignore this option.
 func WithStandaloneMode() Option {
-	return func(c *config) { c.standalone = true }
+	return optionFunc(func(c *config) { c.standalone = true })
 }
 
 // WithPeerLinks routes the traffic between an ensemble's members (quorum
@@ -155,7 +159,7 @@ func WithStandaloneMode() Option {
 // while its clients still reach it. Servers that are not ensemble members
 // ignore it.
 func WithPeerLinks() Option {
-	return func(c *config) { c.peerLinks = true }
+	return optionFunc(func(c *config) { c.peerLinks = true })
 }
 
 // WithTmpfs puts the server's temporary directory (zoo.cfg, its log, and
@@ -165,5 +169,5 @@ func WithPeerLinks() Option {
 // does nothing and the directory stays in os.TempDir(). DataDir says where
 // it went. The data lives in memory until Close removes it.
 func WithTmpfs() Option {
-	return func(c *config) { c.tmpfs = true }
+	return optionFunc(func(c *config) { c.tmpfs = true })
 }

@@ -158,7 +158,11 @@ func (p *Proxy) countRequest(op int32) {
 }
 
 // ProxyOption configures a Proxy.
-type ProxyOption func(*Proxy)
+type ProxyOption interface{ apply(*Proxy) }
+
+type proxyOptionFunc func(*Proxy)
+
+func (f proxyOptionFunc) apply(p *Proxy) { f(p) }
 
 // WithRawStream makes the proxy forward plain byte streams, dialling the
 // target as soon as a connection is accepted: for traffic that is not
@@ -166,7 +170,7 @@ type ProxyOption func(*Proxy)
 // between ensemble members (WithPeerLinks). SetDelay, DropConnections,
 // BlackHole and Restore work as for client traffic; what needs the client
 // protocol (LoseNextReply, HoldSession, ExpireSession, Requests) does not.
-func WithRawStream() ProxyOption { return func(p *Proxy) { p.raw = true } }
+func WithRawStream() ProxyOption { return proxyOptionFunc(func(p *Proxy) { p.raw = true }) }
 
 // StartProxy listens on a free port of 127.0.0.1 and forwards every accepted
 // connection to target ("host:port"), which it dials when the client's first
@@ -186,7 +190,7 @@ func StartProxy(target string, opts ...ProxyOption) (*Proxy, error) {
 	}
 	for _, o := range opts {
 		if o != nil {
-			o(p)
+			o.apply(p)
 		}
 	}
 	p.wg.Add(1)

@@ -142,7 +142,7 @@ func (f *TLSFiles) ClientConfig() (*tls.Config, error) {
 // words. Debian's netty-codec jar is added to the default classpath;
 // TLSAvailable reports whether it is there. WithTLS(nil) changes nothing.
 func WithTLS(f *TLSFiles) Option {
-	return func(c *config) { c.tls = f }
+	return optionFunc(func(c *config) { c.tls = f })
 }
 
 // TLSAvailable reports whether a server can be started WithTLS: Available,

@@ -23,7 +23,8 @@ type Config struct {
 	// sent: go-zookeeper's send buffer is made big enough for it.
 	MaxRequest int
 	// OnEvent hears every event of the connection, on go-zookeeper's
-	// goroutine (its event channel drops events past six; this does not).
+	// goroutine (its event channel drops events past six; this does not),
+	// once Dial has returned.
 	OnEvent func(*Conn, zk.Event)
 	// Log hears go-zookeeper's own messages; nil drops them.
 	Log func(format string, args ...any)
@@ -65,9 +66,10 @@ const goZKSendBuffer = 1536 * 1024
 
 // Dial starts a go-zookeeper connection to cfg.Servers. It does no blocking
 // work: go-zookeeper connects in the background, and cfg.OnEvent hears how
-// it goes. The events it hears may come before Dial returns.
+// it goes, from the moment Dial returns.
 func Dial(cfg Config) (*Conn, error) {
 	c := &Conn{}
+	ready := make(chan struct{}) // closed once c.Conn is set: events wait for it
 	dial := cfg.Dial
 	if dial == nil {
 		dial = net.DialTimeout
@@ -77,6 +79,7 @@ func Dial(cfg Config) (*Conn, error) {
 		zk.WithHostProvider(&staticHosts{}),
 		zk.WithEventCallback(func(ev zk.Event) {
 			if cfg.OnEvent != nil {
+				<-ready
 				cfg.OnEvent(c, ev)
 			}
 		}),
@@ -87,6 +90,7 @@ func Dial(cfg Config) (*Conn, error) {
 		return nil, err
 	}
 	c.Conn, c.events = zc, events
+	close(ready)
 	return c, nil
 }
 

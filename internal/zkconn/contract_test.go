@@ -1,0 +1,264 @@
+package zkconn
+
+import (
+	"errors"
+	"net"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/gocurator/curator/framework/zktest"
+	"github.com/gocurator/curator/internal/testutil"
+	"github.com/gocurator/curator/internal/zkwire"
+)
+
+// The contract test: what the door assumes of go-zookeeper (the numbered
+// list of doc.go), checked against a real server. A failure names the
+// assumption and where in go-zookeeper to look.
+
+var server *zktest.Server
+
+func TestMain(m *testing.M) {
+	os.Exit(testutil.Main(m, &server, zktest.WithTickTime(100*time.Millisecond),
+		zktest.WithSessionTimeoutRange(200*time.Millisecond, 5*time.Second)))
+}
+
+// pinned is the go-zookeeper release the door was written against.
+const pinned = "v1.0.4"
+
+func broken(t *testing.T, n int, what, where string, args ...any) {
+	t.Helper()
+	t.Fatalf("go-zookeeper no longer does what internal/zkconn assumes (doc.go, assumption %d: %s); look at %s: "+
+		"the door must change with it. Details: %v", n, what, where, args)
+}
+
+// The go-zookeeper built in is the one pinned: another release may keep
+// every assumption below, or break one that no test here can see (the data
+// race of assumption 7). Read doc.go's list against its conn.go, then move
+// the pin.
+func TestPinnedRelease(t *testing.T) {
+	mod, err := os.ReadFile("../../go.mod") // the test runs in its package's directory
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(string(mod), "\n") {
+		f := strings.Fields(line)
+		if len(f) > 0 && f[0] == "require" {
+			f = f[1:]
+		}
+		if len(f) >= 2 && f[0] == "github.com/go-zookeeper/zk" {
+			v := f[1]
+			if v != pinned {
+				t.Fatalf("go-zookeeper is %s, the door (internal/zkconn) was written against %s: read every assumption "+
+					"of internal/zkconn/doc.go against its conn.go (authenticate, sendData, sendLoop, recvLoop, "+
+					"CreateContainer, the HostProvider calls), then change the pin in contract_test.go", v, pinned)
+			}
+			if strings.Contains(string(mod), "replace github.com/go-zookeeper/zk") {
+				t.Fatal("go-zookeeper is replaced (a fork?): read every assumption of internal/zkconn/doc.go against it")
+			}
+			return
+		}
+	}
+	t.Fatal("go.mod does not require go-zookeeper")
+}
+
+// wireCheck sits below the tap (the Dial of Config) and records what
+// go-zookeeper writes and reads, frame by frame.
+type wireCheck struct {
+	mu     sync.Mutex
+	dials  []string
+	writes [][]byte // each Write's bytes
+	reads  []byte   // every byte read, in order
+}
+
+func (w *wireCheck) dial(network, addr string, timeout time.Duration) (net.Conn, error) {
+	w.mu.Lock()
+	w.dials = append(w.dials, addr)
+	w.mu.Unlock()
+	nc, err := net.DialTimeout(network, addr, timeout)
+	if err != nil {
+		return nil, err
+	}
+	return &checkedConn{Conn: nc, w: w}, nil
+}
+
+type checkedConn struct {
+	net.Conn
+	w *wireCheck
+}
+
+func (c *checkedConn) Write(p []byte) (int, error) {
+	c.w.mu.Lock()
+	c.w.writes = append(c.w.writes, append([]byte(nil), p...))
+	c.w.mu.Unlock()
+	return c.Conn.Write(p)
+}
+
+func (c *checkedConn) Read(p []byte) (int, error) {
+	n, err := c.Conn.Read(p)
+	c.w.mu.Lock()
+	c.w.reads = append(c.w.reads, p[:n]...)
+	c.w.mu.Unlock()
+	return n, err
+}
+
+// dialed opens a Conn to servers through w, waits for its session, and
+// closes it when the test ends; sessions gets each session event's id.
+func dialed(t *testing.T, w *wireCheck, servers []string, timeout time.Duration) (*Conn, <-chan int64) {
+	t.Helper()
+	sessions := make(chan int64, 16)
+	c, err := Dial(Config{Servers: servers, SessionTimeout: timeout, Dial: w.dial,
+		OnEvent: func(c *Conn, ev zk.Event) {
+			if ev.Type == zk.EventSession && ev.State == zk.StateHasSession {
+				sessions <- c.SessionID()
+			}
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	testutil.Recv(t, sessions, "a session")
+	return c, sessions
+}
+
+// Assumptions 1–3: the connect request and response come first, each Write
+// carries whole frames, and each reply carries its request's xid; so the
+// tap reads the session's credentials and negotiated timeout (the server
+// clamps 60 s to its 5 s), and pairs a reply with its request (LastContact:
+// the answered request's send time).
+func TestHandshakeFramesAndReplies(t *testing.T) {
+	testutil.CheckLeaks(t)
+	w := &wireCheck{}
+	c, _ := dialed(t, w, []string{server.Addr()}, 60*time.Second)
+
+	s := c.Session()
+	if s.ID == 0 || s.ID != c.SessionID() || len(s.Passwd) == 0 {
+		broken(t, 1, "the first frames are the connect request and response", "conn.go, authenticate",
+			"the tap read session", s.ID, "go-zookeeper has", c.SessionID())
+	}
+	if s.Timeout != 5*time.Second {
+		broken(t, 1, "the connect response carries the negotiated timeout", "conn.go, authenticate (connectResponse)",
+			"negotiated", s.Timeout)
+	}
+	w.mu.Lock()
+	first := w.writes[0]
+	w.mu.Unlock()
+	if got := zkwire.ConnectRequestSession(first); got != 0 || len(first) < zkwire.FrameHeaderLen+28 {
+		broken(t, 1, "the first frame written is a ConnectRequest for a new session", "conn.go, authenticate", first)
+	}
+
+	before := time.Now()
+	if _, _, err := c.Exists("/"); err != nil {
+		t.Fatal(err)
+	}
+	after := time.Now()
+	if last := c.LastContact(); last.Before(before) || last.After(after) {
+		broken(t, 3, "a reply carries its request's xid", "conn.go, recvLoop and sendData",
+			"last contact", last, "not within the request's", before, after)
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for i, p := range w.writes {
+		for len(p) > 0 {
+			n, ok := zkwire.FrameLen([zkwire.FrameHeaderLen]byte(p))
+			if !ok || len(p) < zkwire.FrameHeaderLen+n {
+				broken(t, 2, "each Write carries whole frames", "conn.go, sendData and sendLoop", "write", i, "has a partial frame")
+			}
+			p = p[zkwire.FrameHeaderLen+n:]
+		}
+	}
+}
+
+// Assumptions 2 and 3 as the framework uses them: a request made from the
+// OnWritten hook of a create reaches the server after the create, so a
+// listing made there shows the node.
+func TestWrittenHookOrdersARequestBehindTheCreate(t *testing.T) {
+	testutil.CheckLeaks(t)
+	c, _ := dialed(t, &wireCheck{}, []string{server.Addr()}, 5*time.Second)
+	base := testutil.Path(t)
+	testutil.CleanupTree(t, server.Addr(), base)
+	if _, err := c.Create(testutil.Root, nil, 0, zk.WorldACL(zk.PermAll)); err != nil && !errors.Is(err, zk.ErrNodeExists) {
+		t.Fatal(err)
+	}
+	if _, err := c.Create(base, nil, 0, zk.WorldACL(zk.PermAll)); err != nil {
+		t.Fatal(err)
+	}
+	listed := make(chan []string, 1)
+	forget := c.OnWritten(base+"/a", func() {
+		go func() {
+			kids, _, _ := c.Children(base)
+			listed <- kids
+		}()
+	})
+	defer forget()
+	if _, err := c.Create(base+"/a", nil, 0, zk.WorldACL(zk.PermAll)); err != nil {
+		t.Fatal(err)
+	}
+	if kids := testutil.Recv(t, listed, "the listing made from the hook"); len(kids) != 1 || kids[0] != "a" {
+		broken(t, 3, "requests are written in the order they are made", "conn.go, queueRequest and sendLoop",
+			"the listing made as the create was written shows", kids)
+	}
+}
+
+// Assumption 4: the session id changes on the same Conn when the session
+// expires and a new one begins; the tap reads the new credentials.
+func TestNewSessionOnTheSameConn(t *testing.T) {
+	testutil.CheckLeaks(t)
+	proxy := zktest.NewProxy(t, server.Addr())
+	c, sessions := dialed(t, &wireCheck{}, []string{proxy.Addr()}, 2*time.Second)
+	first := c.SessionID()
+	if err := proxy.ExpireSession(first); err != nil {
+		t.Fatal(err)
+	}
+	next := testutil.Recv(t, sessions, "a new session")
+	if next == first || next == 0 || c.Session().ID != next {
+		broken(t, 4, "a new session begins on the same Conn", "conn.go, authenticate and loop",
+			"sessions", first, next, "the tap's", c.Session().ID)
+	}
+}
+
+// Assumptions 5 and 6: the HostProvider is asked for every server dialled
+// (a dead one first: both are tried, without a second's pause, since a
+// pause comes only after a whole round in vain), and Close returns once
+// go-zookeeper's goroutines have ended (the event channel closed).
+func TestHostProviderAndClose(t *testing.T) {
+	testutil.CheckLeaks(t) // Close must leave no goroutine of go-zookeeper's
+	dead, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	deadAddr := dead.Addr().String()
+	dead.Close()
+	w := &wireCheck{}
+	c, _ := dialed(t, w, []string{deadAddr, server.Addr()}, 5*time.Second)
+	w.mu.Lock()
+	dials := append([]string(nil), w.dials...)
+	w.mu.Unlock()
+	if len(dials) == 0 || dials[len(dials)-1] != server.Addr() {
+		broken(t, 6, "the HostProvider is asked for each server dialled", "conn.go, connect", "dialled", dials)
+	}
+	closed := make(chan struct{})
+	go func() {
+		c.Close()
+		close(closed)
+	}()
+	testutil.Recv(t, closed, "Close")
+	if _, _, err := c.Conn.Exists("/"); !errors.Is(err, zk.ErrClosing) && !errors.Is(err, zk.ErrConnectionClosed) {
+		broken(t, 5, "Close ends the Conn", "conn.go, Close and loop", err)
+	}
+}
+
+// Assumption 7's guard: a container create asked for once Close has begun
+// fails at once, as go-zookeeper's own would, instead of racing the close.
+func TestContainerCreateAfterClose(t *testing.T) {
+	testutil.CheckLeaks(t)
+	c, _ := dialed(t, &wireCheck{}, []string{server.Addr()}, 5*time.Second)
+	c.Close()
+	if _, err := c.CreateContainer("/x", nil, zk.FlagContainer, zk.WorldACL(zk.PermAll)); !errors.Is(err, zk.ErrConnectionClosed) {
+		t.Fatalf("CreateContainer after Close = %v, want zk.ErrConnectionClosed", err)
+	}
+}
