@@ -54,11 +54,12 @@ const (
 )
 
 type createOptions struct {
-	mode      CreateMode
-	protected bool
-	parents   parents
-	acl       []zk.ACL
-	sent      func()
+	mode        CreateMode
+	protected   bool
+	parents     parents
+	acl         []zk.ACL
+	parentWatch bool             // CreateAndList: a children watch with the listing
+	sent        zkconn.WriteHook // told as the create is written (CreateAndList)
 }
 
 // CreateOption changes how Create makes a node.
@@ -86,9 +87,9 @@ type aclOption struct{ acl []zk.ACL }
 
 func (a aclOption) applyCreate(o createOptions) createOptions { o.acl = a.acl; return o }
 
-type sentOption struct{ fn func() }
+type parentWatchOption struct{}
 
-func (s sentOption) applyCreate(o createOptions) createOptions { o.sent = s.fn; return o }
+func (parentWatchOption) applyCreate(o createOptions) createOptions { o.parentWatch = true; return o }
 
 // WithMode sets the create mode (default Persistent).
 func WithMode(m CreateMode) CreateOption { return modeOption(m) }
@@ -113,23 +114,9 @@ func CreatingParentsIfNeeded() CreateOption { return parentsOption(persistentPar
 // some time after its last child is gone.
 func CreatingParentContainersIfNeeded() CreateOption { return parentsOption(containerParents) }
 
-// WhenSent makes Create call sent once its request has been written to the
-// connection, before its reply: a request made after sent is called
-// reaches the server after the create, since the server handles a
-// session's requests in the order they were written. A read that must see
-// the node can so be sent without waiting a round trip for the create's
-// reply (the semaphore lists its leases so). sent runs on the connection's
-// writer, so it must not block (start the read on a goroutine); it is
-// called at most once, for the first create request of this Create that is
-// written, and not at all if none is. It says nothing of the create's
-// outcome, which Create returns: a read made after sent must check that it
-// sees the node (a first attempt may fail, and a later one, on another
-// connection, be written after the read). The request is known by its
-// path: two Creates of one path under way at once on one client (two
-// sequential creates of one prefix) may each hear the other's request, so
-// give a sequential create WithProtection, whose paths are unique, as the
-// semaphore does.
-func WhenSent(sent func()) CreateOption { return sentOption{sent} }
+// WatchingParent makes CreateAndList set a children watch on the parent
+// with its listing (Listing.Watch); Create ignores it.
+func WatchingParent() CreateOption { return parentWatchOption{} }
 
 // WithACL sets the node's ACL instead of the client's ACL provider's.
 func WithACL(acl []zk.ACL) CreateOption { return aclOption{acl} }
@@ -143,12 +130,21 @@ func (c *Client) Create(ctx context.Context, path string, data []byte, opts ...C
 	if !c.usable() {
 		return "", opError("create", path, errUnusable)
 	}
+	return c.create(ctx, path, data, createOptionsOf(opts))
+}
+
+func createOptionsOf(opts []CreateOption) createOptions {
 	var o createOptions
 	for _, opt := range opts {
 		if opt != nil {
 			o = opt.applyCreate(o)
 		}
 	}
+	return o
+}
+
+// create is Create with its options read.
+func (c *Client) create(ctx context.Context, path string, data []byte, o createOptions) (string, error) {
 	if data == nil {
 		data = c.cfg.defaultData
 	}
@@ -168,7 +164,8 @@ func (c *Client) Create(ctx context.Context, path string, data []byte, opts ...C
 	}
 	sp := c.ns.fix(path)
 	if o.sent != nil {
-		defer c.zk().OnWritten(sp, o.sent)() // on the current connection: a create retried on another is not heard
+		z := c.zk().Conn // the current connection: a create retried on another is not heard of
+		defer z.Forget(z.OnWritten(sp, o.sent))
 	}
 	created, err := call(ctx, c, "create", path, sp, func(z *zkconn.Conn, p string) (string, error) {
 		return c.createWithParents(z, p, data, o)

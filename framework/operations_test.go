@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -336,49 +335,6 @@ func TestCreateParentsWhileAnAncestorIsReaped(t *testing.T) {
 			}
 		} else if err != nil || reaped.Load() != 1 {
 			t.Fatalf("create after one reaping = %q, %v (%d reapings)", node, err, reaped.Load())
-		}
-	}
-}
-
-// A create made WhenSent(fn) calls fn once its request is written, before
-// its reply comes back (the proxy delays both by 100 ms); a read started in
-// fn reaches the server after the create, and so sees the node.
-func TestWhenSentOrdersAReadBehindTheCreate(t *testing.T) {
-	ctx, base := testutil.Begin(t, server.Addr())
-	proxy := zktest.NewProxy(t, server.Addr())
-	c := newClient(t, proxy.Addr())
-	if _, err := c.Create(ctx, base, nil); err != nil {
-		t.Fatal(err)
-	}
-	proxy.SetDelay(100 * time.Millisecond)
-	for _, protected := range []bool{false, true} {
-		type listed struct {
-			kids []string
-			err  error
-		}
-		var calls atomic.Int32
-		read := make(chan listed, 2)
-		opts := []CreateOption{WithMode(EphemeralSequential), WhenSent(func() {
-			calls.Add(1)
-			go func() {
-				kids, _, err := c.Children(ctx, base)
-				read <- listed{kids, err}
-			}()
-		})}
-		if protected {
-			opts = append(opts, WithProtection())
-		}
-		node, err := c.Create(ctx, base+"/n-", nil, opts...)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if calls.Load() != 1 {
-			t.Fatalf("protected %v: sent called %d times by the time Create returned, want once", protected, calls.Load())
-		}
-		r := <-read
-		_, name := SplitPath(node)
-		if r.err != nil || !slices.Contains(r.kids, name) {
-			t.Fatalf("protected %v: the read started when the create was sent: %v, %v; want it to show %s", protected, r.kids, r.err, name)
 		}
 	}
 }

@@ -32,7 +32,8 @@ func (c *Client) createProtected(ctx context.Context, path string, data []byte, 
 	pc := &protectedCreate{c: c, data: data, o: o}
 	full := pc.paths(path)
 	if o.sent != nil {
-		defer c.zk().OnWritten(full, o.sent)()
+		z := c.zk().Conn
+		defer z.Forget(z.OnWritten(full, o.sent))
 	}
 	var abandoned <-chan struct{}
 	created, err := retryLoop[string](ctx, c, "create", path, full, pc, &abandoned)

@@ -119,24 +119,15 @@ func interruptible[T any](ctx context.Context, c *Client, z *zkconn.Conn, arg st
 	if err := ctx.Err(); err != nil {
 		return zero, err, nil
 	}
-	r := c.runners.get()
+	j := &callJob[T]{a: attempt, z: z, arg: arg}
+	r := c.runners.start(j)
 	if r == nil {
 		// The client is closed, and so is z: the call fails at once.
 		v, err := attempt.attempt(z, arg)
 		return v, err, nil
 	}
-	j := &callJob[T]{a: attempt, z: z, arg: arg}
-	r.work <- j
-	select {
-	case <-r.done:
-	case <-ctx.Done():
-		pending := make(chan struct{})
-		j.pending = pending
-		if j.state.CompareAndSwap(jobRunning, jobAbandoned) {
-			return zero, ctx.Err(), pending
-		}
-		<-r.done // it ended as ctx did: the result is ours after all
+	if ok, pending := c.runners.finish(ctx, r, j); !ok {
+		return zero, ctx.Err(), pending
 	}
-	c.runners.put(r)
 	return j.v, j.err, nil
 }

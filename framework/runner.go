@@ -1,6 +1,7 @@
 package framework
 
 import (
+	"context"
 	"sync"
 	"sync/atomic"
 
@@ -104,6 +105,49 @@ func (p *runners) get() *runner {
 	p.wg.Add(1)
 	go p.loop(r)
 	return r
+}
+
+// start hands j to a runner, and returns it; nil when the client is closed
+// (j is then not run).
+func (p *runners) start(j job) *runner {
+	r := p.get()
+	if r != nil {
+		r.work <- j
+	}
+	return r
+}
+
+// finish waits for j, which r runs, or for ctx. If j ends first (or as ctx
+// does), its result is the caller's, and finish gives r back. If ctx ends
+// first, j is abandoned: finish returns false and a channel closed once j
+// has ended, and r goes back to the pool by itself then.
+func (p *runners) finish(ctx context.Context, r *runner, j job) (ok bool, pending <-chan struct{}) {
+	select {
+	case <-r.done:
+	case <-ctx.Done():
+		if pending, abandoned := p.abandon(j); abandoned {
+			return false, pending
+		}
+		<-r.done // it ended as ctx did: the result is the caller's after all
+	}
+	p.put(r)
+	return true, nil
+}
+
+// drop gives j, which r runs, up: the caller will not read its result.
+func (p *runners) drop(r *runner, j job) {
+	if _, abandoned := p.abandon(j); !abandoned {
+		<-r.done
+		p.put(r)
+	}
+}
+
+// abandon settles that j's caller has gone, unless j has ended already.
+func (p *runners) abandon(j job) (pending <-chan struct{}, abandoned bool) {
+	s := j.handoff()
+	ch := make(chan struct{})
+	s.pending = ch
+	return ch, s.state.CompareAndSwap(jobRunning, jobAbandoned)
 }
 
 // put gives r back to the pool, or ends it when the pool is full or closed.

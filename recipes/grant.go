@@ -54,7 +54,7 @@ type grant struct {
 	own        *zk.Stat     // the node's Stat, once read; nil until an error state needs it
 	token      atomic.Int64 // czxid, the fencing token, once read (0: not yet)
 	stopRevoke func()       // nil unless revocable
-	pre        *prelisting  // the first listing, sent behind the create; taken by the first look
+	first      firstListing // the listing sent behind the create, if any; taken by the first look
 
 	mu          sync.Mutex
 	released    bool        // given up by its owner: a clean-up of a loss is not needed
@@ -166,6 +166,15 @@ func (g *grant) release() bool {
 		g.stopRevoke()
 	}
 	return true
+}
+
+// firstListing is the listing sent behind a grant's create
+// (lockInternals.createAndList), for its first look at the queue, and, for
+// a counting driver, the children watch set before it.
+type firstListing struct {
+	ok       bool
+	children []string
+	watch    *sharedWatch
 }
 
 // closedChan is the Done channel of an owner that holds nothing.

@@ -339,6 +339,8 @@ const latchRetryWait = time.Second
 // when the latch closes (ctx) or its client does.
 func (l *LeaderLatch) run(ctx context.Context) {
 	a := attempt{path: framework.JoinPath(l.li.base, locktree.LatchName), mode: framework.EphemeralSequential, data: []byte(l.id), driver: l.driver()}
+	ls := listerFor(&l.li, a.driver)
+	defer ls.release()
 	var g *grant
 	defer func() {
 		l.endTerm(true)
@@ -352,7 +354,7 @@ func (l *LeaderLatch) run(ctx context.Context) {
 	for ctx.Err() == nil {
 		if g == nil {
 			var err error
-			if g, err = l.li.create(ctx, a); err != nil {
+			if g, err = l.li.create(ctx, a, ls); err != nil {
 				if l.clientClosed(err) {
 					return
 				}
@@ -361,7 +363,7 @@ func (l *LeaderLatch) run(ctx context.Context) {
 			}
 			l.setNode(g.path)
 		}
-		err := l.li.wait(ctx, a, g)
+		err := l.li.wait(ctx, a, g, ls)
 		switch {
 		case ctx.Err() != nil:
 			return

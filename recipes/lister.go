@@ -60,11 +60,14 @@ type listCall struct {
 var (
 	listersMu sync.Mutex
 	listers   = map[listerKey]*lister{}
-	// spareListers keeps listers nobody uses any more, so that a lone
-	// waiter's lister (made and forgotten at every uncontended acquire)
-	// costs no allocation.
-	spareListers = sync.Pool{New: func() any { return new(lister) }}
+	// spareListers keeps listers nobody uses any more (up to
+	// maxSpareListers), so that a lone waiter's lister (made and forgotten
+	// at every uncontended acquire) costs no allocation. (A sync.Pool would
+	// drop some at random under the race detector, and all at each GC.)
+	spareListers []*lister
 )
+
+const maxSpareListers = 64
 
 // listerFor returns the lister of li's base for d's order, to be given back
 // with release.
@@ -74,7 +77,11 @@ func listerFor(li *lockInternals, d driver) *lister {
 	defer listersMu.Unlock()
 	l := listers[k]
 	if l == nil {
-		l = spareListers.Get().(*lister)
+		if n := len(spareListers); n > 0 {
+			l, spareListers = spareListers[n-1], spareListers[:n-1]
+		} else {
+			l = new(lister)
+		}
 		l.key = k
 		listers[k] = l
 	}
@@ -91,7 +98,9 @@ func (l *lister) release() {
 	if l.refs.Add(-1) == 0 {
 		delete(listers, l.key)
 		l.key, l.begun, l.inflight = listerKey{}, 0, nil
-		spareListers.Put(l)
+		if len(spareListers) < maxSpareListers {
+			spareListers = append(spareListers, l)
+		}
 	}
 }
 
@@ -107,7 +116,7 @@ const (
 	listBegin        listEvent = iota // it begins listing n, which others may join
 	listWait                          // it waits for listing n, begun before it asked, to end
 	listJoin                          // it joins listing n
-	listBehindCreate                  // it takes the listing sent behind its create (prelisting)
+	listBehindCreate                  // it takes the listing sent behind its create (createAndList)
 	listAlone                         // it lists on its own: nobody shares its lister
 )
 

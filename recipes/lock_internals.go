@@ -26,7 +26,7 @@ type lockInternals struct {
 	base   string
 	// listHook, when set (by tests only), hears what a waiter of this
 	// value does in its lister (see lister.list), and when it takes the
-	// listing sent behind its create (prelisting).
+	// listing sent behind its create (createAndList).
 	listHook func(ev listEvent, ctx context.Context, n uint64)
 }
 
@@ -82,11 +82,16 @@ func vanished(err error) bool { return errors.Is(err, errNodeVanished) }
 
 // attemptOnce creates a node and waits on it; on failure it deletes it.
 func (li *lockInternals) attemptOnce(ctx context.Context, a attempt) (*grant, error) {
-	g, err := li.create(ctx, a)
+	var ls *lister // nil for a counting driver, which lists the children itself
+	if _, counting := a.driver.(countingDriver); !counting {
+		ls = listerFor(li, a.driver)
+		defer ls.release()
+	}
+	g, err := li.create(ctx, a, ls)
 	if err != nil {
 		return nil, err
 	}
-	if err := li.wait(ctx, a, g); err != nil {
+	if err := li.wait(ctx, a, g, ls); err != nil {
 		g.release()
 		li.deleteNode(ctx, g.path)
 		return nil, err
@@ -98,17 +103,24 @@ func (li *lockInternals) attemptOnce(ctx context.Context, a attempt) (*grant, er
 // parents, with its grant's context made before the create, so that an
 // error state at any point from then on is seen and a grant after one is
 // verified again (see grantHeld). A container parent the server reaps
-// meanwhile is made again by the client (createWithParents), and a
-// protected create cleans up after itself: an error here is final.
-func (li *lockInternals) create(ctx context.Context, a attempt) (*grant, error) {
+// meanwhile is made again by the client, and a protected create cleans up
+// after itself: an error here is final.
+//
+// The first listing goes right behind the create
+// (framework.Client.CreateAndList: one round trip for both), unless other
+// waiters of this client share the lister, whose listing then serves: a
+// counting driver's always (with the children watch, unless the client's
+// shared one is live), anyone else's when it waits alone.
+func (li *lockInternals) create(ctx context.Context, a attempt, ls *lister) (*grant, error) {
 	g := newGrant(li)
-	var sent framework.CreateOption // nil: none
-	// A counting driver's first listing is sent right behind the create.
-	if _, ok := a.driver.(countingDriver); ok {
-		g.pre, sent = newPrelisting(ctx, li)
+	mode, protect, parents := framework.WithMode(a.mode), framework.WithProtection(), framework.CreatingParentContainersIfNeeded()
+	var path string
+	var err error
+	if ls != nil && ls.shared() {
+		path, err = li.client.Create(ctx, a.path, a.data, mode, protect, parents)
+	} else {
+		path, err = li.createAndList(ctx, a, g, mode, protect, parents)
 	}
-	path, err := li.client.Create(ctx, a.path, a.data,
-		framework.WithMode(a.mode), framework.WithProtection(), framework.CreatingParentContainersIfNeeded(), sent)
 	if err != nil {
 		g.end(errReleased)
 		return nil, err
@@ -118,6 +130,31 @@ func (li *lockInternals) create(ctx context.Context, a attempt) (*grant, error) 
 		g.stopRevoke = li.watchRevocation(path, a.revoked)
 	}
 	return g, nil
+}
+
+// createAndList creates the node with its first listing behind it, and
+// keeps the listing for the grant's first look (g.first).
+func (li *lockInternals) createAndList(ctx context.Context, a attempt, g *grant, opts ...framework.CreateOption) (string, error) {
+	_, counting := a.driver.(countingDriver)
+	k := watchKey{li.client, li.base, true}
+	var live *sharedWatch
+	if counting {
+		if live = liveWatch(k); live == nil {
+			opts = append(opts, framework.WatchingParent())
+		}
+	}
+	l, err := li.client.CreateAndList(ctx, a.path, a.data, opts...)
+	if err != nil {
+		if l.Path != "" { // made, but not listed: ctx ended meanwhile
+			li.deleteNode(ctx, l.Path)
+		}
+		return "", err
+	}
+	g.first = firstListing{ok: true, children: l.Children, watch: live}
+	if counting && live == nil {
+		g.first.watch = adoptWatch(k, l.Watch)
+	}
+	return l.Path, nil
 }
 
 // trusted reports whether what we know of our node still holds without

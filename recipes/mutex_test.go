@@ -483,3 +483,41 @@ func TestMutexBadArguments(t *testing.T) {
 		t.Errorf("nil client: %v", err)
 	}
 }
+
+// An uncontended acquire costs one round trip: its listing goes right
+// behind its create (framework.Client.CreateAndList), so one create and one
+// listing pass the proxy, and nothing else. When the listing's reply is
+// lost (the connection drops after the create's reply came), the acquire
+// lists again and holds, with its one node.
+func TestMutexListsBehindTheCreate(t *testing.T) {
+	ctx, base := testutil.Begin(t, server.Addr())
+	proxy := zktest.NewProxy(t, server.Addr())
+	h := mustMutex(t, newClient(t, proxy.Addr()), base).NewHandle()
+	if err := h.Acquire(ctx); err != nil { // the parents made
+		t.Fatal(err)
+	}
+	if err := h.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	creates, lists, reads := proxy.Requests(zktest.OpCreate), proxy.Requests(zktest.OpGetChildren2), proxy.Requests(zktest.OpGetData)
+	if err := h.Acquire(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if c, l, r := proxy.Requests(zktest.OpCreate)-creates, proxy.Requests(zktest.OpGetChildren2)-lists, proxy.Requests(zktest.OpGetData)-reads; c != 1 || l != 1 || r != 0 {
+		t.Fatalf("an uncontended acquire sent %d creates, %d listings, %d reads; want 1, 1, 0", c, l, r)
+	}
+	if err := h.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	lost := proxy.LoseNextReply(zktest.OpGetChildren2)
+	if err := h.Acquire(ctx); err != nil {
+		t.Fatal(err)
+	}
+	testutil.Recv(t, lost, "the lost listing reply")
+	if kids := children(t, base); len(kids) != 1 || base+"/"+kids[0] != h.LockPath() {
+		t.Fatalf("tree %v, held %s: want our one node", kids, h.LockPath())
+	}
+	if err := h.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+}

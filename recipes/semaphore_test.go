@@ -375,7 +375,10 @@ func TestSemaphoreListsLeasesBehindTheCreate(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if n := proxy.Requests(zktest.OpGetChildren2) - listed; n != 2*leases {
+	// The lock's and the leases' listings, each sent behind its create; one
+	// more for a container parent the server reaped meanwhile (the create
+	// making it again, its listing goes after it).
+	if n := proxy.Requests(zktest.OpGetChildren2) - listed; n < 2*leases || n > 2*leases+2 {
 		t.Fatalf("%d listings for %d leases, want 2 each: the lock's and the leases' sent behind the create", n, leases)
 	}
 	if n := behind.Load(); n != leases {

@@ -15,12 +15,7 @@ import (
 // driver's rules call for (planWait); wait for one of them, for our node's
 // session to end, or for ctx. Any event means "look again", but for a
 // hand-off: the deletion of the one node that kept us from holding.
-func (li *lockInternals) wait(ctx context.Context, a attempt, g *grant) error {
-	var ls *lister
-	if _, counting := a.driver.(countingDriver); !counting {
-		ls = listerFor(li, a.driver)
-		defer ls.release()
-	}
+func (li *lockInternals) wait(ctx context.Context, a attempt, g *grant, ls *lister) error {
 	var w waits
 	for {
 		l, err := li.list(ctx, a, g, ls)
@@ -61,7 +56,8 @@ type listing struct {
 	changed  <-chan struct{}
 }
 
-// list lists the base's children: through ls, the listing it shares with
+// list lists the base's children: the first time, the listing sent behind
+// our create, if there is one; else through ls, the listing it shares with
 // the client's other waiters on the base, unless the driver is a counting
 // one (nil ls), which watches the children (a shared watch set before its
 // listing). After an error state (our node is not trusted), our node's
@@ -79,9 +75,19 @@ func (li *lockInternals) list(ctx context.Context, a attempt, g *grant, ls *list
 	}
 	var l listing
 	var err error
-	if counting, ok := a.driver.(countingDriver); ok {
-		l, err = li.listCounting(ctx, g, counting)
-	} else {
+	counting, isCounting := a.driver.(countingDriver)
+	switch first := g.first; {
+	case first.ok:
+		g.first = firstListing{}
+		li.hear(listBehindCreate, ctx, 0)
+		if isCounting {
+			l.changed = counting.changed()
+			l.children = first.watch
+		}
+		l.sorted = a.driver.sort(first.children)
+	case isCounting:
+		l, err = li.listCounting(ctx, counting)
+	default:
 		l.sorted, err = ls.list(ctx, li, a.driver)
 	}
 	if own != nil {
@@ -95,24 +101,11 @@ func (li *lockInternals) list(ctx context.Context, a attempt, g *grant, ls *list
 }
 
 // listCounting lists the children for a counting driver, with the shared
-// children watch set before the listing: the listing sent behind our
-// create (prelisting) if it shows our node and a watch was live before it,
-// else the listing that set the watch, else one of its own.
-func (li *lockInternals) listCounting(ctx context.Context, g *grant, d countingDriver) (l listing, err error) {
+// children watch set before the listing: the listing that set the watch,
+// or one of its own after it.
+func (li *lockInternals) listCounting(ctx context.Context, d countingDriver) (l listing, err error) {
 	l.changed = d.changed() // before listing: no change between the two goes unseen
 	var children []string
-	if p := g.pre; p != nil {
-		g.pre = nil
-		var ok bool
-		if l.children, children, ok, err = p.take(ctx, g); err != nil {
-			return l, err
-		}
-		if ok {
-			li.hear(listBehindCreate, ctx, 0)
-			l.sorted = d.sort(children)
-			return l, nil
-		}
-	}
 	if l.children, children, err = watchChildren(ctx, li.client, li.base); err != nil {
 		return l, err
 	}

@@ -242,7 +242,7 @@ func TestListerRule(t *testing.T) {
 	armed.Store(true)
 	first := m.NewHandle()
 	firstGot := acquire(first, ctx)
-	next(listAlone, 0)
+	next(listBehindCreate, 0)
 	armed.Store(false)
 	begun := listingsBegun(m)
 	gates[begun+1], gates[begun+2] = make(chan struct{}), make(chan struct{})

@@ -10,8 +10,9 @@ package locktree
 
 import (
 	"cmp"
-	"crypto/rand"
+	"encoding/binary"
 	"encoding/hex"
+	"math/rand/v2"
 	"slices"
 	"strings"
 )
@@ -284,8 +285,12 @@ func NewProtectedID() string {
 // NewProtectedIDBytes is NewProtectedID as bytes, for a caller that builds
 // a protected name of its own without an allocation for the id.
 func NewProtectedIDBytes() [36]byte {
+	// math/rand/v2's generator (ChaCha8, seeded from the OS) is random enough
+	// for a name that must not collide, as Java's UUID.randomUUID is, and,
+	// unlike crypto/rand.Read, allocates nothing in any build mode.
 	var b [16]byte
-	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails (Go 1.24+)
+	binary.LittleEndian.PutUint64(b[:8], rand.Uint64())
+	binary.LittleEndian.PutUint64(b[8:], rand.Uint64())
 	b[6] = b[6]&0x0f | 0x40
 	b[8] = b[8]&0x3f | 0x80
 	var s [36]byte

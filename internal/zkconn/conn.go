@@ -124,19 +124,23 @@ func (c *Conn) LastContact() time.Time {
 	return time.Time{}
 }
 
-// OnWritten calls fn as a create request for serverPath is written to the
+// OnWritten calls h as a create request for serverPath is written to the
 // connection (the first one, if the create is retried on it), before its
-// reply can come, and returns a function that forgets fn. go-zookeeper
+// reply can come, and returns the id that forgets h (Forget). go-zookeeper
 // writes requests one at a time in the order they were made, and the
-// server handles a session's requests in that order: a request made once
-// fn has been called reaches the server after the create, without waiting
-// for the create's reply. fn runs on go-zookeeper's writer: it must not
-// block. It says nothing of the create's outcome (should the write fail,
-// the create is retried, if at all, on another connection, where a request
-// fn made may come first).
-func (c *Conn) OnWritten(serverPath string, fn func()) (forget func()) {
-	return c.written.add(serverPath, fn)
+// server handles a session's requests in that order: a request made once h
+// has been called reaches the server after the create, without waiting for
+// the create's reply. h runs on go-zookeeper's writer: it must not block.
+// It says nothing of the create's outcome (should the write fail, the
+// create is retried, if at all, on another connection, where a request h
+// made may come first).
+func (c *Conn) OnWritten(serverPath string, h WriteHook) (id uint64) {
+	return c.written.add(serverPath, h)
 }
+
+// Forget forgets the hook OnWritten registered with id, if it has not been
+// called.
+func (c *Conn) Forget(id uint64) { c.written.forget(id) }
 
 // Close closes the connection (its session too, if connected: go-zookeeper
 // sends closeSession) and waits until go-zookeeper's goroutines for it have

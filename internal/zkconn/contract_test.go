@@ -188,13 +188,12 @@ func TestWrittenHookOrdersARequestBehindTheCreate(t *testing.T) {
 		t.Fatal(err)
 	}
 	listed := make(chan []string, 1)
-	forget := c.OnWritten(base+"/a", func() {
+	defer c.Forget(c.OnWritten(base+"/a", hookFunc(func(c *Conn) {
 		go func() {
 			kids, _, _ := c.Children(base)
 			listed <- kids
 		}()
-	})
-	defer forget()
+	})))
 	if _, err := c.Create(base+"/a", nil, 0, zk.WorldACL(zk.PermAll)); err != nil {
 		t.Fatal(err)
 	}
@@ -203,6 +202,11 @@ func TestWrittenHookOrdersARequestBehindTheCreate(t *testing.T) {
 			"the listing made as the create was written shows", kids)
 	}
 }
+
+// hookFunc is a func as a WriteHook.
+type hookFunc func(c *Conn)
+
+func (f hookFunc) Written(c *Conn) { f(c) }
 
 // Assumption 4: the session id changes on the same Conn when the session
 // expires and a new one begins; the tap reads the new credentials.

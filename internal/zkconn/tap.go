@@ -77,7 +77,7 @@ func (t *tap) Write(p []byte) (int, error) {
 	// Write). Should the Write fail, the request is sent again, if at all,
 	// on another connection, where a request a hook made may come first:
 	// whoever reads its reply checks that it sees what it waits for.
-	t.c.written.written(p)
+	t.c.written.written(t.c, p)
 	return t.Conn.Write(p)
 }
 
@@ -177,48 +177,65 @@ func (t *tap) answered(xid int32) {
 	}
 }
 
+// WriteHook hears that a create request has been written (Conn.OnWritten).
+type WriteHook interface {
+	// Written is called on go-zookeeper's writer as the request is written
+	// on c: it must not block.
+	Written(c *Conn)
+}
+
 // writeHooks are the creates waiting to hear that their request was
-// written.
+// written. They are kept by value, under ids, so that waiting costs no
+// allocation once the slice has grown.
 type writeHooks struct {
 	waiting atomic.Int32 // len(hooks), read on every write
 	mu      sync.Mutex
-	hooks   []*writeHook
+	nextID  uint64
+	hooks   []writeHook
 }
 
-// writeHook is one create's: fn, once a create of serverPath is written.
+// writeHook is one create's: h, once a create of serverPath is written.
 type writeHook struct {
+	id         uint64
 	serverPath string
-	fn         func()
+	h          WriteHook
 }
 
-// add registers fn for the next create of serverPath written.
-func (w *writeHooks) add(serverPath string, fn func()) (forget func()) {
-	h := &writeHook{serverPath: serverPath, fn: fn}
-	w.mu.Lock()
-	w.hooks = append(w.hooks, h)
-	w.waiting.Store(int32(len(w.hooks)))
-	w.mu.Unlock()
-	return func() { w.take(func(x *writeHook) bool { return x == h }) }
-}
-
-// take removes and returns the first hook match accepts, or nil.
-func (w *writeHooks) take(match func(*writeHook) bool) *writeHook {
+// add registers h for the next create of serverPath written, and returns
+// the id that forgets it.
+func (w *writeHooks) add(serverPath string, h WriteHook) uint64 {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	for i, h := range w.hooks {
-		if match(h) {
+	w.nextID++
+	w.hooks = append(w.hooks, writeHook{w.nextID, serverPath, h})
+	w.waiting.Store(int32(len(w.hooks)))
+	return w.nextID
+}
+
+// forget removes the hook with id, if it is still there.
+func (w *writeHooks) forget(id uint64) {
+	w.take(func(h *writeHook) bool { return h.id == id })
+}
+
+// take removes and returns the first hook match accepts.
+func (w *writeHooks) take(match func(*writeHook) bool) (writeHook, bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for i := range w.hooks {
+		if match(&w.hooks[i]) {
+			h := w.hooks[i]
 			w.hooks = append(w.hooks[:i], w.hooks[i+1:]...)
 			w.waiting.Store(int32(len(w.hooks)))
-			return h
+			return h, true
 		}
 	}
-	return nil
+	return writeHook{}, false
 }
 
 // written is told of every write: the frames in p, whole. Each create
 // among them calls the hook waiting for its path, once. It costs an atomic
 // load while no create waits.
-func (w *writeHooks) written(p []byte) {
+func (w *writeHooks) written(c *Conn, p []byte) {
 	if w.waiting.Load() == 0 {
 		return
 	}
@@ -230,8 +247,8 @@ func (w *writeHooks) written(p []byte) {
 		frame := p[:zkwire.FrameHeaderLen+n]
 		p = p[len(frame):]
 		if path, ok := createPath(frame); ok {
-			if h := w.take(func(h *writeHook) bool { return h.serverPath == string(path) }); h != nil {
-				h.fn()
+			if h, ok := w.take(func(h *writeHook) bool { return h.serverPath == string(path) }); ok {
+				h.h.Written(c)
 			}
 		}
 	}
