@@ -116,13 +116,6 @@ func (p *peer) mustEvent(t testing.TB, ev string) {
 // eventList returns the text of every event so far, in order.
 func (p *peer) eventList() []string { return p.EventTexts() }
 
-// events returns a copy of every event so far, in order, each with the
-// local time it arrived.
-func (p *peer) events() []curatorpeer.Event { return p.Events() }
-
-// hasEvent reports whether the peer has printed ev.
-func (p *peer) hasEvent(ev string) bool { return p.HasEvent(ev) }
-
 // client opens a Curator client named name in the peer, connected to addr,
 // with options such as "ns=<namespace>", and returns its session id.
 func (p *peer) client(t testing.TB, name, addr string, opts ...string) int64 {
