@@ -30,13 +30,7 @@ func (r *chaosRun) killMember(ctx context.Context, f fault) (string, error) {
 	members := r.ens.Members()
 	victim := leader
 	if f.kind == faultFollower {
-		var followers []int
-		for i := range members {
-			if i != leader {
-				followers = append(followers, i)
-			}
-		}
-		victim = followers[f.target%len(followers)]
+		victim = (leader + 1 + f.target%2) % len(members)
 	}
 	m := members[victim]
 	inside, done := r.holdOn(r.clients...)
@@ -143,8 +137,15 @@ func (r *chaosRun) quorumLoss(ctx context.Context, f fault) (string, error) {
 			gaveUp[before[c.name]] = c.name
 		}
 	}
-	expiry, left := r.awaitGone(ctx, gaveUp, q, q.Add(chaosSessionTimeout+chaosInitLimit+time.Second))
-	findings = append(findings, left...)
+	left, err := r.ephemeralsLeft(ctx, func(s int64) bool { return gaveUp[s] != "" }, q.Add(chaosSessionTimeout+chaosInitLimit+time.Second))
+	expiry := time.Since(q)
+	if err != nil {
+		findings = append(findings, fmt.Sprintf("listing %s: %v", chaosBase, err))
+	}
+	for _, n := range left {
+		findings = append(findings, fmt.Sprintf("%s of session 0x%x, which %s gave up, still there %v after the quorum came back",
+			n.path, n.owner, gaveUp[n.owner], expiry.Round(time.Millisecond)))
+	}
 
 	// Every contender holds its lock again.
 	var labels []string
@@ -170,36 +171,6 @@ func (r *chaosRun) quorumLoss(ctx context.Context, f fault) (string, error) {
 		members[killed[0]].ID(), members[killed[1]].ID(), q.Sub(t0).Round(time.Millisecond), inside,
 		q.Sub(t0).Round(time.Millisecond), len(gaveUp), expiry.Round(time.Millisecond),
 		recovery.Round(time.Millisecond)), nil
-}
-
-// awaitGone waits until no ephemeral node under the chaos tree belongs to a
-// session of gone, or until deadline, and returns when they went (after
-// since) and the nodes left then.
-func (r *chaosRun) awaitGone(ctx context.Context, gone map[int64]string, since, deadline time.Time) (time.Duration, []string) {
-	for {
-		nodes, err := ephemeralsUnder(r.checker, chaosBase)
-		var left []string
-		if err == nil {
-			for _, n := range nodes {
-				if who, ok := gone[n.owner]; ok {
-					left = append(left, fmt.Sprintf("%s of session 0x%x, which %s gave up", n.path, n.owner, who))
-				}
-			}
-			if len(left) == 0 {
-				return time.Since(since), nil
-			}
-		}
-		if time.Now().After(deadline) || ctx.Err() != nil {
-			if err != nil {
-				left = append(left, fmt.Sprintf("listing %s: %v", chaosBase, err))
-			}
-			for i := range left {
-				left[i] += fmt.Sprintf(" (still there %v after the quorum came back)", time.Since(since).Round(time.Millisecond))
-			}
-			return time.Since(since), left
-		}
-		pause(ctx, 50*time.Millisecond) // polling the tree
-	}
 }
 
 // awaitProgress waits until every contender of labels has had a holding

@@ -5,10 +5,9 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"io"
-	"log"
 	"os"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -175,7 +174,7 @@ func startChaos(t *testing.T, names []string) *chaosRun {
 	ens := zktest.NewEnsemble(t, 3, zktest.WithTickTime(chaosTick), zktest.WithPeerLinks(),
 		zktest.WithConfig("initLimit", strconv.Itoa(int(chaosInitLimit/chaosTick))),
 		zktest.WithContainerCheckInterval(500*time.Millisecond))
-	r := &chaosRun{t: t, ens: ens, checker: connectEnsemble(t, ens), ref: newReferee(t),
+	r := &chaosRun{t: t, ens: ens, checker: testutil.Connect(t, ens.ConnectString()), ref: newReferee(t),
 		counts: map[string]map[string]int64{"test": {}, "processes": {}}, injected: map[faultKind]int{},
 		faults: map[faultKind]int{}, paused: map[string]bool{}, worst: map[string]time.Duration{}}
 	logs := t.TempDir()
@@ -272,37 +271,45 @@ func (r *chaosRun) stopAll(goContenders *sync.WaitGroup) {
 // connection, and its acquire fails with "Path cannot be null":
 // docs/mixed-fleets.md).
 func (r *chaosRun) orphans() (ours, curators []string) {
+	ctx := context.Background()
 	owners := map[int64]*chaosClient{}
 	for _, c := range r.clients {
-		sid, err := c.sessionID(context.Background())
+		sid, err := c.sessionID(ctx)
 		if err != nil {
 			r.t.Errorf("chaos: %v", err)
 		}
 		owners[sid] = c
 	}
-	deadline := time.Now().Add(30 * time.Second)
+	left, err := r.ephemeralsLeft(ctx, func(int64) bool { return true }, time.Now().Add(30*time.Second))
+	if err != nil {
+		r.t.Errorf("chaos: listing %s: %v", chaosBase, err)
+	}
+	for _, n := range left {
+		c, who := owners[n.owner], "no open client"
+		if c != nil {
+			who = c.name
+		}
+		line := fmt.Sprintf("%s (session 0x%x: %s)", n.path, n.owner, who)
+		if c != nil && c.curator() {
+			curators = append(curators, line)
+		} else {
+			ours = append(ours, line)
+		}
+	}
+	return ours, curators
+}
+
+// ephemeralsLeft polls the ephemeral nodes (lock, lease and latch nodes)
+// under the chaos tree until none is left of a session that of counts, or
+// until deadline, and returns those left then.
+func (r *chaosRun) ephemeralsLeft(ctx context.Context, of func(session int64) bool, deadline time.Time) ([]ephemeralNode, error) {
 	for {
-		left, err := ephemeralsUnder(r.checker, chaosBase)
-		if err != nil {
-			r.t.Errorf("chaos: listing %s: %v", chaosBase, err)
-			return nil, nil
+		nodes, err := ephemeralsUnder(r.checker, chaosBase)
+		left := slices.DeleteFunc(nodes, func(n ephemeralNode) bool { return !of(n.owner) })
+		if err == nil && len(left) == 0 || time.Now().After(deadline) || ctx.Err() != nil {
+			return left, err
 		}
-		if len(left) == 0 || time.Now().After(deadline) {
-			for _, n := range left {
-				c, who := owners[n.owner], "no open client"
-				if c != nil {
-					who = c.name
-				}
-				line := fmt.Sprintf("%s (session 0x%x: %s)", n.path, n.owner, who)
-				if c != nil && c.curator() {
-					curators = append(curators, line)
-				} else {
-					ours = append(ours, line)
-				}
-			}
-			return ours, curators
-		}
-		time.Sleep(100 * time.Millisecond) // polling, until the deadline
+		pause(ctx, 50*time.Millisecond) // polling the tree
 	}
 }
 
@@ -457,24 +464,4 @@ func keepOnFailure(t *testing.T, dir string) {
 		}
 		t.Logf("chaos: the run's logs are kept in %s", dst)
 	})
-}
-
-// connectEnsemble opens a raw session to every member of ens, for checking
-// the tree, and closes it when the test ends.
-func connectEnsemble(t testing.TB, ens *zktest.Ensemble) *zk.Conn {
-	t.Helper()
-	conn, events, err := zk.Connect(ens.Addrs(), 10*time.Second, zk.WithLogger(log.New(io.Discard, "", 0)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { testutil.DrainEvents(t, conn, events) })
-	deadline := time.After(testutil.Timeout)
-	for conn.State() != zk.StateHasSession {
-		select {
-		case <-events:
-		case <-deadline:
-			t.Fatalf("no session with %s", ens.ConnectString())
-		}
-	}
-	return conn
 }

@@ -122,22 +122,6 @@ func (c *Client) CancelAcquires() int64 {
 	return c.waiting.Load()
 }
 
-// waitContext returns the context of one wait: it ends with ctx, after d,
-// or at CancelAcquires.
-func (c *Client) waitContext(ctx context.Context, d time.Duration) (context.Context, func()) {
-	c.mu.Lock()
-	gate := c.cancel
-	c.mu.Unlock()
-	wctx, cancel := context.WithTimeout(ctx, d)
-	stop := context.AfterFunc(gate, cancel)
-	c.waiting.Add(1)
-	return wctx, func() {
-		c.waiting.Add(-1)
-		stop()
-		cancel()
-	}
-}
-
 // Close closes the current client and the connections to the referee.
 func (c *Client) Close() error {
 	err := c.current().fc.Close()

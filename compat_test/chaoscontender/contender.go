@@ -116,6 +116,26 @@ func (r *run) failed(ctx context.Context, what string, err error, g *generation)
 	}
 }
 
+// wait is one wait of the contender on g's client (an acquire, an await of
+// a term), as long as Acquire at most: CancelAcquires cuts it short. It
+// reports whether it succeeded, and counts why not.
+func (r *run) wait(ctx context.Context, g *generation, what string, f func(context.Context) error) bool {
+	c := r.c
+	c.mu.Lock()
+	gate := c.cancel
+	c.mu.Unlock()
+	wctx, cancel := context.WithTimeout(ctx, r.ct.Acquire)
+	defer cancel()
+	defer context.AfterFunc(gate, cancel)() // CancelAcquires ends it
+	c.waiting.Add(1)
+	err := f(wctx)
+	c.waiting.Add(-1)
+	if err != nil {
+		r.failed(ctx, what, err, g)
+	}
+	return err == nil
+}
+
 // lockOnce acquires the lock once, holds it and releases it.
 func (r *run) lockOnce(ctx context.Context) {
 	o, g, err := r.c.owner(r.ct)
@@ -124,11 +144,7 @@ func (r *run) lockOnce(ctx context.Context) {
 		return
 	}
 	began := time.Now()
-	wctx, done := r.c.waitContext(ctx, r.ct.Acquire)
-	err = o.Acquire(wctx)
-	done()
-	if err != nil {
-		r.failed(ctx, "acquire", err, g)
+	if !r.wait(ctx, g, "acquire", o.Acquire) {
 		return
 	}
 	r.hold(ctx, o, began, o.FencingToken)
@@ -152,12 +168,7 @@ func (r *run) latchTerm(ctx context.Context) {
 		return
 	}
 	began := time.Now()
-	wctx, done := r.c.waitContext(ctx, r.ct.Acquire)
-	err = l.Await(wctx)
-	done()
-	if err != nil {
-		r.failed(ctx, "latch await", err, g)
-	} else {
+	if r.wait(ctx, g, "latch await", l.Await) {
 		r.hold(ctx, l, began, l.FencingToken)
 	}
 	if err := l.Close(); err != nil && !errors.Is(err, framework.ErrClosed) {
