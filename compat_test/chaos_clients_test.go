@@ -62,14 +62,15 @@ func familyOf(name string) string { return strings.TrimLeft(name, "abcdefghijklm
 // chaosClient is one client of the run.
 type chaosClient struct {
 	name string
-	// session: the client runs under state.SessionErrorPolicy, its holders
-	// told at LOST only (the Go clients of family 2).
-	session bool
-	prox    []*zktest.Proxy
-	goc     *chaoscontender.Client // a Go client in the test's process, else nil
-	proc    *peer                  // a process of its own, else nil
-	labels  []string               // its contenders
-	calls   []*call                // a process's contenders
+	// policy is the client's error policy: "standard" (the Go clients of
+	// family 1), "session" (those of family 2: their holders are told at
+	// LOST only) or "curator" (the Java clients).
+	policy string
+	prox   []*zktest.Proxy
+	goc    *chaoscontender.Client // a Go client in the test's process, else nil
+	proc   *peer                  // a process of its own, else nil
+	labels []string               // its contenders
+	calls  []*call                // a process's contenders
 
 	mu    sync.Mutex
 	heard []stateEvent // an in-process client's states
@@ -81,22 +82,11 @@ type stateEvent struct {
 	at    time.Time
 }
 
-func (c *chaosClient) curator() bool { return c.name[0] == 'j' }
-
-// policy names the client's error policy, for the loss-notice check.
-func (c *chaosClient) policy() string {
-	switch {
-	case c.curator():
-		return "curator"
-	case c.session:
-		return "session"
-	}
-	return "standard"
-}
+func (c *chaosClient) curator() bool { return c.policy == "curator" }
 
 // lossStates are the states at which the client's holders are told.
 func (c *chaosClient) lossStates() []string {
-	if c.session {
+	if c.policy == "session" {
 		return []string{"LOST"}
 	}
 	return []string{"SUSPENDED", "LOST"}
@@ -215,7 +205,13 @@ func statesSince(c *chaosClient, t time.Time) string {
 // proxies of its own to every member of ens, and waits for its session.
 // Go processes run bin.
 func startClient(t *testing.T, ens *zktest.Ensemble, name, bin, logs string) *chaosClient {
-	c := &chaosClient{name: name, session: name[0] != 'j' && familyOf(name) == "2"}
+	c := &chaosClient{name: name, policy: "standard"}
+	switch {
+	case name[0] == 'j':
+		c.policy = "curator"
+	case familyOf(name) == "2":
+		c.policy = "session"
+	}
 	var addrs []string
 	for _, a := range ens.Addrs() {
 		c.prox = append(c.prox, zktest.NewProxy(t, a))
@@ -230,7 +226,7 @@ func startClient(t *testing.T, ens *zktest.Ensemble, name, bin, logs string) *ch
 		if err != nil {
 			t.Fatal(err)
 		}
-		c.goc, err = chaoscontender.Open(chaoscontender.Config{Connect: connect, SessionTimeout: chaosSessionTimeout, Session: c.session,
+		c.goc, err = chaoscontender.Open(chaoscontender.Config{Connect: connect, SessionTimeout: chaosSessionTimeout, Session: c.policy == "session",
 			Logger: l.With(zap.String("client", name)), Listener: state.ListenerFunc(func(s state.ConnectionState) {
 				c.mu.Lock()
 				defer c.mu.Unlock()
@@ -255,13 +251,9 @@ func startClient(t *testing.T, ens *zktest.Ensemble, name, bin, logs string) *ch
 	default:
 		c.proc = startPeer(t, "chaos-"+name)
 	}
-	policy := "policy=standard"
-	if c.session {
-		policy = "policy=session"
-	}
 	// tracker=false: Curator would otherwise learn the members' own
 	// addresses from /zookeeper/config and reconnect around the proxies.
-	c.proc.client(t, name, connect, "session="+ms, "connection="+ms, "maxsleep=1000", "stamp=true", "tracker=false", policy)
+	c.proc.client(t, name, connect, "session="+ms, "connection="+ms, "maxsleep=1000", "stamp=true", "tracker=false", "policy="+c.policy)
 	return c
 }
 

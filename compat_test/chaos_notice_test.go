@@ -138,17 +138,17 @@ func (r *chaosRun) checkNotice(c *chaosClient, t0 time.Time, via []*zktest.Proxy
 	case movedAway:
 		r.notCutOff++
 		return
-	case !ok && (silenceOK && len(c.states(t0)) == 0 || c.session && back && !lost):
+	case !ok && (silenceOK && len(c.states(t0)) == 0 || c.policy == "session" && back && !lost):
 		r.rodeOut++
 		return
 	}
 	if ok {
 		r.notices++
-		r.worst[c.policy()] = max(r.worst[c.policy()], delay-last)
+		r.worst[c.policy] = max(r.worst[c.policy], delay-last)
 	}
 	if !ok || delay-last > chaosNoticeBound {
 		note := fmt.Sprintf("%s (%s policy) %s at %s: %s (delay %v, after a last reply at +%v; states since 5s before: %s)",
-			c.name, c.policy(), what, t0.Format("15:04:05.000"), detail, delay, last.Round(time.Millisecond), statesSince(c, t0.Add(-5*time.Second)))
+			c.name, c.policy, what, t0.Format("15:04:05.000"), detail, delay, last.Round(time.Millisecond), statesSince(c, t0.Add(-5*time.Second)))
 		if c.curator() && ok {
 			r.curatorLate = append(r.curatorLate, note)
 		} else {

@@ -43,7 +43,7 @@ type referee struct {
 
 	mu        sync.Mutex
 	holdings  map[string]*holdingRecord
-	guards    map[string]map[*holdingRecord]bool // by guard: the holdings inside
+	inside    map[*holdingRecord]bool // in a guard
 	conflicts []conflict
 	highest   map[string]int64 // by resource
 	writes    []fencedWrite
@@ -70,10 +70,9 @@ type conflict struct {
 	others []*holdingRecord
 }
 
-// fencedWrite is one write to a fenced resource.
+// fencedWrite is one write to a fenced resource (its holding's).
 type fencedWrite struct {
 	h              *holdingRecord
-	resource       string
 	token, highest int64 // highest: accepted before it
 	refused        bool
 	at             time.Time
@@ -86,7 +85,7 @@ type pauseWindow struct {
 }
 
 func newReferee(t testing.TB) *referee {
-	r := &referee{holdings: map[string]*holdingRecord{}, guards: map[string]map[*holdingRecord]bool{},
+	r := &referee{holdings: map[string]*holdingRecord{}, inside: map[*holdingRecord]bool{},
 		highest: map[string]int64{}, lingering: map[string]int{}, entered: map[string][]time.Time{}}
 	r.srv = httptest.NewServer(r)
 	t.Cleanup(r.srv.Close)
@@ -160,21 +159,16 @@ func (r *referee) enter(id string, began time.Time, token int64) (string, error)
 	}
 	now := time.Now()
 	h.began, h.token = began, token
-	in := r.guards[h.guard]
-	if in == nil {
-		in = map[*holdingRecord]bool{}
-		r.guards[h.guard] = in
-	}
 	var others []*holdingRecord
-	for o := range in {
-		if h.role.kind != shared || o.role.kind == exclusive {
+	for o := range r.inside {
+		if o.guard == h.guard && (h.role.kind != shared || o.role.kind == exclusive) {
 			others = append(others, o)
 		}
 	}
 	if len(others) > 0 && (h.role.kind != counted || len(others)+1 > h.role.max) {
 		r.conflicts = append(r.conflicts, conflict{holder: h, at: now, others: others})
 	}
-	in[h] = true
+	r.inside[h] = true
 	r.entered[h.label] = append(r.entered[h.label], now)
 	return r.lingerLocked(h), nil
 }
@@ -183,10 +177,13 @@ func (r *referee) step(id string) (string, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	h, err := r.recordLocked(id)
-	if err != nil || h.resource == "" {
-		return r.lingerLocked(h), err
+	if err != nil {
+		return "", err
 	}
-	w := fencedWrite{h: h, resource: h.resource, token: h.token, highest: r.highest[h.resource], at: time.Now()}
+	if h.resource == "" {
+		return r.lingerLocked(h), nil
+	}
+	w := fencedWrite{h: h, token: h.token, highest: r.highest[h.resource], at: time.Now()}
 	w.refused = w.token < w.highest
 	r.writes = append(r.writes, w)
 	if w.refused {
@@ -210,7 +207,7 @@ func (r *referee) out(id string, at time.Time, told bool) (string, error) {
 	case !told:
 		h.left = at
 	}
-	delete(r.guards[h.guard], h)
+	delete(r.inside, h)
 	select {
 	case <-h.settled:
 	default:
@@ -235,11 +232,9 @@ func (r *referee) insideOf(client string) []*holdingRecord {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	var out []*holdingRecord
-	for _, in := range r.guards {
-		for h := range in {
-			if h.client == client {
-				out = append(out, h)
-			}
+	for h := range r.inside {
+		if h.client == client {
+			out = append(out, h)
 		}
 	}
 	return out
@@ -279,18 +274,19 @@ func (r *referee) refusedOf(h *holdingRecord) int {
 	return n
 }
 
-// firstEntered returns, for each contender of labels, when one of its
-// holdings first entered at or after since, or the zero time.
-func (r *referee) firstEntered(labels []string, since time.Time) map[string]time.Time {
+// progress returns how long after since the contenders of labels each had
+// a holding enter a guard, at worst, and those that have not.
+func (r *referee) progress(labels []string, since time.Time) (worst time.Duration, idle []string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	out := map[string]time.Time{}
 	for _, l := range labels {
 		if i, _ := slices.BinarySearchFunc(r.entered[l], since, time.Time.Compare); i < len(r.entered[l]) {
-			out[l] = r.entered[l][i]
+			worst = max(worst, r.entered[l][i].Sub(since))
+		} else {
+			idle = append(idle, l)
 		}
 	}
-	return out
+	return worst, idle
 }
 
 func (r *referee) addPause(p pauseWindow) {
@@ -376,35 +372,23 @@ func (r *referee) audit() (violations, staleAccepted []string, accepted, refused
 			refused++
 			if w.h.told.IsZero() && !r.pausedLocked(w.h, w.at) {
 				violations = append(violations, fmt.Sprintf("resource %s refused %s (token %d < %d), which was never told it lost its lock",
-					w.resource, w.h.id, w.token, w.highest))
+					w.h.resource, w.h.id, w.token, w.highest))
 			}
 			continue
 		}
 		accepted++
-		if w.token < highest[w.resource] {
+		if w.token < highest[w.h.resource] {
 			staleAccepted = append(staleAccepted, fmt.Sprintf("resource %s accepted write %d from %s with stale token %d < %d",
-				w.resource, i, w.h.id, w.token, highest[w.resource]))
+				w.h.resource, i, w.h.id, w.token, highest[w.h.resource]))
 		}
-		highest[w.resource] = max(highest[w.resource], w.token)
-		key := w.resource + " " + strconv.FormatInt(w.token, 10)
+		highest[w.h.resource] = max(highest[w.h.resource], w.token)
+		key := w.h.resource + " " + strconv.FormatInt(w.token, 10)
 		if o := owner[key]; o != nil && o != w.h {
-			violations = append(violations, fmt.Sprintf("resource %s: token %d used by %s and %s", w.resource, w.token, o.id, w.h.id))
+			violations = append(violations, fmt.Sprintf("resource %s: token %d used by %s and %s", w.h.resource, w.token, o.id, w.h.id))
 		}
 		owner[key] = w.h
 	}
 	return violations, staleAccepted, accepted, refused
-}
-
-// enteredBy returns how many holdings of each client entered a guard.
-func (r *referee) enteredBy() map[string]int {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	out := map[string]int{}
-	for label, at := range r.entered {
-		client, _, _ := strings.Cut(label, "-")
-		out[client] += len(at)
-	}
-	return out
 }
 
 // The referee's checks see what they must: overlaps in each kind of guard,
@@ -484,8 +468,8 @@ func TestChaosRefereeSeesViolations(t *testing.T) {
 		t.Fatalf("steps: %q, %q", a, b)
 	}
 	rec := func(id string) *holdingRecord { return r.holdings[id] }
-	r.writes = append(r.writes, fencedWrite{h: rec("g1-mutex-0.1"), resource: "mutex-1", token: 3},
-		fencedWrite{h: rec("p1-latch-0.1"), resource: "latch-1", token: 9}, fencedWrite{h: rec("j1-latch-0.1"), resource: "latch-1", token: 9})
+	r.writes = append(r.writes, fencedWrite{h: rec("g1-mutex-0.1"), token: 3}, fencedWrite{h: rec("p1-latch-0.1"), token: 9},
+		fencedWrite{h: rec("j1-latch-0.1"), token: 9})
 	v, stale, accepted, refused := r.audit()
 	want := []string{
 		"resource mutex-1 refused j1-mutex-1.3 (token 3 < 4), which was never told it lost its lock",

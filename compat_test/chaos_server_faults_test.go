@@ -148,11 +148,7 @@ func (r *chaosRun) quorumLoss(ctx context.Context, f fault) (string, error) {
 	}
 
 	// Every contender holds its lock again.
-	var labels []string
-	for _, c := range r.clients {
-		labels = append(labels, c.labels...)
-	}
-	recovery, stuck := r.awaitProgress(ctx, labels, q, q.Add(chaosRecoveryBound))
+	recovery, stuck := r.awaitProgress(ctx, r.labels(), q, q.Add(chaosRecoveryBound))
 	findings = append(findings, stuck...)
 
 	if err := <-restartErr; err != nil {
@@ -178,16 +174,7 @@ func (r *chaosRun) quorumLoss(ctx context.Context, f fault) (string, error) {
 // took, and those that did not.
 func (r *chaosRun) awaitProgress(ctx context.Context, labels []string, since, deadline time.Time) (time.Duration, []string) {
 	for {
-		seen := r.ref.firstEntered(labels, since)
-		var worst time.Duration
-		var stuck []string
-		for _, l := range labels {
-			if at := seen[l]; at.IsZero() {
-				stuck = append(stuck, l)
-			} else {
-				worst = max(worst, at.Sub(since))
-			}
-		}
+		worst, stuck := r.ref.progress(labels, since)
 		if len(stuck) == 0 {
 			return worst, nil
 		}
