@@ -304,12 +304,12 @@ func (c *chaosClient) startContenders(ctx context.Context, wg *sync.WaitGroup, r
 func (c *chaosClient) stopContenders(ctx context.Context, report func(label, reply string)) error {
 	var errs []error
 	for _, l := range c.labels {
-		if _, err := c.proc.send("-", "chaos-stop", l).wait(ctx); err != nil && !strings.Contains(err.Error(), "no chaos loop") {
+		if _, err := c.proc.send("-", "chaos-stop", l).Wait(ctx); err != nil && !strings.Contains(err.Error(), "no chaos loop") {
 			errs = append(errs, err)
 		}
 	}
 	for i, call := range c.calls {
-		reply, err := call.wait(ctx)
+		reply, err := call.Wait(ctx)
 		if err != nil {
 			errs = append(errs, err)
 			continue

@@ -25,12 +25,9 @@ import (
 // <client>-<role>-<i>.<n>) calls, each answered 200 with a word:
 //
 //   - GET /enter?h=<id>&b=<µs its wait began>&t=<its fencing token>: it
-//     enters its guard (one per role's guard and family; see chaosRole), "ok",
-//     or "linger" while its client's holders are to hold on, or "told" (it
-//     does not enter) if it was told first. A holding that enters while
-//     holdings it must not meet are inside is a conflict: an exclusive one
-//     meets every other, a shared one the exclusive ones, a counted one more
-//     than max counted ones.
+//     enters its guard (a guard of guard_test.go, one per role's guard and
+//     family; see chaosRole), "ok", or "linger" while its client's holders
+//     are to hold on, or "told" (it does not enter) if it was told first.
 //   - GET /step?h=<id>: one step inside; for a fenced role, a write of its
 //     token to the role's resource in its family, which refuses a token
 //     lower than the highest it has accepted ("fenced") and records every
@@ -43,8 +40,7 @@ type referee struct {
 
 	mu        sync.Mutex
 	holdings  map[string]*holdingRecord
-	inside    map[*holdingRecord]bool // in a guard
-	conflicts []conflict
+	guards    map[string]*guard
 	highest   map[string]int64 // by resource
 	writes    []fencedWrite
 	pauses    []pauseWindow
@@ -58,16 +54,9 @@ type holdingRecord struct {
 	role              chaosRole
 	guard, resource   string // resource: "" for a role that does not write
 	token             int64
+	marker            int // in its guard; 0 when not inside
 	began, told, left time.Time
 	settled           chan struct{} // closed once told or left
-}
-
-// conflict is an overlap a guard saw: holder entered at at while others
-// were inside.
-type conflict struct {
-	holder *holdingRecord
-	at     time.Time
-	others []*holdingRecord
 }
 
 // fencedWrite is one write to a fenced resource (its holding's).
@@ -85,7 +74,7 @@ type pauseWindow struct {
 }
 
 func newReferee(t testing.TB) *referee {
-	r := &referee{holdings: map[string]*holdingRecord{}, inside: map[*holdingRecord]bool{},
+	r := &referee{holdings: map[string]*holdingRecord{}, guards: map[string]*guard{},
 		highest: map[string]int64{}, lingering: map[string]int{}, entered: map[string][]time.Time{}}
 	r.srv = httptest.NewServer(r)
 	t.Cleanup(r.srv.Close)
@@ -157,19 +146,14 @@ func (r *referee) enter(id string, began time.Time, token int64) (string, error)
 	if err != nil || !h.told.IsZero() {
 		return "told", err
 	}
-	now := time.Now()
 	h.began, h.token = began, token
-	var others []*holdingRecord
-	for o := range r.inside {
-		if o.guard == h.guard && (h.role.kind != shared || o.role.kind == exclusive) {
-			others = append(others, o)
-		}
+	g := r.guards[h.guard]
+	if g == nil {
+		g = &guard{}
+		r.guards[h.guard] = g
 	}
-	if len(others) > 0 && (h.role.kind != counted || len(others)+1 > h.role.max) {
-		r.conflicts = append(r.conflicts, conflict{holder: h, at: now, others: others})
-	}
-	r.inside[h] = true
-	r.entered[h.label] = append(r.entered[h.label], now)
+	h.marker = g.enter(h.role.kind, h.role.max, id)
+	r.entered[h.label] = append(r.entered[h.label], time.Now())
 	return r.lingerLocked(h), nil
 }
 
@@ -207,7 +191,10 @@ func (r *referee) out(id string, at time.Time, told bool) (string, error) {
 	case !told:
 		h.left = at
 	}
-	delete(r.inside, h)
+	if h.marker != 0 {
+		r.guards[h.guard].leave(h.marker)
+		h.marker = 0
+	}
 	select {
 	case <-h.settled:
 	default:
@@ -232,9 +219,11 @@ func (r *referee) insideOf(client string) []*holdingRecord {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	var out []*holdingRecord
-	for h := range r.inside {
-		if h.client == client {
-			out = append(out, h)
+	for _, g := range r.guards {
+		for _, id := range g.insideNow() {
+			if h := r.holdings[id]; h.client == client {
+				out = append(out, h)
+			}
 		}
 	}
 	return out
@@ -323,36 +312,38 @@ func (r *referee) pausedLocked(h *holdingRecord, at time.Time) bool {
 func (r *referee) judge() (locks, leaders []string, overlaps int) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	for _, c := range r.conflicts {
-		n := 0
-		var ids []string
-		for _, o := range c.others {
-			ids = append(ids, o.id)
-			if !r.excusedLocked(o, c.at) {
-				n++
+	for _, g := range r.guards {
+		for _, c := range g.conflictsNow() {
+			overlaps++
+			holder, n := r.holdings[c.label], 0
+			for _, o := range c.others {
+				if !r.excusedLocked(r.holdings[o], c.at) {
+					n++
+				}
 			}
-		}
-		holderUntold := !r.excusedLocked(c.holder, c.at)
-		bad := holderUntold && n > 0
-		if c.holder.role.kind == counted {
-			if holderUntold {
-				n++
+			holderUntold := !r.excusedLocked(holder, c.at)
+			bad := holderUntold && n > 0
+			if c.kind == counted {
+				if holderUntold {
+					n++
+				}
+				bad = n > c.max
 			}
-			bad = n > c.holder.role.max
-		}
-		if !bad {
-			continue
-		}
-		slices.Sort(ids)
-		v := fmt.Sprintf("guard %s: %s entered (%s, at most %d) at %s while %s were inside, %d of them unexcused",
-			c.holder.guard, c.holder.id, c.holder.role.kind, c.holder.role.max, c.at.Format("15:04:05.000000"), strings.Join(ids, ","), n)
-		if c.holder.role.election() {
-			leaders = append(leaders, v)
-		} else {
-			locks = append(locks, v)
+			if !bad {
+				continue
+			}
+			v := fmt.Sprintf("guard %s: %s entered (%s, at most %d) at %s while %s were inside, %d of them unexcused",
+				holder.guard, c.label, c.kind, c.max, c.at.Format("15:04:05.000000"), strings.Join(c.others, ","), n)
+			if holder.role.election() {
+				leaders = append(leaders, v)
+			} else {
+				locks = append(locks, v)
+			}
 		}
 	}
-	return locks, leaders, len(r.conflicts)
+	slices.Sort(locks)
+	slices.Sort(leaders)
+	return locks, leaders, overlaps
 }
 
 // audit checks the writes after the run, independently of the rule the

@@ -367,7 +367,7 @@ func (r *chaosRun) closeClients() {
 	for _, c := range r.clients {
 		if c.goc != nil {
 			c.goc.Close()
-		} else if _, err := c.proc.send("-", "close-client", c.name).wait(testutil.Context(r.t)); err != nil {
+		} else if _, err := c.proc.send("-", "close-client", c.name).Wait(testutil.Context(r.t)); err != nil {
 			r.t.Errorf("chaos: %v", err)
 		}
 	}

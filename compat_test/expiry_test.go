@@ -77,7 +77,7 @@ func TestSessionExpiry(t *testing.T) {
 			guards := newGuards(t, r.guardPaths)
 			o := r.goOwner(t, gx, base, r.full())
 			must(t, o.Acquire(ctx))
-			leave := goEnter(t, guards, r.kind, r.max, r.full(), "go-holder")
+			leave := goEnter(guards, r.kind, r.max, r.full(), "go-holder")
 			jl := r.javaLock(t, p, "y-"+r.name, "jc", base)
 			waiter := javaHold(p, "y1-"+r.name, jl, 1, guards, r.kind, r.max, "java-waiter")
 			waitChildren(t, gc, r.queuePath(base), r.heldNodes+1)

@@ -73,7 +73,7 @@ func TestHandOff(t *testing.T) {
 			guards := newGuards(t, hc.holder.guardPaths)
 			o := hc.holder.goOwner(t, gc, base, hc.holder.full())
 			must(t, o.Acquire(ctx))
-			leave := goEnter(t, guards, hc.holder.kind, hc.holder.max, hc.holder.full(), "go-holder")
+			leave := goEnter(guards, hc.holder.kind, hc.holder.max, hc.holder.full(), "go-holder")
 
 			jl := hc.waiter.javaLock(t, p, "jw-"+t.Name(), "jc", base)
 			waiter := javaHold(p, "h2", jl, 1, guards, hc.waiter.kind, hc.waiter.max, "java-waiter")

@@ -47,11 +47,11 @@
 //     revoke <client> <node path>
 //     participants <lock>                                        -> <n> <node>...
 //     is-protected <name>                                        -> <bool> <normalized> <id|->
-//     guard-enter <dir>[,<dir>...] kind=excl|shared|count [max=<n>] [label=<text>]
-//                                                                -> <token> violations=<n>
+//     guard-enter <url>[,<url>...] kind=excl|shared|count [max=<n>] [label=<text>]
+//                                                                -> <token>
 //     guard-leave <token>
-//     loop <lock> rounds=<n> guard=<dir>[,<dir>...] kind=excl|shared|count
-//          [max=<n>] [label=<text>] [hold=<ms>]                  -> violations=<n>
+//     loop <lock> rounds=<n> guard=<url>[,<url>...] kind=excl|shared|count
+//          [max=<n>] [label=<text>] [hold=<ms>]                  -> rounds=<n>
 //     chaos <client> mutex|write|read|sem|latch|selector <label> path=<path> referee=<url>
 //           [leases=<n>] [fenced=true] [hold=<ms>] [writes=<n>] [acquire=<ms>] [linger=<ms>]
 //           -> acquisitions=<n> told=<n> fenced=<n> stale-tries=<n> timeouts=<n>
@@ -70,14 +70,10 @@
 //     ping
 //     quit
 //
-// The guard (the same rule as the Go side's, see guard_test.go): a critical
-// section is entered by creating a marker in a shared directory, and any
-// overlap that the lock should have prevented is appended to
-// <dir>/violations. Writers (excl) create the directory <dir>/held and then
-// check <dir>/readers is empty; readers (shared) create a file in
-// <dir>/readers and then check <dir>/held is absent; counted holders (count)
-// create a file in <dir>/holders and then check there are at most max. Each
-// entry appends its label to <dir>/log.
+// A guard is the test's critical-section detector (compat_test/guard_test.go),
+// which a holder enters while it holds a lock: GET <url>/enter?kind=&max=
+// &label= answers a marker's number, GET <url>/leave?m=<number> leaves. The
+// test records every entry and every overlap the lock should have prevented.
 //
 // The chaos suite (compat_test/chaos_test.go). "chaos" runs one contender,
 // on its worker, until "chaos-stop <label>": a mutex's, a read-write lock
@@ -117,11 +113,6 @@ import java.lang.reflect.Field;
 import java.net.HttpURLConnection;
 import java.net.URL;
 import java.nio.charset.StandardCharsets;
-import java.nio.file.FileAlreadyExistsException;
-import java.nio.file.Files;
-import java.nio.file.Path;
-import java.nio.file.Paths;
-import java.nio.file.StandardOpenOption;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.Arrays;
@@ -133,14 +124,12 @@ import java.util.Map;
 import java.time.Instant;
 import java.util.Optional;
 import java.util.Set;
-import java.util.UUID;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicReference;
-import java.util.stream.Stream;
 
 import org.apache.curator.framework.CuratorFramework;
 import org.apache.curator.framework.CuratorFrameworkFactory;
@@ -186,7 +175,7 @@ public final class CuratorPeer {
     private final Map<String, java.util.concurrent.Semaphore> selectorRelease = new ConcurrentHashMap<>();
     private final Map<String, ExecutorService> workers = new ConcurrentHashMap<>();
     private final Map<String, Deque<Lease>> leases = new ConcurrentHashMap<>();
-    private final Map<String, Deque<Path>> entered = new ConcurrentHashMap<>();
+    private final Map<String, List<String>> entered = new ConcurrentHashMap<>(); // guard tokens' leave requests
     private final AtomicLong tokens = new AtomicLong();
     // The chaos suite: each client's tracker, and the running contenders by label.
     private final Map<String, Tracker> trackers = new ConcurrentHashMap<>();
@@ -526,22 +515,17 @@ public final class CuratorPeer {
                 String kind = opt.getOrDefault("kind", "excl");
                 int max = Integer.parseInt(opt.getOrDefault("max", "1"));
                 String label = opt.getOrDefault("label", "java-" + workerName);
-                Deque<Path> undo = new ArrayDeque<>();
-                int v = 0;
-                for (String g : arg(pos, 0, "guard").split(",")) {
-                    v += enter(Paths.get(g), kind, max, label, undo);
-                }
                 String token = "g" + tokens.incrementAndGet();
-                entered.put(token, undo);
-                return token + " violations=" + v;
+                entered.put(token, enter(arg(pos, 0, "guard"), kind, max, label));
+                return token;
             }
             case "guard-leave": {
-                Deque<Path> undo = entered.remove(arg(pos, 0, "token"));
-                if (undo == null) {
+                List<String> leaves = entered.remove(arg(pos, 0, "token"));
+                if (leaves == null) {
                     throw new IllegalArgumentException("no guard token " + pos.get(0));
                 }
-                while (!undo.isEmpty()) {
-                    Files.deleteIfExists(undo.pop());
+                for (String l : leaves) {
+                    get(l);
                 }
                 return "left";
             }
@@ -681,85 +665,47 @@ public final class CuratorPeer {
         int max = Integer.parseInt(opt.getOrDefault("max", "1"));
         String label = opt.getOrDefault("label", "java-" + workerName);
         long hold = Long.parseLong(opt.getOrDefault("hold", "0"));
-        List<Path> guards = new ArrayList<>();
-        for (String g : opt.getOrDefault("guard", "").split(",")) {
-            if (!g.isEmpty()) {
-                guards.add(Paths.get(g));
-            }
-        }
-        int violations = 0;
         for (int r = 0; r < rounds; r++) {
             acquire(workerName, ref, -1, 1);
-            Deque<Path> undo = new ArrayDeque<>();
             try {
-                for (Path g : guards) {
-                    violations += enter(g, kind, max, label, undo);
-                }
+                List<String> leaves = enter(opt.getOrDefault("guard", ""), kind, max, label);
                 if (hold > 0) {
                     Thread.sleep(hold); // time spent in the critical section, so overlaps would show
                 }
-            } finally {
-                while (!undo.isEmpty()) {
-                    Files.deleteIfExists(undo.pop());
+                for (String l : leaves) {
+                    get(l);
                 }
+            } finally {
                 release(workerName, ref);
             }
         }
-        return "violations=" + violations;
+        return "rounds=" + rounds;
     }
 
-    /** Enters one guard directory; returns the number of violations seen. */
-    static int enter(Path g, String kind, int max, String label, Deque<Path> undo) throws Exception {
-        int v = 0;
-        Path held = g.resolve("held");
-        switch (kind) {
-            case "excl":
-                try {
-                    Files.createDirectory(held);
-                    undo.push(held);
-                } catch (FileAlreadyExistsException e) {
-                    v += violation(g, label + ": entered an exclusive section someone holds");
-                }
-                try (Stream<Path> s = Files.list(g.resolve("readers"))) {
-                    if (s.findAny().isPresent()) {
-                        v += violation(g, label + ": entered an exclusive section with readers inside");
-                    }
-                }
-                break;
-            case "shared": {
-                Path m = g.resolve("readers").resolve(label + "-" + UUID.randomUUID());
-                Files.createFile(m);
-                undo.push(m);
-                if (Files.exists(held)) {
-                    v += violation(g, label + ": entered a shared section a writer holds");
-                }
-                break;
+    /** Enters the guards at urls (comma-separated) as label: the requests that leave them. */
+    static List<String> enter(String urls, String kind, int max, String label) throws IOException {
+        List<String> leaves = new ArrayList<>();
+        for (String g : urls.split(",")) {
+            if (!g.isEmpty()) {
+                leaves.add(g + "/leave?m=" + get(g + "/enter?kind=" + kind + "&max=" + max + "&label=" + label));
             }
-            case "count": {
-                Path m = g.resolve("holders").resolve(label + "-" + UUID.randomUUID());
-                Files.createFile(m);
-                undo.push(m);
-                long n;
-                try (Stream<Path> s = Files.list(g.resolve("holders"))) {
-                    n = s.count();
-                }
-                if (n > max) {
-                    v += violation(g, label + ": " + n + " holders inside, at most " + max + " allowed");
-                }
-                break;
-            }
-            default:
-                throw new IllegalArgumentException("unknown guard kind " + kind);
         }
-        Files.write(g.resolve("log"), (label + "\n").getBytes(StandardCharsets.UTF_8),
-            StandardOpenOption.CREATE, StandardOpenOption.WRITE, StandardOpenOption.APPEND);
-        return v;
+        return leaves;
     }
 
-    static int violation(Path g, String what) throws Exception {
-        Files.write(g.resolve("violations"), ("java " + what + "\n").getBytes(StandardCharsets.UTF_8),
-            StandardOpenOption.CREATE, StandardOpenOption.WRITE, StandardOpenOption.APPEND);
-        return 1;
+    /** One GET of the test's (a guard's, the chaos suite's referee's): the answer, which must be 200. */
+    static String get(String url) throws IOException {
+        HttpURLConnection c = (HttpURLConnection) new URL(url).openConnection();
+        c.setConnectTimeout(5000);
+        c.setReadTimeout(5000);
+        int code = c.getResponseCode();
+        try (InputStream in = code < 400 ? c.getInputStream() : c.getErrorStream()) {
+            String body = in == null ? "" : new String(in.readAllBytes(), StandardCharsets.UTF_8); // read: the connection is kept alive
+            if (code != 200) {
+                throw new IOException(url + " answered " + code + ": " + body);
+            }
+            return body;
+        }
     }
 
     // ---- The chaos suite ----
@@ -852,17 +798,7 @@ public final class CuratorPeer {
 
         /** One request to the referee, verb and query as "<verb>?<query>": its answer's word. */
         String call(String request) throws IOException {
-            HttpURLConnection c = (HttpURLConnection) new URL(referee + "/" + request).openConnection();
-            c.setConnectTimeout(5000);
-            c.setReadTimeout(5000);
-            int code = c.getResponseCode();
-            try (InputStream in = code < 400 ? c.getInputStream() : c.getErrorStream()) {
-                String body = in == null ? "" : new String(in.readAllBytes(), StandardCharsets.UTF_8); // read: the connection is kept alive
-                if (code != 200) {
-                    throw new IOException("referee answered " + code + ": " + body);
-                }
-                return body;
-            }
+            return get(referee + "/" + request);
         }
     }
 
