@@ -430,9 +430,10 @@ func TestChaosRefereeSeesViolations(t *testing.T) {
 	// A pause of j1 excuses the mutex overlap, from its start to the notice
 	// bound after its end, for a holding whose wait began before it; not a
 	// pause that began after the overlap, nor one that ended long before,
-	// nor one of another client.
+	// nor one of another client, nor one that began before the wait did.
 	for _, p := range []pauseWindow{
 		{client: "j1", from: overlapped.Add(time.Second), to: overlapped.Add(time.Minute)},
+		{client: "j1", from: overlapped.Add(-2 * time.Hour), to: overlapped},
 		{client: "j1", from: overlapped.Add(-time.Hour), to: overlapped.Add(-time.Minute)},
 		{client: "p1", from: overlapped.Add(-time.Minute), to: overlapped},
 	} {
