@@ -159,8 +159,8 @@ func (r *chaosRun) quorumLoss(ctx context.Context, f fault) (string, error) {
 	}
 	r.mu.Lock()
 	r.quorumFindings = append(r.quorumFindings, findings...)
-	r.nodeExpiries = append(r.nodeExpiries, expiry)
-	r.recoveries = append(r.recoveries, recovery)
+	r.nodeExpiry = max(r.nodeExpiry, expiry)
+	r.recovery = max(r.recovery, recovery)
 	r.mu.Unlock()
 	return fmt.Sprintf("members %d and %d down for %v, %d holders inside; quorum back at +%v; "+
 		"nodes of %d sessions given up gone %v after it; every contender held again %v after it",

@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"path/filepath"
 	"runtime"
 	"slices"
 	"strconv"
@@ -106,14 +107,14 @@ type chaosRun struct {
 	paused         map[string]bool
 	worst          map[string]time.Duration // the worst loss notice, by policy (see chaosClient.policy)
 	notices        int
-	lateNotices    []string // of Go clients: failures
+	lateNotices    []string // failures: late notices of Go clients, and clients never told
 	curatorLate    []string // of Java Curator clients: Curator's, reported apart
 	rodeOut        int      // clients with nothing to be told (see checkNotice)
 	notCutOff      int      // clients that had left the cut-off member by the cut
 	unrefused      int      // pauses without a stale write refused
 	quorumFindings []string
-	nodeExpiries   []time.Duration
-	recoveries     []time.Duration
+	nodeExpiry     time.Duration // the worst after a quorum loss
+	recovery       time.Duration // the worst after a quorum loss
 }
 
 func TestChaos(t *testing.T) {
@@ -178,8 +179,9 @@ func startChaos(t *testing.T, names []string) *chaosRun {
 		counts: map[string]map[string]int64{"test": {}, "processes": {}}, injected: map[faultKind]int{},
 		faults: map[faultKind]int{}, paused: map[string]bool{}, worst: map[string]time.Duration{}}
 	logs := t.TempDir()
-	keepOnFailure(t, logs)
-	bin := buildGoPeer(t, t.TempDir())
+	keepOnFailure(t, filepath.Dir(logs)) // the Java peers' logs are in directories of their own
+	bin := buildGoPeer(t, logs)
+	t.Cleanup(func() { os.Remove(bin) }) // after the processes have stopped, before keepOnFailure
 	for _, name := range names {
 		r.clients = append(r.clients, startClient(t, ens, name, bin, logs))
 	}
@@ -382,13 +384,6 @@ func (r *chaosRun) judge(seed int64, elapsed time.Duration, orphans, curatorOrph
 	nFaults, byKind, missing := r.faultSummary()
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	var worstExpiry, worstRecovery time.Duration
-	for _, d := range r.nodeExpiries {
-		worstExpiry = max(worstExpiry, d)
-	}
-	for _, d := range r.recoveries {
-		worstRecovery = max(worstRecovery, d)
-	}
 	test, procs := r.counts["test"], r.counts["processes"]
 	ms := func(d time.Duration) time.Duration { return d.Round(time.Millisecond) }
 	summary := fmt.Sprintf("chaos: seed=%d duration=%v acquisitions=%d leader-terms=%d faults=%d %s violations=%d "+
@@ -396,7 +391,7 @@ func (r *chaosRun) judge(seed int64, elapsed time.Duration, orphans, curatorOrph
 		"worst-loss-notice-session=%v curator-worst-loss-notice=%v curator-late-notices=%d quorum-node-expiry=%v quorum-recovery=%v",
 		seed, elapsed.Round(time.Second), test["acquisitions"]+procs["acquisitions"], test["terms"]+procs["terms"], nFaults, byKind,
 		len(violations)+len(r.quorumFindings), len(twoLeaders), len(orphans), len(curatorOrphans), refused, len(staleAccepted),
-		ms(r.worst["standard"]), ms(r.worst["session"]), ms(r.worst["curator"]), len(r.curatorLate), ms(worstExpiry), ms(worstRecovery))
+		ms(r.worst["standard"]), ms(r.worst["session"]), ms(r.worst["curator"]), len(r.curatorLate), ms(r.nodeExpiry), ms(r.recovery))
 	t.Logf("chaos: contenders in the test: %v; in processes: %v; %d accepted writes; %d guard overlaps, all but %d excused; "+
 		"loss notices: %d (%d clients had nothing to be told, %d had left the member before the cut); pauses: %d, %d without a stale "+
 		"write refused (a holder can be told, or interrupted, first)",
@@ -453,8 +448,8 @@ func dumpStacks(why string) string {
 	return "the test's goroutines are in " + f.Name()
 }
 
-// keepOnFailure copies dir (every client's log) somewhere that outlives the
-// test if it fails, and says where. Registered before the processes start,
+// keepOnFailure copies dir (the test's temporary files: every client's log)
+// somewhere that outlives the test if it fails, and says where. Registered before the processes start,
 // it runs after they have stopped.
 func keepOnFailure(t *testing.T, dir string) {
 	t.Cleanup(func() {
