@@ -125,8 +125,7 @@ func TestMixedContention(t *testing.T) {
 			continue // readers alone exclude nobody: see read-write below
 		}
 		t.Run(r.name, func(t *testing.T) {
-			base := testutil.Path(t)
-			testutil.CleanupTree(t, server.Addr(), base)
+			base := serverPath(t)
 			guards := newGuards(t, r.guardPaths)
 			var cs []contender
 			for i := 0; i < contenders; i++ {
@@ -145,8 +144,7 @@ func TestMixedContention(t *testing.T) {
 	// Readers and writers of both languages on one read-write lock: a
 	// writer is alone, readers share.
 	t.Run("read-write", func(t *testing.T) {
-		base := testutil.Path(t)
-		testutil.CleanupTree(t, server.Addr(), base)
+		base := serverPath(t)
 		guards := newGuards(t, 1)
 		read, write := readWriteRecipe("read", ""), readWriteRecipe("write", "")
 		var cs []contender

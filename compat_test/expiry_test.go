@@ -31,8 +31,7 @@ func TestSessionExpiry(t *testing.T) {
 		t.Run(r.name+"/java-holder-expires", func(t *testing.T) {
 			t.Parallel() // most of the time goes on clients reconnecting after the expiry
 			ctx := testutil.Context(t)
-			base := testutil.Path(t)
-			testutil.CleanupTree(t, server.Addr(), base)
+			base := serverPath(t)
 			proxy := zktest.NewProxy(t, server.Addr())
 			jx := "jx-" + r.name
 			jsid := p.client(t, jx, proxy.Addr())
@@ -70,8 +69,7 @@ func TestSessionExpiry(t *testing.T) {
 		t.Run(r.name+"/go-holder-expires", func(t *testing.T) {
 			t.Parallel()
 			ctx := testutil.Context(t)
-			base := testutil.Path(t)
-			testutil.CleanupTree(t, server.Addr(), base)
+			base := serverPath(t)
 			proxy := zktest.NewProxy(t, server.Addr())
 			gx := newClient(t, proxy.Addr())
 			guards := newGuards(t, r.guardPaths)

@@ -117,8 +117,7 @@ func TestQueueOrder(t *testing.T) {
 			continue // readers share: see read-write below
 		}
 		t.Run(r.name, func(t *testing.T) {
-			base := testutil.Path(t)
-			testutil.CleanupTree(t, server.Addr(), base)
+			base := serverPath(t)
 			cs := alternate(r, 6)
 			var want []string
 			for _, c := range cs {
@@ -131,8 +130,7 @@ func TestQueueOrder(t *testing.T) {
 	}
 	rw := readWriteQueue()
 	t.Run("read-write", func(t *testing.T) {
-		base := testutil.Path(t)
-		testutil.CleanupTree(t, server.Addr(), base)
+		base := serverPath(t)
 		got := runQueue(t, p, gc, base, rw.holder, rw.queue)
 		// Readers between two writers are granted together, in any
 		// order among themselves; writers one by one, in queue order.

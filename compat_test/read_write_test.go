@@ -24,8 +24,7 @@ func TestReadersShare(t *testing.T) {
 	p := startPeer(t, "readers")
 	p.client(t, "jc", server.Addr())
 	gc := newClient(t, "")
-	base := testutil.Path(t)
-	testutil.CleanupTree(t, server.Addr(), base)
+	base := serverPath(t)
 	g := newGuards(t, 1)
 	rw := mustReadWrite(t, gc, base, "")
 	p.do(t, "-", "rwlock", "rw", "jc", base)
@@ -117,8 +116,7 @@ func TestDowngrade(t *testing.T) {
 
 	t.Run("go-downgrades", func(t *testing.T) {
 		ctx := testutil.Context(t)
-		base := testutil.Path(t)
-		testutil.CleanupTree(t, server.Addr(), base)
+		base := serverPath(t)
 		g := newGuards(t, 1)
 		rw := mustReadWrite(t, gc, base, "")
 		p.do(t, "-", "rwlock", "rw1", "jc", base)
@@ -158,8 +156,7 @@ func TestDowngrade(t *testing.T) {
 
 	t.Run("java-downgrades-curator-621", func(t *testing.T) {
 		ctx := testutil.Context(t)
-		base := testutil.Path(t)
-		testutil.CleanupTree(t, server.Addr(), base)
+		base := serverPath(t)
 		g := newGuards(t, 1)
 		rw := mustReadWrite(t, gc, base, "")
 		p.do(t, "-", "rwlock", "rw2", "jc", base)

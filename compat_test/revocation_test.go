@@ -27,8 +27,7 @@ func TestRevocation(t *testing.T) {
 		}
 		t.Run(hc.name+"/go-revokes-java", func(t *testing.T) {
 			ctx := testutil.Context(t)
-			base := testutil.Path(t)
-			testutil.CleanupTree(t, server.Addr(), base)
+			base := serverPath(t)
 			guards := newGuards(t, hc.holder.guardPaths)
 			jl := hc.holder.javaLock(t, p, "jr-"+t.Name(), "jc", base)
 			p.do(t, "-", "revocable", jl, "release-on=r1")
@@ -60,8 +59,7 @@ func TestRevocation(t *testing.T) {
 		})
 		t.Run(hc.name+"/java-revokes-go", func(t *testing.T) {
 			ctx := testutil.Context(t)
-			base := testutil.Path(t)
-			testutil.CleanupTree(t, server.Addr(), base)
+			base := serverPath(t)
 			guards := newGuards(t, hc.holder.guardPaths)
 			h, ok := hc.holder.goOwner(t, gc, base, 1).(*recipes.Handle)
 			if !ok {
