@@ -73,8 +73,10 @@ func Open(cfg Config) (*Client, error) {
 }
 
 func (c *Client) open() (*generation, error) {
-	opts := []framework.Option{framework.WithSessionTimeout(c.cfg.SessionTimeout),
-		framework.WithConnectionTimeout(c.cfg.SessionTimeout), framework.WithListener(c.cfg.Listener)}
+	opts := []framework.Option{framework.WithSessionTimeout(c.cfg.SessionTimeout), framework.WithConnectionTimeout(c.cfg.SessionTimeout)}
+	if c.cfg.Listener != nil {
+		opts = append(opts, framework.WithListener(c.cfg.Listener))
+	}
 	if c.cfg.Logger != nil {
 		opts = append(opts, framework.WithLogger(c.cfg.Logger))
 	}

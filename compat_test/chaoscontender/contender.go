@@ -180,12 +180,9 @@ func (r *run) latchTerm(ctx context.Context) {
 // until ctx ends or the client is replaced: each of its turns is a term.
 func (r *run) selectorTurns(ctx context.Context) {
 	g := r.c.current()
-	busy := make(chan struct{}, 1) // held while a turn runs
-	began := time.Now()            // when the wait for the next turn began
+	began := time.Now() // when the wait for the next turn began
 	var sel *recipes.LeaderSelector
 	sel, err := recipes.NewLeaderSelector(g.fc, r.ct.Path, func(tctx context.Context) error {
-		busy <- struct{}{}
-		defer func() { <-busy }()
 		r.hold(ctx, turn{tctx}, began, sel.FencingToken)
 		began = time.Now()
 		return nil
@@ -201,10 +198,9 @@ func (r *run) selectorTurns(ctx context.Context) {
 	case <-ctx.Done():
 	case <-g.replaced:
 	}
-	if err := sel.Close(); err != nil {
+	if err := sel.Close(); err != nil { // it waits for a turn under way
 		r.failed(ctx, "selector close", err, g)
 	}
-	busy <- struct{}{} // Close does not wait for a turn under way: this does
 }
 
 // term is what a holding holds: an acquisition, or a term of leadership.
