@@ -95,7 +95,7 @@ func (r *chaosRun) notice(c *chaosClient, t0 time.Time, inside []*holdingRecord,
 // had left the cut-off member before the cut; with silenceOK (a slow
 // server), one that heard nothing at all, its connection never lapsing;
 // and, under the Session policy, one that came back to its session
-// (RECONNECTED) before it was lost.
+// (RECONNECTED) before its notice.
 func (r *chaosRun) checkNotice(c *chaosClient, t0 time.Time, via []*zktest.Proxy, inside []*holdingRecord, what string, silenceOK bool) {
 	contact := func() time.Time {
 		last := t0
@@ -130,15 +130,17 @@ func (r *chaosRun) checkNotice(c *chaosClient, t0 time.Time, via []*zktest.Proxy
 			}
 		}
 	}
-	_, back := firstState(c, t0, "RECONNECTED")
-	_, lost := firstState(c, t0, "LOST")
+	// A Session-policy client back in its session before its notice (a
+	// later loss is another outage's) kept its locks: nothing to be told.
+	ev, _ := firstState(c, t0, "RECONNECTED", "LOST")
+	back := c.policy == "session" && ev.state == "RECONNECTED" && (!ok || ev.at.Before(t0.Add(delay)))
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	switch {
 	case movedAway:
 		r.notCutOff++
 		return
-	case !ok && (silenceOK && len(c.states(t0)) == 0 || c.policy == "session" && back && !lost):
+	case back || !ok && silenceOK && len(c.states(t0)) == 0:
 		r.rodeOut++
 		return
 	}
