@@ -193,7 +193,9 @@ func (r *chaosRun) pauseHolder(ctx context.Context, c *chaosClient) (string, err
 	var writer *holdingRecord
 	for deadline := time.Now().Add(20 * time.Second); writer == nil; pause(ctx, 10*time.Millisecond) { // polling until a writer is inside
 		for _, h := range r.ref.insideOf(c.name) {
-			if h.resource != "" && h.token > 0 {
+			// Not one that another holder has superseded already (it was
+			// told, and the referee has yet to hear it).
+			if h.resource != "" && h.token > 0 && h.token >= r.ref.highestNow(h.resource) {
 				writer = h
 			}
 		}
