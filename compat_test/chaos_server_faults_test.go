@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
-	"runtime"
 	"slices"
 	"sort"
 	"strings"
@@ -32,27 +30,17 @@ func (r *chaosRun) killMember(ctx context.Context, f fault) (string, error) {
 	members := r.ens.Members()
 	victim := leader
 	if f.kind == faultFollower {
-		var followers []int
-		for i := range members {
-			if i != leader {
-				followers = append(followers, i)
-			}
-		}
-		victim = followers[f.target%len(followers)]
+		victim = (leader + 1 + f.target%2) % len(members)
 	}
 	m := members[victim]
-	inside, done, err := r.holdOn(ctx, r.clients...)
-	if err != nil {
-		done()
-		return "", err
-	}
+	inside, done := r.holdOn(r.clients...)
 	err = m.Kill()
 	pause(ctx, 300*time.Millisecond) // for the disconnected holders to be told while they hold on
 	done()
 	if err != nil {
 		return "", err
 	}
-	r.faultDone(f.kind)
+	r.count(r.faults, f.kind)
 	note := fmt.Sprintf("member %d, %d holders inside", m.ID(), inside)
 	if f.kind == faultLeader {
 		start := time.Now()
@@ -100,13 +88,9 @@ func (r *chaosRun) quorumLoss(ctx context.Context, f fault) (string, error) {
 		if err != nil {
 			return "", err
 		}
-		before[c.name()] = sid
+		before[c.name] = sid
 	}
-	inside, done, err := r.holdOn(ctx, r.clients...)
-	if err != nil {
-		done()
-		return "", err
-	}
+	inside, done := r.holdOn(r.clients...)
 	cut := r.beginCut(r.clients)
 	t0 := cut.at
 	var killed []int
@@ -119,8 +103,8 @@ func (r *chaosRun) quorumLoss(ctx context.Context, f fault) (string, error) {
 			killed = append(killed, i)
 		}
 	}
-	r.faultDone(faultQuorum)
-	cut.check(r, func(c chaosClient) []*zktest.Proxy { return c.proxies() }, "lost the quorum", false)
+	r.count(r.faults, faultQuorum)
+	cut.check(r, func(c *chaosClient) []*zktest.Proxy { return c.prox }, "lost the quorum", false)
 	done()
 	pause(ctx, time.Until(t0.Add(f.length)))
 
@@ -128,7 +112,7 @@ func (r *chaosRun) quorumLoss(ctx context.Context, f fault) (string, error) {
 	for _, c := range r.clients {
 		if _, ok := firstState(c, t0, "LOST"); !ok {
 			findings = append(findings, fmt.Sprintf("%s did not declare its session LOST in %v without a quorum (states: %s)",
-				c.name(), time.Since(t0).Round(time.Millisecond), statesSince(c, t0)))
+				c.name, time.Since(t0).Round(time.Millisecond), statesSince(c, t0)))
 		}
 	}
 	// The quorum is back once one killed member is: then the other.
@@ -150,18 +134,21 @@ func (r *chaosRun) quorumLoss(ctx context.Context, f fault) (string, error) {
 	gaveUp := map[int64]string{}
 	for _, c := range r.clients {
 		if _, ok := firstState(c, t0, "LOST"); ok {
-			gaveUp[before[c.name()]] = c.name()
+			gaveUp[before[c.name]] = c.name
 		}
 	}
-	expiry, left := r.awaitGone(ctx, gaveUp, q, q.Add(chaosSessionTimeout+chaosInitLimit+time.Second))
-	findings = append(findings, left...)
+	left, err := r.ephemeralsLeft(ctx, func(s int64) bool { return gaveUp[s] != "" }, q.Add(chaosSessionTimeout+chaosInitLimit+time.Second))
+	expiry := time.Since(q)
+	if err != nil {
+		findings = append(findings, fmt.Sprintf("listing %s: %v", chaosBase, err))
+	}
+	for _, n := range left {
+		findings = append(findings, fmt.Sprintf("%s of session 0x%x, which %s gave up, still there %v after the quorum came back",
+			n.path, n.owner, gaveUp[n.owner], expiry.Round(time.Millisecond)))
+	}
 
 	// Every contender holds its lock again.
-	var labels []string
-	for _, c := range r.clients {
-		labels = append(labels, contenderLabels(c.name())...)
-	}
-	recovery, stuck := r.awaitProgress(ctx, labels, q, q.Add(chaosRecoveryBound))
+	recovery, stuck := r.awaitProgress(ctx, r.labels(), q, q.Add(chaosRecoveryBound))
 	findings = append(findings, stuck...)
 
 	if err := <-restartErr; err != nil {
@@ -172,8 +159,8 @@ func (r *chaosRun) quorumLoss(ctx context.Context, f fault) (string, error) {
 	}
 	r.mu.Lock()
 	r.quorumFindings = append(r.quorumFindings, findings...)
-	r.nodeExpiries = append(r.nodeExpiries, expiry)
-	r.recoveries = append(r.recoveries, recovery)
+	r.nodeExpiry = max(r.nodeExpiry, expiry)
+	r.recovery = max(r.recovery, recovery)
 	r.mu.Unlock()
 	return fmt.Sprintf("members %d and %d down for %v, %d holders inside; quorum back at +%v; "+
 		"nodes of %d sessions given up gone %v after it; every contender held again %v after it",
@@ -182,153 +169,38 @@ func (r *chaosRun) quorumLoss(ctx context.Context, f fault) (string, error) {
 		recovery.Round(time.Millisecond)), nil
 }
 
-// awaitGone waits until no ephemeral node under the chaos tree belongs to a
-// session of gone, or until deadline, and returns when they went (after
-// since) and the nodes left then.
-func (r *chaosRun) awaitGone(ctx context.Context, gone map[int64]string, since, deadline time.Time) (time.Duration, []string) {
-	for {
-		nodes, err := ephemeralsUnder(r.checker, chaosBase)
-		var left []string
-		if err == nil {
-			for _, n := range nodes {
-				if who, ok := gone[n.owner]; ok {
-					left = append(left, fmt.Sprintf("%s of session 0x%x, which %s gave up", n.path, n.owner, who))
-				}
-			}
-			if len(left) == 0 {
-				return time.Since(since), nil
-			}
-		}
-		if time.Now().After(deadline) || ctx.Err() != nil {
-			if err != nil {
-				left = append(left, fmt.Sprintf("listing %s: %v", chaosBase, err))
-			}
-			for i := range left {
-				left[i] += fmt.Sprintf(" (still there %v after the quorum came back)", time.Since(since).Round(time.Millisecond))
-			}
-			return time.Since(since), left
-		}
-		pause(ctx, 50*time.Millisecond) // polling the tree
-	}
-}
-
 // awaitProgress waits until every contender of labels has had a holding
 // inside since since, or until deadline, and returns how long the last one
 // took, and those that did not.
 func (r *chaosRun) awaitProgress(ctx context.Context, labels []string, since, deadline time.Time) (time.Duration, []string) {
 	for {
-		seen := r.resource.firstSeen(labels, since)
-		var worst time.Duration
-		var stuck []string
-		for _, l := range labels {
-			if at := seen[l]; at.IsZero() {
-				stuck = append(stuck, l)
-			} else {
-				worst = max(worst, at.Sub(since))
-			}
-		}
+		worst, stuck := r.ref.progress(labels, since)
 		if len(stuck) == 0 {
 			return worst, nil
 		}
 		if time.Now().After(deadline) || ctx.Err() != nil {
 			sort.Strings(stuck)
 			return time.Since(since), []string{fmt.Sprintf("contenders %s did not hold their locks within %v of the quorum's return (%s)",
-				strings.Join(stuck, ","), deadline.Sub(since), r.dumpStacks("stuck"))}
+				strings.Join(stuck, ","), deadline.Sub(since), dumpStacks("stuck"))}
 		}
 		pause(ctx, 50*time.Millisecond) // polling the progress notes
 	}
 }
 
-// dumpStacks writes the stacks of the test's goroutines (its Go clients'
-// among them) to a file that outlives the test, and says where.
-func (r *chaosRun) dumpStacks(why string) string {
-	buf := make([]byte, 16<<20)
-	buf = buf[:runtime.Stack(buf, true)]
-	f, err := os.CreateTemp("", "chaos-"+why+"-stacks-*.txt")
-	if err != nil {
-		return "no stack dump: " + err.Error()
-	}
-	defer f.Close()
-	if _, err := f.Write(buf); err != nil {
-		return "no stack dump: " + err.Error()
-	}
-	return "the test's goroutines are in " + f.Name()
-}
-
 // clientsOn returns the clients (not paused) connected to each member.
-func (r *chaosRun) clientsOn(ctx context.Context) [][]chaosClient {
-	on := make([][]chaosClient, len(r.ens.Members()))
+func (r *chaosRun) clientsOn() [][]*chaosClient {
+	on := make([][]*chaosClient, len(r.ens.Members()))
 	for _, c := range r.clients {
-		if r.isPaused(c) {
-			continue
-		}
-		pctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-		p, err := c.currentProxy(pctx)
-		cancel()
-		if err != nil {
-			continue
-		}
-		if i := slices.Index(c.proxies(), p); i >= 0 {
+		if i := slices.Index(c.prox, c.currentProxy()); i >= 0 && !r.isPaused(c) {
 			on[i] = append(on[i], c)
 		}
 	}
 	return on
 }
 
-// pickMember picks, by pick, a member that clients are connected to, and
-// returns it and them.
-func (r *chaosRun) pickMember(ctx context.Context, pick int) (int, []chaosClient) {
-	on := r.clientsOn(ctx)
-	var busy []int
-	for i, cs := range on {
-		if len(cs) > 0 {
-			busy = append(busy, i)
-		}
-	}
-	if len(busy) == 0 {
-		return pick % len(on), nil
-	}
-	i := busy[pick%len(busy)]
-	return i, on[i]
-}
-
-// A cut is a fault about to cut clients off from servers, and what each
-// client is to be told of it (chaosClient.partitioned).
-type cut struct {
-	at      time.Time
-	clients []chaosClient
-	notices []func(time.Time) (time.Duration, bool, string)
-}
-
-// beginCut notes, just before a fault cuts cs off, what each is to be told.
-func (r *chaosRun) beginCut(cs []chaosClient) *cut {
-	x := &cut{at: time.Now(), clients: cs}
-	for _, c := range cs {
-		x.notices = append(x.notices, c.partitioned(x.at))
-	}
-	return x
-}
-
-// check waits for every client's notice at once and checks it (see
-// checkNotice; via gives the proxies through which a client met the
-// servers cut off); it reports which were told.
-func (x *cut) check(r *chaosRun, via func(chaosClient) []*zktest.Proxy, what string, silenceOK bool) []bool {
-	told := make([]bool, len(x.clients))
-	var wg sync.WaitGroup
-	for k, c := range x.clients {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			_, told[k] = r.checkNotice(c, x.at, via(c), x.notices[k], what, silenceOK)
-		}()
-	}
-	wg.Wait()
-	return told
-}
-
 // viaMember gives a client's proxy to member i.
-func viaMember(i int) func(chaosClient) []*zktest.Proxy {
-	return func(c chaosClient) []*zktest.Proxy { return c.proxies()[i : i+1] }
+func viaMember(i int) func(*chaosClient) []*zktest.Proxy {
+	return func(c *chaosClient) []*zktest.Proxy { return c.prox[i : i+1] }
 }
 
 // cutTarget picks, by pick, a member that clients are connected to, for a
@@ -337,15 +209,22 @@ func viaMember(i int) func(chaosClient) []*zktest.Proxy {
 // it begins the cut (beginCut) with the clients still on the member then;
 // if none is left, it picks again (5 times at most). The caller cuts the
 // member off at once. done ends holding on.
-func (r *chaosRun) cutTarget(ctx context.Context, pick int) (int, *cut, func(), error) {
+func (r *chaosRun) cutTarget(pick int) (int, *cut, func()) {
 	for attempt := 1; ; attempt++ {
-		i, on := r.pickMember(ctx, pick)
-		_, done, err := r.holdOn(ctx, on...)
-		if err != nil {
-			return i, nil, done, err
+		on := r.clientsOn()
+		var busy []int
+		for i, cs := range on {
+			if len(cs) > 0 {
+				busy = append(busy, i)
+			}
 		}
-		if still := r.clientsOn(ctx)[i]; len(still) > 0 || attempt == 5 {
-			return i, r.beginCut(still), done, nil
+		i := pick % len(on)
+		if len(busy) > 0 {
+			i = busy[pick%len(busy)]
+		}
+		_, done := r.holdOn(on[i]...)
+		if still := r.clientsOn()[i]; len(still) > 0 || attempt == 5 {
+			return i, r.beginCut(still), done
 		}
 		done()
 	}
@@ -357,18 +236,15 @@ func (r *chaosRun) cutTarget(ctx context.Context, pick int) (int, *cut, func(), 
 // stops serving; each of its clients is told (its holders within the
 // notice bound) and moves to another member while the partition lasts.
 func (r *chaosRun) partitionMember(ctx context.Context, f fault) (string, error) {
-	i, cut, done, err := r.cutTarget(ctx, f.target)
+	i, cut, done := r.cutTarget(f.target)
 	defer done()
-	if err != nil {
-		return "", err
-	}
 	m, on, t0 := r.ens.Members()[i], cut.clients, cut.at
 	heal, err := r.ens.Partition(i)
 	if err != nil {
 		return "", err
 	}
 	defer heal()
-	r.faultDone(faultPartition)
+	r.count(r.faults, faultPartition)
 	// The member stops serving.
 	var stopped time.Duration
 	for {
@@ -382,13 +258,15 @@ func (r *chaosRun) partitionMember(ctx context.Context, f fault) (string, error)
 		}
 		pause(ctx, 20*time.Millisecond) // polling the member
 	}
-	// Its clients are told, and move on while the partition lasts.
-	told := cut.check(r, viaMember(i), fmt.Sprintf("on partitioned member %d", m.ID()), false)
+	// Its clients are told (or keep their sessions), and move on while the
+	// partition lasts.
+	cut.check(r, viaMember(i), fmt.Sprintf("on partitioned member %d", m.ID()), false)
 	done()
 	var wg sync.WaitGroup
 	moved := make([]error, len(on))
 	for k, c := range on {
-		if !told[k] {
+		ev, left := firstState(c, t0, "SUSPENDED", "LOST")
+		if !left {
 			continue
 		}
 		wg.Add(1)
@@ -396,10 +274,9 @@ func (r *chaosRun) partitionMember(ctx context.Context, f fault) (string, error)
 			defer wg.Done()
 			cctx, cancel := context.WithTimeout(ctx, 20*time.Second)
 			defer cancel()
-			ev, _ := firstState(c, t0, "SUSPENDED", "LOST")
 			if _, err := waitState(cctx, c, ev.at, "CONNECTED", "RECONNECTED"); err != nil {
 				moved[k] = fmt.Errorf("%s did not move on from partitioned member %d in 20s: %w (states: %s)",
-					c.name(), m.ID(), err, statesSince(c, t0))
+					c.name, m.ID(), err, statesSince(c, t0))
 			}
 		}()
 	}
@@ -416,7 +293,7 @@ func (r *chaosRun) partitionMember(ctx context.Context, f fault) (string, error)
 	}
 	names := make([]string, len(on))
 	for k, c := range on {
-		names[k] = c.name()
+		names[k] = c.name
 	}
 	return fmt.Sprintf("member %d, stopped serving after %v; its clients [%s] moved on; partitioned %v",
 		m.ID(), stopped.Round(time.Millisecond), strings.Join(names, " "), time.Since(t0).Round(time.Millisecond)), nil
@@ -430,36 +307,33 @@ func (r *chaosRun) partitionMember(ctx context.Context, f fault) (string, error)
 // lapses rides it out, with nothing to be told), are told within the notice
 // bound and come back.
 func (r *chaosRun) slowServer(ctx context.Context, f fault) (string, error) {
-	i, cut, done, err := r.cutTarget(ctx, f.target)
+	i, cut, done := r.cutTarget(f.target)
 	defer done()
-	if err != nil {
-		return "", err
-	}
 	m, on, t0 := r.ens.Members()[i], cut.clients, cut.at
 	for _, c := range r.clients {
-		c.proxies()[i].SetDelay(f.delay)
+		c.prox[i].SetDelay(f.delay)
 	}
-	suspended := cut.check(r, viaMember(i), fmt.Sprintf("on slow member %d", m.ID()), true)
+	cut.check(r, viaMember(i), fmt.Sprintf("on slow member %d", m.ID()), true)
 	done()
 	pause(ctx, time.Until(t0.Add(f.length)))
 	restored := time.Now()
 	for _, c := range r.clients {
-		c.proxies()[i].SetDelay(0)
+		c.prox[i].SetDelay(0)
 	}
 	var told, rode []string
-	for k, c := range on {
-		r.awaitReconnect(ctx, c, t0, restored)
-		if suspended[k] {
-			told = append(told, c.name())
+	for _, c := range on {
+		if _, suspended := firstState(c, t0, "SUSPENDED"); suspended {
+			r.awaitReconnect(ctx, c, t0, restored)
+			told = append(told, c.name)
 		} else {
-			rode = append(rode, c.name())
+			rode = append(rode, c.name)
 		}
 	}
 	// It happened if a client went SUSPENDED; if none did (or none was on
 	// the member), the run's check of faults that did not happen says so.
 	if len(told) > 0 {
-		r.faultDone(faultSlow)
+		r.count(r.faults, faultSlow)
 	}
-	return fmt.Sprintf("member %d by %v for %v; its clients [%s] told, [%s] rode it out", m.ID(), f.delay, f.length,
+	return fmt.Sprintf("member %d by %v for %v; its clients [%s] suspended, [%s] rode it out", m.ID(), f.delay, f.length,
 		strings.Join(told, " "), strings.Join(rode, " ")), nil
 }

@@ -62,8 +62,7 @@ func goParticipants(t testing.TB, e interface {
 func TestLeaderLatchWithJava(t *testing.T) {
 	testutil.CheckLeaks(t)
 	ctx := testutil.Context(t)
-	base := testutil.Path(t)
-	testutil.CleanupTree(t, server.Addr(), base)
+	base := serverPath(t)
 	p := startPeer(t, "latch")
 	p.client(t, "jc", server.Addr())
 	proxy := zktest.NewProxy(t, server.Addr())
@@ -138,8 +137,7 @@ func TestLeaderLatchWithJava(t *testing.T) {
 func TestLeaderSelectorWithJava(t *testing.T) {
 	testutil.CheckLeaks(t)
 	ctx := testutil.Context(t)
-	base := testutil.Path(t)
-	testutil.CleanupTree(t, server.Addr(), base)
+	base := serverPath(t)
 	p := startPeer(t, "selector")
 	p.client(t, "jc", server.Addr())
 	gc := newClient(t, "")

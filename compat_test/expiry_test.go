@@ -31,8 +31,7 @@ func TestSessionExpiry(t *testing.T) {
 		t.Run(r.name+"/java-holder-expires", func(t *testing.T) {
 			t.Parallel() // most of the time goes on clients reconnecting after the expiry
 			ctx := testutil.Context(t)
-			base := testutil.Path(t)
-			testutil.CleanupTree(t, server.Addr(), base)
+			base := serverPath(t)
 			proxy := zktest.NewProxy(t, server.Addr())
 			jx := "jx-" + r.name
 			jsid := p.client(t, jx, proxy.Addr())
@@ -70,14 +69,13 @@ func TestSessionExpiry(t *testing.T) {
 		t.Run(r.name+"/go-holder-expires", func(t *testing.T) {
 			t.Parallel()
 			ctx := testutil.Context(t)
-			base := testutil.Path(t)
-			testutil.CleanupTree(t, server.Addr(), base)
+			base := serverPath(t)
 			proxy := zktest.NewProxy(t, server.Addr())
 			gx := newClient(t, proxy.Addr())
 			guards := newGuards(t, r.guardPaths)
 			o := r.goOwner(t, gx, base, r.full())
 			must(t, o.Acquire(ctx))
-			leave := goEnter(t, guards, r.kind, r.max, r.full(), "go-holder")
+			leave := goEnter(guards, r.kind, r.max, r.full(), "go-holder")
 			jl := r.javaLock(t, p, "y-"+r.name, "jc", base)
 			waiter := javaHold(p, "y1-"+r.name, jl, 1, guards, r.kind, r.max, "java-waiter")
 			waitChildren(t, gc, r.queuePath(base), r.heldNodes+1)

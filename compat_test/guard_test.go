@@ -2,38 +2,38 @@ package compat_test
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"io/fs"
-	"os"
-	"path/filepath"
+	"net/http"
+	"net/http/httptest"
 	"slices"
 	"strconv"
 	"strings"
-	"sync/atomic"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/gocurator/curator/internal/testutil"
 )
 
 // guard is a critical-section detector that works across processes and
-// languages: a directory on the local file system that every holder of a
-// lock, Go or Java, enters while it holds the lock. The rule (the same in
-// internal/curatorpeer/CuratorPeer.java):
-//
-//   - exclusive (a writer, a mutex holder): create the directory held, then
-//     check that readers is empty;
-//   - shared (a reader): create a file in readers, then check that held is
-//     absent;
-//   - counted (a semaphore lease holder): create a file in holders, then
-//     check that there are at most max.
-//
-// Markers are created before the check and removed only on leaving, so of
-// two holders that overlap, at least one sees the other (the later one to
-// create its marker). Every entry appends its label to log; every overlap
-// the lock should have prevented appends a line to violations.
+// languages: every holder of a lock, Go or Java, enters it while it holds
+// the lock, and it records every overlap the lock should have prevented. It
+// lives in the test: a Go holder calls it, a Java holder reaches it over HTTP
+// (GET <url>/enter?kind=&max=&label= answers the marker's number, GET
+// <url>/leave?m=<number> leaves; see CuratorPeer.java's guard-enter). The
+// rule, which the chaos suite's referee applies too: an exclusive holder (a
+// writer, a mutex holder, a leader) meets every other holder inside, a
+// shared one (a reader) the exclusive ones, a counted one (a semaphore
+// lease) more than max counted ones in all. An entry that meets one it must
+// not is a conflict. Every entry is logged, in order.
 type guard struct {
-	dir string
+	url string // "" for a guard only Go holders reach
+
+	mu        sync.Mutex
+	next      int
+	inside    map[int]guardMarker
+	entries   []string
+	conflicts []guardConflict
 }
 
 // guardKind is how a holder enters a guard.
@@ -45,148 +45,110 @@ const (
 	counted   guardKind = "count"
 )
 
-var markerSeq atomic.Int64
+type guardMarker struct {
+	label string
+	kind  guardKind
+}
+
+// guardConflict is an entry that met holders it must not.
+type guardConflict struct {
+	label  string
+	kind   guardKind
+	max    int
+	at     time.Time
+	others []string // sorted
+}
 
 func newGuard(t testing.TB) *guard {
-	t.Helper()
-	dir := t.TempDir()
-	for _, d := range []string{"readers", "holders"} {
-		if err := os.Mkdir(filepath.Join(dir, d), 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return &guard{dir: dir}
+	g := &guard{}
+	srv := httptest.NewServer(g)
+	t.Cleanup(srv.Close)
+	g.url = srv.URL
+	return g
 }
 
-// enter enters the guard as label; leave undoes it, and says whether a
-// marker could not be removed (it would be seen as an overlap by the next
-// holder). An error means the guard could not do its job: a violation that
-// could not be recorded, or a marker that could not be made or checked.
-func (g *guard) enter(kind guardKind, max int, label string) (leave func() error, err error) {
-	held := filepath.Join(g.dir, "held")
-	var undo []string
-	leave = func() error {
-		var errs []error
-		for i := len(undo) - 1; i >= 0; i-- {
-			errs = append(errs, os.Remove(undo[i]))
+// enter enters the guard as label, and returns its marker's number.
+func (g *guard) enter(kind guardKind, max int, label string) int {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	var others []string
+	for _, m := range g.inside {
+		if kind == exclusive || kind == shared && m.kind == exclusive || kind == counted && m.kind == counted {
+			others = append(others, m.label)
 		}
-		undo = nil
-		return errors.Join(errs...)
 	}
-	switch kind {
-	case exclusive:
-		if err := os.Mkdir(held, 0o755); errors.Is(err, fs.ErrExist) {
-			if err := g.violation(label + ": entered an exclusive section someone holds"); err != nil {
-				return leave, err
-			}
-		} else if err != nil {
-			return leave, err
-		} else {
-			undo = append(undo, held)
-		}
-		readers, err := os.ReadDir(filepath.Join(g.dir, "readers"))
-		if err != nil {
-			return leave, err
-		}
-		if len(readers) > 0 {
-			if err := g.violation(label + ": entered an exclusive section with readers inside"); err != nil {
-				return leave, err
-			}
-		}
-	case shared:
-		m := filepath.Join(g.dir, "readers", fmt.Sprintf("%s-go-%d", label, markerSeq.Add(1)))
-		if err := os.WriteFile(m, nil, 0o644); err != nil {
-			return leave, err
-		}
-		undo = append(undo, m)
-		if _, err := os.Stat(held); err == nil {
-			if err := g.violation(label + ": entered a shared section a writer holds"); err != nil {
-				return leave, err
-			}
-		} else if !errors.Is(err, fs.ErrNotExist) {
-			return leave, err
-		}
-	case counted:
-		m := filepath.Join(g.dir, "holders", fmt.Sprintf("%s-go-%d", label, markerSeq.Add(1)))
-		if err := os.WriteFile(m, nil, 0o644); err != nil {
-			return leave, err
-		}
-		undo = append(undo, m)
-		holders, err := os.ReadDir(filepath.Join(g.dir, "holders"))
-		if err != nil {
-			return leave, err
-		}
-		if len(holders) > max {
-			if err := g.violation(fmt.Sprintf("%s: %d holders inside, at most %d allowed", label, len(holders), max)); err != nil {
-				return leave, err
-			}
-		}
+	if len(others) > 0 && (kind != counted || len(others)+1 > max) {
+		slices.Sort(others)
+		g.conflicts = append(g.conflicts, guardConflict{label: label, kind: kind, max: max, at: time.Now(), others: others})
+	}
+	if g.inside == nil {
+		g.inside = map[int]guardMarker{}
+	}
+	g.next++
+	g.inside[g.next] = guardMarker{label, kind}
+	g.entries = append(g.entries, label)
+	return g.next
+}
+
+// leave takes marker m out of the guard.
+func (g *guard) leave(m int) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	delete(g.inside, m)
+}
+
+func (g *guard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	switch r.URL.Path {
+	case "/enter":
+		max, _ := strconv.Atoi(q.Get("max"))
+		fmt.Fprint(w, g.enter(guardKind(q.Get("kind")), max, q.Get("label")))
+	case "/leave":
+		m, _ := strconv.Atoi(q.Get("m"))
+		g.leave(m)
 	default:
-		return leave, fmt.Errorf("unknown guard kind %q", kind)
+		http.NotFound(w, r)
 	}
-	return leave, appendLine(filepath.Join(g.dir, "log"), label)
 }
 
-// violation records an overlap; an error means it could not be recorded.
-func (g *guard) violation(what string) error {
-	return appendLine(filepath.Join(g.dir, "violations"), "go "+what)
+// insideNow returns the labels of the holders inside.
+func (g *guard) insideNow() []string {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	var out []string
+	for _, m := range g.inside {
+		out = append(out, m.label)
+	}
+	return out
 }
 
-func appendLine(path, line string) error {
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-	if err != nil {
-		return err
-	}
-	_, err = f.WriteString(line + "\n")
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	return err
-}
-
-// readLines returns the lines of the file at path; a file that does not
-// exist has none.
-func readLines(path string) ([]string, error) {
-	b, err := os.ReadFile(path)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	s := strings.TrimRight(string(b), "\n")
-	if s == "" {
-		return nil, nil
-	}
-	return strings.Split(s, "\n"), nil
-}
-
-// mustLines is readLines failing the test on an error.
-func mustLines(t testing.TB, path string) []string {
-	t.Helper()
-	lines, err := readLines(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return lines
+// conflictsNow returns the conflicts so far.
+func (g *guard) conflictsNow() []guardConflict {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return slices.Clone(g.conflicts)
 }
 
 // violations returns every overlap recorded, by either language.
-func (g *guard) violations(t testing.TB) []string {
-	t.Helper()
-	return mustLines(t, filepath.Join(g.dir, "violations"))
+func (g *guard) violations() []string {
+	var out []string
+	for _, c := range g.conflictsNow() {
+		out = append(out, fmt.Sprintf("%s entered (%s, at most %d) while %s were inside", c.label, c.kind, c.max, strings.Join(c.others, ",")))
+	}
+	return out
 }
 
 // log returns the labels of every entry, in order.
-func (g *guard) log(t testing.TB) []string {
-	t.Helper()
-	return mustLines(t, filepath.Join(g.dir, "log"))
+func (g *guard) log() []string {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return slices.Clone(g.entries)
 }
 
 // checkClean fails the test if any violation was recorded.
 func (g *guard) checkClean(t testing.TB) {
 	t.Helper()
-	if v := g.violations(t); len(v) > 0 {
+	if v := g.violations(); len(v) > 0 {
 		t.Fatalf("%d critical-section violations:\n%s", len(v), strings.Join(v, "\n"))
 	}
 }
@@ -194,118 +156,61 @@ func (g *guard) checkClean(t testing.TB) {
 // Sanity check of the guard itself: overlaps are seen, whoever comes second.
 func TestGuardSeesOverlap(t *testing.T) {
 	g := newGuard(t)
-	l1 := mustEnter(t, g, exclusive, 1, "w1")
-	l2 := mustEnter(t, g, shared, 0, "r1")
-	l3 := mustEnter(t, g, exclusive, 1, "w2")
+	l1 := goEnter([]*guard{g}, exclusive, 1, 1, "w1")
+	l2 := goEnter([]*guard{g}, shared, 0, 1, "r1")
+	goEnter([]*guard{g}, exclusive, 1, 1, "w2")()
 	l2()
-	l3()
 	l1()
-	if v := g.violations(t); len(v) != 3 { // r1 sees w1; w2 sees w1 and r1
-		t.Fatalf("violations %q, want 3", v)
+	want := []string{"r1 entered (shared, at most 0) while w1 were inside", "w2 entered (excl, at most 1) while r1,w1 were inside"}
+	if v := g.violations(); !slices.Equal(v, want) {
+		t.Fatalf("violations %q, want %q", v, want)
 	}
 	g = newGuard(t)
-	r1 := mustEnter(t, g, shared, 0, "r1")
-	r2 := mustEnter(t, g, shared, 0, "r2")
-	c1 := mustEnter(t, g, counted, 2, "c1")
-	c2 := mustEnter(t, g, counted, 2, "c2")
+	r1 := goEnter([]*guard{g}, shared, 0, 1, "r1")
+	goEnter([]*guard{g}, shared, 0, 1, "r2")()
+	c1 := goEnter([]*guard{g}, counted, 2, 1, "c1")
+	goEnter([]*guard{g}, counted, 2, 1, "c2")()
 	r1()
-	r2()
 	c1()
-	c2()
 	g.checkClean(t)
-	c1 = mustEnter(t, g, counted, 1, "c1")
-	c2 = mustEnter(t, g, counted, 1, "c2")
-	c1()
-	c2()
-	if v := g.violations(t); len(v) != 1 {
+	// A holder of two leases is two holders to a counted guard.
+	l1 = goEnter([]*guard{g}, counted, 2, 2, "c2x")
+	goEnter([]*guard{g}, counted, 2, 1, "c1")()
+	l1()
+	if v := g.violations(); len(v) != 1 {
 		t.Fatalf("violations %q, want 1", v)
 	}
-	if got := strings.Join(g.log(t), " "); got != "r1 r2 c1 c2 c1 c2" {
+	if got := strings.Join(g.log(), " "); got != "r1 r2 c1 c2 c2x c2x c1" {
 		t.Fatalf("log %q", got)
 	}
-	// A holder of two leases is two holders to a counted guard.
-	g = newGuard(t)
-	l1 = goEnter(t, []*guard{g}, counted, 2, 2, "c2x")
-	mustEnter(t, g, counted, 2, "c1")()
-	l1()
-	if v := g.violations(t); len(v) != 1 {
-		t.Fatalf("violations %q, want 1", v)
-	}
-	// A violation that cannot be recorded is an error, not a pass.
-	g = newGuard(t)
-	l1 = mustEnter(t, g, exclusive, 1, "w1")
-	if err := os.Mkdir(filepath.Join(g.dir, "violations"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if leave, err := g.enter(exclusive, 1, "w2"); err == nil {
-		t.Fatal("an overlap that could not be recorded went unreported")
-	} else if lerr := leave(); lerr != nil {
-		t.Fatal(lerr)
-	}
-	l1()
-	if _, err := readLines(filepath.Join(g.dir, "violations")); err == nil {
-		t.Fatal("reading a violations file that cannot be read is no error")
-	}
 }
 
-// mustEnter enters g, failing the test on an error, and returns how to
-// leave it (failing the test on an error too).
-func mustEnter(t testing.TB, g *guard, kind guardKind, max int, label string) (leave func()) {
-	t.Helper()
-	return goEnter(t, []*guard{g}, kind, max, 1, label)
-}
-
-// guardDirs joins the guards' directories for the peer, each qty times
-// (see enterAll).
-func guardDirs(guards []*guard, qty int) string {
-	var dirs []string
+// guardURLs joins the guards' URLs for the peer, each qty times (see
+// goEnter).
+func guardURLs(guards []*guard, qty int) string {
+	var urls []string
 	for _, g := range guards {
 		for range qty {
-			dirs = append(dirs, g.dir)
+			urls = append(urls, g.url)
 		}
 	}
-	return strings.Join(dirs, ",")
+	return strings.Join(urls, ",")
 }
 
-// enterAll enters every guard as label, each qty times: a holder of qty of
-// a semaphore's leases counts as qty holders. It returns how to leave them
-// all; on an error it has left those it entered.
-func enterAll(guards []*guard, kind guardKind, max, qty int, label string) (leave func() error, err error) {
-	var leaves []func() error
-	leave = func() error {
-		var errs []error
-		for i := len(leaves) - 1; i >= 0; i-- {
-			errs = append(errs, leaves[i]())
-		}
-		leaves = nil
-		return errors.Join(errs...)
-	}
+// goEnter enters every guard as a Go holder label, each qty times (a holder
+// of qty of a semaphore's leases counts as qty holders), and returns how to
+// leave them all.
+func goEnter(guards []*guard, kind guardKind, max, qty int, label string) (leave func()) {
+	var leaves []func()
 	for _, g := range guards {
 		for range qty {
-			l, err := g.enter(kind, max, label)
-			leaves = append(leaves, l)
-			if err != nil {
-				return nil, errors.Join(fmt.Errorf("%s entering guard %s: %w", label, g.dir, err), leave())
-			}
+			m := g.enter(kind, max, label)
+			leaves = append(leaves, func() { g.leave(m) })
 		}
-	}
-	return leave, nil
-}
-
-// goEnter enters every guard (qty times, see enterAll) as a Go holder,
-// from the goroutine that holds the lock, and returns how to leave them. It
-// and leave fail the test on an error, so call both from the test's own
-// goroutine.
-func goEnter(t testing.TB, guards []*guard, kind guardKind, max, qty int, label string) (leave func()) {
-	t.Helper()
-	l, err := enterAll(guards, kind, max, qty, label)
-	if err != nil {
-		t.Fatal(err)
 	}
 	return func() {
-		t.Helper()
-		if err := l(); err != nil {
-			t.Fatalf("%s leaving the guards: %v", label, err)
+		for _, l := range leaves {
+			l()
 		}
 	}
 }
@@ -315,22 +220,11 @@ func goEnter(t testing.TB, guards []*guard, kind guardKind, max, qty int, label 
 // javaHold instead, on their own worker.
 func javaEnter(t testing.TB, p *peer, guards []*guard, kind guardKind, max int, label string) (leave func()) {
 	t.Helper()
-	token := guardToken(t, p.do(t, "-", "guard-enter", guardDirs(guards, 1), "kind="+string(kind), "max="+strconv.Itoa(max), "label="+label))
+	token := p.do(t, "-", "guard-enter", guardURLs(guards, 1), "kind="+string(kind), "max="+strconv.Itoa(max), "label="+label)
 	return func() {
 		t.Helper()
 		p.do(t, "-", "guard-leave", token)
 	}
-}
-
-// guardToken returns the token of a reply to guard-enter ("<token>
-// violations=<n>"); the violations themselves are in the guards' files.
-func guardToken(t testing.TB, reply string) string {
-	t.Helper()
-	token, v, _ := strings.Cut(reply, " ")
-	if token == "" || !strings.HasPrefix(v, "violations=") {
-		t.Fatalf("guard-enter replied %q", reply)
-	}
-	return token
 }
 
 // javaHolder is a Java contender for a lock that enters the guards from the
@@ -355,7 +249,7 @@ type javaHolder struct {
 func javaHold(p *peer, worker, lock string, qty int, guards []*guard, kind guardKind, max int, label string, opts ...string) *javaHolder {
 	return &javaHolder{p: p, worker: worker, lock: lock, guards: guards,
 		acq: javaAcquire(p, worker, lock, qty, opts...),
-		enter: p.send(worker, "guard-enter", guardDirs(guards, qty), "kind="+string(kind),
+		enter: p.send(worker, "guard-enter", guardURLs(guards, qty), "kind="+string(kind),
 			"max="+strconv.Itoa(max), "label="+label)}
 }
 
@@ -364,7 +258,7 @@ func javaHold(p *peer, worker, lock string, qty int, guards []*guard, kind guard
 func (h *javaHolder) granted(t testing.TB) {
 	t.Helper()
 	ok := acquired(t, h.acq.must(t))
-	h.token = guardToken(t, h.enter.must(t))
+	h.token = h.enter.must(t)
 	if !ok {
 		h.leave(t)
 		t.Fatalf("Java's acquire of %s on %s returned false", h.lock, h.worker)
@@ -375,8 +269,9 @@ func (h *javaHolder) granted(t testing.TB) {
 // failure; the guards record the overlap in any case.
 func (h *javaHolder) notYet(t testing.TB, what string) {
 	t.Helper()
-	if h.acq.answered() {
-		t.Fatalf("%s returned (%q, %v) while the lock was held elsewhere", what, h.acq.reply, h.acq.err)
+	if h.acq.Answered() {
+		r, err := h.acq.Result()
+		t.Fatalf("%s returned (%q, %v) while the lock was held elsewhere", what, r, err)
 	}
 }
 
@@ -388,12 +283,12 @@ func (h *javaHolder) notYet(t testing.TB, what string) {
 // guards recorded.
 func (h *javaHolder) waiting(t testing.TB, session int64, base, skip string) {
 	t.Helper()
-	if waitWatching(t, session, below(base, skip), h.acq.c.Done()) {
+	if waitWatching(t, session, below(base, skip), h.acq.Done()) {
 		return
 	}
 	ctx := testutil.Context(t)
-	r, err := h.acq.wait(ctx)
-	if _, eerr := h.enter.wait(ctx); eerr == nil {
+	r, err := h.acq.Wait(ctx)
+	if _, eerr := h.enter.Wait(ctx); eerr == nil {
 		checkGuards(t, h.guards)
 	}
 	t.Fatalf("Java's acquire of %s returned (%q, %v) while the lock was held elsewhere", h.lock, r, err)
@@ -431,17 +326,17 @@ type goWaiter struct {
 	guards []*guard
 	done   chan struct{} // closed when Acquire has returned and the guards are entered
 	err    error
-	leave  func() error
+	leave  func()
 }
 
 // goWait starts o.Acquire on a goroutine that, once it returns, enters the
-// guards as label (a holder of qty leases, see enterAll).
+// guards as label (a holder of qty leases, see goEnter).
 func goWait(ctx context.Context, o owner, guards []*guard, kind guardKind, max, qty int, label string) *goWaiter {
 	w := &goWaiter{label: label, guards: guards, done: make(chan struct{})}
 	go func() {
 		defer close(w.done)
 		if w.err = o.Acquire(ctx); w.err == nil {
-			w.leave, w.err = enterAll(guards, kind, max, qty, label)
+			w.leave = goEnter(guards, kind, max, qty, label)
 		}
 	}()
 	return w
@@ -482,12 +377,7 @@ func (w *goWaiter) granted(t testing.TB) (leave func()) {
 	if w.err != nil {
 		t.Fatalf("%s: %v", w.label, w.err)
 	}
-	return func() {
-		t.Helper()
-		if err := w.leave(); err != nil {
-			t.Fatalf("%s leaving the guards: %v", w.label, err)
-		}
-	}
+	return w.leave
 }
 
 // checkLog fails the test unless every guard's log (the entries, in order)
@@ -495,8 +385,8 @@ func (w *goWaiter) granted(t testing.TB) (leave func()) {
 func checkLog(t testing.TB, guards []*guard, want ...string) {
 	t.Helper()
 	for _, g := range guards {
-		if got := g.log(t); !slices.Equal(got, want) {
-			t.Fatalf("guard %s entered in the order %q, want %q", g.dir, got, want)
+		if got := g.log(); !slices.Equal(got, want) {
+			t.Fatalf("guard %s entered in the order %q, want %q", g.url, got, want)
 		}
 	}
 }
@@ -518,45 +408,38 @@ func checkGuards(t testing.TB, guards []*guard) {
 
 // The guard works across languages: with no lock at all, a Java holder
 // entering while a Go holder is inside is a violation, and the other way
-// round, for writers and for a reader meeting a writer.
+// round, for writers and for a reader meeting a writer; a Java holder of two
+// leases is two holders to a counted guard.
 func TestGuardSeesCrossLanguageOverlap(t *testing.T) {
 	testutil.CheckLeaks(t)
 	p := startPeer(t, "guard")
 	g := newGuards(t, 1)
-	leaveGo := goEnter(t, g, exclusive, 1, 1, "go-w")
+	leaveGo := goEnter(g, exclusive, 1, 1, "go-w")
 	javaEnter(t, p, g, exclusive, 1, "java-w")() // sees go-w
 	leaveGo()
 	leaveJava := javaEnter(t, p, g, exclusive, 1, "java-w2")
-	goEnter(t, g, shared, 1, 1, "go-r")() // sees java-w2
+	goEnter(g, shared, 1, 1, "go-r")() // sees java-w2
 	leaveJava()
 	leaveJava = javaEnter(t, p, g, shared, 1, "java-r")
-	goEnter(t, g, exclusive, 1, 1, "go-w2")() // sees java-r
+	goEnter(g, exclusive, 1, 1, "go-w2")() // sees java-r
 	leaveJava()
-	leaveGo = goEnter(t, g, counted, 1, 1, "go-c")
+	leaveGo = goEnter(g, counted, 1, 1, "go-c")
 	javaEnter(t, p, g, counted, 1, "java-c")() // sees go-c
 	leaveGo()
-	want := []string{
-		"java java-w: entered an exclusive section someone holds",
-		"go go-r: entered a shared section a writer holds",
-		"go go-w2: entered an exclusive section with readers inside",
-		"java java-c: 2 holders inside, at most 1 allowed",
-	}
-	if got := g[0].violations(t); !slices.Equal(got, want) {
-		t.Fatalf("violations\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
-	}
-	g = newGuards(t, 1)
-	javaEnter(t, p, g, shared, 1, "java-r")()
-	goEnter(t, g, exclusive, 1, 1, "go-w")()
-	javaEnter(t, p, g, exclusive, 1, "java-w")()
-	checkGuards(t, g)
-
-	// A Java holder of two leases is two holders to a counted guard.
-	g = newGuards(t, 1)
-	token := guardToken(t, p.do(t, "-", "guard-enter", guardDirs(g, 2), "kind=count", "max=2", "label=java-c2"))
-	goEnter(t, g, counted, 2, 1, "go-c")() // sees java-c2 twice
+	token := p.do(t, "-", "guard-enter", guardURLs(g, 2), "kind=count", "max=2", "label=java-c2")
+	goEnter(g, counted, 2, 1, "go-c2")() // sees java-c2 twice
 	p.do(t, "-", "guard-leave", token)
-	want = []string{"go go-c: 3 holders inside, at most 2 allowed"}
-	if got := g[0].violations(t); !slices.Equal(got, want) {
+	javaEnter(t, p, g, shared, 1, "java-r2")()
+	goEnter(g, exclusive, 1, 1, "go-w3")()
+	javaEnter(t, p, g, exclusive, 1, "java-w3")()
+	want := []string{
+		"java-w entered (excl, at most 1) while go-w were inside",
+		"go-r entered (shared, at most 1) while java-w2 were inside",
+		"go-w2 entered (excl, at most 1) while java-r were inside",
+		"java-c entered (count, at most 1) while go-c were inside",
+		"go-c2 entered (count, at most 2) while java-c2,java-c2 were inside",
+	}
+	if got := g[0].violations(); !slices.Equal(got, want) {
 		t.Fatalf("violations\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 }

@@ -43,8 +43,7 @@ func TestHandOff(t *testing.T) {
 	for _, hc := range handoffCases() {
 		t.Run(hc.name+"/java-to-go", func(t *testing.T) {
 			ctx := testutil.Context(t)
-			base := testutil.Path(t)
-			testutil.CleanupTree(t, server.Addr(), base)
+			base := serverPath(t)
 			guards := newGuards(t, hc.holder.guardPaths)
 			jl := hc.holder.javaLock(t, p, "jh-"+t.Name(), "jc", base)
 			holder := javaHold(p, "h1", jl, hc.holder.full(), guards, hc.holder.kind, hc.holder.max, "java-holder")
@@ -68,12 +67,11 @@ func TestHandOff(t *testing.T) {
 		})
 		t.Run(hc.name+"/go-to-java", func(t *testing.T) {
 			ctx := testutil.Context(t)
-			base := testutil.Path(t)
-			testutil.CleanupTree(t, server.Addr(), base)
+			base := serverPath(t)
 			guards := newGuards(t, hc.holder.guardPaths)
 			o := hc.holder.goOwner(t, gc, base, hc.holder.full())
 			must(t, o.Acquire(ctx))
-			leave := goEnter(t, guards, hc.holder.kind, hc.holder.max, hc.holder.full(), "go-holder")
+			leave := goEnter(guards, hc.holder.kind, hc.holder.max, hc.holder.full(), "go-holder")
 
 			jl := hc.waiter.javaLock(t, p, "jw-"+t.Name(), "jc", base)
 			waiter := javaHold(p, "h2", jl, 1, guards, hc.waiter.kind, hc.waiter.max, "java-waiter")

@@ -60,8 +60,7 @@ func TestIntrospectionMutex(t *testing.T) {
 	p := startPeer(t, "introspection")
 	jsid := p.client(t, "jc", server.Addr())
 	gc := newClient(t, "")
-	base := testutil.Path(t)
-	testutil.CleanupTree(t, server.Addr(), base)
+	base := serverPath(t)
 	if _, err := gc.Create(ctx, base+"/zzz-foreign", nil, framework.CreatingParentContainersIfNeeded()); err != nil {
 		t.Fatal(err)
 	}
@@ -143,8 +142,7 @@ func TestIntrospectionReadWrite(t *testing.T) {
 	p := startPeer(t, "introspection-rw")
 	jsid := p.client(t, "jc", server.Addr())
 	gc := newClient(t, "")
-	base := testutil.Path(t)
-	testutil.CleanupTree(t, server.Addr(), base)
+	base := serverPath(t)
 	rw := mustReadWrite(t, gc, base, "")
 	p.do(t, "-", "rwlock", "rw", "jc", base)
 
@@ -210,8 +208,7 @@ func TestIntrospectionSemaphore(t *testing.T) {
 	p := startPeer(t, "introspection-sem")
 	jsid := p.client(t, "jc", server.Addr())
 	gc := newClient(t, "")
-	base := testutil.Path(t)
-	testutil.CleanupTree(t, server.Addr(), base)
+	base := serverPath(t)
 	s, err := recipes.NewInterProcessSemaphoreV2(gc, base, semaphoreLeases)
 	must(t, err)
 	p.do(t, "-", "semaphore", "s", "jc", base, strconv.Itoa(semaphoreLeases))

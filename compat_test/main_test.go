@@ -26,6 +26,7 @@ import (
 	"github.com/gocurator/curator/internal/curatorpeer"
 	"github.com/gocurator/curator/internal/jvm"
 	"github.com/gocurator/curator/internal/testclient"
+	"github.com/gocurator/curator/internal/testutil"
 )
 
 // server is the real ZooKeeper every test shares. Empty containers are
@@ -79,4 +80,13 @@ func newClient(t testing.TB, addr string, opts ...framework.Option) *framework.C
 		addr = server.Addr()
 	}
 	return testclient.New(t, addr, opts...)
+}
+
+// serverPath returns the test's own path on the shared server, which is
+// deleted with everything below it when the test ends.
+func serverPath(t testing.TB) string {
+	t.Helper()
+	base := testutil.Path(t)
+	testutil.CleanupTree(t, server.Addr(), base)
+	return base
 }

@@ -31,8 +31,7 @@ func TestNamespaces(t *testing.T) {
 		}
 		t.Run(r.name, func(t *testing.T) {
 			ctx := testutil.Context(t)
-			base := testutil.Path(t)
-			testutil.CleanupTree(t, server.Addr(), base)
+			base := serverPath(t)
 			guards := newGuards(t, r.guardPaths)
 			jl := r.javaLock(t, p, "ns-"+r.name, "jns", base)
 			holder := javaHold(p, "n1", jl, r.full(), guards, r.kind, r.max, "java-holder")

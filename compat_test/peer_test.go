@@ -3,7 +3,6 @@ package compat_test
 import (
 	"context"
 	"path/filepath"
-	"sync"
 	"testing"
 
 	"github.com/gocurator/curator/internal/curatorpeer"
@@ -20,13 +19,7 @@ type peer struct {
 }
 
 // call is one request to a peer.
-type call struct {
-	c *curatorpeer.Call
-
-	once  sync.Once
-	reply string // the reply, once answered, wait or must has seen it
-	err   error
-}
+type call struct{ *curatorpeer.Call }
 
 // startPeer starts a JVM running CuratorPeer and waits until it reads
 // requests.
@@ -58,36 +51,13 @@ func (p *peer) stop() {
 // send sends a request to run verb on worker (a thread of the peer; "-" for
 // any) and returns at once.
 func (p *peer) send(worker, verb string, args ...string) *call {
-	return &call{c: p.Send(worker, verb, args...)}
-}
-
-// settle copies the reply into c; only once it has come.
-func (c *call) settle() {
-	c.once.Do(func() { c.reply, c.err = c.c.Result() })
-}
-
-// wait waits for the reply.
-func (c *call) wait(ctx context.Context) (string, error) {
-	r, err := c.c.Wait(ctx)
-	if !c.answered() {
-		return r, err
-	}
-	return c.reply, c.err
-}
-
-// answered reports whether the reply has come.
-func (c *call) answered() bool {
-	if !c.c.Answered() {
-		return false
-	}
-	c.settle()
-	return true
+	return &call{p.Send(worker, verb, args...)}
 }
 
 // must waits for the reply and fails the test on an error.
 func (c *call) must(t testing.TB) string {
 	t.Helper()
-	r, err := c.wait(testutil.Context(t))
+	r, err := c.Wait(testutil.Context(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -115,13 +85,6 @@ func (p *peer) mustEvent(t testing.TB, ev string) {
 
 // eventList returns the text of every event so far, in order.
 func (p *peer) eventList() []string { return p.EventTexts() }
-
-// events returns a copy of every event so far, in order, each with the
-// local time it arrived.
-func (p *peer) events() []curatorpeer.Event { return p.Events() }
-
-// hasEvent reports whether the peer has printed ev.
-func (p *peer) hasEvent(ev string) bool { return p.HasEvent(ev) }
 
 // client opens a Curator client named name in the peer, connected to addr,
 // with options such as "ns=<namespace>", and returns its session id.
@@ -151,9 +114,6 @@ func acquired(t testing.TB, reply string) bool {
 	ok, err := curatorpeer.Acquired(reply)
 	return mustValue(t, ok, err)
 }
-
-// loopViolations interprets the reply to "loop".
-func loopViolations(reply string) (int, error) { return curatorpeer.LoopViolations(reply) }
 
 // mustValue returns v, failing the test if err is not nil.
 func mustValue[T any](t testing.TB, v T, err error) T {

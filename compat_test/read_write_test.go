@@ -24,8 +24,7 @@ func TestReadersShare(t *testing.T) {
 	p := startPeer(t, "readers")
 	p.client(t, "jc", server.Addr())
 	gc := newClient(t, "")
-	base := testutil.Path(t)
-	testutil.CleanupTree(t, server.Addr(), base)
+	base := serverPath(t)
 	g := newGuards(t, 1)
 	rw := mustReadWrite(t, gc, base, "")
 	p.do(t, "-", "rwlock", "rw", "jc", base)
@@ -36,7 +35,7 @@ func TestReadersShare(t *testing.T) {
 	if err := r2.TryAcquire(ctx); err != nil {
 		t.Fatalf("Go reader could not share the read lock with a Java reader: %v", err)
 	}
-	leave2 := goEnter(t, g, shared, 1, 1, "go-r2")
+	leave2 := goEnter(g, shared, 1, 1, "go-r2")
 	r3 := javaHold(p, "r3", "rw.read", 1, g, shared, 1, "java-r3", "timeout=0")
 	r3.granted(t) // Java reader 3 shares the read lock with a Java and a Go reader
 
@@ -117,14 +116,13 @@ func TestDowngrade(t *testing.T) {
 
 	t.Run("go-downgrades", func(t *testing.T) {
 		ctx := testutil.Context(t)
-		base := testutil.Path(t)
-		testutil.CleanupTree(t, server.Addr(), base)
+		base := serverPath(t)
 		g := newGuards(t, 1)
 		rw := mustReadWrite(t, gc, base, "")
 		p.do(t, "-", "rwlock", "rw1", "jc", base)
 		h := rw.NewHandle()
 		must(t, h.WriteLock().Acquire(ctx))
-		leaveW := goEnter(t, g, exclusive, 1, 1, "go-writer")
+		leaveW := goEnter(g, exclusive, 1, 1, "go-writer")
 		jw := javaHold(p, "d1", "rw1.write", 1, g, exclusive, 1, "java-writer")
 		waitChildren(t, gc, base, 2)
 		must(t, h.ReadLock().Acquire(ctx))
@@ -139,10 +137,10 @@ func TestDowngrade(t *testing.T) {
 		}
 		leaveW()
 		must(t, h.WriteLock().Release(ctx))
-		leaveR := goEnter(t, g, shared, 1, 1, "go-downgraded-reader")
+		leaveR := goEnter(g, shared, 1, 1, "go-downgraded-reader")
 		readPath := h.ReadLock().LockPath()
-		if !waitWatching(t, jsid, func(p string) bool { return p == readPath }, jw.acq.c.Done()) {
-			r, err := jw.acq.wait(ctx)
+		if !waitWatching(t, jsid, func(p string) bool { return p == readPath }, jw.acq.Done()) {
+			r, err := jw.acq.Wait(ctx)
 			jw.enter.must(t) // its entry into the guard, which records the overlap
 			checkGuards(t, g)
 			t.Fatalf("the Java writer's acquire returned (%q, %v) while Go held the downgraded read lock", r, err)
@@ -158,8 +156,7 @@ func TestDowngrade(t *testing.T) {
 
 	t.Run("java-downgrades-curator-621", func(t *testing.T) {
 		ctx := testutil.Context(t)
-		base := testutil.Path(t)
-		testutil.CleanupTree(t, server.Addr(), base)
+		base := serverPath(t)
 		g := newGuards(t, 1)
 		rw := mustReadWrite(t, gc, base, "")
 		p.do(t, "-", "rwlock", "rw2", "jc", base)

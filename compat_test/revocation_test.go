@@ -2,7 +2,6 @@ package compat_test
 
 import (
 	"context"
-	"errors"
 	"sync"
 	"testing"
 
@@ -28,8 +27,7 @@ func TestRevocation(t *testing.T) {
 		}
 		t.Run(hc.name+"/go-revokes-java", func(t *testing.T) {
 			ctx := testutil.Context(t)
-			base := testutil.Path(t)
-			testutil.CleanupTree(t, server.Addr(), base)
+			base := serverPath(t)
 			guards := newGuards(t, hc.holder.guardPaths)
 			jl := hc.holder.javaLock(t, p, "jr-"+t.Name(), "jc", base)
 			p.do(t, "-", "revocable", jl, "release-on=r1")
@@ -61,8 +59,7 @@ func TestRevocation(t *testing.T) {
 		})
 		t.Run(hc.name+"/java-revokes-go", func(t *testing.T) {
 			ctx := testutil.Context(t)
-			base := testutil.Path(t)
-			testutil.CleanupTree(t, server.Addr(), base)
+			base := serverPath(t)
 			guards := newGuards(t, hc.holder.guardPaths)
 			h, ok := hc.holder.goOwner(t, gc, base, 1).(*recipes.Handle)
 			if !ok {
@@ -70,23 +67,19 @@ func TestRevocation(t *testing.T) {
 			}
 			// The revocation listener leaves the guards and releases.
 			var mu sync.Mutex
-			var leave func() error
+			var leave func()
 			revoked := make(chan error, 1)
 			h.MakeRevocable(func() {
 				mu.Lock()
-				l := leave
-				mu.Unlock()
-				var err error
-				if l != nil {
-					err = l()
+				if leave != nil {
+					leave()
 				}
-				revoked <- errors.Join(err, h.Release(context.Background()))
+				mu.Unlock()
+				revoked <- h.Release(context.Background())
 			})
 			must(t, h.Acquire(ctx))
-			l, err := enterAll(guards, hc.holder.kind, hc.holder.max, 1, "go-holder")
-			must(t, err)
 			mu.Lock()
-			leave = l
+			leave = goEnter(guards, hc.holder.kind, hc.holder.max, 1, "go-holder")
 			mu.Unlock()
 			if data, _, err := gc.GetData(ctx, h.LockPath()); err != nil || len(data) != 0 {
 				t.Fatalf("Go's revocable node has data %q (%v), want none", data, err)

@@ -93,8 +93,7 @@ func TestTreeForm(t *testing.T) {
 	jsid := p.client(t, "jc", server.Addr())
 	gc := newClient(t, "")
 	raw := testutil.Connect(t, server.Addr())
-	base := testutil.Path(t)
-	testutil.CleanupTree(t, server.Addr(), base)
+	base := serverPath(t)
 
 	named := func(r recipe, name string) recipe { r.name = name; return r }
 	cases := append(allRecipes(),

@@ -35,7 +35,6 @@
 //            (tracker=false: no EnsembleTracker, which would replace <connect>
 //            with the members' addresses from /zookeeper/config: needed behind proxies)
 //     session <client>                                          -> <session id>
-//     remote <client>                  -> <host:port> of the server it is connected to, or -
 //     close-client <client>
 //     mutex <lock> <client> <path>
 //     rwlock <lock> <client> <path> [data=<text>]    (use <lock>.read, <lock>.write)
@@ -48,21 +47,16 @@
 //     revoke <client> <node path>
 //     participants <lock>                                        -> <n> <node>...
 //     is-protected <name>                                        -> <bool> <normalized> <id|->
-//     guard-enter <dir>[,<dir>...] kind=excl|shared|count [max=<n>] [label=<text>]
-//                                                                -> <token> violations=<n>
+//     guard-enter <url>[,<url>...] kind=excl|shared|count [max=<n>] [label=<text>]
+//                                                                -> <token>
 //     guard-leave <token>
-//     loop <lock> rounds=<n> guard=<dir>[,<dir>...] kind=excl|shared|count
-//          [max=<n>] [label=<text>] [hold=<ms>]                  -> violations=<n>
-//     chaos <lock> label=<text> guard=<dir> told=<file> kind=excl|shared|count [max=<n>]
-//           [hold=<ms>] [writes=<n>] [resource=<url>] [progress=<url>] [acquire=<ms>]
-//           [linger=<ms>]
-//           -> acquisitions=<n> told=<n> fenced=<n> stale-tries=<n> failures=<n>
-//              timeouts=<n> notoken=<n>
-//     elect <client> kind=latch|selector path=<path> label=<text> guard=<dir> told=<file>
-//           [hold=<ms>] [writes=<n>] [resource=<url>] [progress=<url>] [linger=<ms>]
-//           -> (as chaos) the chaos loop of an election candidate; stopped by chaos-stop
+//     loop <lock> rounds=<n> guard=<url>[,<url>...] kind=excl|shared|count
+//          [max=<n>] [label=<text>] [hold=<ms>]                  -> rounds=<n>
+//     chaos <client> mutex|write|read|sem|latch|selector <label> path=<path> referee=<url>
+//           [leases=<n>] [fenced=true] [hold=<ms>] [writes=<n>] [acquire=<ms>] [linger=<ms>]
+//           -> acquisitions=<n> told=<n> fenced=<n> stale-tries=<n> timeouts=<n>
+//              failures=<n> notoken=<n> guard-errors=<n>       (once stopped by chaos-stop)
 //     chaos-stop <label>
-//     counts                  -> <label>=<acquisitions>:acquiring|holding ... (every chaos loop)
 //     latch <latch> <client> <path> [id=<id>]                    (a LeaderLatch)
 //     latch-start <latch>, latch-close <latch> [mode=notify]
 //     latch-has <latch>                                          -> true | false
@@ -73,50 +67,40 @@
 //     selector-has <sel>                                         -> true | false
 //     election-participants <latch|sel>                          -> <n> <id>:<isLeader>...
 //     election-leader <latch|sel>                                -> <id>:<isLeader>
-//     linger <client> on|off
-//     inside <client>                                            -> <n>
-//     holdings <client>                       -> <holding>=<token> ... (those inside)
 //     ping
 //     quit
 //
-// The guard (the same rule as the Go side's, see guard_test.go): a critical
-// section is entered by creating a marker in a shared directory, and any
-// overlap that the lock should have prevented is appended to
-// <dir>/violations. Writers (excl) create the directory <dir>/held and then
-// check <dir>/readers is empty; readers (shared) create a file in
-// <dir>/readers and then check <dir>/held is absent; counted holders (count)
-// create a file in <dir>/holders and then check there are at most max. Each
-// entry appends its label to <dir>/log.
+// A guard is the test's critical-section detector (compat_test/guard_test.go),
+// which a holder enters while it holds a lock: GET <url>/enter?kind=&max=
+// &label= answers a marker's number, GET <url>/leave?m=<number> leaves. The
+// test records every entry and every overlap the lock should have prevented.
 //
-// The chaos suite (compat_test/chaos_test.go). "chaos" runs, on its worker,
-// acquire → hold → release until "chaos-stop <label>" (acquire with a timeout
-// of acquire= ms, default 1000, so a stop is seen). Each acquisition is a
-// holding named <label>.<n>. Its client's ConnectionStateListener *tells*
+// The chaos suite (compat_test/chaos_test.go). "chaos" runs one contender,
+// on its worker, until "chaos-stop <label>": a mutex's, a read-write lock
+// half's or a semaphore lease's (acquire within acquire= ms, default 1000,
+// hold, release), or a LeaderLatch candidate's (each term a new latch) or an
+// auto-requeued LeaderSelector's. Each acquisition (term) is a holding named
+// <label>.<n>, which tells the suite's referee (GET <referee>/<verb>?h=
+// <holding>..., answered with a word: compat_test/chaos_referee_test.go)
+// when it enters (enter, with b=<µs its wait began> and t=<token>; "told"
+// if it was told first), each step it takes inside (step: a fenced write
+// for fenced= contenders; "fenced" if refused, "linger" while the test wants
+// its client's holders to hold on), when it is told (told, with at=<µs>)
+// and when it leaves (leave). Its client's ConnectionStateListener *tells*
 // every holding of that client on SUSPENDED or LOST, synchronously in the
-// listener: the holding leaves the guard at once, writes no more, and
-// appends "<holding> <µs> <state>" to the told= file. A holding is also told
-// at once if its client has not been connected all along since its acquire
-// began (Curator does not check that a lock granted across a session change
-// is still ours: CURATOR-604). An untold holding gets its fencing token
-// (where resource= is given: the czxid of its lock node, whose path is read
-// from InterProcessMutex's private threadData), enters the guard, and makes
-// writes= GET requests <resource>&h=<holding>&t=<token> (200: accepted, 409:
-// fenced, after which it writes no more), hold= ms apart; with progress=,
-// it first calls GET <progress>?h=<holding> once inside. While "linger
-// <client> on", a holding of that client that is inside keeps holding and
-// writing until told, for at most linger= ms (default 10000). Before it
-// looks at its lock again, a holder checks how long it has been since it
-// last did: over a second longer than its nap means the process was paused
-// (SIGSTOP) in between, and the write that was due goes out unchecked
+// listener: the holding writes no more. A holding is also told at once if
+// its client has not been connected all along since its wait began (Curator
+// does not check that a lock granted across a session change is still ours:
+// CURATOR-604), and a latch's when it hears notLeader. An untold holding of
+// a fenced= contender reads its fencing token (the czxid of its lock or
+// latch node; a lock node's path is read from InterProcessMutex's private
+// threadData), enters, and takes writes= steps hold= ms apart, then, while
+// the referee says linger, one every 20 ms, for at most linger= ms (default
+// 10000). Before it looks at whether it was told, a holder checks how long
+// its last nap took: over a second longer than asked means the process was
+// paused (SIGSTOP) in between, and the step that was due goes out unchecked
 // (counted in stale-tries), as work resumed after a pause does: the fenced
 // resource must refuse it.
-//
-// The chaos guard is the rule above with named markers, so that an overlap
-// can be judged afterwards against the times the holders were told: a holding
-// creates <dir>/inside/<kind>~<holding>, then lists <dir>/inside; an excl
-// holding conflicts with every other marker, a shared one with excl markers,
-// a count one when there are more than max count markers. A conflict appends
-// "<holding> <µs> <kind> <max> <other>,<other>..." to <dir>/conflicts.
 
 import java.io.BufferedReader;
 import java.io.IOException;
@@ -126,21 +110,13 @@ import java.io.PrintStream;
 import java.io.FileOutputStream;
 import java.io.FileDescriptor;
 import java.lang.reflect.Field;
-import java.lang.reflect.Method;
 import java.net.HttpURLConnection;
-import java.net.SocketAddress;
 import java.net.URL;
 import java.nio.charset.StandardCharsets;
-import java.nio.file.FileAlreadyExistsException;
-import java.nio.file.Files;
-import java.nio.file.Path;
-import java.nio.file.Paths;
-import java.nio.file.StandardOpenOption;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.Collection;
-import java.util.Collections;
 import java.util.Deque;
 import java.util.HashMap;
 import java.util.List;
@@ -148,15 +124,12 @@ import java.util.Map;
 import java.time.Instant;
 import java.util.Optional;
 import java.util.Set;
-import java.util.UUID;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicReference;
-import java.util.stream.Stream;
 
 import org.apache.curator.framework.CuratorFramework;
 import org.apache.curator.framework.CuratorFrameworkFactory;
@@ -176,7 +149,6 @@ import org.apache.curator.framework.recipes.locks.Lease;
 import org.apache.curator.framework.recipes.locks.Revoker;
 import org.apache.curator.framework.state.ConnectionState;
 import org.apache.curator.retry.ExponentialBackoffRetry;
-import org.apache.zookeeper.ZooKeeper;
 import org.apache.zookeeper.data.Stat;
 
 public final class CuratorPeer {
@@ -203,12 +175,10 @@ public final class CuratorPeer {
     private final Map<String, java.util.concurrent.Semaphore> selectorRelease = new ConcurrentHashMap<>();
     private final Map<String, ExecutorService> workers = new ConcurrentHashMap<>();
     private final Map<String, Deque<Lease>> leases = new ConcurrentHashMap<>();
-    private final Map<String, Deque<Path>> entered = new ConcurrentHashMap<>();
+    private final Map<String, List<String>> entered = new ConcurrentHashMap<>(); // guard tokens' leave requests
     private final AtomicLong tokens = new AtomicLong();
-    // The chaos suite: each client's tracker, the client each lock was made
-    // on, and the running chaos loops by label.
+    // The chaos suite: each client's tracker, and the running contenders by label.
     private final Map<String, Tracker> trackers = new ConcurrentHashMap<>();
-    private final Map<String, String> lockClients = new ConcurrentHashMap<>();
     private final Map<String, ChaosLoop> chaosLoops = new ConcurrentHashMap<>();
     private final ExecutorService pool = Executors.newCachedThreadPool(daemon("pool"));
 
@@ -436,17 +406,6 @@ public final class CuratorPeer {
             }
             case "session":
                 return Long.toString(client(arg(pos, 0, "client")).base.getZookeeperClient().getZooKeeper().getSessionId());
-            case "remote": {
-                ZooKeeper zk = client(arg(pos, 0, "client")).base.getZookeeperClient().getZooKeeper();
-                Method m = ZooKeeper.class.getDeclaredMethod("testableRemoteSocketAddress");
-                m.setAccessible(true);
-                SocketAddress a = (SocketAddress) m.invoke(zk);
-                if (!(a instanceof java.net.InetSocketAddress)) {
-                    return "-";
-                }
-                java.net.InetSocketAddress ia = (java.net.InetSocketAddress) a;
-                return ia.getAddress().getHostAddress() + ":" + ia.getPort();
-            }
             case "close-client": {
                 String name = arg(pos, 0, "client");
                 Client c = clients.remove(name);
@@ -458,10 +417,8 @@ public final class CuratorPeer {
             }
             case "mutex":
                 locks.put(arg(pos, 0, "lock"), new InterProcessMutex(client(arg(pos, 1, "client")).view, arg(pos, 2, "path")));
-                lockClients.put(arg(pos, 0, "lock"), arg(pos, 1, "client"));
                 return "made";
             case "rwlock": {
-                lockClients.put(arg(pos, 0, "lock"), arg(pos, 1, "client"));
                 CuratorFramework c = client(arg(pos, 1, "client")).view;
                 String path = arg(pos, 2, "path");
                 InterProcessReadWriteLock rw = opt.containsKey("data")
@@ -477,7 +434,6 @@ public final class CuratorPeer {
                     s.setNodeData(opt.get("data").getBytes(StandardCharsets.UTF_8));
                 }
                 locks.put(arg(pos, 0, "lock"), s);
-                lockClients.put(arg(pos, 0, "lock"), arg(pos, 1, "client"));
                 return "made";
             }
             case "semmutex":
@@ -546,18 +502,7 @@ public final class CuratorPeer {
             case "loop":
                 return loop(workerName, arg(pos, 0, "lock"), opt);
             case "chaos":
-                return chaos(workerName, arg(pos, 0, "lock"), opt);
-            case "elect":
-                return elect(arg(pos, 0, "client"), opt);
-            case "counts": {
-                List<String> counts = new ArrayList<>();
-                for (ChaosLoop l : chaosLoops.values()) {
-                    boolean acquiring = l.acquiring; // first: the count is then at least as new
-                    counts.add(l.label + "=" + l.acquisitions + (acquiring ? ":acquiring" : ":holding"));
-                }
-                Collections.sort(counts);
-                return String.join(" ", counts);
-            }
+                return chaos(arg(pos, 0, "client"), arg(pos, 1, "role"), arg(pos, 2, "label"), opt);
             case "chaos-stop": {
                 ChaosLoop l = chaosLoops.get(arg(pos, 0, "label"));
                 if (l == null) {
@@ -566,49 +511,21 @@ public final class CuratorPeer {
                 l.stop = true;
                 return "stopping";
             }
-            case "linger": {
-                tracker(arg(pos, 0, "client")).linger = arg(pos, 1, "on|off").equals("on");
-                return "linger " + pos.get(1);
-            }
-            case "holdings": {
-                List<String> ids = new ArrayList<>();
-                for (Holding h : tracker(arg(pos, 0, "client")).holdings) {
-                    if (h.inside()) {
-                        ids.add(h.id + "=" + h.token);
-                    }
-                }
-                Collections.sort(ids);
-                return String.join(" ", ids);
-            }
-            case "inside": {
-                int n = 0;
-                for (Holding h : tracker(arg(pos, 0, "client")).holdings) {
-                    if (h.inside()) {
-                        n++;
-                    }
-                }
-                return Integer.toString(n);
-            }
             case "guard-enter": {
                 String kind = opt.getOrDefault("kind", "excl");
                 int max = Integer.parseInt(opt.getOrDefault("max", "1"));
                 String label = opt.getOrDefault("label", "java-" + workerName);
-                Deque<Path> undo = new ArrayDeque<>();
-                int v = 0;
-                for (String g : arg(pos, 0, "guard").split(",")) {
-                    v += enter(Paths.get(g), kind, max, label, undo);
-                }
                 String token = "g" + tokens.incrementAndGet();
-                entered.put(token, undo);
-                return token + " violations=" + v;
+                entered.put(token, enter(arg(pos, 0, "guard"), kind, max, label));
+                return token;
             }
             case "guard-leave": {
-                Deque<Path> undo = entered.remove(arg(pos, 0, "token"));
-                if (undo == null) {
+                List<String> leaves = entered.remove(arg(pos, 0, "token"));
+                if (leaves == null) {
                     throw new IllegalArgumentException("no guard token " + pos.get(0));
                 }
-                while (!undo.isEmpty()) {
-                    Files.deleteIfExists(undo.pop());
+                for (String l : leaves) {
+                    get(l);
                 }
                 return "left";
             }
@@ -748,85 +665,47 @@ public final class CuratorPeer {
         int max = Integer.parseInt(opt.getOrDefault("max", "1"));
         String label = opt.getOrDefault("label", "java-" + workerName);
         long hold = Long.parseLong(opt.getOrDefault("hold", "0"));
-        List<Path> guards = new ArrayList<>();
-        for (String g : opt.getOrDefault("guard", "").split(",")) {
-            if (!g.isEmpty()) {
-                guards.add(Paths.get(g));
-            }
-        }
-        int violations = 0;
         for (int r = 0; r < rounds; r++) {
             acquire(workerName, ref, -1, 1);
-            Deque<Path> undo = new ArrayDeque<>();
             try {
-                for (Path g : guards) {
-                    violations += enter(g, kind, max, label, undo);
-                }
+                List<String> leaves = enter(opt.getOrDefault("guard", ""), kind, max, label);
                 if (hold > 0) {
                     Thread.sleep(hold); // time spent in the critical section, so overlaps would show
                 }
-            } finally {
-                while (!undo.isEmpty()) {
-                    Files.deleteIfExists(undo.pop());
+                for (String l : leaves) {
+                    get(l);
                 }
+            } finally {
                 release(workerName, ref);
             }
         }
-        return "violations=" + violations;
+        return "rounds=" + rounds;
     }
 
-    /** Enters one guard directory; returns the number of violations seen. */
-    static int enter(Path g, String kind, int max, String label, Deque<Path> undo) throws Exception {
-        int v = 0;
-        Path held = g.resolve("held");
-        switch (kind) {
-            case "excl":
-                try {
-                    Files.createDirectory(held);
-                    undo.push(held);
-                } catch (FileAlreadyExistsException e) {
-                    v += violation(g, label + ": entered an exclusive section someone holds");
-                }
-                try (Stream<Path> s = Files.list(g.resolve("readers"))) {
-                    if (s.findAny().isPresent()) {
-                        v += violation(g, label + ": entered an exclusive section with readers inside");
-                    }
-                }
-                break;
-            case "shared": {
-                Path m = g.resolve("readers").resolve(label + "-" + UUID.randomUUID());
-                Files.createFile(m);
-                undo.push(m);
-                if (Files.exists(held)) {
-                    v += violation(g, label + ": entered a shared section a writer holds");
-                }
-                break;
+    /** Enters the guards at urls (comma-separated) as label: the requests that leave them. */
+    static List<String> enter(String urls, String kind, int max, String label) throws IOException {
+        List<String> leaves = new ArrayList<>();
+        for (String g : urls.split(",")) {
+            if (!g.isEmpty()) {
+                leaves.add(g + "/leave?m=" + get(g + "/enter?kind=" + kind + "&max=" + max + "&label=" + label));
             }
-            case "count": {
-                Path m = g.resolve("holders").resolve(label + "-" + UUID.randomUUID());
-                Files.createFile(m);
-                undo.push(m);
-                long n;
-                try (Stream<Path> s = Files.list(g.resolve("holders"))) {
-                    n = s.count();
-                }
-                if (n > max) {
-                    v += violation(g, label + ": " + n + " holders inside, at most " + max + " allowed");
-                }
-                break;
-            }
-            default:
-                throw new IllegalArgumentException("unknown guard kind " + kind);
         }
-        Files.write(g.resolve("log"), (label + "\n").getBytes(StandardCharsets.UTF_8),
-            StandardOpenOption.CREATE, StandardOpenOption.WRITE, StandardOpenOption.APPEND);
-        return v;
+        return leaves;
     }
 
-    static int violation(Path g, String what) throws Exception {
-        Files.write(g.resolve("violations"), ("java " + what + "\n").getBytes(StandardCharsets.UTF_8),
-            StandardOpenOption.CREATE, StandardOpenOption.WRITE, StandardOpenOption.APPEND);
-        return 1;
+    /** One GET of the test's (a guard's, the chaos suite's referee's): the answer, which must be 200. */
+    static String get(String url) throws IOException {
+        HttpURLConnection c = (HttpURLConnection) new URL(url).openConnection();
+        c.setConnectTimeout(5000);
+        c.setReadTimeout(5000);
+        int code = c.getResponseCode();
+        try (InputStream in = code < 400 ? c.getInputStream() : c.getErrorStream()) {
+            String body = in == null ? "" : new String(in.readAllBytes(), StandardCharsets.UTF_8); // read: the connection is kept alive
+            if (code != 200) {
+                throw new IOException(url + " answered " + code + ": " + body);
+            }
+            return body;
+        }
     }
 
     // ---- The chaos suite ----
@@ -837,33 +716,23 @@ public final class CuratorPeer {
         return now.getEpochSecond() * 1_000_000L + now.getNano() / 1_000;
     }
 
-    static void appendLine(Path file, String line) throws IOException {
-        Files.write(file, (line + "\n").getBytes(StandardCharsets.UTF_8),
-            StandardOpenOption.CREATE, StandardOpenOption.WRITE, StandardOpenOption.APPEND);
-    }
-
     private Tracker tracker(String client) {
-        Tracker t = trackers.get(client);
-        if (t == null) {
-            throw new IllegalArgumentException("no client " + client);
-        }
-        return t;
+        return named(trackers, "client", client);
     }
 
-    /** What the chaos suite knows of one client's connection, and its current holdings. */
+    /** What the chaos contenders know of one client's connection, and its current holdings. */
     private static final class Tracker {
         volatile boolean connected;
         final AtomicLong errorStates = new AtomicLong(); // SUSPENDED and LOST heard so far
         final Set<Holding> holdings = ConcurrentHashMap.newKeySet();
-        volatile boolean linger;
 
-        /** Runs in the client's ConnectionStateListener. */
+        /** Runs in the client's ConnectionStateListener: SUSPENDED and LOST tell every holding (the TN14 pattern). */
         void stateChanged(ConnectionState s, long at) {
             if (s == ConnectionState.SUSPENDED || s == ConnectionState.LOST) {
                 connected = false;
-                errorStates.incrementAndGet(); // before telling: see Holding registration in chaos()
+                errorStates.incrementAndGet(); // before telling: see hold
                 for (Holding h : holdings) {
-                    h.tell(at, s.toString());
+                    h.tell(at);
                 }
             } else if (s.isConnected()) {
                 connected = true;
@@ -871,20 +740,47 @@ public final class CuratorPeer {
         }
     }
 
+    /** A contender's wait for its lock or term: when it began, and its client's connection then. */
+    private static final class Wait {
+        final long began = micros();
+        final long errorStates;
+        final boolean connected;
+
+        Wait(Tracker tr) {
+            errorStates = tr.errorStates.get();
+            connected = tr.connected;
+        }
+
+        /** Reports whether the client has not been connected all along since. */
+        boolean lapsed(Tracker tr) {
+            return !connected || tr.errorStates.get() != errorStates || !tr.connected;
+        }
+    }
+
     /** A nap this much longer than asked means the process was paused during it. */
     private static final long PAUSE_GAP_MS = 1000;
 
-    /** A running chaos loop and its counts. */
+    /** A running chaos contender: its settings and counts. */
     private static final class ChaosLoop {
         final String label;
+        final Tracker tr;
+        final String referee;
+        final boolean fenced;
+        final long hold, acquireMs, lingerMs;
+        final int writes;
         volatile boolean stop;
-        volatile boolean acquiring;  // read by "counts", before acquisitions
-        volatile long acquisitions;  // read by "counts"; written by the loop's thread only
-        long told, fenced, failures, timeouts, noToken, staleTries;
+        long acquisitions, told, refused, failures, timeouts, noToken, staleTries, guardErrors;
         private final Set<String> failureKinds = new java.util.HashSet<>();
 
-        ChaosLoop(String label) {
+        ChaosLoop(String label, Tracker tr, Map<String, String> opt) {
             this.label = label;
+            this.tr = tr;
+            referee = opt.get("referee");
+            fenced = Boolean.parseBoolean(opt.get("fenced"));
+            hold = Long.parseLong(opt.getOrDefault("hold", "2"));
+            writes = Integer.parseInt(opt.getOrDefault("writes", "2"));
+            acquireMs = Long.parseLong(opt.getOrDefault("acquire", "1000"));
+            lingerMs = Long.parseLong(opt.getOrDefault("linger", "10000"));
         }
 
         /** Counts a failure, and logs the first of each kind to stderr. */
@@ -896,99 +792,272 @@ public final class CuratorPeer {
         }
 
         String report() {
-            return "acquisitions=" + acquisitions + " told=" + told + " fenced=" + fenced + " stale-tries=" + staleTries + " failures=" + failures
-                + " timeouts=" + timeouts + " notoken=" + noToken;
+            return "acquisitions=" + acquisitions + " told=" + told + " fenced=" + refused + " stale-tries=" + staleTries
+                + " timeouts=" + timeouts + " failures=" + failures + " notoken=" + noToken + " guard-errors=" + guardErrors;
+        }
+
+        /** One request to the referee, verb and query as "<verb>?<query>": its answer's word. */
+        String call(String request) throws IOException {
+            return get(referee + "/" + request);
         }
     }
 
-    /** One acquisition of a chaos loop, from acquire to release. */
+    /** One holding of a chaos contender, from its grant until the contender gives it up. */
     private static final class Holding {
         final String id;
-        final String kind;
-        final int max;
-        final Path inside;
-        final Path conflicts;
-        final Path toldFile;
-        volatile boolean toldFlag; // read by the holder before each write
-        volatile long token;       // the fencing token it writes with, once read
-        private boolean told;      // guarded by this
-        private boolean finished;  // guarded by this
-        private Path marker;       // guarded by this
+        final ChaosLoop loop;
+        volatile boolean told; // read by the holder before each step
+        private boolean finished; // guarded by this
 
-        Holding(String id, String kind, int max, Path guard, Path toldFile) {
+        Holding(String id, ChaosLoop loop) {
             this.id = id;
-            this.kind = kind;
-            this.max = max;
-            this.inside = guard.resolve("inside");
-            this.conflicts = guard.resolve("conflicts");
-            this.toldFile = toldFile;
+            this.loop = loop;
         }
 
-        synchronized boolean inside() {
-            return marker != null;
-        }
-
-        /** Enters the guard unless told; reports whether it did. */
-        synchronized boolean enter() throws IOException {
-            if (told) {
-                return false;
-            }
-            Path m = inside.resolve(kind + "~" + id);
-            Files.createFile(m);
-            marker = m;
-            List<String> others = new ArrayList<>();
-            try (Stream<Path> s = Files.list(inside)) {
-                s.forEach(p -> {
-                    String n = p.getFileName().toString();
-                    int tilde = n.indexOf('~');
-                    if (tilde < 0 || p.equals(m)) {
-                        return;
-                    }
-                    String k = n.substring(0, tilde);
-                    if (kind.equals("excl") || k.equals(kind.equals("shared") ? "excl" : "count")) {
-                        others.add(n.substring(tilde + 1));
-                    }
-                });
-            }
-            long at = micros();
-            boolean overlap = kind.equals("count") ? others.size() + 1 > max : !others.isEmpty();
-            if (overlap) {
-                appendLine(conflicts, id + " " + at + " " + kind + " " + max + " " + String.join(",", others));
-            }
-            return true;
-        }
-
-        /** The holding is over: it leaves the guard, and can no longer be told. */
-        synchronized void finish() {
-            finished = true;
-            leave();
-        }
-
-        private synchronized void leave() {
-            if (marker != null) {
-                try {
-                    Files.deleteIfExists(marker);
-                } catch (IOException e) {
-                    emit("! guard-error " + id + " " + describe(e));
-                }
-                marker = null;
-            }
-        }
-
-        /** The holder is told its lock can no longer be trusted: it leaves the guard at once. */
-        void tell(long at, String why) {
+        /** The holding is told its lock can no longer be trusted: it writes no more, and the referee takes it out of the guard. */
+        void tell(long at) {
             synchronized (this) {
                 if (told || finished) {
                     return;
                 }
                 told = true;
-                toldFlag = true;
-                leave();
             }
             try {
-                appendLine(toldFile, id + " " + at + " " + why);
+                loop.call("told?h=" + id + "&at=" + at);
             } catch (IOException e) {
-                emit("! guard-error " + id + " " + describe(e));
+                // The holding stays in the guard until it leaves: an overlap the run cannot excuse.
+                emit("! referee-error " + id + " " + describe(e));
+            }
+        }
+
+        /** The holding is over: it can no longer be told. Reports whether it was. */
+        synchronized boolean finish() {
+            finished = true;
+            return told;
+        }
+    }
+
+    /** Acquires a lock within ms: what releases it, or null if the time ran out. */
+    private interface Acquirer {
+        AutoCloseable acquire(long ms) throws Exception;
+    }
+
+    private String chaos(String clientName, String role, String label, Map<String, String> opt) throws Exception {
+        CuratorFramework view = client(clientName).view;
+        ChaosLoop loop = new ChaosLoop(label, tracker(clientName), opt);
+        String path = opt.get("path");
+        if (loop.referee == null || path == null) {
+            throw new IllegalArgumentException("chaos needs path= and referee=");
+        }
+        if (chaosLoops.putIfAbsent(label, loop) != null) {
+            throw new IllegalArgumentException("chaos loop " + label + " is running already");
+        }
+        try {
+            switch (role) {
+                case "latch":
+                    latchLoop(loop, view, path);
+                    break;
+                case "selector":
+                    selectorLoop(loop, view, path);
+                    break;
+                case "sem": {
+                    InterProcessSemaphoreV2 s = new InterProcessSemaphoreV2(view, path, Integer.parseInt(opt.getOrDefault("leases", "1")));
+                    lockLoop(loop, ms -> s.acquire(ms, TimeUnit.MILLISECONDS), null);
+                    break;
+                }
+                default: {
+                    InterProcessReadWriteLock rw = new InterProcessReadWriteLock(view, path);
+                    InterProcessMutex m = role.equals("mutex") ? new InterProcessMutex(view, path)
+                        : role.equals("write") ? rw.writeLock() : rw.readLock();
+                    lockLoop(loop, ms -> m.acquire(ms, TimeUnit.MILLISECONDS) ? m::release : null, () -> fencingToken(view, m));
+                }
+            }
+        } finally {
+            chaosLoops.remove(label);
+        }
+        return loop.report();
+    }
+
+    private static void lockLoop(ChaosLoop loop, Acquirer lock, java.util.concurrent.Callable<Long> token) throws InterruptedException {
+        while (!loop.stop) {
+            Wait w = new Wait(loop.tr);
+            AutoCloseable held;
+            try {
+                held = lock.acquire(loop.acquireMs);
+            } catch (Exception e) {
+                loop.failed("acquire", e);
+                Thread.sleep(20); // pacing after a failure
+                continue;
+            }
+            if (held == null) {
+                loop.timeouts++;
+                continue;
+            }
+            try {
+                hold(loop, w, () -> true, token, null);
+            } finally {
+                try {
+                    held.close();
+                } catch (Exception e) {
+                    loop.failed("release", e);
+                }
+            }
+        }
+    }
+
+    /** A LeaderLatch candidate: each term a new latch, started, awaited, led and closed. */
+    private static void latchLoop(ChaosLoop loop, CuratorFramework view, String path) throws Exception {
+        AtomicReference<Holding> current = new AtomicReference<>();
+        while (!loop.stop) {
+            LeaderLatch latch = new LeaderLatch(view, path, loop.label);
+            latch.addListener(new LeaderLatchListener() {
+                @Override
+                public void isLeader() {
+                }
+
+                @Override
+                public void notLeader() {
+                    Holding h = current.get();
+                    if (h != null) {
+                        h.tell(micros());
+                    }
+                }
+            });
+            Wait w = new Wait(loop.tr);
+            try {
+                latch.start();
+                boolean led = false;
+                while (!loop.stop && !(led = latch.await(200, TimeUnit.MILLISECONDS))) {
+                    // waiting in the queue; looking at stop between waits
+                }
+                if (led) {
+                    hold(loop, w, latch::hasLeadership, () -> czxid(view, latch.getOurPath()), current);
+                }
+            } catch (Exception e) {
+                loop.failed("latch", e);
+                Thread.sleep(20); // pacing after a failure
+            } finally {
+                latch.close();
+            }
+        }
+    }
+
+    /** A LeaderSelector candidate, auto-requeued: each takeLeadership is a term. */
+    private static void selectorLoop(ChaosLoop loop, CuratorFramework view, String path) throws Exception {
+        AtomicReference<LeaderSelector> self = new AtomicReference<>();
+        AtomicReference<Wait> waiting = new AtomicReference<>(new Wait(loop.tr)); // begun at the start, then at each term's end
+        LeaderSelector sel = new LeaderSelector(view, path, new LeaderSelectorListenerAdapter() {
+            @Override
+            public void takeLeadership(CuratorFramework c) throws Exception {
+                try {
+                    hold(loop, waiting.get(), () -> true, () -> fencingToken(view, selectorMutex(self.get())), null);
+                } finally {
+                    waiting.set(new Wait(loop.tr));
+                }
+            }
+        });
+        self.set(sel);
+        sel.setId(loop.label);
+        sel.autoRequeue();
+        sel.start();
+        while (!loop.stop) {
+            Thread.sleep(50); // the selector leads on its own thread
+        }
+        sel.close();
+    }
+
+    /**
+     * One holding, just granted after wait w: told at once if the client
+     * was not connected all along since w began, or if leads says it does
+     * not lead (a latch may lead with a node of its session from before a
+     * LOST and never hear that the server deleted it: CURATOR-696); else a
+     * fenced contender reads its token, and it holds (holdInside).
+     */
+    private static void hold(ChaosLoop loop, Wait w, java.util.function.BooleanSupplier leads,
+                             java.util.concurrent.Callable<Long> token, AtomicReference<Holding> current) throws InterruptedException {
+        loop.acquisitions++;
+        Holding h = new Holding(loop.label + "." + loop.acquisitions, loop);
+        loop.tr.holdings.add(h); // before the checks: a SUSPENDED or LOST from now on finds it
+        if (current != null) {
+            current.set(h);
+        }
+        try {
+            if (w.lapsed(loop.tr) || !leads.getAsBoolean()) {
+                h.tell(micros());
+            }
+            long t = 0;
+            if (loop.fenced && !h.told) {
+                try {
+                    t = token.call();
+                } catch (Exception e) {
+                    t = -1;
+                }
+                if (t < 0) {
+                    loop.noToken++;
+                    return;
+                }
+            }
+            if (!h.told) {
+                holdInside(loop, h, w.began, t);
+            }
+        } finally {
+            if (current != null) {
+                current.set(null);
+            }
+            loop.tr.holdings.remove(h);
+            if (h.finish()) {
+                loop.told++;
+            }
+        }
+    }
+
+    /** A holding's time inside the referee's guard (see the top of this file). */
+    private static void holdInside(ChaosLoop loop, Holding h, long began, long token) throws InterruptedException {
+        String reply;
+        try {
+            reply = loop.call("enter?h=" + h.id + "&b=" + began + "&t=" + token);
+        } catch (IOException e) {
+            loop.guardErrors++;
+            loop.failed("enter", e);
+            return;
+        }
+        if (reply.equals("told")) {
+            return;
+        }
+        try {
+            boolean linger = reply.equals("linger");
+            long start = System.nanoTime();
+            long looked = start;
+            long nap = 0;
+            for (int i = 0; ; i++) {
+                if (loop.fenced && i > 0 && System.nanoTime() - looked > (nap + PAUSE_GAP_MS) * 1_000_000L) {
+                    loop.staleTries++;
+                    if (loop.call("step?h=" + h.id).equals("fenced")) {
+                        loop.refused++;
+                        return;
+                    }
+                }
+                if (h.told || (i >= loop.writes && !(linger && System.nanoTime() - start < loop.lingerMs * 1_000_000L))) {
+                    return;
+                }
+                looked = System.nanoTime();
+                reply = loop.call("step?h=" + h.id);
+                if (reply.equals("fenced")) {
+                    loop.refused++;
+                    return;
+                }
+                linger = reply.equals("linger");
+                nap = i < loop.writes ? Math.max(1, loop.hold / Math.max(1, loop.writes)) : 20;
+                Thread.sleep(nap); // time in the critical section
+            }
+        } catch (IOException e) {
+            loop.failed("step", e);
+        } finally {
+            try {
+                loop.call("leave?h=" + h.id);
+            } catch (IOException e) {
+                loop.guardErrors++;
+                loop.failed("leave", e);
             }
         }
     }
@@ -1003,325 +1072,7 @@ public final class CuratorPeer {
         }
         Field p = data.getClass().getDeclaredField("lockPath");
         p.setAccessible(true);
-        Stat st = c.checkExists().forPath((String) p.get(data));
-        return st == null ? -1 : st.getCzxid();
-    }
-
-    /** Tells the progress endpoint that holding id is inside. */
-    private static void note(String progress, String id) throws IOException {
-        HttpURLConnection c = (HttpURLConnection) new URL(progress + "?h=" + id).openConnection();
-        c.setConnectTimeout(5000);
-        c.setReadTimeout(5000);
-        int code = c.getResponseCode();
-        try (InputStream in = code < 400 ? c.getInputStream() : c.getErrorStream()) {
-            if (in != null) {
-                in.readAllBytes(); // so the connection is kept alive
-            }
-        }
-        if (code != 200) {
-            throw new IOException("progress answered " + code);
-        }
-    }
-
-    /** One write to the fenced resource: true if accepted, false if fenced. */
-    private static boolean write(String resource, String holder, long token) throws IOException {
-        URL u = new URL(resource + "&h=" + holder + "&t=" + token);
-        HttpURLConnection c = (HttpURLConnection) u.openConnection();
-        c.setConnectTimeout(5000);
-        c.setReadTimeout(5000);
-        int code = c.getResponseCode();
-        try (InputStream in = code < 400 ? c.getInputStream() : c.getErrorStream()) {
-            if (in != null) {
-                in.readAllBytes(); // so the connection is kept alive
-            }
-        }
-        switch (code) {
-            case 200:
-                return true;
-            case 409:
-                return false;
-            default:
-                throw new IOException("resource answered " + code);
-        }
-    }
-
-    private String chaos(String workerName, String ref, Map<String, String> opt) throws Exception {
-        String label = opt.get("label");
-        if (label == null || !opt.containsKey("guard") || !opt.containsKey("told")) {
-            throw new IllegalArgumentException("chaos needs label=, guard= and told=");
-        }
-        String kind = opt.getOrDefault("kind", "excl");
-        int max = Integer.parseInt(opt.getOrDefault("max", "1"));
-        Path guard = Paths.get(opt.get("guard"));
-        Path toldFile = Paths.get(opt.get("told"));
-        String resource = opt.get("resource");
-        String progress = opt.get("progress");
-        long hold = Long.parseLong(opt.getOrDefault("hold", "2"));
-        int writes = Integer.parseInt(opt.getOrDefault("writes", "2"));
-        long acquireMs = Long.parseLong(opt.getOrDefault("acquire", "1000"));
-        long lingerMs = Long.parseLong(opt.getOrDefault("linger", "10000"));
-        int dot = ref.lastIndexOf('.');
-        String clientName = lockClients.get(dot > 0 && !locks.containsKey(ref) ? ref.substring(0, dot) : ref);
-        if (clientName == null) {
-            throw new IllegalArgumentException("no lock " + ref);
-        }
-        Tracker tr = tracker(clientName);
-        CuratorFramework view = client(clientName).view;
-        Object lock = lock(ref);
-        ChaosLoop loop = new ChaosLoop(label);
-        if (chaosLoops.putIfAbsent(label, loop) != null) {
-            throw new IllegalArgumentException("chaos loop " + label + " is running already");
-        }
-        try {
-            while (!loop.stop) {
-                long errorStates = tr.errorStates.get();
-                boolean wasConnected = tr.connected;
-                boolean got;
-                loop.acquiring = true;
-                try {
-                    got = acquire(workerName, ref, acquireMs, 1);
-                } catch (Exception e) {
-                    loop.failed("acquire", e);
-                    continue;
-                }
-                if (!got) {
-                    loop.timeouts++;
-                    continue;
-                }
-                loop.acquisitions++;
-                loop.acquiring = false; // after the count: see "counts"
-                Holding h = new Holding(label + "." + loop.acquisitions, kind, max, guard, toldFile);
-                // Registered before the check: a SUSPENDED or LOST from now on
-                // either finds h in holdings or is counted in errorStates.
-                tr.holdings.add(h);
-                try {
-                    if (!wasConnected || tr.errorStates.get() != errorStates || !tr.connected) {
-                        h.tell(micros(), "during-acquire");
-                    }
-                    long token = 0;
-                    if (resource != null && !h.toldFlag) {
-                        try {
-                            token = fencingToken(view, (InterProcessMutex) lock);
-                        } catch (Exception e) {
-                            token = -1;
-                        }
-                        if (token < 0) {
-                            loop.noToken++;
-                            continue; // the finally releases
-                        }
-                    }
-                    holdInside(loop, tr, h, token, resource, progress, hold, writes, lingerMs);
-                } catch (IOException e) {
-                    loop.failed("write", e);
-                } finally {
-                    tr.holdings.remove(h);
-                    h.finish();
-                    if (h.toldFlag) {
-                        loop.told++;
-                    }
-                    try {
-                        release(workerName, ref);
-                    } catch (Exception e) {
-                        loop.failed("release", e);
-                    }
-                }
-            }
-        } finally {
-            chaosLoops.remove(label);
-        }
-        return loop.report();
-    }
-
-    /**
-     * A holding's time inside: it enters the guard (unless told), notes its
-     * progress, and makes writes= writes hold= ms apart, then, while the
-     * client lingers, on and on until told. A gap since the holder last
-     * looked at its lock: paused (SIGSTOP) in between, the write that was due
-     * goes out before it can look, as work resumed after a pause does. The
-     * fenced resource must refuse it.
-     */
-    private static void holdInside(ChaosLoop loop, Tracker tr, Holding h, long token, String resource, String progress,
-                                   long hold, int writes, long lingerMs) throws IOException, InterruptedException {
-        h.token = token;
-        if (!h.enter()) {
-            return;
-        }
-        if (progress != null) {
-            note(progress, h.id);
-        }
-        long start = System.nanoTime();
-        long looked = start;
-        long nap = 0;
-        for (int i = 0; ; i++) {
-            if (resource != null && i > 0 && System.nanoTime() - looked > (nap + PAUSE_GAP_MS) * 1_000_000L) {
-                loop.staleTries++;
-                if (!write(resource, h.id, token)) {
-                    loop.fenced++;
-                    return;
-                }
-            }
-            if (h.toldFlag || (i >= writes && !(tr.linger && System.nanoTime() - start < lingerMs * 1_000_000L))) {
-                return;
-            }
-            looked = System.nanoTime();
-            if (resource != null && !write(resource, h.id, token)) {
-                loop.fenced++;
-                return;
-            }
-            nap = i < writes ? Math.max(1, hold / Math.max(1, writes)) : 20;
-            Thread.sleep(nap); // time in the critical section
-        }
-    }
-
-    /**
-     * The chaos suite's election loop (elect): a candidate of a LeaderLatch
-     * (each term: a new latch, started, awaited, led, closed) or of a
-     * LeaderSelector (auto-requeued; each term: one takeLeadership) named by
-     * its label. Each term is a holding, as the chaos loop's: told when its
-     * client hears SUSPENDED or LOST, when the latch hears notLeader, or when
-     * the selector interrupts takeLeadership; it writes the term's fencing
-     * token (the czxid of the latch's node, or of the selector's lock node).
-     */
-    private String elect(String clientName, Map<String, String> opt) throws Exception {
-        String label = opt.get("label");
-        String kind = opt.get("kind");
-        String path = opt.get("path");
-        if (label == null || path == null || !opt.containsKey("guard") || !opt.containsKey("told")
-            || !("latch".equals(kind) || "selector".equals(kind))) {
-            throw new IllegalArgumentException("elect needs kind=latch|selector, path=, label=, guard= and told=");
-        }
-        Path guard = Paths.get(opt.get("guard"));
-        Path toldFile = Paths.get(opt.get("told"));
-        String resource = opt.get("resource");
-        String progress = opt.get("progress");
-        long hold = Long.parseLong(opt.getOrDefault("hold", "20"));
-        int writes = Integer.parseInt(opt.getOrDefault("writes", "2"));
-        long lingerMs = Long.parseLong(opt.getOrDefault("linger", "10000"));
-        Tracker tr = tracker(clientName);
-        CuratorFramework view = client(clientName).view;
-        ChaosLoop loop = new ChaosLoop(label);
-        if (chaosLoops.putIfAbsent(label, loop) != null) {
-            throw new IllegalArgumentException("chaos loop " + label + " is running already");
-        }
-        AtomicReference<Holding> current = new AtomicReference<>();
-        try {
-            if (kind.equals("latch")) {
-                while (!loop.stop) {
-                    LeaderLatch latch = new LeaderLatch(view, path, label);
-                    latch.addListener(new LeaderLatchListener() {
-                        @Override
-                        public void isLeader() {
-                        }
-
-                        @Override
-                        public void notLeader() {
-                            Holding h = current.get();
-                            if (h != null) {
-                                h.tell(micros(), "notLeader");
-                            }
-                        }
-                    });
-                    loop.acquiring = true;
-                    long errorStates = tr.errorStates.get();
-                    boolean wasConnected = tr.connected;
-                    try {
-                        latch.start();
-                        boolean led = false;
-                        while (!loop.stop && !(led = latch.await(200, TimeUnit.MILLISECONDS))) {
-                            // waiting in the queue; looking at stop between waits
-                        }
-                        if (led) {
-                            lead(loop, tr, label, guard, toldFile, current, latch::hasLeadership, wasConnected, errorStates,
-                                () -> czxid(view, latch.getOurPath()), resource, progress, hold, writes, lingerMs);
-                        }
-                    } catch (Exception e) {
-                        loop.failed("latch", e);
-                        Thread.sleep(20); // pacing after a failure
-                    } finally {
-                        latch.close();
-                    }
-                }
-            } else {
-                AtomicReference<LeaderSelector> self = new AtomicReference<>();
-                // The error states heard, and whether connected, when the
-                // selector began to wait for its next term: at start, then
-                // at the end of each term (auto-requeue).
-                AtomicLong waitErrorStates = new AtomicLong(tr.errorStates.get());
-                AtomicBoolean waitConnected = new AtomicBoolean(tr.connected);
-                LeaderSelector sel = new LeaderSelector(view, path, new LeaderSelectorListenerAdapter() {
-                    @Override
-                    public void takeLeadership(CuratorFramework c) throws Exception {
-                        try {
-                            lead(loop, tr, label, guard, toldFile, current, () -> true, waitConnected.get(), waitErrorStates.get(),
-                                () -> fencingToken(view, selectorMutex(self.get())), resource, progress, hold, writes, lingerMs);
-                        } finally {
-                            waitErrorStates.set(tr.errorStates.get());
-                            waitConnected.set(tr.connected);
-                        }
-                    }
-                });
-                self.set(sel);
-                sel.setId(label);
-                sel.autoRequeue();
-                loop.acquiring = true;
-                sel.start();
-                while (!loop.stop) {
-                    Thread.sleep(50); // the selector leads on its own thread
-                }
-                sel.close();
-            }
-        } finally {
-            chaosLoops.remove(label);
-        }
-        return loop.report();
-    }
-
-    /**
-     * One term of leadership of an election loop, as a holding. wasConnected
-     * and errorStates are the client's when the candidate began to wait for
-     * this term: a term granted across a SUSPENDED or LOST is told at once,
-     * as the chaos loop's locks are (CURATOR-604), since Curator 5.4's latch
-     * may lead with a node of its session before the LOST and never hear
-     * that the server deleted it (CURATOR-696), and its selector is a mutex.
-     */
-    private static void lead(ChaosLoop loop, Tracker tr, String label, Path guard, Path toldFile,
-                             AtomicReference<Holding> current, java.util.function.BooleanSupplier leads,
-                             boolean wasConnected, long errorStates,
-                             java.util.concurrent.Callable<Long> token, String resource, String progress,
-                             long hold, int writes, long lingerMs) throws InterruptedException {
-        loop.acquisitions++;
-        loop.acquiring = false; // after the count: see "counts"
-        Holding h = new Holding(label + "." + loop.acquisitions, "excl", 1, guard, toldFile);
-        tr.holdings.add(h); // before the checks: a SUSPENDED or LOST from now on finds it
-        current.set(h);
-        try {
-            if (!wasConnected || tr.errorStates.get() != errorStates || !tr.connected || !leads.getAsBoolean()) {
-                h.tell(micros(), "during-acquire");
-            }
-            long t = 0;
-            if (resource != null && !h.toldFlag) {
-                try {
-                    t = token.call();
-                } catch (Exception e) {
-                    t = -1;
-                }
-                if (t < 0) {
-                    loop.noToken++;
-                    return;
-                }
-            }
-            holdInside(loop, tr, h, t, resource, progress, hold, writes, lingerMs);
-        } catch (IOException e) {
-            loop.failed("write", e);
-        } finally {
-            current.set(null);
-            tr.holdings.remove(h);
-            h.finish();
-            if (h.toldFlag) {
-                loop.told++;
-            }
-            loop.acquiring = true;
-        }
+        return czxid(c, (String) p.get(data));
     }
 
     /** The czxid of the node at path, or -1 if there is none. */

@@ -467,13 +467,3 @@ func Acquired(reply string) (bool, error) {
 	}
 	return false, fmt.Errorf("acquire replied %q", reply)
 }
-
-// LoopViolations interprets the reply to "loop": how many overlaps the
-// guard saw.
-func LoopViolations(reply string) (int, error) {
-	v, ok := strings.CutPrefix(reply, "violations=")
-	if !ok {
-		return 0, errors.New("loop replied " + reply)
-	}
-	return strconv.Atoi(v)
-}

@@ -101,12 +101,6 @@ func TestReplyParsers(t *testing.T) {
 	if _, err := Acquired("maybe"); err == nil {
 		t.Fatal("acquire reply maybe")
 	}
-	if n, err := LoopViolations("violations=3"); n != 3 || err != nil {
-		t.Fatal(n, err)
-	}
-	if _, err := LoopViolations("x"); err == nil {
-		t.Fatal("loop reply x")
-	}
 }
 
 // A client that cannot close its session (its connection black-holed:

@@ -1,0 +1,171 @@
+package compat_test
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/gocurator/curator/framework/zktest"
+)
+
+// This file holds the chaos suite's loss-notice check (G3): every client a
+// fault cuts off from the servers (black hole, partition, slow member, lost
+// quorum) tells its holders within the session timeout + 1 s of its last
+// contact with them.
+
+// A cut is a fault about to cut clients off from servers, and the holdings
+// each client had inside then, which it must tell.
+type cut struct {
+	at      time.Time
+	clients []*chaosClient
+	inside  [][]*holdingRecord
+}
+
+// beginCut notes, just before a fault cuts cs off, what each is to tell.
+func (r *chaosRun) beginCut(cs []*chaosClient) *cut {
+	x := &cut{at: time.Now(), clients: cs}
+	for _, c := range cs {
+		x.inside = append(x.inside, r.ref.insideOf(c.name))
+	}
+	return x
+}
+
+// check waits for every client's notice at once and checks it (see
+// checkNotice); via gives the proxies through which a client met the
+// servers cut off.
+func (x *cut) check(r *chaosRun, via func(*chaosClient) []*zktest.Proxy, what string, silenceOK bool) {
+	var wg sync.WaitGroup
+	for k, c := range x.clients {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			r.checkNotice(c, x.at, via(c), x.inside[k], what, silenceOK)
+		}()
+	}
+	wg.Wait()
+}
+
+// notice waits (until deadline) for c, cut off at t0, to tell the holdings
+// it had inside then, and returns the delay of the last: a holding may
+// also have ended untold. With none inside, c's notice is the first state
+// since t0 in which it tells its holders (see chaosClient.lossStates); a
+// client already in one at t0 had told them: a delay of 0.
+func (r *chaosRun) notice(c *chaosClient, t0 time.Time, inside []*holdingRecord, deadline time.Time) (time.Duration, bool, string) {
+	if len(inside) > 0 {
+		var worst time.Duration
+		for _, h := range inside {
+			told, left := r.ref.settle(h, deadline)
+			switch {
+			case !told.IsZero():
+				worst = max(worst, told.Sub(t0))
+			case left.IsZero():
+				return 0, false, fmt.Sprintf("holding %s was not told by +%v", h.id, deadline.Sub(t0))
+			}
+		}
+		return worst, true, fmt.Sprintf("%d holdings told", len(inside))
+	}
+	if evs := c.states(time.Time{}); len(evs) > 0 {
+		var last stateEvent
+		for _, ev := range evs {
+			if ev.at.Before(t0) {
+				last = ev
+			}
+		}
+		if slices.Contains(c.lossStates(), last.state) {
+			return 0, true, "client " + last.state + " already, at -" + t0.Sub(last.at).Round(time.Millisecond).String()
+		}
+	}
+	ctx, cancel := context.WithDeadline(context.Background(), deadline)
+	defer cancel()
+	ev, err := waitState(ctx, c, t0, c.lossStates()...)
+	if err != nil {
+		return 0, false, fmt.Sprintf("no %v: %v", c.lossStates(), err)
+	}
+	return ev.at.Sub(t0), true, "client " + ev.state
+}
+
+// checkNotice waits for c's loss notice, cut off at t0 by what, records it,
+// and records it as late unless it came within the notice bound of c's last
+// contact with the servers it was cut off from: the last reply that one of
+// via passed it, or t0 if that was earlier. A client may hear from them
+// after t0: a slow member's replies arrive late, and a partitioned member
+// answers until it notices. Some clients have nothing to be told: one that
+// had left the cut-off member before the cut; with silenceOK (a slow
+// server), one that heard nothing at all, its connection never lapsing;
+// and, under the Session policy, one that came back to its session
+// (RECONNECTED) before its notice.
+func (r *chaosRun) checkNotice(c *chaosClient, t0 time.Time, via []*zktest.Proxy, inside []*holdingRecord, what string, silenceOK bool) {
+	contact := func() time.Time {
+		last := t0
+		for _, p := range via {
+			if l := p.LastReply(); l.After(last) {
+				last = l
+			}
+		}
+		return last
+	}
+	deadline := t0.Add(chaosNoticeBound + time.Second)
+	delay, ok, detail := r.notice(c, t0, inside, deadline)
+	for !ok {
+		later := contact().Add(chaosNoticeBound + time.Second)
+		if !later.After(deadline) {
+			break
+		}
+		deadline = later
+		delay, ok, detail = r.notice(c, t0, inside, deadline)
+	}
+	// Read at once: once told, the client has left these servers, and a
+	// reply passed after its notice would be of a later connection.
+	last := min(contact().Sub(t0), delay)
+	// A client told nothing that heard from another member since t0 had
+	// left the cut-off member before the cut (it was picked a moment
+	// before): it was not cut off. Leaving would have been SUSPENDED.
+	movedAway := false
+	if _, suspended := firstState(c, t0, "SUSPENDED", "LOST"); !ok && !suspended {
+		for _, p := range c.prox {
+			if !slices.Contains(via, p) && p.LastReply().After(t0) {
+				movedAway = true
+			}
+		}
+	}
+	// A Session-policy client back in its session before its notice (a
+	// later loss is another outage's) kept its locks: nothing to be told.
+	ev, _ := firstState(c, t0, "RECONNECTED", "LOST")
+	back := c.policy == "session" && ev.state == "RECONNECTED" && (!ok || ev.at.Before(t0.Add(delay)))
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	switch {
+	case movedAway:
+		r.notCutOff++
+		return
+	case back || !ok && silenceOK && len(c.states(t0)) == 0:
+		r.rodeOut++
+		return
+	}
+	if ok {
+		r.notices++
+		r.worst[c.policy] = max(r.worst[c.policy], delay-last)
+	}
+	if !ok || delay-last > chaosNoticeBound {
+		note := fmt.Sprintf("%s (%s policy) %s at %s: %s (delay %v, after a last reply at +%v; states since 5s before: %s)",
+			c.name, c.policy, what, t0.Format("15:04:05.000"), detail, delay, last.Round(time.Millisecond), statesSince(c, t0.Add(-5*time.Second)))
+		if c.curator() && ok {
+			r.curatorLate = append(r.curatorLate, note)
+		} else {
+			r.lateNotices = append(r.lateNotices, note)
+		}
+	}
+}
+
+// awaitReconnect waits (30s at most) for c to be connected after since, and
+// logs it if it is not.
+func (r *chaosRun) awaitReconnect(ctx context.Context, c *chaosClient, t0, since time.Time) {
+	cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	if err := c.waitConnected(cctx, since); err != nil {
+		r.t.Logf("chaos: %s did not reconnect within 30s of +%v: %v; its states since: %s",
+			c.name, since.Sub(t0).Round(time.Millisecond), err, statesSince(c, t0))
+	}
+}

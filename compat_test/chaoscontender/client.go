@@ -1,0 +1,194 @@
+// Package chaoscontender is the chaos suite's Go contender
+// (compat_test/chaos_test.go): a gocurator client whose contenders take a
+// lock (a mutex, a read-write lock's half, a semaphore lease) or stand in an
+// election (a LeaderLatch, a LeaderSelector) again and again, and tell the
+// suite's referee, over HTTP, about every holding: when it enters, each step
+// it takes inside (a fenced write for the holders that write), when it is
+// told its lock can no longer be trusted, and when it leaves. The suite runs
+// it in the test's own process, where -race sees it, and in processes of its
+// own (compat_test/gopeer), which a fault can pause as a whole. The Java
+// peer's chaos verb (internal/curatorpeer/CuratorPeer.java) is the same
+// contender in Curator.
+package chaoscontender
+
+import (
+	"context"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/gocurator/curator/framework"
+	"github.com/gocurator/curator/recipes"
+	"github.com/gocurator/curator/retry"
+	"github.com/gocurator/curator/state"
+)
+
+// Config is what a Client is opened with.
+type Config struct {
+	Connect        string
+	SessionTimeout time.Duration
+	// Session runs the client under state.SessionErrorPolicy (a holder is
+	// told at LOST only), else under the default state.StandardErrorPolicy
+	// (at SUSPENDED or LOST).
+	Session  bool
+	Logger   *zap.Logger    // nil for none
+	Listener state.Listener // hears every connection state; nil for none
+}
+
+// Client is a client position: its current gocurator client, which Replace
+// swaps for a new one (a new session) while contenders wait on the old, and
+// the contenders' waits, which CancelAcquires cuts short.
+type Client struct {
+	cfg  Config
+	http *http.Client // to the referee
+
+	mu      sync.Mutex
+	gen     *generation
+	cancel  context.Context // cancelled (and replaced) by CancelAcquires
+	cancelF context.CancelFunc
+	waiting atomic.Int64
+}
+
+// generation is one gocurator client of a Client, with the locks made on it
+// (by path), shared by its contenders as a process shares them.
+type generation struct {
+	fc       *framework.Client
+	locks    map[string]any
+	replaced chan struct{} // closed when Replace has made a newer one
+}
+
+// Open opens a client; it connects in the background.
+func Open(cfg Config) (*Client, error) {
+	c := &Client{cfg: cfg, http: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 16}, Timeout: 5 * time.Second}}
+	c.cancel, c.cancelF = context.WithCancel(context.Background())
+	g, err := c.open()
+	if err != nil {
+		return nil, err
+	}
+	c.gen = g
+	return c, nil
+}
+
+func (c *Client) open() (*generation, error) {
+	opts := []framework.Option{framework.WithSessionTimeout(c.cfg.SessionTimeout), framework.WithConnectionTimeout(c.cfg.SessionTimeout)}
+	if c.cfg.Listener != nil {
+		opts = append(opts, framework.WithListener(c.cfg.Listener))
+	}
+	if c.cfg.Logger != nil {
+		opts = append(opts, framework.WithLogger(c.cfg.Logger))
+	}
+	if c.cfg.Session {
+		opts = append(opts, framework.WithErrorPolicy(state.SessionErrorPolicy{}))
+	}
+	fc, err := framework.New(c.cfg.Connect, retry.NewExponentialBackoff(20*time.Millisecond, 10, retry.WithMaxSleep(time.Second)), opts...)
+	if err != nil {
+		return nil, err
+	}
+	return &generation{fc: fc, locks: map[string]any{}, replaced: make(chan struct{})}, nil
+}
+
+// Framework returns the current gocurator client.
+func (c *Client) Framework() *framework.Client { return c.current().fc }
+
+func (c *Client) current() *generation {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.gen
+}
+
+// Replace opens a new client and closes the old one while its contenders
+// wait on it; they go on with the new one.
+func (c *Client) Replace() error {
+	g, err := c.open()
+	if err != nil {
+		return err
+	}
+	c.mu.Lock()
+	old := c.gen
+	c.gen = g
+	c.mu.Unlock()
+	close(old.replaced)
+	return old.fc.Close()
+}
+
+// CancelAcquires cancels every acquire (and every wait for a term) under
+// way, and returns how many there were.
+func (c *Client) CancelAcquires() int64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.cancelF()
+	c.cancel, c.cancelF = context.WithCancel(context.Background())
+	return c.waiting.Load()
+}
+
+// Close closes the current client and the connections to the referee.
+func (c *Client) Close() error {
+	err := c.current().fc.Close()
+	c.http.CloseIdleConnections()
+	return err
+}
+
+// owner returns a new owner of ct's lock on the current client, and the
+// client's generation. The locks are made on first use, one per path and
+// client, shared by its contenders as a process shares them.
+func (c *Client) owner(ct Contender) (owner, *generation, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	g := c.gen
+	key := ct.Path + " " + string(ct.Role)
+	if ct.Role == Read || ct.Role == Write {
+		key = ct.Path + " rw"
+	}
+	l, ok := g.locks[key]
+	if !ok {
+		var err error
+		switch ct.Role {
+		case Mutex:
+			l, err = recipes.NewInterProcessMutex(g.fc, ct.Path)
+		case Read, Write:
+			l, err = recipes.NewInterProcessReadWriteLock(g.fc, ct.Path)
+		default:
+			l, err = recipes.NewInterProcessSemaphoreV2(g.fc, ct.Path, ct.Leases)
+		}
+		if err != nil {
+			return nil, g, err
+		}
+		g.locks[key] = l
+	}
+	switch l := l.(type) {
+	case *recipes.InterProcessMutex:
+		return l.NewHandle(), g, nil
+	case *recipes.InterProcessReadWriteLock:
+		if ct.Role == Read {
+			return l.NewHandle().ReadLock(), g, nil
+		}
+		return l.NewHandle().WriteLock(), g, nil
+	}
+	return &lease{s: l.(*recipes.InterProcessSemaphoreV2)}, g, nil
+}
+
+// owner is one acquisition's owner, whatever the recipe.
+type owner interface {
+	term
+	Acquire(ctx context.Context) error
+	Release(ctx context.Context) error
+	FencingToken(ctx context.Context) (int64, error)
+}
+
+// lease is a semaphore lease as an owner.
+type lease struct {
+	s *recipes.InterProcessSemaphoreV2
+	l *recipes.Lease
+}
+
+func (o *lease) Acquire(ctx context.Context) (err error) {
+	o.l, err = o.s.Acquire(ctx)
+	return err
+}
+func (o *lease) Release(ctx context.Context) error               { return o.l.Close(ctx) }
+func (o *lease) Done() <-chan struct{}                           { return o.l.Done() }
+func (o *lease) Err() error                                      { return o.l.Err() }
+func (o *lease) FencingToken(ctx context.Context) (int64, error) { return o.l.FencingToken(ctx) }
