@@ -54,6 +54,7 @@ type Client struct {
 	bgCancel   context.CancelFunc
 	bg         sync.WaitGroup
 	later      laterDeletes // deletes waiting for their time (background.go)
+	events     events       // the event hook's delivery (events.go)
 	runners    runners      // the goroutines that run calls a caller's context may cut short (runner.go)
 }
 
@@ -95,6 +96,7 @@ func New(connectString string, policy retry.Policy, opts ...Option) (*Client, er
 	for _, l := range cfg.listeners {
 		c.listeners.Add(l)
 	}
+	c.events.hook = cfg.eventHook
 	c.trust.begin(0)
 	c.bgCtx, c.bgCancel = context.WithCancel(context.Background())
 	c.mu.Lock() // events may arrive before connect returns; they wait for c.conn
@@ -108,6 +110,7 @@ func New(connectString string, policy retry.Policy, opts ...Option) (*Client, er
 		c.bgCancel()
 		return nil, invalidArgument("connect string %q: %v", connectString, err)
 	}
+	c.events.start(c)
 	go c.dispatch()
 	return c, nil
 }
@@ -291,6 +294,7 @@ func (c *Client) Close() error {
 	if mayWait {
 		<-c.dispatched
 	}
+	c.events.close()
 	return nil
 }
 

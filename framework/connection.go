@@ -10,7 +10,6 @@ import (
 
 	"github.com/gocurator/curator/internal/errs"
 	"github.com/gocurator/curator/internal/listeners"
-	"github.com/gocurator/curator/internal/zkconn"
 	"github.com/gocurator/curator/state"
 )
 
@@ -85,7 +84,7 @@ func (c *Client) onEvent(z *conn, ev zk.Event) {
 // for LOST, the end of the session) calls for ends here, before any
 // listener hears of it.
 func (c *Client) post(s state.ConnectionState) {
-	c.log.Info("connection state change", zap.Stringer("state", s), zap.String("session", zkconn.SessionString(c.sessionID)))
+	c.Emit(Event{Kind: StateChanged, State: s, Session: c.sessionID})
 	c.cur = s
 	close(c.changed)
 	c.changed = make(chan struct{})

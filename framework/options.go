@@ -71,6 +71,8 @@ type config struct {
 	containers        bool
 	dialer            zk.Dialer
 	listeners         []state.Listener
+	eventHook         EventHook
+	eventHookSet      bool
 	juteMaxBuffer     int
 
 	// beforeParentCreate, when set (by tests only), runs before mkdirs
@@ -200,6 +202,9 @@ func (c *config) validate() error {
 		if listeners.IsNil(l) {
 			return invalidArgument("nil listener (WithListener)")
 		}
+	}
+	if c.eventHookSet && listeners.IsNil(c.eventHook) {
+		return invalidArgument("nil event hook (WithEventHook)")
 	}
 	for _, a := range c.auth {
 		if a.scheme == "" {

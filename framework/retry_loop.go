@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
-	"go.uber.org/zap"
 
 	"github.com/gocurator/curator/internal/errs"
 	"github.com/gocurator/curator/internal/zkconn"
@@ -56,8 +55,7 @@ func retryLoop[T any](ctx context.Context, c *Client, op, path, arg string, atte
 		out = v
 		return err
 	}, retry.FirstAttempt(start, err), retry.OnRetry(func(err error, n int, wait time.Duration) {
-		c.log.Debug("retrying", zap.String("op", op), zap.String("path", path),
-			zap.Int("retry", n), zap.Duration("wait", wait), zap.Error(err))
+		c.Emit(Event{Kind: Retrying, Op: op, Path: path, Retry: n, Wait: wait, Err: err})
 	}))
 	if errors.Is(err, zk.ErrNoServer) {
 		err = c.noServer(err, start)

@@ -55,8 +55,9 @@ func (c *Client) zk() *conn { return c.conn.Load() }
 
 // abandonSession gives the session up after the local timer has posted
 // LOST; c.mu is held. The client moves to a new connection (a new session);
-// the old one is closed on a goroutine of the client's at once (its watches
-// fire), and its session on the servers as soon as one answers, but not
+// the old one is abandoned on a goroutine of the client's at once (its
+// watches fire), and its session closed on the servers as soon as one
+// answers, but not
 // before the servers could have expired it themselves (T after the last
 // contact): the holders told at LOST keep that margin to stop before
 // anyone else can take their locks.
@@ -70,12 +71,13 @@ func (c *Client) abandonSession() {
 	c.conn.Store(z)
 	s := old.Session()
 	notBefore := old.LastContact().Add(c.negotiated)
-	c.log.Info("gave the lost session up; closing it on the servers when one answers",
+	c.Emit(Event{Kind: SessionAbandoned, Session: s.ID})
+	c.log.Info("closing the abandoned session on the servers when one answers",
 		zap.String("session", zkconn.SessionString(s.ID)), zap.Time("not_before", notBefore))
 	c.bg.Add(1)
 	go func() {
 		defer c.bg.Done()
-		old.Close()
+		old.Abandon() // not Close: its closeSession would come before notBefore
 		if s.ID == 0 || retry.Sleep(c.bgCtx, time.Until(notBefore)) != nil {
 			return
 		}

@@ -13,12 +13,14 @@ import (
 	"github.com/gocurator/curator/state"
 )
 
-// When the local timer posts LOST (the session timeout has passed while
-// SUSPENDED, and no server has said anything), the client gives the session
-// up, as Curator does: it moves to a new session at once, and closes the old
-// one on the server as soon as a server answers it, so that the old
-// session's ephemeral nodes go then, not when the server's own expiry comes
-// to them (or never, while the old session is resumed).
+// When the local timer posts LOST (no server has said anything since before
+// the session could expire), the client gives the session up, as Curator
+// does: it moves to a new session at once, and closes the old one on the
+// server from a connection of its own as soon as a server answers it — but
+// not before the session timeout has passed since the last contact, so that
+// a holder told at LOST keeps its margin — and the old session's ephemeral
+// nodes go then, not when the server's own expiry comes to them (or never,
+// while the old session is resumed).
 //
 // HoldSession plays a partition of the old session alone: the server keeps
 // it (its timeout is 20 s), the client's reconnects of it are held, a new
@@ -27,15 +29,16 @@ func TestTimerLostClosesTheOldSession(t *testing.T) {
 	ctx, base := testutil.Begin(t, server.Addr())
 	proxy := zktest.NewProxy(t, server.Addr())
 	rec := testutil.NewStateRecorder()
-	const timeout = 20 * time.Second
+	const timeout = 4 * time.Second
 	c := newClient(t, proxy.Addr(), WithSessionTimeout(timeout),
-		WithSimulatedSessionExpirationPercent(5), WithListener(rec)) // LOST 1 s after the last contact
+		WithSimulatedSessionExpirationPercent(10), WithListener(rec)) // LOST 0.4 s after the last contact
 	rec.WaitFor(ctx, t, state.Connected)
 	old, oldEnded := c.Session()
 	if old == 0 || old != c.SessionID() {
 		t.Fatalf("Session() = %x, SessionID() = %x", old, c.SessionID())
 	}
-	node, err := c.Create(ctx, base+"/eph", nil, WithMode(Ephemeral), CreatingParentContainersIfNeeded())
+	beforeCreate := time.Now()
+	node, err := c.Create(ctx, base+"/eph", nil, WithMode(Ephemeral), CreatingParentsIfNeeded())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -77,8 +80,9 @@ func TestTimerLostClosesTheOldSession(t *testing.T) {
 		t.Fatal(err)
 	}
 	testutil.WaitGone(t, raw, node)
-	if d := time.Since(lostAt); d >= timeout {
-		t.Fatalf("the old session's node outlived LOST by %v: the server's own expiry (%v) could have removed it", d, timeout)
+	if goneAt := time.Now(); goneAt.Before(beforeCreate.Add(timeout)) {
+		t.Fatalf("the old session's node went %v after LOST, %v before the servers could have expired the session",
+			goneAt.Sub(lostAt), beforeCreate.Add(timeout).Sub(goneAt))
 	}
 	if err := rec.Equal(state.Connected, state.Suspended, state.Lost, state.Reconnected); err != nil {
 		t.Fatal(err) // the old session's return moved nothing

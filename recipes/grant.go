@@ -56,6 +56,11 @@ type grant struct {
 	stopRevoke func()       // nil unless revocable
 	first      firstListing // the listing sent behind the create, if any; taken by the first look
 
+	recipe    string      // the recipe kind its events name; "" when none are told (events.go)
+	grantedAt time.Time   // when it was granted, if its events are heard
+	position  int         // our node's place in the queue at its first look
+	endTold   atomic.Bool // its Released or Lost event has been told
+
 	mu          sync.Mutex
 	released    bool        // given up by its owner: a clean-up of a loss is not needed
 	cancelLater func() bool // takes back a delete the clean-up of a loss scheduled, or nil
@@ -118,7 +123,10 @@ func (g *grant) err() error {
 }
 
 // lose ends the grant because its node was found gone (or not ours).
-func (g *grant) lose() { g.end(errs.Errorf("%w: %w", ErrLockLost, errNodeVanished)) }
+func (g *grant) lose() {
+	g.end(errs.Errorf("%w: %w", ErrLockLost, errNodeVanished))
+	g.ended(g.lostCause())
+}
 
 // hold makes the grant one of its client's holdings, as it goes to its
 // owner: a lock's or a lease's node is then deleted when the grant is lost
@@ -156,6 +164,9 @@ func (g *grant) release() bool {
 	g.mu.Unlock()
 	if !first {
 		return false
+	}
+	if g.ctx.Err() == nil {
+		g.ended(nil) // a loss was told when it came
 	}
 	holdingsOf(g.li.client).remove(g)
 	if later != nil {

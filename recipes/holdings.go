@@ -77,8 +77,9 @@ func (h *holdings) trustEnded(client *framework.Client, trust context.Context) {
 		heldBy.Delete(client)
 	}
 	h.mu.Unlock()
-	if stateEnded {
-		for _, g := range lost {
+	for _, g := range lost {
+		g.ended(g.lostCause())
+		if stateEnded {
 			g.cleanUp(se)
 		}
 	}

@@ -61,8 +61,9 @@ type LeaderLatch struct {
 
 	mu        sync.Mutex
 	closeMode CloseMode
-	node      string // our node's path, "" when none
-	term      *grant // the current or last term of leadership
+	node      string    // our node's path, "" when none
+	term      *grant    // the current or last term of leadership
+	termBegan time.Time // when the current term began; zero once it ended
 	changed   chan struct{}
 	ended     error // why the goroutine ended: the latch or its client closed
 }
@@ -438,8 +439,11 @@ func (l *LeaderLatch) setNode(path string) {
 func (l *LeaderLatch) beginTerm(g *grant) {
 	l.mu.Lock()
 	l.term = g
+	l.termBegan = time.Now()
 	l.broadcast()
 	l.mu.Unlock()
+	l.li.client.Emit(framework.Event{Kind: framework.LeadershipGained, Time: l.termBegan, Recipe: recipeLatch,
+		Path: l.li.base, Node: g.path, Session: g.owner()})
 	l.tell(LeaderLatchListener.IsLeader)
 }
 
@@ -450,14 +454,20 @@ func (l *LeaderLatch) beginTerm(g *grant) {
 func (l *LeaderLatch) endTerm(closing bool) {
 	l.mu.Lock()
 	notify := false
-	if term := l.term; term != nil {
+	term, began := l.term, l.termBegan
+	if term != nil {
 		notify = !closing || term.err() == nil && l.closeMode == CloseNotifyLeader
 		if closing {
 			term.release()
 		}
+		l.termBegan = time.Time{}
 	}
 	l.broadcast()
 	l.mu.Unlock()
+	if !began.IsZero() { // a term that led ends
+		l.li.client.Emit(framework.Event{Kind: framework.LeadershipLost, Recipe: recipeLatch, Path: l.li.base,
+			Node: term.path, Session: term.owner(), Hold: time.Since(began), Err: term.lostCause()})
+	}
 	if notify {
 		l.tell(LeaderLatchListener.NotLeader)
 	}

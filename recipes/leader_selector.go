@@ -6,11 +6,13 @@ import (
 	"reflect"
 	"runtime"
 	"sync"
+	"time"
 
 	"go.uber.org/zap"
 
 	"github.com/gocurator/curator/framework"
 	"github.com/gocurator/curator/internal/errs"
+	"github.com/gocurator/curator/internal/locktree"
 	"github.com/gocurator/curator/retry"
 )
 
@@ -76,7 +78,7 @@ func NewLeaderSelector(client *framework.Client, path string, fn func(ctx contex
 	if o.id != "" {
 		lockOpts = append(lockOpts, WithLockData([]byte(o.id)))
 	}
-	mu, err := NewInterProcessMutex(client, path, lockOpts...)
+	mu, err := newMutex(client, path, locktree.MutexName, recipeSelector, lockNameDriver(locktree.MutexName, 1), lockOpts)
 	if err != nil {
 		return nil, err
 	}
@@ -277,7 +279,12 @@ func (s *LeaderSelector) turn(ctx context.Context) error {
 	s.holder, s.interrupt = h, cancel
 	s.lock.Unlock()
 
+	began := time.Now()
+	c := s.mu.li.client
+	c.Emit(framework.Event{Kind: framework.LeadershipGained, Time: began, Recipe: recipeSelector, Path: s.Path(), Node: h.LockPath(), Session: c.SessionID()})
 	err := s.lead(lctx)
+	c.Emit(framework.Event{Kind: framework.LeadershipLost, Recipe: recipeSelector, Path: s.Path(), Node: h.LockPath(),
+		Session: c.SessionID(), Hold: time.Since(began), Err: context.Cause(lctx)})
 
 	s.lock.Lock()
 	s.holder, s.interrupt = nil, nil

@@ -32,6 +32,7 @@ type lockInternals struct {
 
 // attempt says what one acquire creates and how it decides.
 type attempt struct {
+	recipe  string               // the recipe kind its events name
 	path    string               // the node's path before protection: the base and e.g. "lock-"
 	mode    framework.CreateMode // EphemeralSequential, or Ephemeral for a downgrade read node
 	data    []byte               // nil: the client's default data
@@ -47,10 +48,12 @@ type attempt struct {
 // (guaranteed) before acquire returns. The grant it returns holds (its loss
 // is cleaned up: grant.hold).
 func (li *lockInternals) acquire(ctx context.Context, a attempt) (*grant, error) {
+	o := li.observeAcquire(a.recipe)
 	g, err := retryVanished(ctx, li.client, li.base, func() (*grant, error) { return li.attemptOnce(ctx, a) })
 	if err == nil {
 		g.hold()
 	}
+	o.done(g, err)
 	return g, err
 }
 

@@ -24,6 +24,7 @@ type InterProcessMutex struct {
 	d        driver
 	nodePath string // path/name: where its nodes are created, before protection
 	data     []byte
+	recipe   string // the recipe kind its events name
 }
 
 // LockOption configures a lock recipe.
@@ -48,10 +49,10 @@ func WithLockData(data []byte) LockOption {
 // included) is an error that unwraps to zk.ErrInvalidPath; a nil client
 // wraps ErrBadArgument, a closed one framework.ErrClosed.
 func NewInterProcessMutex(client *framework.Client, path string, opts ...LockOption) (*InterProcessMutex, error) {
-	return newMutex(client, path, locktree.MutexName, lockNameDriver(locktree.MutexName, 1), opts)
+	return newMutex(client, path, locktree.MutexName, recipeMutex, lockNameDriver(locktree.MutexName, 1), opts)
 }
 
-func newMutex(client *framework.Client, path, name string, d driver, opts []LockOption) (*InterProcessMutex, error) {
+func newMutex(client *framework.Client, path, name, recipe string, d driver, opts []LockOption) (*InterProcessMutex, error) {
 	if err := checkArgs(client, path); err != nil {
 		return nil, err
 	}
@@ -61,7 +62,7 @@ func newMutex(client *framework.Client, path, name string, d driver, opts []Lock
 			opt.applyLock(&o)
 		}
 	}
-	return &InterProcessMutex{li: lockInternals{client: client, base: path}, d: d, nodePath: framework.JoinPath(path, name), data: o.data}, nil
+	return &InterProcessMutex{li: lockInternals{client: client, base: path}, d: d, nodePath: framework.JoinPath(path, name), data: o.data, recipe: recipe}, nil
 }
 
 // usable reports whether m was made by a constructor (a nil or zero value
@@ -195,7 +196,7 @@ func (h *Handle) acquire(ctx context.Context, try bool) error {
 		}
 		return nil
 	}
-	a := attempt{path: h.m.nodePath, mode: framework.EphemeralSequential, data: h.m.data, driver: h.m.d, try: try}
+	a := attempt{recipe: h.m.recipe, path: h.m.nodePath, mode: framework.EphemeralSequential, data: h.m.data, driver: h.m.d, try: try}
 	if h.revocable != nil {
 		a.data, a.revoked = []byte{}, h.revocable
 	}

@@ -45,11 +45,11 @@ type InterProcessReadWriteLock struct {
 // is an error that unwraps to zk.ErrInvalidPath; a nil client wraps
 // ErrBadArgument, a closed one framework.ErrClosed.
 func NewInterProcessReadWriteLock(client *framework.Client, path string, opts ...LockOption) (*InterProcessReadWriteLock, error) {
-	write, err := newMutex(client, path, locktree.WriteName, newWriteDriver(), opts)
+	write, err := newMutex(client, path, locktree.WriteName, recipeWrite, newWriteDriver(), opts)
 	if err != nil {
 		return nil, err
 	}
-	read, err := newMutex(client, path, locktree.ReadName, readDriver{}, opts)
+	read, err := newMutex(client, path, locktree.ReadName, recipeRead, readDriver{}, opts)
 	if err != nil {
 		return nil, err
 	}

@@ -51,6 +51,7 @@ func (li *lockInternals) watchRevocation(path string, listener func()) (stop fun
 				return // node gone, client closed, or stopped
 			}
 			if !first && string(data) == RevokeMessage {
+				li.client.Emit(framework.Event{Kind: framework.RevocationRequested, Path: li.base, Node: path})
 				go listener()
 			}
 			first = false

@@ -228,6 +228,7 @@ func (s *InterProcessSemaphoreV2) acquireOne(ctx context.Context, try bool) (*Le
 		driver: s.lockDriver, try: try}
 	leaseAttempt := attempt{path: s.leasePath, mode: framework.EphemeralSequential,
 		data: s.data, driver: leaseDriver{s}, try: try}
+	o := s.leases.observeAcquire(recipeSemaphore)
 	g, err := retryVanished(ctx, s.client, s.path, func() (*grant, error) {
 		lock, err := s.locks.attemptOnce(ctx, lockAttempt)
 		if err != nil {
@@ -241,10 +242,13 @@ func (s *InterProcessSemaphoreV2) acquireOne(ctx context.Context, try bool) (*Le
 		}()
 		return s.leases.attemptOnce(ctx, leaseAttempt)
 	})
+	if err == nil {
+		g.hold()
+	}
+	o.done(g, err)
 	if err != nil {
 		return nil, err
 	}
-	g.hold()
 	return &Lease{li: &s.leases, g: g}, nil
 }
 

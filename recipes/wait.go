@@ -8,6 +8,7 @@ import (
 
 	"github.com/gocurator/curator/framework"
 	"github.com/gocurator/curator/internal/errs"
+	"github.com/gocurator/curator/internal/locktree"
 )
 
 // wait is Curator's internalLockLoop, in three parts: list the queue (and,
@@ -17,7 +18,7 @@ import (
 // hand-off: the deletion of the one node that kept us from holding.
 func (li *lockInternals) wait(ctx context.Context, a attempt, g *grant, ls *lister) error {
 	var w waits
-	for {
+	for look := 0; ; look++ {
 		l, err := li.list(ctx, a, g, ls)
 		if err != nil {
 			return err
@@ -25,6 +26,9 @@ func (li *lockInternals) wait(ctx context.Context, a attempt, g *grant, ls *list
 		held, watch, err := a.driver.check(l.sorted, g.name)
 		if err != nil {
 			return err
+		}
+		if look == 0 {
+			g.position = max(locktree.IndexOf(l.sorted, g.name), 0)
 		}
 		if held {
 			return li.grantHeld(ctx, g)

@@ -145,9 +145,21 @@ func (c *Conn) Forget(id uint64) { c.written.forget(id) }
 // Close closes the connection (its session too, if connected: go-zookeeper
 // sends closeSession) and waits until go-zookeeper's goroutines for it have
 // ended; every watch set through it has fired (zk.EventNotWatching) by then.
-func (c *Conn) Close() {
+func (c *Conn) Close() { c.close(false) }
+
+// Abandon closes the connection without closing its session: the TCP
+// connection goes first, and no other is made, so go-zookeeper has none to
+// send closeSession on (it would, on one it made in the meantime). The
+// session lives on the servers until it expires or CloseSession closes it.
+// Like Close, it waits for go-zookeeper's goroutines.
+func (c *Conn) Abandon() { c.close(true) }
+
+func (c *Conn) close(abandon bool) {
 	c.mu.Lock()
-	c.closing = true
+	c.closing = true // the dialer refuses from now on
+	if abandon && c.tcp != nil {
+		c.tcp.Close()
+	}
 	c.mu.Unlock()
 	c.containers.drain(containerDrainWait)
 	c.Conn.Close()

@@ -1,0 +1,296 @@
+package framework
+
+import (
+	"fmt"
+	"sync"
+	"time"
+
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+
+	"github.com/gocurator/curator/internal/listeners"
+	"github.com/gocurator/curator/internal/zkconn"
+	"github.com/gocurator/curator/state"
+)
+
+// EventKind says what an Event reports.
+type EventKind int
+
+// The kinds of events. A lock's or lease's acquisition is AcquireStarted,
+// then Acquired or AcquireFailed, then (once acquired) Released or Lost,
+// exactly one of the two: a lost grant's late release is not an event of
+// its own. A term of leadership is LeadershipGained, then LeadershipLost.
+const (
+	// AcquireStarted: an acquire began to queue (a reentrant one that only
+	// counts up is no event).
+	AcquireStarted EventKind = iota + 1
+	// Acquired: the lock or lease was granted; Wait is the time since
+	// AcquireStarted, Position the node's place in the queue at its first
+	// look (0: it held at once).
+	Acquired
+	// AcquireFailed: the acquire gave up; Err says why (a context's
+	// deadline: a timeout; ErrLocked: a try that found it held).
+	AcquireFailed
+	// Released: the owner released what it held; Hold is the time since
+	// Acquired.
+	Released
+	// Lost: the grant can no longer be trusted; Err says why (a
+	// *StateError, ErrClosed, or zk.ErrNoNode for a node found gone);
+	// Hold is the time it was held.
+	Lost
+	// RevocationRequested: another participant asked the holder to
+	// release (Curator's revocation).
+	RevocationRequested
+	// LeadershipGained: a leader latch or selector began to lead.
+	LeadershipGained
+	// LeadershipLost: its term of leadership ended (lost, given up, or
+	// closed); Err says why, nil when given up; Hold is the term's length.
+	LeadershipLost
+	// StateChanged: the connection state changed to State.
+	StateChanged
+	// Retrying: an operation (Op, on Path) failed with Err and is tried
+	// again after Wait; Retry counts the retries so far.
+	Retrying
+	// SessionAbandoned: the client gave Session up after posting LOST (no
+	// server answered before it could expire), and moved to a new one.
+	SessionAbandoned
+)
+
+var eventNames = [...]string{
+	AcquireStarted:      "acquire-started",
+	Acquired:            "acquired",
+	AcquireFailed:       "acquire-failed",
+	Released:            "released",
+	Lost:                "lost",
+	RevocationRequested: "revocation-requested",
+	LeadershipGained:    "leadership-gained",
+	LeadershipLost:      "leadership-lost",
+	StateChanged:        "state-changed",
+	Retrying:            "retrying",
+	SessionAbandoned:    "session-abandoned",
+}
+
+// String returns the kind's name, as the logs show it: "acquired", ....
+func (k EventKind) String() string {
+	if k > 0 && int(k) < len(eventNames) {
+		return eventNames[k]
+	}
+	return fmt.Sprintf("EventKind(%d)", int(k))
+}
+
+// Event is one thing that happened to a client or to a recipe built on it:
+// a lock acquired, lost or released, leadership gained, a connection state
+// change, a retry. Fields that do not apply to its Kind are zero.
+type Event struct {
+	Kind EventKind
+	// Time is when it happened (events reach the hook a moment later).
+	Time time.Time
+	// Recipe is the kind of recipe: "mutex", "read", "write", "semaphore"
+	// (a lease, also a semaphore mutex's), "latch", "selector"; "" for the
+	// client's own events.
+	Recipe string
+	// Path is the recipe's path (or the operation's), as the caller gave
+	// it; Node is the node's path, when there is one.
+	Path, Node string
+	// Session is the session the node belongs to, or the client's.
+	Session int64
+	// Position is the node's place in the queue at its first look
+	// (Acquired; 0 when it held at once).
+	Position int
+	// Wait is the time an acquire waited (Acquired, AcquireFailed), or the
+	// wait before a retry (Retrying).
+	Wait time.Duration
+	// Hold is the time a grant or a term was held (Released, Lost,
+	// LeadershipLost).
+	Hold time.Duration
+	// Err says why (Lost, AcquireFailed, LeadershipLost, Retrying).
+	Err error
+	// State is the new connection state (StateChanged).
+	State state.ConnectionState
+	// Op is the operation retried, and Retry the retries made so far
+	// (Retrying).
+	Op    string
+	Retry int
+}
+
+// EventHook hears a client's events, and its recipes'. A hook is called on
+// a goroutine of the client's, one event at a time, in the order they
+// happened: it never holds the library up (a slow hook only makes its
+// events come later; past maxQueuedEvents waiting, the oldest are dropped,
+// and a WARN says so). A hook that panics is logged at ERROR; the library
+// goes on.
+type EventHook interface {
+	Event(Event)
+}
+
+// EventFunc is a func as an EventHook.
+type EventFunc func(Event)
+
+// Event calls f(e).
+func (f EventFunc) Event(e Event) { f(e) }
+
+// WithEventHook sets the hook that hears the client's events, and its
+// recipes' (see EventHook and Event). Without one, an event costs a check,
+// and a log line where the logger's level asks for it. A nil hook makes New
+// fail with ErrInvalidArgument.
+func WithEventHook(h EventHook) Option {
+	return optionFunc(func(c *config) {
+		c.eventHook = h
+		c.eventHookSet = true
+	})
+}
+
+// maxQueuedEvents bounds the events waiting for a slow hook.
+const maxQueuedEvents = 10000
+
+// events delivers a client's events to its hook, on a goroutine of its own.
+type events struct {
+	hook EventHook // nil: none
+
+	mu      sync.Mutex
+	queue   []Event
+	dropped int
+	closed  bool
+	wake    chan struct{}
+	done    chan struct{} // closed when the goroutine has ended
+	gate    listeners.Gate
+}
+
+// Observed reports whether events are heard: a hook is set, or the
+// client's logger takes DEBUG lines. A recipe may skip what it would only
+// measure for an event (a time.Now) when nothing hears it.
+func (c *Client) Observed() bool {
+	return c.usable() && (c.events.hook != nil || c.log.Core().Enabled(zapcore.DebugLevel))
+}
+
+// Emit reports e: to the hook, if one is set, and to the client's logger at
+// e's level (DEBUG for an acquisition's steps, a retry and leadership
+// gained; INFO for a loss, a revocation asked, leadership lost, a state
+// change and a session given up). Recipes built on the client report their
+// events with it; a zero Time is now. It never blocks.
+func (c *Client) Emit(e Event) {
+	if !c.usable() {
+		return
+	}
+	ce := c.log.Check(e.Kind.level(), e.Kind.String())
+	if ce == nil && c.events.hook == nil {
+		return // nothing hears it
+	}
+	if e.Time.IsZero() {
+		e.Time = time.Now()
+	}
+	if ce != nil {
+		ce.Write(e.fields()...)
+	}
+	if c.events.hook == nil {
+		return
+	}
+	ev := &c.events
+	ev.mu.Lock()
+	defer ev.mu.Unlock()
+	if ev.closed {
+		return
+	}
+	if len(ev.queue) >= maxQueuedEvents {
+		ev.queue = ev.queue[1:]
+		if ev.dropped++; ev.dropped == 1 {
+			c.log.Warn("the event hook is too slow: events are dropped", zap.Int("queued", maxQueuedEvents))
+		}
+	}
+	ev.queue = append(ev.queue, e)
+	select {
+	case ev.wake <- struct{}{}:
+	default:
+	}
+}
+
+// level is the level events of kind k are logged at.
+func (k EventKind) level() zapcore.Level {
+	switch k {
+	case Lost, RevocationRequested, LeadershipLost, StateChanged, SessionAbandoned:
+		return zapcore.InfoLevel
+	}
+	return zapcore.DebugLevel
+}
+
+// fields are e's log fields.
+func (e Event) fields() []zap.Field {
+	fields := make([]zap.Field, 0, 8)
+	if e.Recipe != "" {
+		fields = append(fields, zap.String("recipe", e.Recipe))
+	}
+	if e.Path != "" {
+		fields = append(fields, zap.String("path", e.Path))
+	}
+	if e.Node != "" {
+		fields = append(fields, zap.String("node", e.Node))
+	}
+	if e.Session != 0 {
+		fields = append(fields, zap.String("session", zkconn.SessionString(e.Session)))
+	}
+	switch e.Kind {
+	case Acquired:
+		fields = append(fields, zap.Int("position", e.Position), zap.Duration("wait", e.Wait))
+	case AcquireFailed:
+		fields = append(fields, zap.Duration("wait", e.Wait))
+	case Released, Lost, LeadershipLost:
+		fields = append(fields, zap.Duration("hold", e.Hold))
+	case StateChanged:
+		fields = append(fields, zap.Stringer("state", e.State))
+	case Retrying:
+		fields = append(fields, zap.String("op", e.Op), zap.Int("retry", e.Retry), zap.Duration("wait", e.Wait))
+	}
+	if e.Err != nil {
+		fields = append(fields, zap.Error(e.Err))
+	}
+	return fields
+}
+
+// start starts the delivery goroutine, if there is a hook.
+func (ev *events) start(c *Client) {
+	if ev.hook == nil {
+		return
+	}
+	ev.wake, ev.done = make(chan struct{}, 1), make(chan struct{})
+	go ev.deliver(c)
+}
+
+// deliver hands the queued events to the hook, in order, until close.
+func (ev *events) deliver(c *Client) {
+	defer close(ev.done)
+	for range ev.wake {
+		for {
+			ev.mu.Lock()
+			q := ev.queue
+			ev.queue = nil
+			ev.mu.Unlock()
+			if len(q) == 0 {
+				break
+			}
+			for _, e := range q {
+				if err := listeners.Call(&ev.gate, func() { ev.hook.Event(e) }); err != nil {
+					c.log.Error("event hook", zap.Stringer("event", e.Kind), zap.Error(err))
+				}
+			}
+		}
+	}
+}
+
+// close delivers what was emitted before it, then ends the goroutine; it
+// waits for it unless the hook is the caller (a hook may close its client).
+func (ev *events) close() {
+	if ev.hook == nil {
+		return
+	}
+	ev.mu.Lock()
+	if ev.closed {
+		ev.mu.Unlock()
+		return
+	}
+	ev.closed = true
+	close(ev.wake)
+	ev.mu.Unlock()
+	if ev.gate.Close() {
+		<-ev.done
+	}
+}

@@ -1,0 +1,91 @@
+package recipes
+
+import (
+	"context"
+	"time"
+
+	"github.com/gocurator/curator/framework"
+)
+
+// The recipes' events (framework.Event), told through their client's Emit:
+// an acquisition's start, grant or failure, its release or loss (exactly
+// one of the two), a revocation asked, a term of leadership gained and
+// lost. Nothing is measured when nothing hears them (Client.Observed).
+
+// The recipe kinds events name.
+const (
+	recipeMutex     = "mutex"
+	recipeRead      = "read"
+	recipeWrite     = "write"
+	recipeSemaphore = "semaphore"
+	recipeLatch     = "latch"
+	recipeSelector  = "selector"
+)
+
+// acquireObserved is an acquisition told to its client's event hook and
+// logger: started when made, ended by done.
+type acquireObserved struct {
+	li      *lockInternals
+	recipe  string
+	started time.Time // zero: nothing hears
+}
+
+// observeAcquire tells that an acquisition of li's lock begins.
+func (li *lockInternals) observeAcquire(recipe string) acquireObserved {
+	o := acquireObserved{li: li, recipe: recipe}
+	if li.client.Observed() {
+		o.started = time.Now()
+		li.client.Emit(framework.Event{Kind: framework.AcquireStarted, Time: o.started, Recipe: recipe, Path: li.base})
+	}
+	return o
+}
+
+// done tells how the acquisition ended: g granted, or err. A granted g is
+// marked held (grant.observed), so that its end is told too.
+func (o acquireObserved) done(g *grant, err error) {
+	if err == nil {
+		g.recipe = o.recipe
+	}
+	if o.started.IsZero() {
+		return
+	}
+	now := time.Now()
+	e := framework.Event{Time: now, Recipe: o.recipe, Path: o.li.base, Wait: now.Sub(o.started)}
+	if err != nil {
+		e.Kind, e.Err = framework.AcquireFailed, err
+	} else {
+		e.Kind, e.Node, e.Session, e.Position = framework.Acquired, g.path, g.owner(), g.position
+		g.grantedAt = now
+	}
+	o.li.client.Emit(e)
+}
+
+// ended tells the end of a held grant, once: released (cause nil) or lost.
+// A grant not granted through observeAcquire (an internal lock, a latch's
+// term) tells nothing.
+func (g *grant) ended(cause error) {
+	if g.recipe == "" || !g.endTold.CompareAndSwap(false, true) {
+		return
+	}
+	c := g.li.client
+	if !c.Observed() {
+		return
+	}
+	e := framework.Event{Kind: framework.Released, Recipe: g.recipe, Path: g.li.base, Node: g.path, Session: g.owner()}
+	if cause != nil {
+		e.Kind, e.Err = framework.Lost, cause
+	}
+	if !g.grantedAt.IsZero() {
+		e.Hold = time.Since(g.grantedAt)
+	}
+	c.Emit(e)
+}
+
+// lostCause is why g ended, as a Lost or LeadershipLost event tells it:
+// nil when it was given up.
+func (g *grant) lostCause() error {
+	if cause := context.Cause(g.ctx); cause != errReleased {
+		return cause
+	}
+	return nil
+}

@@ -1,0 +1,172 @@
+package recipes
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/gocurator/curator/framework"
+	"github.com/gocurator/curator/framework/zktest"
+	"github.com/gocurator/curator/internal/testutil"
+	"github.com/gocurator/curator/state"
+)
+
+// eventLogOf is an event hook that keeps what it hears, for a test to wait
+// for.
+type eventLogOf struct{ heard chan framework.Event }
+
+func newEventLog() *eventLogOf { return &eventLogOf{heard: make(chan framework.Event, 1024)} }
+
+func (l *eventLogOf) Event(e framework.Event) { l.heard <- e }
+
+// next returns the next n events of recipes (state changes and retries
+// skipped), as "kind recipe" strings.
+func (l *eventLogOf) next(t *testing.T, n int) []framework.Event {
+	t.Helper()
+	var got []framework.Event
+	for len(got) < n {
+		e := testutil.Recv(t, l.heard, fmt.Sprintf("event %d of %d", len(got)+1, n))
+		if e.Recipe != "" {
+			got = append(got, e)
+		}
+	}
+	return got
+}
+
+func kinds(es []framework.Event) string {
+	var s []string
+	for _, e := range es {
+		s = append(s, e.Kind.String()+" "+e.Recipe)
+	}
+	return strings.Join(s, ", ")
+}
+
+// Every recipe tells its client's event hook what happens to it, in order:
+// a mutex's acquire (with its place in the queue, behind a holder) and
+// release, a lease's, a read-write owner's write lock, downgrade and
+// releases, a latch's term, a selector's acquisition and term; and a loss,
+// at a fault proxy, after the SUSPENDED that caused it.
+func TestEventsOfEveryRecipe(t *testing.T) {
+	ctx, base := testutil.Begin(t, server.Addr())
+	log := newEventLog()
+	c := newClient(t, "", framework.WithEventHook(log))
+	expect := func(want string, n int, check func([]framework.Event) error) {
+		t.Helper()
+		got := log.next(t, n)
+		if kinds(got) != want {
+			t.Fatalf("events\n got %s\nwant %s", kinds(got), want)
+		}
+		if check != nil {
+			if err := check(got); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+
+	holder := mustMutex(t, newClient(t, ""), base+"/mutex").NewHandle()
+	if err := holder.Acquire(ctx); err != nil {
+		t.Fatal(err)
+	}
+	h := mustMutex(t, c, base+"/mutex").NewHandle()
+	acquired := make(chan error, 1)
+	go func() { acquired <- h.Acquire(ctx) }()
+	expect("acquire-started mutex", 1, nil)
+	waitForChildren(t, c, base+"/mutex", 2) // queued behind the holder
+	if err := holder.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := testutil.Recv(t, acquired, "the waiter's acquire"); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	expect("acquired mutex, released mutex", 2, func(es []framework.Event) error {
+		if a := es[0]; a.Position != 1 || a.Node == "" || a.Path != base+"/mutex" || a.Session != c.SessionID() || a.Wait <= 0 {
+			return fmt.Errorf("acquired: %+v, want position 1 behind the holder, the node, the session, a wait", a)
+		}
+		if es[1].Hold <= 0 || es[1].Node != es[0].Node {
+			return fmt.Errorf("released: %+v", es[1])
+		}
+		return nil
+	})
+
+	lease, err := mustSemaphore(t, c, base+"/sem", 1).Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := lease.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	expect("acquire-started semaphore, acquired semaphore, released semaphore", 3, nil)
+
+	rw := mustRW(t, c, base+"/rw").NewHandle()
+	for _, step := range []func(context.Context) error{rw.WriteLock().Acquire, rw.ReadLock().Acquire, rw.WriteLock().Release, rw.ReadLock().Release} {
+		if err := step(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	expect("acquire-started write, acquired write, acquire-started read, acquired read, released write, released read", 6, nil)
+
+	latch := mustLatch(t, c, base+"/latch", "x")
+	if err := latch.Start(); err != nil {
+		t.Fatal(err)
+	}
+	if err := latch.Await(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := latch.Close(); err != nil {
+		t.Fatal(err)
+	}
+	expect("leadership-gained latch, leadership-lost latch", 2, func(es []framework.Event) error {
+		if es[1].Err != nil || es[1].Hold <= 0 {
+			return fmt.Errorf("a latch closed while it led: %+v, want no error and its term's length", es[1])
+		}
+		return nil
+	})
+
+	led := make(chan struct{})
+	sel, err := NewLeaderSelector(c, base+"/selector", func(context.Context) error { close(led); return nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := sel.Start(); err != nil {
+		t.Fatal(err)
+	}
+	testutil.Recv(t, led, "the selector's term")
+	expect("acquire-started selector, acquired selector, leadership-gained selector, leadership-lost selector, released selector", 5, nil)
+	if err := sel.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	// A loss at a fault proxy: SUSPENDED first, then the lock's loss, with
+	// the state that caused it.
+	proxy := zktest.NewProxy(t, server.Addr())
+	plog := newEventLog()
+	pc := newClient(t, proxy.Addr(), framework.WithEventHook(plog))
+	ph := mustMutex(t, pc, base+"/lost").NewHandle()
+	if err := ph.Acquire(ctx); err != nil {
+		t.Fatal(err)
+	}
+	proxy.DropConnections()
+	var order []string
+	for len(order) == 0 || order[len(order)-1] != "lost" {
+		e := testutil.Recv(t, plog.heard, "the loss's events")
+		switch {
+		case e.Kind == framework.StateChanged && e.State == state.Suspended:
+			order = append(order, "suspended")
+		case e.Recipe != "":
+			order = append(order, e.Kind.String())
+			var se *framework.StateError
+			if e.Kind == framework.Lost && (!errors.As(e.Err, &se) || se.State != state.Suspended || e.Hold <= 0) {
+				t.Fatalf("lost: %+v, want the SUSPENDED that caused it and the hold", e)
+			}
+		}
+	}
+	if got := strings.Join(order, " "); got != "acquire-started acquired suspended lost" {
+		t.Fatalf("events around the loss: %s", got)
+	}
+	testutil.ErrorIs(t, ph.Release(ctx), ErrLockLost)
+}
