@@ -22,7 +22,7 @@ func ProtectedName(id, name string) string { return locktree.ProtectedName(id, n
 // than 40 characters, "_c_" first, "-" at index 39, and a UUID in between.
 func IsProtectedName(name string) bool { return locktree.IsProtected(name) }
 
-// createProtected is Curator's protected create (curator-lock-trees.md §2):
+// createProtected is Curator's protected create (docs/tree-format.md):
 // the first attempt just creates; every later attempt first looks for a
 // child with our prefix, which a create whose reply was lost has left. A node
 // found from a session other than the one the create began in is deleted and

@@ -11,7 +11,7 @@ import (
 	"github.com/gocurator/curator/internal/testutil"
 )
 
-// The trees of curator-lock-trees.md §9, name for name: node names, modes
+// The trees of docs/tree-format.md, name for name, as Java Curator 5.4 writes them: node names, modes
 // (ephemeral owner; sequence numbers the server gave, or not), data.
 
 type nodeWant struct {
@@ -57,7 +57,7 @@ func suffixIs(re interface{ MatchString(string) bool }, suffix string) func(stri
 	}
 }
 
-// §9 "RW lock": c1 reading, c2 reading (lockData rwdata), c2 writing:
+// docs/tree-format.md, InterProcessReadWriteLock: c1 reading, c2 reading (lockData rwdata), c2 writing:
 // READ 0, READ 1, WRIT 2 — one sequence, both halves carry the lock data.
 func TestTreeReadWriteLock(t *testing.T) {
 	ctx, base := testutil.Begin(t, server.Addr())
@@ -104,7 +104,7 @@ func TestTreeReadWriteLock(t *testing.T) {
 	}
 }
 
-// §9 "SemaphoreV2(max 3)": c1 with 2 leases and c2 with 1 (leasedata); a
+// docs/tree-format.md, InterProcessSemaphoreV2 (max 3): c1 with 2 leases and c2 with 1 (leasedata); a
 // fourth acquire by c2 holds locks/…-lock-<seq> and has its lease node
 // while it waits. Then: P/locks empty once it is granted; P, P/locks and
 // P/leases are containers (the server reaps them once empty).
@@ -170,7 +170,7 @@ func TestTreeSemaphore(t *testing.T) {
 	testutil.WaitGone(t, raw, base) // only containers are reaped
 }
 
-// §9 "SemaphoreMutex": P/locks empty, P/leases/_c_…-lease-0000000000 with
+// docs/tree-format.md, InterProcessSemaphoreMutex: P/locks empty, P/leases/_c_…-lease-0000000000 with
 // the local IP, while held.
 func TestTreeSemaphoreMutex(t *testing.T) {
 	ctx, base := testutil.Begin(t, server.Addr())

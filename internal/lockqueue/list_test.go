@@ -225,7 +225,7 @@ func TestListSemaphore(t *testing.T) {
 }
 
 // TestListCuratorTrees reads trees in the exact format Java Curator 5.4
-// writes (curator-lock-trees.md §9), made with raw creates: protected
+// writes (docs/tree-format.md), made with raw creates: protected
 // names with 36-character UUIDs, the local address as data, container
 // parents, and the 5.5+ downgrade read node.
 func TestListCuratorTrees(t *testing.T) {
@@ -285,7 +285,7 @@ func TestListCuratorTrees(t *testing.T) {
 		t.Errorf("warning for the go-zookeeper node: %q", w)
 	}
 
-	// Read-write: two readers, then a writer and a reader waiting (§9).
+	// Read-write: two readers, then a writer and a reader waiting (docs/tree-format.md).
 	rwPath := path + "/rw"
 	mkdirs(rwPath)
 	r1 := create(rwPath, "__READ__", ip, true)

@@ -4,7 +4,7 @@
 // drivers and internal/lockqueue (`zklock ls`) both use it, so that the
 // command cannot disagree with the library about who holds a lock.
 //
-// Everything here is Curator 5.x's, as curator-lock-trees.md describes it
+// Everything here is Curator 5.x's, as docs/tree-format.md describes it
 // and compat_test checks against live Curator processes.
 package locktree
 
