@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/gocurator/curator/framework"
@@ -169,4 +170,18 @@ func TestEventsOfEveryRecipe(t *testing.T) {
 		t.Fatalf("events around the loss: %s", got)
 	}
 	testutil.ErrorIs(t, ph.Release(ctx), ErrLockLost)
+}
+
+// The uncontended cycle of BenchmarkMutexAcquireRelease with an event hook
+// set (one that counts what it hears), for the cost of events when someone
+// hears them; without a hook they cost a check (BenchmarkMutexAcquireRelease,
+// TestUncontendedCycleAllocations).
+func BenchmarkMutexAcquireReleaseWithEventHook(b *testing.B) {
+	base := testutil.Path(b)
+	testutil.CleanupTree(b, server.Addr(), base)
+	var heard atomic.Int64
+	c := newClient(b, "", framework.WithEventHook(framework.EventFunc(func(framework.Event) { heard.Add(1) })))
+	h := mustMutex(b, c, base).NewHandle()
+	acquireRelease(b, context.Background(), h)
+	acquireReleaseLoop(context.Background(), b, h)
 }
