@@ -43,19 +43,17 @@ type Client struct {
 	lostGen      uint64
 	silentTimer  *time.Timer // warns when no server has answered for the connection timeout
 	silentGen    uint64
-	queue        []state.ConnectionState // transitions not yet given to listeners
 	closed       bool
 
-	listeners  listeners.Registry[state.Listener]
-	wake       chan struct{}
-	gate       listeners.Gate // listener calls: Close does not wait while one is under way
-	dispatched chan struct{}  // closed when the listener goroutine has ended
-	bgCtx      context.Context
-	bgCancel   context.CancelFunc
-	bg         sync.WaitGroup
-	later      laterDeletes // deletes waiting for their time (background.go)
-	events     events       // the event hook's delivery (events.go)
-	runners    runners      // the goroutines that run calls a caller's context may cut short (runner.go)
+	listeners listeners.Registry[state.Listener]
+	states    *listeners.Queue[state.ConnectionState] // transitions, to the listeners (connection.go)
+	bgCtx     context.Context
+	bgCancel  context.CancelFunc
+	bg        sync.WaitGroup
+	later     laterDeletes            // deletes waiting for their time (background.go)
+	hook      EventHook               // nil: none
+	events    *listeners.Queue[Event] // to the hook, when there is one (events.go)
+	runners   runners                 // the goroutines that run calls a caller's context may cut short (runner.go)
 }
 
 // New makes a client for connectString ("host:port,host:port") with the
@@ -87,8 +85,7 @@ func New(connectString string, policy retry.Policy, opts ...Option) (*Client, er
 		changed:      make(chan struct{}),
 		sessionEnded: make(chan struct{}),
 		negotiated:   cfg.sessionTimeout,
-		wake:         make(chan struct{}, 1),
-		dispatched:   make(chan struct{}),
+		hook:         cfg.eventHook,
 	}
 	if cfg.namespace != "" {
 		c.ns = namespace("/" + cfg.namespace)
@@ -96,7 +93,10 @@ func New(connectString string, policy retry.Policy, opts ...Option) (*Client, er
 	for _, l := range cfg.listeners {
 		c.listeners.Add(l)
 	}
-	c.events.hook = cfg.eventHook
+	c.states = listeners.NewQueue(c.tell, 0, nil)
+	if c.hook != nil {
+		c.events = listeners.NewQueue(c.deliver, maxQueuedEvents, c.eventsDropped)
+	}
 	c.trust.begin(0)
 	c.bgCtx, c.bgCancel = context.WithCancel(context.Background())
 	c.mu.Lock() // events may arrive before connect returns; they wait for c.conn
@@ -108,10 +108,12 @@ func New(connectString string, policy retry.Policy, opts ...Option) (*Client, er
 	c.mu.Unlock()
 	if err != nil {
 		c.bgCancel()
+		c.states.Close()
+		if c.events != nil {
+			c.events.Close()
+		}
 		return nil, invalidArgument("connect string %q: %v", connectString, err)
 	}
-	c.events.start(c)
-	go c.dispatch()
 	return c, nil
 }
 
@@ -151,7 +153,7 @@ func parseConnectString(s string) ([]string, error) {
 }
 
 // usable reports whether c was made by New (a nil or zero Client is not).
-func (c *Client) usable() bool { return c != nil && c.wake != nil }
+func (c *Client) usable() bool { return c != nil && c.states != nil }
 
 // errUnusable is the error of a call on a nil or zero Client.
 var errUnusable = invalidArgument("nil or zero Client: make one with New")
@@ -280,21 +282,19 @@ func (c *Client) Close() error {
 	c.trust.end(ErrClosed)
 	c.endSession()
 	close(c.changed)
-	close(c.wake)
 	z := c.zk()
 	c.mu.Unlock()
 
-	mayWait := c.gate.Close()
 	c.bgCancel()
 	c.later.stop()
 	c.bg.Wait()
 	z.Close() // every call under way on a runner ends now
 	c.runners.close()
 	c.runners.wait()
-	if mayWait {
-		<-c.dispatched
+	c.states.Close() // what was posted before Close is still told
+	if c.events != nil {
+		c.events.Close()
 	}
-	c.events.close()
 	return nil
 }
 

@@ -88,11 +88,7 @@ func (c *Client) post(s state.ConnectionState) {
 	c.cur = s
 	close(c.changed)
 	c.changed = make(chan struct{})
-	c.queue = append(c.queue, s)
-	select {
-	case c.wake <- struct{}{}:
-	default:
-	}
+	c.states.Push(s)
 	if s == state.Lost {
 		c.endSession()
 	}
@@ -184,28 +180,13 @@ func (c *Client) stopTimers() {
 	c.stopSilentTimer()
 }
 
-// dispatch gives queued transitions to the listeners, in order, on its own
-// goroutine, so that the connection goroutine never waits for a listener.
-// After Close it delivers what was posted before Close, then ends.
-func (c *Client) dispatch() {
-	defer close(c.dispatched)
-	for range c.wake {
-		for {
-			c.mu.Lock()
-			q := c.queue
-			c.queue = nil
-			c.mu.Unlock()
-			if len(q) == 0 {
-				break
-			}
-			ls := c.listeners.Snapshot()
-			for _, s := range q {
-				for _, l := range ls {
-					if err := listeners.Call(&c.gate, func() { l.StateChanged(s) }); err != nil {
-						c.log.Error("connection state listener", zap.Stringer("state", s), zap.Error(err))
-					}
-				}
-			}
+// tell gives a transition to the listeners, in the order they were added,
+// on the states queue's goroutine, so that the connection goroutine never
+// waits for a listener.
+func (c *Client) tell(s state.ConnectionState) {
+	for _, l := range c.listeners.Snapshot() {
+		if err := listeners.Safe(func() { l.StateChanged(s) }); err != nil {
+			c.log.Error("connection state listener", zap.Stringer("state", s), zap.Error(err))
 		}
 	}
 }

@@ -80,7 +80,7 @@ func (c *Client) CreateAndList(ctx context.Context, path string, data []byte, op
 // allocation, its call included.
 type pipelined struct {
 	c   *Client
-	job callJob[nodeResult]     // the listing: its attempt and the parent's server path, set before the create
+	job callJob[nodeResult]    // the listing: its attempt and the parent's server path, set before the create
 	r   atomic.Pointer[runner] // the runner of the listing, once it is sent
 }
 

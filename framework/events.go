@@ -2,7 +2,6 @@ package framework
 
 import (
 	"fmt"
-	"sync"
 	"time"
 
 	"go.uber.org/zap"
@@ -143,24 +142,11 @@ func WithEventHook(h EventHook) Option {
 // maxQueuedEvents bounds the events waiting for a slow hook.
 const maxQueuedEvents = 10000
 
-// events delivers a client's events to its hook, on a goroutine of its own.
-type events struct {
-	hook EventHook // nil: none
-
-	mu      sync.Mutex
-	queue   []Event
-	dropped int
-	closed  bool
-	wake    chan struct{}
-	done    chan struct{} // closed when the goroutine has ended
-	gate    listeners.Gate
-}
-
 // Observed reports whether events are heard: a hook is set, or the
 // client's logger takes DEBUG lines. A recipe may skip what it would only
 // measure for an event (a time.Now) when nothing hears it.
 func (c *Client) Observed() bool {
-	return c.usable() && (c.events.hook != nil || c.log.Core().Enabled(zapcore.DebugLevel))
+	return c.usable() && (c.hook != nil || c.log.Core().Enabled(zapcore.DebugLevel))
 }
 
 // Emit reports e: to the hook, if one is set, and to the client's logger at
@@ -173,7 +159,7 @@ func (c *Client) Emit(e Event) {
 		return
 	}
 	ce := c.log.Check(e.Kind.level(), e.Kind.String())
-	if ce == nil && c.events.hook == nil {
+	if ce == nil && c.hook == nil {
 		return // nothing hears it
 	}
 	if e.Time.IsZero() {
@@ -182,25 +168,22 @@ func (c *Client) Emit(e Event) {
 	if ce != nil {
 		ce.Write(e.fields()...)
 	}
-	if c.events.hook == nil {
-		return
+	if c.events != nil {
+		c.events.Push(e)
 	}
-	ev := &c.events
-	ev.mu.Lock()
-	defer ev.mu.Unlock()
-	if ev.closed {
-		return
+}
+
+// deliver hands e to the hook, on the events queue's goroutine.
+func (c *Client) deliver(e Event) {
+	if err := listeners.Safe(func() { c.hook.Event(e) }); err != nil {
+		c.log.Error("event hook", zap.Stringer("event", e.Kind), zap.Error(err))
 	}
-	if len(ev.queue) >= maxQueuedEvents {
-		ev.queue = ev.queue[1:]
-		if ev.dropped++; ev.dropped == 1 {
-			c.log.Warn("the event hook is too slow: events are dropped", zap.Int("queued", maxQueuedEvents))
-		}
-	}
-	ev.queue = append(ev.queue, e)
-	select {
-	case ev.wake <- struct{}{}:
-	default:
+}
+
+// eventsDropped warns, once, that the hook is too slow for its events.
+func (c *Client) eventsDropped(n int) {
+	if n == 1 {
+		c.log.Warn("the event hook is too slow: events are dropped", zap.Int("queued", maxQueuedEvents))
 	}
 }
 
@@ -244,53 +227,4 @@ func (e Event) fields() []zap.Field {
 		fields = append(fields, zap.Error(e.Err))
 	}
 	return fields
-}
-
-// start starts the delivery goroutine, if there is a hook.
-func (ev *events) start(c *Client) {
-	if ev.hook == nil {
-		return
-	}
-	ev.wake, ev.done = make(chan struct{}, 1), make(chan struct{})
-	go ev.deliver(c)
-}
-
-// deliver hands the queued events to the hook, in order, until close.
-func (ev *events) deliver(c *Client) {
-	defer close(ev.done)
-	for range ev.wake {
-		for {
-			ev.mu.Lock()
-			q := ev.queue
-			ev.queue = nil
-			ev.mu.Unlock()
-			if len(q) == 0 {
-				break
-			}
-			for _, e := range q {
-				if err := listeners.Call(&ev.gate, func() { ev.hook.Event(e) }); err != nil {
-					c.log.Error("event hook", zap.Stringer("event", e.Kind), zap.Error(err))
-				}
-			}
-		}
-	}
-}
-
-// close delivers what was emitted before it, then ends the goroutine; it
-// waits for it unless the hook is the caller (a hook may close its client).
-func (ev *events) close() {
-	if ev.hook == nil {
-		return
-	}
-	ev.mu.Lock()
-	if ev.closed {
-		ev.mu.Unlock()
-		return
-	}
-	ev.closed = true
-	close(ev.wake)
-	ev.mu.Unlock()
-	if ev.gate.Close() {
-		<-ev.done
-	}
 }

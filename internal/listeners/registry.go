@@ -3,9 +3,11 @@
 // gate through which their goroutine calls them.
 //
 // A Registry keeps listeners in the order they were added; Snapshot returns
-// them in that order, and whoever calls them calls them so. Call runs one
-// listener call through a Gate and recovers a panic in it, which the caller
-// hears of (to log it): a listener's bug does not take the process down.
+// them in that order, and whoever calls them calls them so. Safe runs one
+// listener call and recovers a panic in it, which the caller hears of (to
+// log it): a listener's bug does not take the process down. A Queue hands
+// values to a function on a goroutine of its own, in order (a client's
+// state changes to its listeners, its events to its hook).
 //
 // A Gate lets the goroutine that calls the listeners be stopped from inside
 // one of them. Whoever stops it calls Gate.Close, which reports whether the
@@ -80,16 +82,19 @@ func IsNil(l any) bool {
 	return false
 }
 
-// Call runs f through g, and returns the panic f raised, as an error, or
-// nil.
+// Safe runs f, and returns the panic f raised, as an error, or nil.
+func Safe(f func()) (panicked error) {
+	defer func() {
+		if p := recover(); p != nil {
+			panicked = fmt.Errorf("listener panicked: %v", p)
+		}
+	}()
+	f()
+	return nil
+}
+
+// Call runs f through g, as Safe does.
 func Call(g *Gate, f func()) (panicked error) {
-	g.Call(func() {
-		defer func() {
-			if p := recover(); p != nil {
-				panicked = fmt.Errorf("listener panicked: %v", p)
-			}
-		}()
-		f()
-	})
+	g.Call(func() { panicked = Safe(f) })
 	return panicked
 }
