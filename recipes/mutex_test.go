@@ -138,6 +138,7 @@ func TestMutexDeadlineCancelAndTry(t *testing.T) {
 	if !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("Acquire past its deadline = %v", err)
 	}
+	waitForChildren(t, c1, base, 1) // a deadline that came during the create: the node goes in the background
 	assertOnlyHolder(t, base, holder)
 
 	cctx, cancel := context.WithCancel(ctx)

@@ -26,6 +26,12 @@ type tap struct {
 	pending []sent // requests written and not yet answered (from head on), oldest first
 	head    int
 
+	// What Read has read ahead (rbuf[r:w]), and the error that came with
+	// it; only Read touches these.
+	rbuf []byte
+	r, w int
+	rerr error
+
 	// What the reader has of the frame it is in; only Read touches these.
 	hdr       [zkwire.FrameHeaderLen]byte
 	hdrN      int // bytes of hdr read
@@ -81,12 +87,45 @@ func (t *tap) Write(p []byte) (int, error) {
 	return t.Conn.Write(p)
 }
 
+// readAhead is how much Read asks the connection for at once.
+const readAhead = 16 << 10
+
+// Read reads ahead, as bufio does: go-zookeeper reads a reply's length, then
+// its body, with a read each; one read of the connection serves both, and
+// the replies that arrive together (a create's and the listing's behind it).
 func (t *tap) Read(p []byte) (int, error) {
-	n, err := t.Conn.Read(p)
-	if n > 0 && !t.lost {
-		t.follow(p[:n])
+	if t.r == t.w {
+		if t.rerr != nil {
+			err := t.rerr
+			t.rerr = nil
+			return 0, err
+		}
+		if len(p) >= readAhead { // a large frame's body: no copy
+			n, err := t.Conn.Read(p)
+			t.seen(p[:n])
+			return n, err
+		}
+		if t.rbuf == nil {
+			t.rbuf = make([]byte, readAhead)
+		}
+		n, err := t.Conn.Read(t.rbuf)
+		t.r, t.w = 0, n
+		if n == 0 {
+			return 0, err
+		}
+		t.rerr = err // given after the data, as bufio does
 	}
-	return n, err
+	n := copy(p, t.rbuf[t.r:t.w])
+	t.r += n
+	t.seen(p[:n])
+	return n, nil
+}
+
+// seen follows the bytes go-zookeeper gets.
+func (t *tap) seen(b []byte) {
+	if len(b) > 0 && !t.lost {
+		t.follow(b)
+	}
 }
 
 // follow reads the frames in b, a piece of the stream from the server.
