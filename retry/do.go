@@ -42,8 +42,8 @@ func (f firstAttemptOption) applyDo(o doOptions) doOptions {
 	return o
 }
 
-// OnRetry returns a [DoOption] that makes [Do] call hook before each wait,
-// with the error that caused the retry, the retryCount the policy was asked
+// OnRetry returns a [DoOption] that makes [Do] call hook before each wait.
+// The hook gets the error that caused the retry, the retryCount the policy was asked
 // with (0 before the first retry) and the wait the policy chose. The hook
 // runs on Do's goroutine; a nil hook is ignored.
 func OnRetry(hook func(err error, retryCount int, wait time.Duration)) DoOption {
@@ -51,15 +51,15 @@ func OnRetry(hook func(err error, retryCount int, wait time.Duration)) DoOption 
 }
 
 // RetryIf returns a [DoOption] that makes [Do] retry the errors for which
-// retryable returns true, instead of those [Retryable] names: a loop of its
-// own over the policy's waits, for a cause of its own (a lock recipe
+// retryable returns true, instead of those [Retryable] names. It makes a
+// loop of its own over the policy's waits, for a cause of its own (a lock recipe
 // retries its vanished node so). A nil retryable is ignored.
 func RetryIf(retryable func(err error) bool) DoOption { return retryIfOption(retryable) }
 
 // FirstAttempt returns a [DoOption] for a caller that made the first
-// attempt itself, begun at start, and got err (not nil): [Do] then goes on
-// from there exactly as if it had made that attempt (the policy is asked
-// with the same counts and elapsed time). A caller whose first attempt
+// attempt itself. The attempt began at start and failed with err (not nil);
+// [Do] then goes on from there exactly as if it had made that attempt (the
+// policy is asked with the same counts and elapsed time). A caller whose first attempt
 // usually succeeds so builds no retry machinery (its options, which often
 // capture variables and so allocate) unless it fails:
 //
@@ -91,7 +91,7 @@ func (o doOptions) retry(p Policy, err error) bool {
 }
 
 // Do calls op until it returns nil, returns an error that is not retryable
-// for p, or p refuses another retry; the waits between attempts use ctx, so
+// for p, or p refuses another retry. The waits between attempts use ctx, so
 // cancelling ctx stops a wait at once. It is the counterpart of Curator's
 // RetryLoop.callWithRetry.
 //
@@ -106,8 +106,8 @@ func (o doOptions) retry(p Policy, err error) bool {
 // attempt, so op is never started after ctx has ended; ctx is also handed
 // to op, which should honour it.
 //
-// Whether an error is retried is decided by [Retryable](p, err) alone; in
-// particular a *backoff.PermanentError returned by op has no special meaning.
+// Whether an error is retried is decided by [Retryable](p, err) (or by
+// [RetryIf]'s function) alone; in particular a *backoff.PermanentError returned by op has no special meaning.
 //
 // Do never panics on misuse: a nil ctx is treated as context.Background(),
 // a nil p never retries, a nil op makes Do return [ErrNilOperation], and
@@ -186,8 +186,9 @@ type opFailed struct{ err error }
 
 func (e opFailed) Error() string { return e.err.Error() }
 
-// Sleep waits for d, or until ctx ends; then it returns ctx.Err(). A d of
-// zero or less does not wait.
+// Sleep waits for d, or until ctx ends. It returns nil once d has passed,
+// and ctx.Err() if ctx ended first; a d of zero or less does not wait and
+// returns ctx.Err().
 func Sleep(ctx context.Context, d time.Duration) error {
 	if d <= 0 {
 		return ctx.Err()
@@ -218,8 +219,8 @@ func ctxDoneError(ctx context.Context, lastErr error) error {
 	}
 }
 
-// AsBackOff returns p as a backoff.BackOff, Curator's policy in
-// cenkalti/backoff's terms: each NextBackOff asks p about the next retry,
+// AsBackOff returns p as a backoff.BackOff: Curator's policy in
+// cenkalti/backoff's terms. Each NextBackOff asks p about the next retry,
 // with the retries allowed so far and the time since the BackOff was made
 // (or last Reset), and returns its wait, or backoff.Stop when p refuses.
 // It keeps that count: make one per retry loop. It has no cap of its own

@@ -1,5 +1,6 @@
-// Package retry holds the retry policies of gocurator, a Go port of Apache
-// Curator's ZooKeeper recipes, and Do, the loop that applies them.
+// Package retry holds gocurator's retry policies and Do, the loop that
+// applies them. gocurator is a Go port of Apache Curator's ZooKeeper
+// recipes, and these are Curator's retry policies.
 //
 // # Contract
 //

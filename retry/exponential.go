@@ -8,7 +8,7 @@ import (
 )
 
 // MaxExponentialRetries is the largest maxRetries an [ExponentialBackoff]
-// accepts, as in Curator's ExponentialBackoffRetry (MAX_RETRIES_LIMIT = 29):
+// accepts. It is Curator's ExponentialBackoffRetry.MAX_RETRIES_LIMIT (29):
 // beyond it, 2^(retryCount+1) would overflow Java's int.
 const MaxExponentialRetries = 29
 
@@ -16,9 +16,10 @@ const MaxExponentialRetries = 29
 // Integer.MAX_VALUE milliseconds).
 const unlimitedSleep = time.Duration(math.MaxInt64)
 
-// ExponentialBackoff is Curator's ExponentialBackoffRetry (and, built with
-// [NewBoundedExponentialBackoff], BoundedExponentialBackoffRetry): it
-// retries a set number of times, sleeping base × max(1, r) before retry
+// ExponentialBackoff is a policy that retries a set number of times, with
+// randomised, exponentially growing sleeps. It is Curator's
+// ExponentialBackoffRetry (and, built with [NewBoundedExponentialBackoff],
+// BoundedExponentialBackoffRetry). It sleeps base × max(1, r) before retry
 // number retryCount, where r is a uniformly random integer in
 // [0, 2^(retryCount+1)), capped at a maximum sleep. So retry 0 sleeps base,
 // retry 1 sleeps 1 to 3 × base, retry 2 1 to 7 × base, and so on.
@@ -56,7 +57,7 @@ func WithMaxSleep(d time.Duration) ExponentialOption {
 }
 
 // WithRand makes the policy draw its random numbers from src instead of the
-// global math/rand/v2 generator; pass a seeded source (for example
+// global math/rand/v2 generator. Pass a seeded source (for example
 // rand.NewPCG(1, 2)) to get reproducible sleeps in tests. The policy
 // serialises its use of src, so src need not be safe for concurrent use,
 // but it must not be used elsewhere at the same time. A nil src restores
@@ -65,9 +66,9 @@ func WithRand(src rand.Source) ExponentialOption {
 	return exponentialOptionFunc(func(o exponentialOptions) exponentialOptions { o.src = src; return o })
 }
 
-// NewExponentialBackoff returns Curator's ExponentialBackoffRetry(base,
-// maxRetries[, maxSleep]): up to maxRetries retries with randomised
-// exponentially growing sleeps (see [ExponentialBackoff]).
+// NewExponentialBackoff returns a policy of up to maxRetries retries with
+// randomised, exponentially growing sleeps (see [ExponentialBackoff]). It is
+// Curator's ExponentialBackoffRetry(base, maxRetries[, maxSleep]).
 //
 // Out-of-range arguments are clamped, never rejected: maxRetries above
 // [MaxExponentialRetries] (29) becomes 29, as in Curator (which logs a
@@ -91,9 +92,9 @@ func NewExponentialBackoff(base time.Duration, maxRetries int, opts ...Exponenti
 	return e
 }
 
-// NewBoundedExponentialBackoff returns Curator's
-// BoundedExponentialBackoffRetry(base, maxSleep, maxRetries): the same as
-// [NewExponentialBackoff] with every sleep capped at maxSleep. If opts also
+// NewBoundedExponentialBackoff returns [NewExponentialBackoff]'s policy with
+// every sleep capped at maxSleep. It is Curator's
+// BoundedExponentialBackoffRetry(base, maxSleep, maxRetries). If opts also
 // contain [WithMaxSleep], the smaller cap applies. Arguments are clamped as
 // in NewExponentialBackoff, and a negative maxSleep is treated as 0.
 func NewBoundedExponentialBackoff(base, maxSleep time.Duration, maxRetries int, opts ...ExponentialOption) *ExponentialBackoff {

@@ -8,23 +8,23 @@ import (
 	"github.com/go-zookeeper/zk"
 )
 
-// NTimes is Curator's RetryNTimes: it retries up to n times, sleeping the
-// same time before each retry. It is safe for concurrent use; the zero
-// value never retries.
+// NTimes is a policy that retries up to n times, sleeping the same time
+// before each retry. It is Curator's RetryNTimes. It is safe for concurrent
+// use; the zero value never retries.
 type NTimes struct {
 	n     int
 	sleep time.Duration
 }
 
-// NewNTimes returns Curator's RetryNTimes(n, sleepMsBetweenRetries): up to
-// n retries with a fixed sleep before each. A negative n becomes 0 (never
+// NewNTimes returns a policy of up to n retries with a fixed sleep before
+// each: Curator's RetryNTimes(n, sleepMsBetweenRetries). A negative n becomes 0 (never
 // retry) and a negative sleep becomes 0.
 func NewNTimes(n int, sleep time.Duration) *NTimes {
 	return &NTimes{n: max(n, 0), sleep: max(sleep, 0)}
 }
 
-// NewOneTime returns Curator's RetryOneTime(sleepMsBetweenRetry), which is
-// NewNTimes(1, sleep).
+// NewOneTime returns a policy of one retry after sleep: NewNTimes(1, sleep),
+// Curator's RetryOneTime(sleepMsBetweenRetry).
 func NewOneTime(sleep time.Duration) *NTimes {
 	return NewNTimes(1, sleep)
 }
@@ -38,9 +38,9 @@ func (p *NTimes) AllowRetry(retryCount int, _ time.Duration) (time.Duration, boo
 	return p.sleep, true
 }
 
-// UntilElapsed is Curator's RetryUntilElapsed: it retries, with a fixed
-// sleep, while less than a maximum time has elapsed since the first attempt
-// began. It is safe for concurrent use; the zero value never retries.
+// UntilElapsed is a policy that retries, with a fixed sleep, while less
+// than a maximum time has elapsed since the first attempt began. It is
+// Curator's RetryUntilElapsed. It is safe for concurrent use; the zero value never retries.
 //
 // Unlike Curator, which sleeps before checking the elapsed time and so also
 // sleeps when it finally refuses, UntilElapsed refuses without any wait.
@@ -49,9 +49,9 @@ type UntilElapsed struct {
 	sleep      time.Duration
 }
 
-// NewUntilElapsed returns Curator's RetryUntilElapsed(maxElapsedTimeMs,
-// sleepMsBetweenRetries): retries are allowed while elapsed < maxElapsed.
-// A negative maxElapsed becomes 0 (never retry) and a negative sleep
+// NewUntilElapsed returns a policy that allows retries, each after sleep,
+// while elapsed < maxElapsed: Curator's RetryUntilElapsed(maxElapsedTimeMs,
+// sleepMsBetweenRetries). A negative maxElapsed becomes 0 (never retry) and a negative sleep
 // becomes 0.
 func NewUntilElapsed(maxElapsed, sleep time.Duration) *UntilElapsed {
 	return &UntilElapsed{maxElapsed: max(maxElapsed, 0), sleep: max(sleep, 0)}
@@ -69,15 +69,16 @@ func (p *UntilElapsed) AllowRetry(retryCount int, elapsed time.Duration) (time.D
 // defaultForeverInterval replaces a non-positive interval of [Forever].
 const defaultForeverInterval = time.Millisecond
 
-// Forever is Curator's RetryForever: it always retries, sleeping a fixed
-// interval first. It is safe for concurrent use. Its zero value retries
+// Forever is a policy that always retries, sleeping a fixed interval
+// first. It is Curator's RetryForever. It is safe for concurrent use. Its zero value retries
 // forever with a 1ms interval.
 type Forever struct {
 	interval time.Duration
 }
 
-// NewForever returns Curator's RetryForever(retryIntervalMs). Curator
-// requires a positive interval; here an interval ≤ 0 is replaced by 1ms,
+// NewForever returns a policy that always retries, after interval:
+// Curator's RetryForever(retryIntervalMs). Curator requires a positive
+// interval; here an interval ≤ 0 is replaced by 1ms,
 // the smallest interval Curator accepts, so the retries never spin
 // without pause.
 func NewForever(interval time.Duration) *Forever {
@@ -99,17 +100,17 @@ func (p *Forever) AllowRetry(int, time.Duration) (time.Duration, bool) {
 	return p.interval, true
 }
 
-// SessionFailed is Curator's SessionFailedRetryPolicy: it retries exactly
-// like its delegate, except that session expiry (zk.ErrSessionExpired) is
-// never retried, so callers can rebuild their state in a new session. It
-// implements [Classifier]. It is safe for concurrent use if the delegate
+// SessionFailed is a policy that retries like its delegate but never
+// retries session expiry. It is Curator's SessionFailedRetryPolicy: with
+// session expiry (zk.ErrSessionExpired) not retried, callers can rebuild
+// their state in a new session. It implements [Classifier]. It is safe for concurrent use if the delegate
 // is; the zero value never retries.
 type SessionFailed struct {
 	delegate Policy
 }
 
-// NewSessionFailed returns Curator's SessionFailedRetryPolicy(delegate).
-// A nil delegate is treated as a policy that never retries.
+// NewSessionFailed returns a policy that retries like delegate except for
+// session expiry: Curator's SessionFailedRetryPolicy(delegate). A nil delegate is treated as a policy that never retries.
 func NewSessionFailed(delegate Policy) *SessionFailed {
 	return &SessionFailed{delegate: delegate}
 }
@@ -122,9 +123,9 @@ func (p *SessionFailed) AllowRetry(retryCount int, elapsed time.Duration) (time.
 	return p.delegate.AllowRetry(retryCount, elapsed)
 }
 
-// Retryable implements [Classifier]: an error that is or wraps
-// zk.ErrSessionExpired is not retryable; any other error is retryable if
-// it is for the delegate (see [Retryable]). With a nil delegate nothing is
+// Retryable reports whether err may be retried: never for session expiry
+// (an error that is or wraps zk.ErrSessionExpired), otherwise as for the
+// delegate (see [Retryable]). It implements [Classifier]. With a nil delegate nothing is
 // retryable.
 func (p *SessionFailed) Retryable(err error) bool {
 	if p == nil || p.delegate == nil || errors.Is(err, zk.ErrSessionExpired) {

@@ -18,8 +18,8 @@ type Policy interface {
 	AllowRetry(retryCount int, elapsed time.Duration) (wait time.Duration, ok bool)
 }
 
-// Classifier is implemented by policies that decide for themselves which
-// errors are retryable ([SessionFailed] does). It corresponds to Curator's
+// Classifier is a policy's own rule for which errors are retryable.
+// [SessionFailed] has one. It corresponds to Curator's
 // RetryPolicy.allowRetry(Throwable).
 type Classifier interface {
 	// Retryable reports whether err may be retried under this policy.
@@ -35,10 +35,11 @@ type Classifier interface {
 // raises it locally, so in practice this rarely matches.)
 var errOperationTimeoutText = fmt.Sprintf("unknown error: %v", zk.ErrCode(-7))
 
-// IsRetryable reports whether err is one of the errors Curator retries
-// (RetryLoop.isRetryException, Curator 5.4): CONNECTIONLOSS (-4),
-// OPERATIONTIMEOUT (-7), SESSIONMOVED (-118) or SESSIONEXPIRED (-112).
-// It looks through wrapped errors with errors.Is, so errors wrapped with %w
+// IsRetryable reports whether err is one of the errors Curator retries:
+// connection loss, operation timeout, session moved or session expired.
+// These are the codes of Curator 5.4's RetryLoop.isRetryException:
+// CONNECTIONLOSS (-4), OPERATIONTIMEOUT (-7), SESSIONMOVED (-118) and
+// SESSIONEXPIRED (-112). It looks through wrapped errors with errors.Is, so errors wrapped with %w
 // (including errors.Join and multi-%w) are recognised.
 //
 // In github.com/go-zookeeper/zk v1.0.4 these codes surface as:
@@ -90,7 +91,7 @@ func chainHas(err error, match func(error) bool) bool {
 	return false
 }
 
-// Retryable reports whether err may be retried under p: it asks p's
+// Retryable reports whether err may be retried under p. It asks p's
 // [Classifier] if p implements one, and otherwise applies [IsRetryable].
 // A nil p uses [IsRetryable]; a nil err is never retryable.
 func Retryable(p Policy, err error) bool {
