@@ -12,9 +12,9 @@ import (
 // wait first. It corresponds to Curator's RetryPolicy. Implementations must
 // be safe for concurrent use.
 type Policy interface {
-	// AllowRetry is asked after a retryable failure. retryCount counts the retries
-	// already made (0 for the first failure); elapsed is the time since the first attempt
-	// began. It returns how long to wait before the next attempt, and whether to make it.
+	// AllowRetry says whether to try again after a retryable failure, and how
+	// long to wait first. retryCount counts the retries already made (0 for
+	// the first failure); elapsed is the time since the first attempt began.
 	AllowRetry(retryCount int, elapsed time.Duration) (wait time.Duration, ok bool)
 }
 
