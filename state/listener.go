@@ -6,6 +6,7 @@ package state
 // ZooKeeper connection goroutine, so a slow listener delays only later
 // notifications, never the connection. A listener must not block forever.
 type Listener interface {
+	// StateChanged is called with each new state.
 	StateChanged(newState ConnectionState)
 }
 

@@ -1,14 +1,16 @@
-// Package state holds the connection states a gocurator client reports, the
-// listener contract for hearing about them, and the error policies that say
-// which states a lock holder must treat as "no longer trustworthy".
+// Package state holds a gocurator client's connection states, the listener
+// contract for hearing them, and the error policies that judge them. An error
+// policy says which states a lock holder must treat as "no longer
+// trustworthy".
 //
 // The values and their meaning follow Apache Curator's ConnectionState:
 //
 //	CONNECTED    the first successful connection; sent at most once per client
 //	SUSPENDED    the connection was lost; the session may still be alive
 //	RECONNECTED  connected again after SUSPENDED, LOST or READ_ONLY
-//	LOST         the session is gone (expired on the server, or presumed gone
-//	             because the session timeout elapsed while SUSPENDED)
+//	LOST         the session is gone (expired on the server, replaced by a new
+//	             one, or presumed gone after staying SUSPENDED until just
+//	             before the servers could expire it)
 //	READ_ONLY    connected to a read-only server (defined for completeness:
 //	             go-zookeeper cannot ask for read-only sessions, so a gocurator
 //	             client never reports it)
@@ -31,9 +33,11 @@ const (
 	// Reconnected is posted when the client is connected again after
 	// Suspended, Lost or ReadOnly. After Lost it is a new session.
 	Reconnected
-	// Lost is posted when the session is gone: the server said it expired,
-	// or the session timeout elapsed while Suspended. Every lock held through
-	// the session must be considered lost.
+	// Lost is posted when the session is gone, or must be presumed gone: the
+	// server said it expired, the client found itself in a new session, or
+	// it stayed Suspended until just before the servers could expire the
+	// session (package framework says when). Every lock held through the
+	// session must be considered lost.
 	Lost
 	// ReadOnly is posted when connected to a server in read-only mode.
 	ReadOnly
