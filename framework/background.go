@@ -82,14 +82,14 @@ func (c *Client) findAndDeleteInBackground(parent, prefix string, abandoned <-ch
 // retryable reports whether err is worth trying again under the client's policy.
 func (c *Client) retryable(err error) bool { return retry.Retryable(c.policy, err) }
 
-// DeleteLater deletes the node at path once t has come (at once if it has),
-// in the background and guaranteed: as a Delete made Guaranteed, it is
-// tried again until the node is gone or the client closes. It does not
-// wait. cancel takes the delete back if it has not begun, and reports
-// whether it did. A lock recipe uses it for the node of a grant lost at
-// SUSPENDED: t is then StateError.ExpiryBound, so that the node goes no
-// sooner than the servers themselves could have let it go, and the holder
-// told of the loss keeps that margin to stop.
+// DeleteLater deletes the node at path in the background once t has come (at
+// once if it has). The delete is guaranteed: as a Delete made Guaranteed, it
+// is tried again until the node is gone or the client closes. It does not
+// wait. cancel takes the delete back if it has not begun, and reports whether
+// it did. A lock recipe uses it for the node of a grant lost at SUSPENDED: t
+// is then StateError.ExpiryBound, so that the node goes no sooner than the
+// servers themselves could have let it go, and the holder told of the loss
+// keeps that margin to stop.
 func (c *Client) DeleteLater(path string, t time.Time) (cancel func() bool) {
 	if !c.usable() || ValidatePath(path) != nil {
 		return func() bool { return false }

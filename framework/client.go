@@ -18,8 +18,8 @@ import (
 	"github.com/gocurator/curator/state"
 )
 
-// Client is a connection to a ZooKeeper ensemble in the manner of Curator's
-// CuratorFramework: it tracks the session and Curator's connection states,
+// Client is a connection to a ZooKeeper ensemble, in the manner of Curator's
+// CuratorFramework. It tracks the session and Curator's connection states,
 // runs every operation in the retry loop, applies the namespace, creates
 // parents and protected nodes, and finishes guaranteed deletes in the
 // background. One Client per process is the rule; it is safe for concurrent
@@ -56,10 +56,10 @@ type Client struct {
 	runners   runners                 // the goroutines that run calls a caller's context may cut short (runner.go)
 }
 
-// New makes a client for connectString ("host:port,host:port") with the
-// retry policy every operation runs under, and starts connecting in the
-// background: New does not wait for a connection (see BlockUntilConnected).
-// A bad argument is an error wrapping ErrInvalidArgument.
+// New returns a client for connectString ("host:port,host:port") that runs
+// every operation under policy. It starts connecting in the background and
+// does not wait for a connection (see BlockUntilConnected). A bad argument
+// is an error wrapping ErrInvalidArgument.
 func New(connectString string, policy retry.Policy, opts ...Option) (*Client, error) {
 	servers, err := parseConnectString(connectString)
 	if err != nil {
@@ -247,10 +247,10 @@ func (c *Client) BlockUntilConnected(ctx context.Context) error {
 	}
 }
 
-// AddListener registers l to hear every later connection state change, in
-// the order of the changes, on a goroutine of the client's own; listeners
-// are called in the order they were added. It returns a function that
-// removes l again. A nil l (or a nil func as a state.ListenerFunc) is
+// AddListener registers l to hear every later connection state change.
+// l hears the changes in their order, on a goroutine of the client's own;
+// listeners are called in the order they were added. It returns a function
+// that removes l again. A nil l (or a nil func as a state.ListenerFunc) is
 // ignored: nothing is added, and remove does nothing. A listener that
 // panics is logged (at ERROR) and the others are still called.
 func (c *Client) AddListener(l state.Listener) (remove func()) {
@@ -260,14 +260,15 @@ func (c *Client) AddListener(l state.Listener) (remove func()) {
 	return c.listeners.Add(l)
 }
 
-// Close ends the session (its ephemeral nodes, and so its locks, go at once),
-// ends the trust context (Trust), stops background work, and waits for the
-// client's goroutines and go-zookeeper's to end. Listeners hear every change
-// posted before Close, and Close waits for them, but for one case: if a
-// listener call is under way when Close is called, Close does not wait for
-// it (it may be the caller: a listener may close its client, as in
-// Curator's "on LOST, close and build a new client"); the changes still
-// queued are delivered after that call returns. Close is idempotent.
+// Close ends the session and stops the client. The session's ephemeral
+// nodes, and so its locks, go at once; the trust context (Trust) ends,
+// background work stops, and Close waits for the client's goroutines and
+// go-zookeeper's to end. Listeners hear every change posted before Close,
+// and Close waits for them, but for one case: if a listener call is under
+// way when Close is called, Close does not wait for it (it may be the
+// caller: a listener may close its client, as in Curator's "on LOST, close
+// and build a new client"); the changes still queued are delivered after
+// that call returns. Close is idempotent.
 func (c *Client) Close() error {
 	if !c.usable() {
 		return errUnusable

@@ -25,7 +25,7 @@ type Listing struct {
 }
 
 // CreateAndList creates the node at path, as Create does with the same
-// options, and lists its parent's children in the same round trip: the
+// options, and lists its parent's children in the same round trip. The
 // listing's request is written right behind the create's (the client hears
 // when the create is written), and the server handles a session's requests
 // in order, so the listing shows the new node, and its reply comes with the

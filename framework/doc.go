@@ -1,5 +1,5 @@
 // Package framework is gocurator's ZooKeeper client, in the manner of
-// Apache Curator's CuratorFramework: it tracks the session and Curator's
+// Apache Curator's CuratorFramework. It tracks the session and Curator's
 // connection states, runs every operation in Curator's retry loop, applies
 // the namespace, creates parents (containers by default) and protected
 // nodes, and finishes guaranteed deletes in the background. The lock

@@ -81,6 +81,7 @@ func (k EventKind) String() string {
 // a lock acquired, lost or released, leadership gained, a connection state
 // change, a retry. Fields that do not apply to its Kind are zero.
 type Event struct {
+	// Kind says what happened.
 	Kind EventKind
 	// Time is when it happened (events reach the hook a moment later).
 	Time time.Time
@@ -112,13 +113,13 @@ type Event struct {
 	Retry int
 }
 
-// EventHook hears a client's events, and its recipes'. A hook is called on
-// a goroutine of the client's, one event at a time, in the order they
-// happened: it never holds the library up (a slow hook only makes its
-// events come later; past maxQueuedEvents waiting, the oldest are dropped,
-// and a WARN says so). A hook that panics is logged at ERROR; the library
-// goes on.
+// EventHook hears a client's events, and its recipes'. A hook is called on a
+// goroutine of the client's, one event at a time, in the order they happened:
+// it never holds the library up (a slow hook only makes its events come
+// later; past maxQueuedEvents (10000) waiting, the oldest are dropped, and a
+// WARN says so). A hook that panics is logged at ERROR; the library goes on.
 type EventHook interface {
+	// Event is called with each event.
 	Event(Event)
 }
 
@@ -149,11 +150,11 @@ func (c *Client) Observed() bool {
 	return c.usable() && (c.hook != nil || c.log.Core().Enabled(zapcore.DebugLevel))
 }
 
-// Emit reports e: to the hook, if one is set, and to the client's logger at
-// e's level (DEBUG for an acquisition's steps, a retry and leadership
-// gained; INFO for a loss, a revocation asked, leadership lost, a state
-// change and a session given up). Recipes built on the client report their
-// events with it; a zero Time is now. It never blocks.
+// Emit reports e to the hook, if one is set, and to the client's logger. The
+// log level is e's kind's: DEBUG for an acquisition's steps, a retry and
+// leadership gained; INFO for a loss, a revocation asked, leadership lost, a
+// state change and a session given up. Recipes built on the client report
+// their events with it; a zero Time is now. It never blocks.
 func (c *Client) Emit(e Event) {
 	if !c.usable() {
 		return

@@ -94,11 +94,11 @@ func (parentWatchOption) applyCreate(o createOptions) createOptions { o.parentWa
 // WithMode sets the create mode (default Persistent).
 func WithMode(m CreateMode) CreateOption { return modeOption(m) }
 
-// WithProtection makes the create protected, as Curator's withProtection:
-// the last path segment gets the prefix "_c_<uuid>-", and after a failure
-// whose outcome is unknown (connection loss) the client looks for a node
-// with that prefix before creating again, so a create whose reply was lost
-// still leaves exactly one node. A node found from an earlier session of an
+// WithProtection makes the create protected: a create whose reply was lost
+// still leaves exactly one node. As Curator's withProtection, the last path
+// segment gets the prefix "_c_<uuid>-", and after a failure whose outcome is
+// unknown (connection loss) the client looks for a node with that prefix
+// before creating again. A node found from an earlier session of an
 // ephemeral create is deleted instead of used. If the create finally fails,
 // any node it did make is found and deleted in the background.
 func WithProtection() CreateOption { return protectionOption{} }
@@ -107,10 +107,10 @@ func WithProtection() CreateOption { return protectionOption{} }
 // the create has failed with NoNode (Curator's creatingParentsIfNeeded).
 func CreatingParentsIfNeeded() CreateOption { return parentsOption(persistentParents) }
 
-// CreatingParentContainersIfNeeded creates missing parents as containers, or
-// as persistent nodes if the client was made WithContainerParents(false),
-// after the create has failed with NoNode (Curator's
-// creatingParentContainersIfNeeded). The server deletes an empty container
+// CreatingParentContainersIfNeeded creates missing parents as containers. It
+// creates them after the create has failed with NoNode (Curator's
+// creatingParentContainersIfNeeded), and as persistent nodes if the client
+// was made WithContainerParents(false). The server deletes an empty container
 // some time after its last child is gone.
 func CreatingParentContainersIfNeeded() CreateOption { return parentsOption(containerParents) }
 
@@ -121,11 +121,11 @@ func WatchingParent() CreateOption { return parentWatchOption{} }
 // WithACL sets the node's ACL instead of the client's ACL provider's.
 func WithACL(acl []zk.ACL) CreateOption { return aclOption{acl} }
 
-// Create makes a node at path and returns the path the server gave it
-// (namespace stripped; with a sequence number for sequential modes; with the
-// protection prefix for protected creates). data nil means the client's
-// default data (the local IP address, as in Curator); pass []byte{} for an
-// empty node.
+// Create makes a node at path and returns the path the server gave it. That
+// path has the namespace stripped, a sequence number for sequential modes,
+// and the protection prefix for protected creates. data nil means the
+// client's default data (the local IP address, as in Curator); pass []byte{}
+// for an empty node.
 func (c *Client) Create(ctx context.Context, path string, data []byte, opts ...CreateOption) (string, error) {
 	if !c.usable() {
 		return "", opError("create", path, errUnusable)
@@ -223,11 +223,12 @@ func (guaranteedOption) applyDelete(o deleteOptions) deleteOptions { o.guarantee
 // WithVersion deletes only if the node's data version is v (default: any version).
 func WithVersion(v int32) DeleteOption { return versionOption(v) }
 
-// Guaranteed makes the delete keep going: if it fails for a retryable reason
-// (connection loss, retries exhausted, ctx ended), the error is returned and
-// the client goes on deleting in the background until the node is gone or
-// the client closes (Curator's guaranteed()). An orphaned lock node would
-// block every contender forever; this is what prevents it.
+// Guaranteed makes a delete that fails for a retryable reason go on in the
+// background. When it fails so (connection loss, retries exhausted, ctx
+// ended), the error is returned and the client goes on deleting in the
+// background until the node is gone or the client closes (Curator's
+// guaranteed()). An orphaned lock node would block every contender forever;
+// this is what prevents it.
 func Guaranteed() DeleteOption { return guaranteedOption{} }
 
 // Delete removes the node at path. A missing node is an error that unwraps
@@ -376,11 +377,12 @@ func read[T any](ctx context.Context, c *Client, op, path string, fn func(z *zkc
 	return call(ctx, c, op, path, c.ns.fix(path), fn)
 }
 
-// Multi runs the operations (*zk.CreateRequest, *zk.DeleteRequest,
-// *zk.SetDataRequest, *zk.CheckVersionRequest, with paths as the caller sees
-// them) as one transaction: all or none. Created paths in the responses have
-// the namespace stripped. A failed transaction returns the responses with
-// each operation's error and an error for the first failure.
+// Multi runs ops as one transaction: all or none. The operations are
+// *zk.CreateRequest, *zk.DeleteRequest, *zk.SetDataRequest and
+// *zk.CheckVersionRequest, with paths as the caller sees them. Created paths
+// in the responses have the namespace stripped. A failed transaction returns
+// the responses with each operation's error and an error for the first
+// failure.
 func (c *Client) Multi(ctx context.Context, ops ...any) ([]zk.MultiResponse, error) {
 	if !c.usable() {
 		return nil, opError("multi", "", errUnusable)

@@ -23,7 +23,9 @@ const (
 	// policy (curator-default-connection-timeout).
 	DefaultConnectionTimeout = 15 * time.Second
 	// DefaultSimulatedSessionExpirationPercent is the share of the negotiated
-	// session timeout after which a SUSPENDED client declares the session LOST.
+	// session timeout, counted from the servers' last answer, after which a
+	// SUSPENDED client declares the session LOST (see
+	// WithSimulatedSessionExpirationPercent).
 	DefaultSimulatedSessionExpirationPercent = 100
 )
 
@@ -114,8 +116,8 @@ func WithLogger(l *zap.Logger) Option {
 	})
 }
 
-// WithNamespace makes every path the client is given relative to /ns, as
-// Curator's usingNamespace does: "/locks/a" becomes "/ns/locks/a" on the
+// WithNamespace makes every path the client is given relative to /ns. As
+// with Curator's usingNamespace, "/locks/a" becomes "/ns/locks/a" on the
 // server, and paths the client returns have "/ns" stripped. ns may contain
 // "/" but must not start or end with it. The namespace node is created, as a
 // container, on first use.
@@ -146,11 +148,16 @@ func WithDefaultData(data []byte) Option {
 	})
 }
 
-// WithSimulatedSessionExpirationPercent sets, from 1 to 100, the share of the
-// negotiated session timeout after which a client that has stayed SUSPENDED
-// reports LOST without hearing from the server (default 100). The client
+// WithSimulatedSessionExpirationPercent sets when a client that has stayed
+// SUSPENDED reports LOST without hearing from the server. p, from 1 to 100
+// (default 100), is the share of the negotiated session timeout, counted
+// from the last request the servers answered; LOST comes no later than a
+// twentieth of the timeout before the servers could expire the session,
+// whatever p. (Curator counts the share from SUSPENDED instead.) The client
 // then gives that session up, as Curator does: it moves to a new session,
-// and closes the old one on the server as soon as a server answers it.
+// and closes the old one on the servers once they could have expired it
+// themselves and a server answers. A p outside 1 to 100 makes New fail with
+// ErrInvalidArgument.
 func WithSimulatedSessionExpirationPercent(p int) Option {
 	return optionFunc(func(c *config) { c.expirationPercent = p })
 }

@@ -9,8 +9,9 @@ import (
 	"github.com/gocurator/curator/internal/errs"
 )
 
-// ValidatePath checks path by ZooKeeper's own rules (Java's PathUtils): it must
-// be absolute, must not end in "/" (except the root), must have no empty,
+// ValidatePath returns an error if ZooKeeper would refuse path, nil if not.
+// It applies ZooKeeper's own rules (Java's PathUtils): the path must be
+// absolute, must not end in "/" (except the root), must have no empty,
 // "." or ".." segment, and no NUL or other forbidden character. The error
 // unwraps to both ErrInvalidArgument, the module's one sentinel of a bad
 // argument, and zk.ErrInvalidPath.
@@ -24,7 +25,9 @@ func ValidatePath(path string) error {
 // PathError is a path ZooKeeper refuses, and why. It unwraps to
 // ErrInvalidArgument and zk.ErrInvalidPath.
 type PathError struct {
-	Path    string
+	// Path is the path refused, as given.
+	Path string
+	// Problem says what is wrong with it.
 	Problem string
 }
 
@@ -108,7 +111,7 @@ func plainPath(path string) bool {
 	return true
 }
 
-// JoinPath joins a parent path and a child name the way Curator's
+// JoinPath joins a parent path and a child name. It does what Curator's
 // ZKPaths.makePath does for the common case: JoinPath("/a", "b") and
 // JoinPath("/a/", "b") are "/a/b"; JoinPath("/", "b") is "/b".
 func JoinPath(parent, child string) string {

@@ -18,8 +18,9 @@ import (
 func ProtectedName(id, name string) string { return locktree.ProtectedName(id, name) }
 
 // IsProtectedName reports whether a node name carries Curator's protection
-// prefix, by Curator's own test (ProtectedUtils.isProtectedZNode): longer
-// than 40 characters, "_c_" first, "-" at index 39, and a UUID in between.
+// prefix. It applies Curator's own test (ProtectedUtils.isProtectedZNode):
+// longer than 40 characters, "_c_" first, "-" at index 39, and a UUID in
+// between.
 func IsProtectedName(name string) bool { return locktree.IsProtected(name) }
 
 // createProtected is Curator's protected create (docs/tree-format.md):

@@ -91,12 +91,12 @@ func (c *Client) abandonSession() {
 	}()
 }
 
-// Session returns the id of the client's current session (0 before the
-// first) and a channel that is closed when that session ends for the
-// client: at LOST (the server expired it, the client found itself in a new
-// one, or gave it up because no server answered before it could expire),
-// or at Close. After LOST and until a new session begins, it returns the
-// old id and a closed channel.
+// Session returns the id of the client's current session and a channel closed
+// when that session ends. The id is 0 before the first session. The session
+// ends for the client at LOST (the server expired it, the client found itself
+// in a new one, or gave it up because no server answered before it could
+// expire), or at Close. After LOST and until a new session begins, it returns
+// the old id and a closed channel.
 func (c *Client) Session() (id int64, ended <-chan struct{}) {
 	if !c.usable() {
 		return 0, closedChan
@@ -113,10 +113,10 @@ var closedChan = func() chan struct{} {
 	return ch
 }()
 
-// SessionTimeout returns the session timeout the server granted (Curator's
-// getSessionTimeout; the server clamps the one asked for into its
-// [minSessionTimeout, maxSessionTimeout]), or the one asked for before the
-// first session.
+// SessionTimeout returns the session timeout the server granted, or the one
+// asked for before the first session. It is Curator's getSessionTimeout; the
+// server clamps the timeout asked for into its [minSessionTimeout,
+// maxSessionTimeout].
 func (c *Client) SessionTimeout() time.Duration {
 	if !c.usable() {
 		return 0
