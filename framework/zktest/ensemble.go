@@ -14,9 +14,10 @@ import (
 	"time"
 )
 
-// Ensemble is a ZooKeeper quorum of real servers (QuorumPeerMain), each on
-// three free loopback ports (client, quorum, election), sharing one temporary
-// directory. Members can be stopped, killed and restarted one by one.
+// Ensemble is a ZooKeeper quorum of real servers (QuorumPeerMain). Each
+// member runs on three free loopback ports (client, quorum, election), and
+// the members share one temporary directory. Members can be stopped, killed
+// and restarted one by one.
 type Ensemble struct {
 	dir     string
 	members []*Server
@@ -347,12 +348,12 @@ func portOf(addr string) int {
 	return n
 }
 
-// Partition cuts member i (an index into Members) off from the others, in
-// both directions, as a network partition between servers would: its
+// Partition cuts member i (an index into Members) off from the others. It
+// cuts both directions, as a network partition between servers would: its
 // links drop their connections and pass nothing until heal is called. The
-// member's clients still reach it; once it notices it has no quorum it
-// stops serving them, and they move to other members. It needs
-// WithPeerLinks. heal is idempotent.
+// member's clients still reach it; once it notices it has no quorum it stops
+// serving them, and they move to other members. It needs WithPeerLinks. heal
+// is idempotent.
 func (e *Ensemble) Partition(i int) (heal func(), err error) {
 	if e.links == nil {
 		return nil, errors.New("zktest: Partition needs an ensemble started WithPeerLinks")

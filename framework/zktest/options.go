@@ -138,7 +138,7 @@ func WithConfig(key, value string) Option {
 }
 
 // WithStandaloneMode makes StartServer run ZooKeeper's standalone mode
-// (ZooKeeperServerMain) instead of the default, a quorum of one member
+// (ZooKeeperServerMain). The default is a quorum of one member
 // (QuorumPeerMain with standaloneEnabled=false, which reports itself as
 // "leader").
 //
@@ -153,21 +153,22 @@ func WithStandaloneMode() Option {
 	return optionFunc(func(c *config) { c.standalone = true })
 }
 
-// WithPeerLinks routes the traffic between an ensemble's members (quorum
-// and election) through a raw proxy for each direction of each pair, so
-// that a test can cut a member off from the others (Ensemble.Partition)
-// while its clients still reach it. Servers that are not ensemble members
-// ignore it.
+// WithPeerLinks routes the traffic between an ensemble's members through
+// proxies, so that Ensemble.Partition can cut a member off from the others
+// while its clients still reach it. Each direction of each pair gets a raw
+// proxy for its quorum and election traffic. Servers that are not ensemble
+// members ignore it.
 func WithPeerLinks() Option {
 	return optionFunc(func(c *config) { c.peerLinks = true })
 }
 
-// WithTmpfs puts the server's temporary directory (zoo.cfg, its log, and
-// ZooKeeper's dataDir: snapshots and the transaction log) on /dev/shm, a
-// tmpfs on Linux, when that is a writable directory, so that no disk stall
-// (writeback, a busy device) delays a request; where it is not, the option
-// does nothing and the directory stays in os.TempDir(). DataDir says where
-// it went. The data lives in memory until Close removes it.
+// WithTmpfs puts the server's temporary directory on /dev/shm, a tmpfs on
+// Linux, when that is a writable directory. The directory holds zoo.cfg, the
+// server's log and ZooKeeper's dataDir (snapshots and the transaction log);
+// on tmpfs no disk stall (writeback, a busy device) delays a request. Where
+// /dev/shm is not a writable directory, the option does nothing and the
+// directory stays in os.TempDir(). DataDir says where it went. The data lives
+// in memory until Close removes it.
 func WithTmpfs() Option {
 	return optionFunc(func(c *config) { c.tmpfs = true })
 }

@@ -32,7 +32,8 @@ const installHint = "install ZooKeeper and Java with `apt-get install zookeeper`
 	" to a classpath holding ZooKeeper 3.5+ and its dependencies"
 
 // ErrNotInstalled is wrapped by the error returned when java or the
-// ZooKeeper jar cannot be found.
+// ZooKeeper jar cannot be found, and by TLSAvailable's when Debian's
+// netty-codec jar is missing.
 var ErrNotInstalled = errors.New("zktest: ZooKeeper or Java not installed")
 
 // sigTerm asks the JVM to shut down.

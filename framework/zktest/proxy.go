@@ -164,12 +164,13 @@ type proxyOptionFunc func(*Proxy)
 
 func (f proxyOptionFunc) apply(p *Proxy) { f(p) }
 
-// WithRawStream makes the proxy forward plain byte streams, dialling the
-// target as soon as a connection is accepted: for traffic that is not
-// ZooKeeper's client protocol, such as the quorum and election traffic
-// between ensemble members (WithPeerLinks). SetDelay, DropConnections,
-// BlackHole and Restore work as for client traffic; what needs the client
-// protocol (LoseNextReply, HoldSession, ExpireSession, Requests) does not.
+// WithRawStream makes the proxy forward plain byte streams, for traffic that
+// is not ZooKeeper's client protocol. The proxy then dials the target as soon
+// as a connection is accepted. Such traffic is, for example, the quorum and
+// election traffic between ensemble members (WithPeerLinks). SetDelay,
+// DropConnections, BlackHole and Restore work as for client traffic; what
+// needs the client protocol (LoseNextReply, HoldSession, ExpireSession,
+// Requests) does not.
 func WithRawStream() ProxyOption { return proxyOptionFunc(func(p *Proxy) { p.raw = true }) }
 
 // StartProxy listens on a free port of 127.0.0.1 and forwards every accepted
@@ -231,9 +232,9 @@ func (p *Proxy) SetDelay(d time.Duration) {
 }
 
 // LastReply returns when the proxy last passed bytes from the server to one
-// of its clients (the zero Time if it never has): a client's last contact
-// with the server through this proxy, from which a test can time how soon
-// the client noticed that the contact stopped.
+// of its clients, or the zero Time if it never has. That is a client's last
+// contact with the server through this proxy, from which a test can time how
+// soon the client noticed that the contact stopped.
 func (p *Proxy) LastReply() time.Time {
 	if n := p.toward.Load(); n != 0 {
 		return time.Unix(0, n)
@@ -250,8 +251,8 @@ func (p *Proxy) DropConnections() {
 	closeAll(conns)
 }
 
-// BlackHole stops forwarding in both directions, like a network partition:
-// existing connections stay open but nothing passes (what arrives is
+// BlackHole stops forwarding in both directions, like a network partition.
+// Existing connections stay open but nothing passes (what arrives is
 // discarded), and new connections are accepted and held, with nothing
 // forwarded or answered. Clients notice only through their own timeouts.
 func (p *Proxy) BlackHole() {
@@ -277,12 +278,12 @@ func (p *Proxy) Restore() {
 	closeAll(conns)
 }
 
-// LoseNextReply arms the proxy: the next client request with this opcode
-// (AnyOpcode: any request that gets a reply, i.e. xid >= 0) is forwarded to
-// the server, which applies it, but the server's reply (same xid) is
-// swallowed and the connection is then closed on both sides. The client sees
-// a connection loss without knowing the outcome. Each call arms once; arms are
-// matched in call order.
+// LoseNextReply arms the proxy to lose the reply to the next client request
+// with this opcode. That request (AnyOpcode: any request that gets a reply,
+// i.e. xid >= 0) is forwarded to the server, which applies it, but the
+// server's reply (same xid) is swallowed and the connection is then closed on
+// both sides. The client sees a connection loss without knowing the outcome.
+// Each call arms once; arms are matched in call order.
 //
 // The returned channel is closed once the reply has been swallowed and the
 // connection closed (or when the connection carrying the request was closed
@@ -322,11 +323,11 @@ func (p *Proxy) Sessions() []int64 {
 }
 
 // ExpireSession makes the server end a session that was established through
-// this proxy, for real: it closes the proxy's connections of that session,
+// this proxy, for real. It closes the proxy's connections of that session,
 // holds the client's reconnects, opens its own connection to the server,
 // attaches to the session with its id and password, and closes it. When
-// ExpireSession returns, the server has deleted the session's ephemeral nodes;
-// the client, once its held reconnect is released, is told its session
+// ExpireSession returns, the server has deleted the session's ephemeral
+// nodes; the client, once its held reconnect is released, is told its session
 // expired. It returns nil if the server already considered it expired.
 func (p *Proxy) ExpireSession(sessionID int64) error {
 	p.mu.Lock()
@@ -345,11 +346,11 @@ func (p *Proxy) ExpireSession(sessionID int64) error {
 	return closeSessionDirect(p.target, sessionID, cred.timeout, cred.passwd, time.Now().Add(10*time.Second))
 }
 
-// HoldSession cuts one session off from the server, as a partition would
-// that session alone: it closes the proxy's connections of that session and
-// holds its reconnects (accepted, with nothing forwarded or answered), while
-// other sessions, new ones included, pass as usual. The server keeps the
-// session until it expires it. The returned function ends the hold (it is
+// HoldSession cuts one session off from the server, as a partition would that
+// session alone. It closes the proxy's connections of that session and holds
+// its reconnects (accepted, with nothing forwarded or answered), while other
+// sessions, new ones included, pass as usual. The server keeps the session
+// until it expires it. The returned function ends the hold (it is
 // idempotent): a held reconnect then goes through to the server.
 func (p *Proxy) HoldSession(sessionID int64) (release func()) {
 	p.mu.Lock()

@@ -215,10 +215,10 @@ func (s *Server) Kill() error {
 	return nil
 }
 
-// Restart stops the server (SIGTERM) if it is running, then starts it again
-// with the same ports, config and data directory, and waits until it serves
-// clients. An ensemble member waits until it has rejoined the quorum; when
-// too few other members run for a quorum, it waits only until the JVM
+// Restart stops the server (SIGTERM) if it is running and starts it again,
+// with the same ports, config and data directory. It waits until the server
+// serves clients. An ensemble member waits until it has rejoined the quorum;
+// when too few other members run for a quorum, it waits only until the JVM
 // answers "ruok".
 func (s *Server) Restart() error {
 	s.opMu.Lock()

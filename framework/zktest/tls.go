@@ -23,8 +23,9 @@ import (
 const debianNettyCodec = "/usr/share/java/netty-codec.jar"
 
 // TLSFiles are the PEM files of a throwaway PKI for a server with TLS
-// (WithTLS): a CA, a server certificate for 127.0.0.1 and localhost, and a
-// client certificate, both signed by the CA and valid for a day.
+// (WithTLS). They hold a CA, a server certificate for 127.0.0.1 and
+// localhost, and a client certificate, both signed by the CA and valid for a
+// day.
 type TLSFiles struct {
 	// CA is the CA certificate: the server's trust store, and the clients'.
 	CA string
@@ -134,10 +135,10 @@ func (f *TLSFiles) ClientConfig() (*tls.Config, error) {
 	return &tls.Config{RootCAs: pool, Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}, nil
 }
 
-// WithTLS makes each server also serve clients over TLS, on a
-// secureClientPort of its own (Server.SecureAddr), with f's server
-// certificate, through ZooKeeper's Netty connection factory. Clients must
-// present a certificate signed by f's CA (ZooKeeper's default
+// WithTLS makes each server also serve clients over TLS, with f's server
+// certificate. It serves on a secureClientPort of its own
+// (Server.SecureAddr), through ZooKeeper's Netty connection factory. Clients
+// must present a certificate signed by f's CA (ZooKeeper's default
 // ssl.clientAuth). The plain client port still serves, for the four-letter
 // words. Debian's netty-codec jar is added to the default classpath;
 // TLSAvailable reports whether it is there. WithTLS(nil) changes nothing.

@@ -9,7 +9,7 @@ import (
 	"github.com/gocurator/curator/internal/zkwire"
 )
 
-// ZooKeeper request opcodes, for LoseNextReply.
+// ZooKeeper request opcodes, for LoseNextReply, Requests and WaitRequests.
 const (
 	OpNotification    int32 = 0
 	OpCreate          int32 = 1
