@@ -1,8 +1,8 @@
 // Package recipes holds Apache Curator's ZooKeeper lock and leader-election
-// recipes for Go, in the very trees Curator 5.x writes (names, sort order,
-// predicates), so that Go and Java Curator services can take the same locks,
-// and stand in the same elections, while a fleet moves from one language to
-// the other.
+// recipes for Go. They write the very trees Curator 5.x writes (names, sort
+// order, predicates), so that Go and Java Curator services can take the same
+// locks, and stand in the same elections, while a fleet moves from one
+// language to the other.
 //
 // # Owners, loss and fencing
 //

@@ -41,9 +41,9 @@ type electionOptionFunc func(*electionOptions)
 func (f electionOptionFunc) applyElection(o *electionOptions) { f(o) }
 
 // WithParticipantID sets the candidate's participant id, which other
-// candidates (Go or Java) read from its node: Curator's id argument of
-// LeaderLatch and LeaderSelector.setId. The default is "" (a latch's node
-// is then empty; a selector's holds the client's default data).
+// candidates (Go or Java) read from its node. It is Curator's id argument of
+// LeaderLatch and LeaderSelector.setId. The default is "" (a latch's node is
+// then empty; a selector's holds the client's default data).
 func WithParticipantID(id string) ElectionOption {
 	return electionOptionFunc(func(o *electionOptions) { o.id = id })
 }

@@ -16,11 +16,11 @@ var (
 	ErrNotHeld = errors.New("gocurator: not held by this handle")
 	// ErrLocked is returned by TryAcquire when the lock is held elsewhere.
 	ErrLocked = errors.New("gocurator: held by another participant")
-	// ErrLockLost is wrapped by the Err of an owner whose acquisition can
-	// no longer be trusted (the connection SUSPENDED or the session LOST,
-	// by the client's error policy; the client closed; the node found
-	// gone), by every later Acquire and Release of it, and by the cause of
-	// the context WithLock gives its function.
+	// ErrLockLost means that an acquisition can no longer be trusted: the
+	// connection SUSPENDED or the session LOST, by the client's error policy;
+	// the client closed; the node found gone. It is wrapped by the owner's
+	// Err, by every later Acquire and Release of it, and by the cause of the
+	// context WithLock gives its function.
 	ErrLockLost = errors.New("gocurator: lock lost")
 	// ErrUpgrade is returned when the holder of a read lock asks for the
 	// write lock of the same read-write lock: Curator would deadlock.

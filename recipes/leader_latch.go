@@ -27,10 +27,11 @@ const (
 	CloseNotifyLeader
 )
 
-// LeaderLatch is Curator's LeaderLatch: one of the candidates on a path
-// leads, the one whose node sorts first, until its latch closes or it loses
-// its session; then the next one leads. Go and Java Curator candidates can
-// share one election.
+// LeaderLatch is a candidate in the leader election on a path. It is
+// Curator's LeaderLatch: one of the candidates on the path leads, the one
+// whose node sorts first, until its latch closes or it loses its session;
+// then the next one leads. Go and Java Curator candidates can share one
+// election.
 //
 // Tree: each candidate creates path/_c_<uuid>-latch-<seq>, protected and
 // EPHEMERAL_SEQUENTIAL under container parents, holding its participant id
@@ -81,6 +82,7 @@ type LeaderLatchListener interface {
 // LeaderLatchListenerFuncs is a LeaderLatchListener made of two functions;
 // a nil one is not called.
 type LeaderLatchListenerFuncs struct {
+	// OnIsLeader and OnNotLeader are called by IsLeader and NotLeader.
 	OnIsLeader, OnNotLeader func()
 }
 
@@ -136,7 +138,7 @@ func (l *LeaderLatch) ID() string {
 // what names the latch in errors.
 func (l *LeaderLatch) what() string { return "leader latch " + l.li.base }
 
-// Start joins the election: the latch creates its node and leads when the
+// Start joins the election. The latch creates its node and leads when the
 // node is first, on a goroutine of its own (Curator's start()). Starting
 // twice, or after Close, is an error wrapping ErrInvalidState.
 func (l *LeaderLatch) Start() error {
@@ -146,7 +148,7 @@ func (l *LeaderLatch) Start() error {
 	return l.life.start(l.what(), l.run)
 }
 
-// Close leaves the election: leadership ends, the node is deleted
+// Close leaves the election. Leadership ends, the node is deleted
 // (guaranteed), and the listeners hear NotLeader if the latch led and its
 // close mode is CloseNotifyLeader; Await returns an error wrapping
 // framework.ErrClosed. Close waits for the latch's goroutine to end, but for
@@ -208,9 +210,9 @@ func (l *LeaderLatch) current() *grant {
 	return l.term
 }
 
-// Err returns nil while the latch leads; an error wrapping ErrNotLeader
-// otherwise, which also wraps ErrLockLost when the last term of leadership
-// was lost (until the latch leads again).
+// Err returns nil while the latch leads, and otherwise an error wrapping
+// ErrNotLeader. That error also wraps ErrLockLost when the last term of
+// leadership was lost (until the latch leads again).
 func (l *LeaderLatch) Err() error {
 	if !l.usable() {
 		return errZero("LeaderLatch")
@@ -227,11 +229,11 @@ func (l *LeaderLatch) Err() error {
 	return errs.Errorf("%s: %w", l.what(), ErrNotLeader)
 }
 
-// FencingToken returns the czxid of the latch's node while it leads: a
-// number that strictly increases across every term of leadership of the
-// election (a latch that leads again with the same node, as after a blip,
-// keeps its token: nobody led in between). The error wraps ErrNotLeader
-// when it does not lead, and ErrLockLost once a term is lost.
+// FencingToken returns the czxid of the latch's node while it leads: a number
+// that strictly increases across every term of leadership of the election. A
+// latch that leads again with the same node, as after a blip, keeps its
+// token: nobody led in between. The error wraps ErrNotLeader when it does not
+// lead, and ErrLockLost once a term is lost.
 func (l *LeaderLatch) FencingToken(ctx context.Context) (int64, error) {
 	if !l.usable() {
 		return 0, errZero("LeaderLatch")
@@ -250,11 +252,11 @@ func (l *LeaderLatch) FencingToken(ctx context.Context) (int64, error) {
 	return t, nil
 }
 
-// Await waits until the latch leads, and returns nil (Curator's await, and
-// await(time, unit) with ctx's deadline); or an error: wrapping
-// ErrInvalidState when the latch is not started, wrapping
-// framework.ErrClosed once the latch or its client is closed (leading or
-// not: the latch then stands no more), or ctx's error.
+// Await waits until the latch leads, and returns nil, or an error if it
+// cannot. It is Curator's await, and await(time, unit) with ctx's deadline.
+// The error wraps ErrInvalidState when the latch is not started, or
+// framework.ErrClosed once the latch or its client is closed (leading or not:
+// the latch then stands no more); or it is ctx's error.
 func (l *LeaderLatch) Await(ctx context.Context) error {
 	if !l.usable() {
 		return errZero("LeaderLatch")

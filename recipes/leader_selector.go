@@ -20,10 +20,11 @@ import (
 // function runs with when InterruptLeadership ends its leadership.
 var ErrLeadershipInterrupted = errors.New("gocurator: leadership interrupted")
 
-// LeaderSelector is Curator's LeaderSelector: the candidates of an election
-// take turns to lead, each running its function while it leads; returning
-// from the function gives leadership up. Go and Java Curator candidates can
-// share one election.
+// LeaderSelector is a candidate in a leader election that runs a function
+// while it leads. It is Curator's LeaderSelector: the candidates of an
+// election take turns to lead, each running its function while it leads;
+// returning from the function gives leadership up. Go and Java Curator
+// candidates can share one election.
 //
 // Tree: exactly an InterProcessMutex on the path whose lock nodes hold the
 // participant id (WithParticipantID; without one, the client's default
@@ -106,8 +107,8 @@ func (s *LeaderSelector) ID() string {
 
 func (s *LeaderSelector) what() string { return "leader selector " + s.mu.Path() }
 
-// Start joins the election (Curator's start()): the selector queues for
-// leadership once; with WithAutoRequeue, again after each turn. Starting
+// Start joins the election: the selector queues for leadership once, and,
+// with WithAutoRequeue, again after each turn (Curator's start()). Starting
 // twice, or after Close, is an error wrapping ErrInvalidState.
 func (s *LeaderSelector) Start() error {
 	if !s.usable() {
@@ -155,12 +156,11 @@ func (s *LeaderSelector) HasLeadership() bool {
 	return s.holder != nil && s.holder.IsHeld()
 }
 
-// FencingToken returns, while the selector leads, the czxid of its lock
-// node: a number that strictly increases across every term of leadership of
-// the election (the mutex's FencingToken). A leader stamps its writes with
-// it so that a resource can refuse a deposed leader's. The error wraps
-// ErrNotLeader when the selector does not lead, ErrLockLost once the term
-// is lost.
+// FencingToken returns the czxid of the selector's lock node while it leads:
+// a number that strictly increases across every term of leadership of the
+// election (the mutex's FencingToken). A leader stamps its writes with it so
+// that a resource can refuse a deposed leader's. The error wraps ErrNotLeader
+// when the selector does not lead, ErrLockLost once the term is lost.
 func (s *LeaderSelector) FencingToken(ctx context.Context) (int64, error) {
 	if !s.usable() {
 		return 0, errZero("LeaderSelector")
@@ -191,13 +191,13 @@ func (s *LeaderSelector) InterruptLeadership() {
 	}
 }
 
-// Close leaves the election: a queued turn is dropped, and the function
-// under way has its context cancelled (with a cause wrapping
-// framework.ErrClosed). Close returns once the function has returned and
-// the node is deleted; HasLeadership is false from then on. Called from a
-// leadership function (this selector's own, which cannot return while it
-// waits, or another selector's), Close returns as soon as the function is
-// told, without waiting. Close is idempotent.
+// Close leaves the election. A queued turn is dropped, and the function under
+// way has its context cancelled (with a cause wrapping framework.ErrClosed).
+// Close returns once the function has returned and the node is deleted;
+// HasLeadership is false from then on. Called from a leadership function
+// (this selector's own, which cannot return while it waits, or another
+// selector's), Close returns as soon as the function is told, without
+// waiting. Close is idempotent.
 func (s *LeaderSelector) Close() error {
 	if !s.usable() {
 		return errZero("LeaderSelector")

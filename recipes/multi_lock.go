@@ -10,10 +10,10 @@ import (
 	"github.com/gocurator/curator/internal/errs"
 )
 
-// InterProcessMultiLock is Curator's InterProcessMultiLock: several locks
-// taken and released as one. It takes them in list order; nothing sorts them,
-// so, as in Curator, avoiding deadlock (every participant using one order) is
-// the caller's job.
+// InterProcessMultiLock is several locks taken and released as one: Curator's
+// InterProcessMultiLock. It takes them in list order; nothing sorts them, so,
+// as in Curator, avoiding deadlock (every participant using one order) is the
+// caller's job.
 //
 // Unlike Curator, one deadline (ctx's) covers the whole acquisition: Curator
 // gives each lock the full timeout, so it may wait N times as long. And the
@@ -166,7 +166,7 @@ func (m *InterProcessMultiLock) Acquire(ctx context.Context) error {
 func (m *InterProcessMultiLock) usable() bool { return m != nil && len(m.locks) > 0 }
 
 // TryAcquire takes every lock only if each is free now (each locker's
-// TryAcquire, in list order); otherwise it releases what it took and returns
+// TryAcquire, in list order). Otherwise it releases what it took and returns
 // the error, wrapping ErrLocked. Every locker must have a TryAcquire method
 // (all of this package's do); if one has not, TryAcquire takes nothing and
 // returns an error wrapping ErrBadArgument.
@@ -258,8 +258,8 @@ func releaseReverse(ctx context.Context, locks []Locker) error {
 func (m *InterProcessMultiLock) IsHeld() bool { return m.Err() == nil }
 
 // Done returns a channel that is closed as soon as ANY of the locks can no
-// longer be trusted, or when the multi-lock is released; already closed
-// when it is not held. Err tells which.
+// longer be trusted, or when the multi-lock is released. It is already closed
+// when the multi-lock is not held. Err tells which.
 func (m *InterProcessMultiLock) Done() <-chan struct{} {
 	if g := m.current(); g != nil {
 		return g.ctx.Done()
@@ -267,10 +267,10 @@ func (m *InterProcessMultiLock) Done() <-chan struct{} {
 	return closedChan
 }
 
-// Err returns nil while the multi-lock is held through this value; once one
-// of its locks ends (lost, or released behind the multi-lock's back), that
-// lock's Err, wrapping ErrLockLost; and an error wrapping ErrNotHeld when it
-// is not held.
+// Err returns nil while the multi-lock is held through this value, and
+// otherwise says why not. Once one of its locks ends (lost, or released
+// behind the multi-lock's back), it is that lock's Err, wrapping ErrLockLost;
+// when the multi-lock is not held, it is an error wrapping ErrNotHeld.
 func (m *InterProcessMultiLock) Err() error {
 	if !m.usable() {
 		return errZero("InterProcessMultiLock")

@@ -10,10 +10,10 @@ import (
 	"github.com/gocurator/curator/internal/locktree"
 )
 
-// InterProcessMutex is Curator's InterProcessMutex: a reentrant mutex across
-// processes, in Curator's exact tree, so Go and Java participants queue for
-// the same lock. A lock value is shared; each owner takes a Handle. The same
-// handle acquiring again only counts up; two handles contend through
+// InterProcessMutex is a reentrant mutex across processes. It is Curator's
+// InterProcessMutex, in Curator's exact tree, so Go and Java participants
+// queue for the same lock. A lock value is shared; each owner takes a Handle.
+// The same handle acquiring again only counts up; two handles contend through
 // ZooKeeper, exactly as two Java threads do.
 //
 // Tree: each contender creates an EPHEMERAL_SEQUENTIAL node
@@ -161,7 +161,7 @@ func (h *Handle) usable() bool { return h != nil && h.m != nil }
 // ctx, or a zero Handle, is an error wrapping ErrBadArgument.
 func (h *Handle) Acquire(ctx context.Context) error { return h.acquire(ctx, false) }
 
-// TryAcquire takes the lock only if it is free now: otherwise it returns an
+// TryAcquire takes the lock only if it is free now. Otherwise it returns an
 // error wrapping ErrLocked, having removed its node (Curator's acquire(0,
 // unit)). While another Acquire of the same handle is under way the lock is
 // not free now, and TryAcquire returns ErrLocked at once. Held or lost, it
@@ -291,12 +291,12 @@ func (h *Handle) holding() bool {
 // (Curator's isOwnedByCurrentThread).
 func (h *Handle) IsHeld() bool { return h.Err() == nil }
 
-// Done returns a channel that is closed when the handle's current
-// acquisition ends, for any reason: the lock can no longer be trusted
-// (SUSPENDED or LOST under the client's default error policy, LOST only
-// under state.SessionErrorPolicy; the client closed), or it was released.
-// Err tells which. If the handle holds nothing, the channel is already
-// closed. A goroutine waiting on it therefore always returns:
+// Done returns a channel that is closed when the handle's current acquisition
+// ends, for any reason. The acquisition ends when the lock can no longer be
+// trusted (SUSPENDED or LOST under the client's default error policy, LOST
+// only under state.SessionErrorPolicy; the client closed), or when it is
+// released. Err tells which. If the handle holds nothing, the channel is
+// already closed. A goroutine waiting on it therefore always returns:
 //
 //	go func() {
 //		<-h.Done()
@@ -306,11 +306,11 @@ func (h *Handle) IsHeld() bool { return h.Err() == nil }
 //	}()
 func (h *Handle) Done() <-chan struct{} { return doneOf(h.current()) }
 
-// Err returns nil while the handle holds the lock; an error wrapping
-// ErrLockLost (and what ended it: the connection state, ErrClosed, or
-// zk.ErrNoNode for a node found gone) once its acquisition is lost, until
-// the handle is released; and an error wrapping ErrNotHeld when the handle
-// holds nothing (ErrBadArgument for a zero Handle).
+// Err returns nil while the handle holds the lock, and otherwise says why
+// not. Once the acquisition is lost, until the handle is released, it is an
+// error wrapping ErrLockLost (and what ended it: the connection state,
+// ErrClosed, or zk.ErrNoNode for a node found gone); when the handle holds
+// nothing, an error wrapping ErrNotHeld (ErrBadArgument for a zero Handle).
 func (h *Handle) Err() error {
 	if !h.usable() {
 		return errZero("Handle")
@@ -318,10 +318,10 @@ func (h *Handle) Err() error {
 	return ownerErr(h.current(), h.m.li.base, ErrNotHeld)
 }
 
-// FencingToken returns a number that strictly increases across every
-// acquisition of this lock by anyone, across sessions and re-created
-// parents: the lock node's czxid. Pass it to the resource you protect and
-// have it refuse lower tokens than it has seen (docs/guarantees.md).
+// FencingToken returns the lock node's czxid: a number that strictly
+// increases across every acquisition of this lock by anyone, across sessions
+// and re-created parents. Pass it to the resource you protect and have it
+// refuse lower tokens than it has seen (docs/guarantees.md).
 //
 // The first call for an acquisition reads the node's Stat (one round trip;
 // an acquire that never asks pays nothing for it), later calls answer at
@@ -356,11 +356,12 @@ func (h *Handle) LockPath() string {
 }
 
 // MakeRevocable makes the handle's next acquisition revocable, as Curator's
-// makeRevocable: its node is created empty, and when another participant
-// writes RevokeMessage to it (Revoke here, Revoker.attemptRevoke in Java),
-// listener is called on a goroutine of its own. Revocation is a request: the
-// listener should release. It holds for one acquisition. A nil listener
-// makes the next acquisition not revocable (and a zero Handle ignores it).
+// makeRevocable does. The acquisition's node is created empty, and when
+// another participant writes RevokeMessage to it (Revoke here,
+// Revoker.attemptRevoke in Java), listener is called on a goroutine of its
+// own. Revocation is a request: the listener should release. It holds for one
+// acquisition. A nil listener makes the next acquisition not revocable (and a
+// zero Handle ignores it).
 func (h *Handle) MakeRevocable(listener func()) {
 	if !h.usable() {
 		return

@@ -9,10 +9,10 @@ import (
 	"github.com/gocurator/curator/internal/locktree"
 )
 
-// InterProcessReadWriteLock is Curator's InterProcessReadWriteLock: many
-// readers or one writer across processes, in Curator's exact tree, so Go and
-// Java participants queue for the same lock. Each owner takes a
-// ReadWriteHandle, whose ReadLock and WriteLock are ordinary handles
+// InterProcessReadWriteLock is a lock across processes held by many readers
+// or one writer. It is Curator's InterProcessReadWriteLock, in Curator's
+// exact tree, so Go and Java participants queue for the same lock. Each owner
+// takes a ReadWriteHandle, whose ReadLock and WriteLock are ordinary handles
 // (reentrant per handle, as Curator's are per thread).
 //
 // Tree: readers create path/_c_<uuid>-__READ__<seq> and writers
@@ -91,8 +91,9 @@ func (rw *InterProcessReadWriteLock) ParticipantNodes(ctx context.Context) ([]st
 
 // ReadWriteHandle is one owner of an InterProcessReadWriteLock: what a Java
 // thread is to Curator's. Get one from NewHandle (the halves of a zero
-// ReadWriteHandle are nil). Each half tells the life
-// of its acquisitions as a Handle does (Done, Err, IsHeld; see Handle).
+// ReadWriteHandle are zero Handles, whose calls fail with ErrBadArgument).
+// Each half tells the life of its acquisitions as a Handle does (Done, Err,
+// IsHeld; see Handle).
 //
 // "The owner holds the write lock" means: its WriteLock handle has been
 // granted and not released as many times as it was acquired (IsHeld), at the

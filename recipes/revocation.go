@@ -15,14 +15,14 @@ import (
 // release: ASCII "__REVOKE__".
 const RevokeMessage = locktree.RevokeMessage
 
-// Revoke asks the holder of the lock node at nodePath to release it, as
-// Curator's Revoker.attemptRevoke: it writes RevokeMessage to the node. The
+// Revoke asks the holder of the lock node at nodePath to release it. As
+// Curator's Revoker.attemptRevoke, it writes RevokeMessage to the node. The
 // holder must have made its lock revocable (in Go or in Java); revocation is
 // a request, not a force. A node that is already gone is no error. A nil
 // client is an error wrapping ErrBadArgument, a closed one
 // framework.ErrClosed; a bad path (the root included) unwraps to
-// zk.ErrInvalidPath; without WRITE permission on the node, the error
-// unwraps to zk.ErrNoAuth.
+// zk.ErrInvalidPath; without WRITE permission on the node, the error unwraps
+// to zk.ErrNoAuth.
 func Revoke(ctx context.Context, client *framework.Client, nodePath string) error {
 	if err := checkArgs(client, nodePath); err != nil {
 		return err

@@ -13,9 +13,9 @@ import (
 	"github.com/gocurator/curator/internal/locktree"
 )
 
-// InterProcessSemaphoreV2 is Curator's InterProcessSemaphoreV2: at most
-// maxLeases leases held at once across processes, in Curator's exact tree, so
-// Go and Java participants share the same semaphore.
+// InterProcessSemaphoreV2 is a semaphore across processes: at most maxLeases
+// leases are held at once. It is Curator's InterProcessSemaphoreV2, in
+// Curator's exact tree, so Go and Java participants share the same semaphore.
 //
 // Tree (path P, all three containers): P/locks holds the nodes of an
 // internal InterProcessMutex (_c_<uuid>-lock-<seq>); P/leases holds one
@@ -80,7 +80,7 @@ func NewInterProcessSemaphoreV2(client *framework.Client, path string, maxLeases
 }
 
 // NewInterProcessSemaphoreV2WithCount returns the semaphore at path whose
-// maximum number of leases is count's value, whenever it is read: when the
+// maximum number of leases is count's value, whenever it is read. When the
 // count changes, waiters look again at once. count should be started (until
 // then its value is its seed). A nil count is an error wrapping
 // ErrBadArgument; the client and path are checked as by
@@ -159,15 +159,15 @@ func (s *InterProcessSemaphoreV2) Acquire(ctx context.Context) (*Lease, error) {
 	return only(s.acquire(ctx, 1, false))
 }
 
-// AcquireN takes qty leases, one after the other, all within ctx: one
-// deadline covers them all, as Curator's acquire(qty, time, unit). On any
-// failure every lease this call took is returned before it returns the
-// error. qty below 1 is an error wrapping ErrBadArgument.
+// AcquireN takes qty leases, one after the other, all within ctx. One
+// deadline covers them all, as in Curator's acquire(qty, time, unit). On any
+// failure every lease this call took is returned before it returns the error.
+// qty below 1 is an error wrapping ErrBadArgument.
 func (s *InterProcessSemaphoreV2) AcquireN(ctx context.Context, qty int) ([]*Lease, error) {
 	return s.acquire(ctx, qty, false)
 }
 
-// TryAcquire takes one lease only if one is available now: otherwise it
+// TryAcquire takes one lease only if one is available now. Otherwise it
 // returns an error wrapping ErrLocked and leaves no node. "Available now"
 // includes that no other contender is already waiting for a lease (one that
 // holds the internal lock): it does not overtake the queue.
@@ -306,14 +306,14 @@ type Lease struct {
 // usable reports whether l came from a semaphore.
 func (l *Lease) usable() bool { return l != nil && l.g != nil }
 
-// Close returns the lease: its node is deleted (guaranteed: if the delete
-// fails for connection loss, it goes on in the background, and the error is
-// returned for information; the lease counts as returned either way).
+// Close returns the lease: its node is deleted. The delete is guaranteed: if
+// it fails for connection loss, it goes on in the background, and the error
+// is returned for information; the lease counts as returned either way.
 // Closing a lease that was lost returns an error wrapping ErrLockLost, so
-// that its owner learns its work was not protected all along. Closing a
-// lease that is already closed returns an error wrapping ErrNotHeld, so
-// that a double return is visible; ReturnAll ignores it. A nil ctx is an
-// error wrapping ErrBadArgument.
+// that its owner learns its work was not protected all along. Closing a lease
+// that is already closed returns an error wrapping ErrNotHeld, so that a
+// double return is visible; ReturnAll ignores it. A nil ctx is an error
+// wrapping ErrBadArgument.
 func (l *Lease) Close(ctx context.Context) error {
 	if !l.usable() {
 		return errZero("Lease")
@@ -365,10 +365,11 @@ func (l *Lease) Path() string {
 	return l.g.path
 }
 
-// Done returns a channel that is closed when the lease ends, for any
-// reason: it can no longer be trusted (SUSPENDED or LOST under the client's
-// default error policy, LOST only under state.SessionErrorPolicy; the
-// client closed), or it was closed. Err tells which.
+// Done returns a channel that is closed when the lease ends, for any reason.
+// The lease ends when it can no longer be trusted (SUSPENDED or LOST under
+// the client's default error policy, LOST only under
+// state.SessionErrorPolicy; the client closed), or when it is closed. Err
+// tells which.
 func (l *Lease) Done() <-chan struct{} {
 	if !l.usable() {
 		return closedChan
@@ -376,9 +377,9 @@ func (l *Lease) Done() <-chan struct{} {
 	return l.g.done()
 }
 
-// Err returns nil while the lease is held; an error wrapping ErrLockLost
-// once it is lost (until it is closed); an error wrapping ErrNotHeld once it
-// is closed.
+// Err returns nil while the lease is held, and otherwise says why not: an
+// error wrapping ErrLockLost once it is lost (until it is closed), an error
+// wrapping ErrNotHeld once it is closed.
 func (l *Lease) Err() error {
 	switch {
 	case !l.usable():
@@ -397,7 +398,7 @@ func (l *Lease) grantContext() context.Context {
 	return l.g.ctx
 }
 
-// FencingToken returns the lease node's czxid: it strictly increases across
+// FencingToken returns the lease node's czxid. It strictly increases across
 // every lease ever granted by this semaphore, across sessions and re-created
 // parents. As Handle.FencingToken, the first call reads it (one round trip)
 // and later calls answer at once; the error wraps ErrNotHeld once the lease

@@ -8,8 +8,8 @@ import (
 	"github.com/gocurator/curator/internal/errs"
 )
 
-// InterProcessSemaphoreMutex is Curator's InterProcessSemaphoreMutex: a
-// mutex across processes that is NOT reentrant, built on a one-lease
+// InterProcessSemaphoreMutex is a mutex across processes that is NOT
+// reentrant. It is Curator's InterProcessSemaphoreMutex, built on a one-lease
 // InterProcessSemaphoreV2 (same tree: P/locks, P/leases).
 //
 // The value is the owner, as in Curator, and holds at most one acquisition
@@ -53,10 +53,10 @@ func (m *InterProcessSemaphoreMutex) Path() string {
 	return m.s.path
 }
 
-// Acquire takes the lock, waiting as long as ctx allows, first for this
-// value's own acquisition to be released (if any), then for the lock; when
-// ctx ends first it returns an error wrapping ctx.Err() and leaves no node
-// behind. A nil ctx is an error wrapping ErrBadArgument.
+// Acquire takes the lock, waiting as long as ctx allows. It waits first for
+// this value's own acquisition to be released (if any), then for the lock;
+// when ctx ends first it returns an error wrapping ctx.Err() and leaves no
+// node behind. A nil ctx is an error wrapping ErrBadArgument.
 func (m *InterProcessSemaphoreMutex) Acquire(ctx context.Context) error {
 	if !m.usable() {
 		return errZero("InterProcessSemaphoreMutex")
@@ -70,7 +70,7 @@ func (m *InterProcessSemaphoreMutex) Acquire(ctx context.Context) error {
 	return m.take(m.s.Acquire(ctx))
 }
 
-// TryAcquire takes the lock only if it is free now: otherwise it returns an
+// TryAcquire takes the lock only if it is free now. Otherwise it returns an
 // error wrapping ErrLocked, and leaves no node behind.
 func (m *InterProcessSemaphoreMutex) TryAcquire(ctx context.Context) error {
 	if !m.usable() {
@@ -130,9 +130,9 @@ func (m *InterProcessSemaphoreMutex) IsHeld() bool { return m.Err() == nil }
 // the lock is not held.
 func (m *InterProcessSemaphoreMutex) Done() <-chan struct{} { return m.held().Done() }
 
-// Err returns nil while the lock is held through this value, an error
-// wrapping ErrLockLost once it is lost (until it is released), and an error
-// wrapping ErrNotHeld when it is not held.
+// Err returns nil while the lock is held through this value, and otherwise
+// says why not: an error wrapping ErrLockLost once it is lost (until it is
+// released), and an error wrapping ErrNotHeld when it is not held.
 func (m *InterProcessSemaphoreMutex) Err() error {
 	if !m.usable() {
 		return errZero("InterProcessSemaphoreMutex")

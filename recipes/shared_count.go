@@ -21,11 +21,11 @@ import (
 // node again after a failure that the client's retry loop gave up on.
 const sharedCountRetryWait = time.Second
 
-// SharedCount is Curator's SharedCount: an int shared through one node,
-// which every participant watches. The node is PERSISTENT (container
-// parents) and holds the count as a 4-byte big-endian int, as in Curator, so
-// Go and Java participants share one count. InterProcessSemaphoreV2 can take
-// its maximum number of leases from one
+// SharedCount is an int shared through one ZooKeeper node, which every
+// participant watches. It is Curator's SharedCount. The node is PERSISTENT
+// (container parents) and holds the count as a 4-byte big-endian int, as in
+// Curator, so Go and Java participants share one count.
+// InterProcessSemaphoreV2 can take its maximum number of leases from one
 // (NewInterProcessSemaphoreV2WithCount).
 //
 // Start it before use and Close it when done; Close stops its watching.
@@ -261,9 +261,9 @@ func (c *SharedCount) set(ctx context.Context, n int, version int32) (bool, erro
 	return true, nil
 }
 
-// AddListener registers fn to be called with the new count at each change
-// the count sees from now on, on the count's own goroutine, in the order of
-// the changes; listeners are called in the order they were added. It
+// AddListener registers fn to be called with the new count at each change the
+// count sees from now on. fn is called on the count's own goroutine, in the
+// order of the changes; listeners are called in the order they were added. It
 // returns a function that removes fn. A nil fn is ignored (remove then does
 // nothing); a listener that panics is logged, and the others are still
 // called.
@@ -274,10 +274,10 @@ func (c *SharedCount) AddListener(fn func(count int)) (remove func()) {
 	return c.listeners.Add(fn)
 }
 
-// Close stops watching the node and waits for the watching goroutine to
-// end, unless a listener call is under way (it may be the caller: a
-// listener may close its count); listeners hear nothing more. The node
-// stays. Close is idempotent.
+// Close stops watching the node; listeners hear nothing more. It waits for
+// the watching goroutine to end, unless a listener call is under way (it may
+// be the caller: a listener may close its count). The node stays. Close is
+// idempotent.
 func (c *SharedCount) Close() error {
 	if !c.usable() {
 		return errZero("SharedCount")

@@ -8,29 +8,33 @@ import (
 	"github.com/gocurator/curator/internal/listeners"
 )
 
-// Locker is what every lock owner of this package offers: Handle (also the
-// read-write lock's ReadLock and WriteLock), InterProcessSemaphoreMutex and
-// InterProcessMultiLock. All of them also have TryAcquire.
+// Locker is a lock owner of this package. Handle (also the read-write lock's
+// ReadLock and WriteLock), InterProcessSemaphoreMutex and
+// InterProcessMultiLock are Lockers. All of them also have TryAcquire.
 //
 // Done and Err tell the life of the current acquisition, as Handle
 // documents: Done is closed when it ends (lost or released; already closed
 // when nothing is held), Err is nil while it holds, wraps ErrLockLost once it
 // is lost, and wraps ErrNotHeld when nothing is held.
 type Locker interface {
+	// Acquire takes the lock, waiting as long as ctx allows.
 	Acquire(ctx context.Context) error
+	// Release gives the lock up.
 	Release(ctx context.Context) error
+	// Done returns a channel closed when the current acquisition ends.
 	Done() <-chan struct{}
+	// Err returns nil while the lock is held, and otherwise why not.
 	Err() error
 }
 
-// WithLock acquires l, runs fn, and releases l whatever fn returns: the
+// WithLock acquires l, runs fn, and releases l whatever fn returns. It is the
 // shortest way to hold a lock, and the one that leaks nothing. fn's context
 // is cancelled, with a cause wrapping ErrLockLost (see context.Cause), as
 // soon as the lock can no longer be trusted, so that work under a lost lock
-// stops. The result is fn's error joined with the release's: after a loss
-// the release reports it (ErrLockLost), so the caller always learns that
-// fn's work was not protected all along. A nil ctx or fn is an error
-// wrapping ErrBadArgument.
+// stops. The result is fn's error joined with the release's: after a loss the
+// release reports it (ErrLockLost), so the caller always learns that fn's
+// work was not protected all along. A nil ctx or fn is an error wrapping
+// ErrBadArgument.
 func WithLock(ctx context.Context, l Locker, fn func(ctx context.Context) error) error {
 	if err := checkContext(ctx); err != nil {
 		return errs.Errorf("with lock: %w", err)
