@@ -43,23 +43,23 @@ func (f firstAttemptOption) applyDo(o doOptions) doOptions {
 }
 
 // OnRetry returns a [DoOption] that makes [Do] call hook before each wait.
-// The hook gets the error that caused the retry, the retryCount the policy was asked
-// with (0 before the first retry) and the wait the policy chose. The hook
-// runs on Do's goroutine; a nil hook is ignored.
+// The hook gets the error that caused the retry, the retryCount the policy
+// was asked with (0 before the first retry) and the wait the policy chose.
+// The hook runs on Do's goroutine; a nil hook is ignored.
 func OnRetry(hook func(err error, retryCount int, wait time.Duration)) DoOption {
 	return onRetryOption(hook)
 }
 
 // RetryIf returns a [DoOption] that makes [Do] retry the errors for which
-// retryable returns true, instead of those [Retryable] names. It makes a
-// loop of its own over the policy's waits, for a cause of its own (a lock recipe
+// retryable returns true, instead of those [Retryable] names. It makes a loop
+// of its own over the policy's waits, for a cause of its own (a lock recipe
 // retries its vanished node so). A nil retryable is ignored.
 func RetryIf(retryable func(err error) bool) DoOption { return retryIfOption(retryable) }
 
-// FirstAttempt returns a [DoOption] for a caller that made the first
-// attempt itself. The attempt began at start and failed with err (not nil);
-// [Do] then goes on from there exactly as if it had made that attempt (the
-// policy is asked with the same counts and elapsed time). A caller whose first attempt
+// FirstAttempt returns a [DoOption] for a caller that made the first attempt
+// itself. The attempt began at start and failed with err (not nil); [Do] then
+// goes on from there exactly as if it had made that attempt (the policy is
+// asked with the same counts and elapsed time). A caller whose first attempt
 // usually succeeds so builds no retry machinery (its options, which often
 // capture variables and so allocate) unless it fails:
 //
@@ -107,7 +107,8 @@ func (o doOptions) retry(p Policy, err error) bool {
 // to op, which should honour it.
 //
 // Whether an error is retried is decided by [Retryable](p, err) (or by
-// [RetryIf]'s function) alone; in particular a *backoff.PermanentError returned by op has no special meaning.
+// [RetryIf]'s function) alone; in particular a *backoff.PermanentError
+// returned by op has no special meaning.
 //
 // Do never panics on misuse: a nil ctx is treated as context.Background(),
 // a nil p never retries, a nil op makes Do return [ErrNilOperation], and

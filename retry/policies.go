@@ -17,8 +17,8 @@ type NTimes struct {
 }
 
 // NewNTimes returns a policy of up to n retries with a fixed sleep before
-// each: Curator's RetryNTimes(n, sleepMsBetweenRetries). A negative n becomes 0 (never
-// retry) and a negative sleep becomes 0.
+// each: Curator's RetryNTimes(n, sleepMsBetweenRetries). A negative n becomes
+// 0 (never retry) and a negative sleep becomes 0.
 func NewNTimes(n int, sleep time.Duration) *NTimes {
 	return &NTimes{n: max(n, 0), sleep: max(sleep, 0)}
 }
@@ -38,9 +38,10 @@ func (p *NTimes) AllowRetry(retryCount int, _ time.Duration) (time.Duration, boo
 	return p.sleep, true
 }
 
-// UntilElapsed is a policy that retries, with a fixed sleep, while less
-// than a maximum time has elapsed since the first attempt began. It is
-// Curator's RetryUntilElapsed. It is safe for concurrent use; the zero value never retries.
+// UntilElapsed is a policy that retries, with a fixed sleep, while less than
+// a maximum time has elapsed since the first attempt began. It is Curator's
+// RetryUntilElapsed. It is safe for concurrent use; the zero value never
+// retries.
 //
 // Unlike Curator, which sleeps before checking the elapsed time and so also
 // sleeps when it finally refuses, UntilElapsed refuses without any wait.
@@ -49,10 +50,10 @@ type UntilElapsed struct {
 	sleep      time.Duration
 }
 
-// NewUntilElapsed returns a policy that allows retries, each after sleep,
-// while elapsed < maxElapsed: Curator's RetryUntilElapsed(maxElapsedTimeMs,
-// sleepMsBetweenRetries). A negative maxElapsed becomes 0 (never retry) and a negative sleep
-// becomes 0.
+// NewUntilElapsed returns a policy that retries, each time after sleep, while
+// elapsed < maxElapsed. It is Curator's RetryUntilElapsed(maxElapsedTimeMs,
+// sleepMsBetweenRetries). A negative maxElapsed becomes 0 (never retry) and a
+// negative sleep becomes 0.
 func NewUntilElapsed(maxElapsed, sleep time.Duration) *UntilElapsed {
 	return &UntilElapsed{maxElapsed: max(maxElapsed, 0), sleep: max(sleep, 0)}
 }
@@ -69,9 +70,9 @@ func (p *UntilElapsed) AllowRetry(retryCount int, elapsed time.Duration) (time.D
 // defaultForeverInterval replaces a non-positive interval of [Forever].
 const defaultForeverInterval = time.Millisecond
 
-// Forever is a policy that always retries, sleeping a fixed interval
-// first. It is Curator's RetryForever. It is safe for concurrent use. Its zero value retries
-// forever with a 1ms interval.
+// Forever is a policy that always retries, sleeping a fixed interval first.
+// It is Curator's RetryForever. It is safe for concurrent use. Its zero value
+// retries forever with a 1ms interval.
 type Forever struct {
 	interval time.Duration
 }
@@ -100,17 +101,18 @@ func (p *Forever) AllowRetry(int, time.Duration) (time.Duration, bool) {
 	return p.interval, true
 }
 
-// SessionFailed is a policy that retries like its delegate but never
-// retries session expiry. It is Curator's SessionFailedRetryPolicy: with
-// session expiry (zk.ErrSessionExpired) not retried, callers can rebuild
-// their state in a new session. It implements [Classifier]. It is safe for concurrent use if the delegate
-// is; the zero value never retries.
+// SessionFailed is a policy that retries like its delegate but never retries
+// session expiry. It is Curator's SessionFailedRetryPolicy: with session
+// expiry (zk.ErrSessionExpired) not retried, callers can rebuild their state
+// in a new session. It implements [Classifier]. It is safe for concurrent use
+// if the delegate is; the zero value never retries.
 type SessionFailed struct {
 	delegate Policy
 }
 
 // NewSessionFailed returns a policy that retries like delegate except for
-// session expiry: Curator's SessionFailedRetryPolicy(delegate). A nil delegate is treated as a policy that never retries.
+// session expiry: Curator's SessionFailedRetryPolicy(delegate). A nil
+// delegate is treated as a policy that never retries.
 func NewSessionFailed(delegate Policy) *SessionFailed {
 	return &SessionFailed{delegate: delegate}
 }
@@ -123,9 +125,10 @@ func (p *SessionFailed) AllowRetry(retryCount int, elapsed time.Duration) (time.
 	return p.delegate.AllowRetry(retryCount, elapsed)
 }
 
-// Retryable reports whether err may be retried: never for session expiry
-// (an error that is or wraps zk.ErrSessionExpired), otherwise as for the
-// delegate (see [Retryable]). It implements [Classifier]. With a nil delegate nothing is
+// Retryable reports whether err may be retried: as for the delegate, but
+// never for session expiry. An error that is or wraps zk.ErrSessionExpired is
+// not retryable; any other is retryable if it is for the delegate (see
+// [Retryable]). It implements [Classifier]. With a nil delegate nothing is
 // retryable.
 func (p *SessionFailed) Retryable(err error) bool {
 	if p == nil || p.delegate == nil || errors.Is(err, zk.ErrSessionExpired) {

@@ -36,10 +36,10 @@ type Classifier interface {
 var errOperationTimeoutText = fmt.Sprintf("unknown error: %v", zk.ErrCode(-7))
 
 // IsRetryable reports whether err is one of the errors Curator retries:
-// connection loss, operation timeout, session moved or session expired.
-// These are the codes of Curator 5.4's RetryLoop.isRetryException:
-// CONNECTIONLOSS (-4), OPERATIONTIMEOUT (-7), SESSIONMOVED (-118) and
-// SESSIONEXPIRED (-112). It looks through wrapped errors with errors.Is, so errors wrapped with %w
+// connection loss, operation timeout, session moved or session expired. These
+// are the codes of Curator 5.4's RetryLoop.isRetryException: CONNECTIONLOSS
+// (-4), OPERATIONTIMEOUT (-7), SESSIONMOVED (-118) and SESSIONEXPIRED (-112).
+// It looks through wrapped errors with errors.Is, so errors wrapped with %w
 // (including errors.Join and multi-%w) are recognised.
 //
 // In github.com/go-zookeeper/zk v1.0.4 these codes surface as:
