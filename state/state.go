@@ -33,11 +33,11 @@ const (
 	// Reconnected is posted when the client is connected again after
 	// Suspended, Lost or ReadOnly. After Lost it is a new session.
 	Reconnected
-	// Lost is posted when the session is gone, or must be presumed gone: the
-	// server said it expired, the client found itself in a new session, or
-	// it stayed Suspended until just before the servers could expire the
-	// session (package framework says when). Every lock held through the
-	// session must be considered lost.
+	// Lost is posted when the session is gone, or must be presumed gone. The
+	// server said it expired, the client found itself in a new session, or it
+	// stayed Suspended until just before the servers could expire the session
+	// (package framework says when). Every lock held through the session must
+	// be considered lost.
 	Lost
 	// ReadOnly is posted when connected to a server in read-only mode.
 	ReadOnly
