@@ -107,8 +107,8 @@ func WithSessionTimeoutRange(min, max time.Duration) Option {
 }
 
 // WithContainerCheckInterval sets how often the server reaps empty container
-// nodes (the JVM property znode.container.checkIntervalMs; default 500ms,
-// ZooKeeper's own default is 60s).
+// nodes (default 500ms). It sets the JVM property
+// znode.container.checkIntervalMs, whose ZooKeeper default is 60s.
 func WithContainerCheckInterval(d time.Duration) Option {
 	return optionFunc(func(c *config) { c.containerCheck = d })
 }
@@ -154,10 +154,10 @@ func WithStandaloneMode() Option {
 }
 
 // WithPeerLinks routes the traffic between an ensemble's members through
-// proxies, so that Ensemble.Partition can cut a member off from the others
-// while its clients still reach it. Each direction of each pair gets a raw
-// proxy for its quorum and election traffic. Servers that are not ensemble
-// members ignore it.
+// proxies, for Ensemble.Partition. A test can then cut a member off from the
+// others while its clients still reach it. Each direction of each pair gets a
+// raw proxy for its quorum and election traffic. Servers that are not
+// ensemble members ignore it.
 func WithPeerLinks() Option {
 	return optionFunc(func(c *config) { c.peerLinks = true })
 }

@@ -31,9 +31,9 @@ const installHint = "install ZooKeeper and Java with `apt-get install zookeeper`
 	"(Debian/Ubuntu; `make test` installs it), or set " + ClasspathEnv +
 	" to a classpath holding ZooKeeper 3.5+ and its dependencies"
 
-// ErrNotInstalled is wrapped by the error returned when java or the
-// ZooKeeper jar cannot be found, and by TLSAvailable's when Debian's
-// netty-codec jar is missing.
+// ErrNotInstalled is wrapped by the error of a missing prerequisite. The
+// prerequisites are java and the ZooKeeper jar, and, for TLSAvailable,
+// Debian's netty-codec jar.
 var ErrNotInstalled = errors.New("zktest: ZooKeeper or Java not installed")
 
 // sigTerm asks the JVM to shut down.

@@ -173,9 +173,10 @@ func (f proxyOptionFunc) apply(p *Proxy) { f(p) }
 // Requests) does not.
 func WithRawStream() ProxyOption { return proxyOptionFunc(func(p *Proxy) { p.raw = true }) }
 
-// StartProxy listens on a free port of 127.0.0.1 and forwards every accepted
-// connection to target ("host:port"), which it dials when the client's first
-// packet arrives. Close it when done (or use NewProxy in a test).
+// StartProxy starts a proxy to target ("host:port") on a free port of
+// 127.0.0.1. It forwards every accepted connection to target, which it dials
+// when the client's first packet arrives (at once WithRawStream). Close it
+// when done (or use NewProxy in a test).
 func StartProxy(target string, opts ...ProxyOption) (*Proxy, error) {
 	ln, err := net.Listen("tcp", net.JoinHostPort(loopback, "0"))
 	if err != nil {
@@ -265,9 +266,9 @@ func (p *Proxy) BlackHole() {
 	}
 }
 
-// Restore ends a black hole: it closes every connection that lived through
-// it (so clients reconnect promptly instead of waiting for their own
-// timeouts) and forwards normally again.
+// Restore ends a black hole and forwards normally again. It closes every
+// connection that lived through it, so that clients reconnect promptly
+// instead of waiting for their own timeouts.
 func (p *Proxy) Restore() {
 	p.mu.Lock()
 	p.blackholed = false

@@ -38,7 +38,7 @@ type TLSFiles struct {
 }
 
 // GenerateTLSFiles makes a new CA, server certificate and client certificate
-// (ECDSA P-256) and writes them to dir as ca.pem, server.pem, client.pem and
+// (ECDSA P-256) in dir. It writes them as ca.pem, server.pem, client.pem and
 // client-key.pem.
 func GenerateTLSFiles(dir string) (*TLSFiles, error) {
 	now := time.Now()
