@@ -12,9 +12,10 @@ import (
 // unwraps to zk.ErrClosing, so code written against go-zookeeper keeps working.
 var ErrClosed = errs.Errorf("client is closed: %w", zk.ErrClosing)
 
-// ErrInvalidArgument marks an error caused by a bad argument (an empty connect
-// string, a timeout out of range, node data too large for the servers'
-// jute.maxbuffer, ...). Bad paths unwrap to zk.ErrInvalidPath too.
+// ErrInvalidArgument marks an error caused by a bad argument. Such are an
+// empty connect string, a timeout out of range, node data too large for the
+// servers' jute.maxbuffer, and more. Bad paths unwrap to zk.ErrInvalidPath
+// too.
 var ErrInvalidArgument = errors.New("gocurator: invalid argument")
 
 // OpError records a failed ZooKeeper operation: what was attempted, on which

@@ -23,7 +23,7 @@ const (
 	// AcquireStarted: an acquire began to queue (a reentrant one that only
 	// counts up is no event).
 	AcquireStarted EventKind = iota + 1
-	// Acquired: the lock or lease was granted; Wait is the time since
+	// Acquired: the lock or lease was granted. Wait is the time since
 	// AcquireStarted, Position the node's place in the queue at its first
 	// look (0: it held at once).
 	Acquired
@@ -33,9 +33,9 @@ const (
 	// Released: the owner released what it held; Hold is the time since
 	// Acquired.
 	Released
-	// Lost: the grant can no longer be trusted; Err says why (a
-	// *StateError, ErrClosed, or zk.ErrNoNode for a node found gone);
-	// Hold is the time it was held.
+	// Lost: the grant can no longer be trusted. Err says why (a *StateError,
+	// ErrClosed, or zk.ErrNoNode for a node found gone); Hold is the time it
+	// was held.
 	Lost
 	// RevocationRequested: another participant asked the holder to
 	// release (Curator's revocation).
@@ -43,7 +43,7 @@ const (
 	// LeadershipGained: a leader latch or selector began to lead.
 	LeadershipGained
 	// LeadershipLost: its term of leadership ended (lost, given up, or
-	// closed); Err says why, nil when given up; Hold is the term's length.
+	// closed). Err says why, nil when given up; Hold is the term's length.
 	LeadershipLost
 	// StateChanged: the connection state changed to State.
 	StateChanged
@@ -77,9 +77,9 @@ func (k EventKind) String() string {
 	return fmt.Sprintf("EventKind(%d)", int(k))
 }
 
-// Event is one thing that happened to a client or to a recipe built on it:
-// a lock acquired, lost or released, leadership gained, a connection state
-// change, a retry. Fields that do not apply to its Kind are zero.
+// Event is one thing that happened to a client or to a recipe built on it. It
+// may be a lock acquired, lost or released, leadership gained, a connection
+// state change, a retry. Fields that do not apply to its Kind are zero.
 type Event struct {
 	// Kind says what happened.
 	Kind EventKind

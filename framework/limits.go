@@ -14,18 +14,18 @@ const DefaultJuteMaxBuffer = 0xfffff
 // of more than this (less the 4-byte length) fails with zk.ErrShortBuffer.
 const goZKSendBuffer = 1536 * 1024
 
-// WithJuteMaxBuffer tells the client the servers' jute.maxbuffer (a Java
-// system property of the server), if it was raised above the default
-// (DefaultJuteMaxBuffer). Create, SetData and Multi refuse, with an error
-// wrapping ErrInvalidArgument, a request that would be larger than n bytes
-// on the wire (its data, path and ACL, and a few bytes of header).
+// WithJuteMaxBuffer tells the client the servers' jute.maxbuffer, if it was
+// raised above DefaultJuteMaxBuffer. jute.maxbuffer is a Java system property
+// of the server. Create, SetData and Multi refuse, with an error wrapping
+// ErrInvalidArgument, a request that would be larger than n bytes on the wire
+// (its data, path and ACL, and a few bytes of header).
 func WithJuteMaxBuffer(n int) Option {
 	return optionFunc(func(c *config) { c.juteMaxBuffer = n })
 }
 
-// JuteMaxBuffer returns the servers' jute.maxbuffer the client assumes
-// (DefaultJuteMaxBuffer, or WithJuteMaxBuffer's): the largest request, in
-// bytes, it sends.
+// JuteMaxBuffer returns the servers' jute.maxbuffer the client assumes: the
+// largest request, in bytes, it sends. It is DefaultJuteMaxBuffer, or
+// WithJuteMaxBuffer's.
 func (c *Client) JuteMaxBuffer() int {
 	if !c.usable() {
 		return DefaultJuteMaxBuffer

@@ -19,13 +19,13 @@ const (
 	// (curator-default-session-timeout). The server may negotiate it down.
 	DefaultSessionTimeout = 60 * time.Second
 	// DefaultConnectionTimeout bounds how long an operation waits for a
-	// connection before it counts as a connection-loss failure for the retry
-	// policy (curator-default-connection-timeout).
+	// connection (curator-default-connection-timeout). Past it, the attempt
+	// counts as a connection-loss failure for the retry policy.
 	DefaultConnectionTimeout = 15 * time.Second
-	// DefaultSimulatedSessionExpirationPercent is the share of the negotiated
-	// session timeout, counted from the servers' last answer, after which a
-	// SUSPENDED client declares the session LOST (see
-	// WithSimulatedSessionExpirationPercent).
+	// DefaultSimulatedSessionExpirationPercent is the default share of the
+	// session timeout after which a SUSPENDED client declares the session
+	// LOST. The share is of the negotiated timeout, counted from the servers'
+	// last answer (see WithSimulatedSessionExpirationPercent).
 	DefaultSimulatedSessionExpirationPercent = 100
 )
 
@@ -170,15 +170,15 @@ func WithErrorPolicy(p state.ErrorPolicy) Option {
 }
 
 // WithContainerParents chooses whether missing parents created for recipes
-// are containers (true, the default) or persistent nodes (Curator's
-// dontUseContainerParents).
+// are containers or persistent nodes. Containers (true) are the default;
+// false is Curator's dontUseContainerParents.
 func WithContainerParents(on bool) Option {
 	return optionFunc(func(c *config) { c.containers = on })
 }
 
-// WithListener registers a connection-state listener before the client
-// starts connecting, so that it hears CONNECTED too (AddListener, called
-// after New, may be too late for it). A nil listener (or a nil func as a
+// WithListener registers a connection-state listener before the client starts
+// connecting, so that it hears CONNECTED too. AddListener, called after New,
+// may be too late for it. A nil listener (or a nil func as a
 // state.ListenerFunc) makes New fail with ErrInvalidArgument.
 func WithListener(l state.Listener) Option {
 	return optionFunc(func(c *config) { c.listeners = append(c.listeners, l) })
