@@ -16,23 +16,24 @@ var (
 	ErrNotHeld = errors.New("gocurator: not held by this handle")
 	// ErrLocked is returned by TryAcquire when the lock is held elsewhere.
 	ErrLocked = errors.New("gocurator: held by another participant")
-	// ErrLockLost means that an acquisition can no longer be trusted: the
-	// connection SUSPENDED or the session LOST, by the client's error policy;
-	// the client closed; the node found gone. It is wrapped by the owner's
-	// Err, by every later Acquire and Release of it, and by the cause of the
-	// context WithLock gives its function.
+	// ErrLockLost means that an acquisition can no longer be trusted. The
+	// connection went SUSPENDED or the session LOST (by the client's error
+	// policy), the client closed, or the node was found gone. It is wrapped
+	// by the owner's Err, by every later Acquire and Release of it, and by
+	// the cause of the context WithLock gives its function.
 	ErrLockLost = errors.New("gocurator: lock lost")
 	// ErrUpgrade is returned when the holder of a read lock asks for the
 	// write lock of the same read-write lock: Curator would deadlock.
 	ErrUpgrade = errors.New("gocurator: a read lock cannot be upgraded to the write lock")
-	// ErrInvalidState is returned by a call its value cannot take in its
-	// state (Curator's IllegalStateException): starting a SharedCount twice
-	// or after Close, setting one that is not started.
+	// ErrInvalidState is returned by a call that its value's state does not
+	// allow (Curator's IllegalStateException). Such are starting a
+	// SharedCount twice or after Close, and setting one that is not started.
 	ErrInvalidState = errors.New("gocurator: invalid state")
-	// ErrBadArgument marks a bad argument to a recipe: a nil context, a zero
-	// quantity, a request that can never be granted, a multi-lock with no
-	// locks or the same path twice, ... It is framework.ErrInvalidArgument:
-	// one sentinel for every bad argument of the module.
+	// ErrBadArgument marks a bad argument to a recipe. Such are a nil
+	// context, a zero quantity, a request that can never be granted, a
+	// multi-lock with no locks or the same path twice, and more. It is
+	// framework.ErrInvalidArgument: one sentinel for every bad argument of
+	// the module.
 	ErrBadArgument = framework.ErrInvalidArgument
 )
 

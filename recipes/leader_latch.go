@@ -196,9 +196,9 @@ func (l *LeaderLatch) AddListener(ln LeaderLatchListener) (remove func()) {
 // be trusted (Curator's hasLeadership).
 func (l *LeaderLatch) HasLeadership() bool { return l.Err() == nil }
 
-// Done returns a channel that is closed when the current term of
-// leadership ends (lost, or the latch closed); already closed when the
-// latch does not lead. Err tells why.
+// Done returns a channel that is closed when the current term of leadership
+// ends: lost, or the latch closed. It is already closed when the latch does
+// not lead. Err tells why.
 func (l *LeaderLatch) Done() <-chan struct{} { return doneOf(l.current()) }
 
 func (l *LeaderLatch) current() *grant {

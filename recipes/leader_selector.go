@@ -62,11 +62,11 @@ type LeaderSelector struct {
 	wake      chan struct{}           // Requeue asks the goroutine for another turn
 }
 
-// NewLeaderSelector returns a selector for the election at path that runs
-// fn while it leads (Curator's LeaderSelector(client, leaderPath, listener)
-// with the listener's takeLeadership). The client and path are checked as
-// for NewInterProcessMutex; a nil fn is an error wrapping ErrBadArgument,
-// and so is WithCloseMode (a latch's option).
+// NewLeaderSelector returns a selector for the election at path that runs fn
+// while it leads. It is Curator's LeaderSelector(client, leaderPath,
+// listener) with the listener's takeLeadership. The client and path are
+// checked as for NewInterProcessMutex; a nil fn is an error wrapping
+// ErrBadArgument, and so is WithCloseMode (a latch's option).
 func NewLeaderSelector(client *framework.Client, path string, fn func(ctx context.Context) error, opts ...ElectionOption) (*LeaderSelector, error) {
 	if fn == nil {
 		return nil, errs.Errorf("%w: nil leadership function", ErrBadArgument)
@@ -158,9 +158,10 @@ func (s *LeaderSelector) HasLeadership() bool {
 
 // FencingToken returns the czxid of the selector's lock node while it leads:
 // a number that strictly increases across every term of leadership of the
-// election (the mutex's FencingToken). A leader stamps its writes with it so
-// that a resource can refuse a deposed leader's. The error wraps ErrNotLeader
-// when the selector does not lead, ErrLockLost once the term is lost.
+// election. It is the mutex's FencingToken. A leader stamps its writes with
+// it so that a resource can refuse a deposed leader's. The error wraps
+// ErrNotLeader when the selector does not lead, ErrLockLost once the term is
+// lost.
 func (s *LeaderSelector) FencingToken(ctx context.Context) (int64, error) {
 	if !s.usable() {
 		return 0, errZero("LeaderSelector")

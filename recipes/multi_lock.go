@@ -56,18 +56,18 @@ func NewInterProcessMultiLock(client *framework.Client, paths []string) (*InterP
 	return NewInterProcessMultiLockWithLocks(locks...)
 }
 
-// NewInterProcessMultiLockWithLocks returns a multi-lock of the given lockers (handles of any of
-// this package's locks, semaphore mutexes, other multi-locks), in order. No
-// locker, or a nil one, is an error wrapping ErrBadArgument. So are two of
-// this package's lockers on one lock path of one client, which would wait
-// for each other: two handles, two owners' halves of a read-write lock,
-// a semaphore mutex given twice. One Handle given twice is allowed (the
-// second acquisition counts up), and so are both halves of one
-// ReadWriteHandle (write, then read: a downgrade; read, then write fails
-// with ErrUpgrade when acquired). A lock whose path is inside another's
-// (/x and /x/y) is refused too: the inner lock's parent node is a child of
-// the outer lock, where it takes a place in the queue (before every
-// contender if its name sorts first) and would keep the multi-lock from
+// NewInterProcessMultiLockWithLocks returns a multi-lock of the given
+// lockers, in order. They may be handles of any of this package's locks,
+// semaphore mutexes, or other multi-locks. No locker, or a nil one, is an
+// error wrapping ErrBadArgument. So are two of this package's lockers on one
+// lock path of one client, which would wait for each other: two handles, two
+// owners' halves of a read-write lock, a semaphore mutex given twice. One
+// Handle given twice is allowed (the second acquisition counts up), and so
+// are both halves of one ReadWriteHandle (write, then read: a downgrade;
+// read, then write fails with ErrUpgrade when acquired). A lock whose path is
+// inside another's (/x and /x/y) is refused too: the inner lock's parent node
+// is a child of the outer lock, where it takes a place in the queue (before
+// every contender if its name sorts first) and would keep the multi-lock from
 // ever holding both.
 func NewInterProcessMultiLockWithLocks(locks ...Locker) (*InterProcessMultiLock, error) {
 	if len(locks) == 0 {
@@ -252,8 +252,8 @@ func releaseReverse(ctx context.Context, locks []Locker) error {
 	return errors.Join(errs...)
 }
 
-// IsHeld reports whether the multi-lock is held through this value
-// (acquired and not yet released), and not lost (Curator's
+// IsHeld reports whether the multi-lock is held through this value and not
+// lost. Held means acquired and not yet released (Curator's
 // isAcquiredInThisProcess: the value is the owner).
 func (m *InterProcessMultiLock) IsHeld() bool { return m.Err() == nil }
 

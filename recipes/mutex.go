@@ -319,9 +319,10 @@ func (h *Handle) Err() error {
 }
 
 // FencingToken returns the lock node's czxid: a number that strictly
-// increases across every acquisition of this lock by anyone, across sessions
-// and re-created parents. Pass it to the resource you protect and have it
-// refuse lower tokens than it has seen (docs/guarantees.md).
+// increases across every acquisition of this lock. It rises across every
+// holder's acquisitions, across sessions and re-created parents. Pass it to
+// the resource you protect and have it refuse lower tokens than it has seen
+// (docs/guarantees.md).
 //
 // The first call for an acquisition reads the node's Stat (one round trip;
 // an acquire that never asks pays nothing for it), later calls answer at

@@ -377,9 +377,9 @@ func (l *Lease) Done() <-chan struct{} {
 	return l.g.done()
 }
 
-// Err returns nil while the lease is held, and otherwise says why not: an
-// error wrapping ErrLockLost once it is lost (until it is closed), an error
-// wrapping ErrNotHeld once it is closed.
+// Err returns nil while the lease is held, and otherwise says why not. It
+// wraps ErrLockLost once the lease is lost (until it is closed), and
+// ErrNotHeld once it is closed.
 func (l *Lease) Err() error {
 	switch {
 	case !l.usable():

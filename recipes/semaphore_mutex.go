@@ -125,14 +125,14 @@ func (m *InterProcessSemaphoreMutex) Release(ctx context.Context) error {
 // (Curator's isAcquiredInThisProcess: the value is the owner).
 func (m *InterProcessSemaphoreMutex) IsHeld() bool { return m.Err() == nil }
 
-// Done returns a channel that is closed when the value's current
-// acquisition ends (lost or released; see Lease.Done); already closed when
-// the lock is not held.
+// Done returns a channel that is closed when the value's current acquisition
+// ends, lost or released (see Lease.Done). It is already closed when the lock
+// is not held.
 func (m *InterProcessSemaphoreMutex) Done() <-chan struct{} { return m.held().Done() }
 
 // Err returns nil while the lock is held through this value, and otherwise
-// says why not: an error wrapping ErrLockLost once it is lost (until it is
-// released), and an error wrapping ErrNotHeld when it is not held.
+// says why not. It wraps ErrLockLost once the lock is lost (until it is
+// released), and ErrNotHeld when it is not held.
 func (m *InterProcessSemaphoreMutex) Err() error {
 	if !m.usable() {
 		return errZero("InterProcessSemaphoreMutex")
