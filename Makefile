@@ -34,11 +34,13 @@ deps:
 	   $$sudo apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$sudo apt-get install -y -qq --no-install-recommends $$missing >/dev/null; \
 	 fi
 
-# check: formatting and vet.
+# check: formatting, vet and staticcheck (from the module proxy).
+STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 check:
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 	 if [ -n "$$unformatted" ]; then echo "gofmt would change:"; echo "$$unformatted"; exit 1; fi
 	$(GO) vet ./...
+	$(GO) run $(STATICCHECK) ./...
 
 # test: every package against real ZooKeeper servers the tests start, with
 # Java Curator 5.4 peers for the interop suite.

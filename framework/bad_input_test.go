@@ -135,8 +135,7 @@ func TestOpsRefuseBadInput(t *testing.T) {
 		testutil.ErrorIs(t, err, ErrClosed, op.name, "client is closed")
 		testutil.ErrorIs(t, err, zk.ErrClosing)
 		testutil.ErrorIs(t, op.do(cancelled, c, base+"/x"), context.Canceled, op.name)
-		//lint:ignore SA1012 a nil context is the bad input under test
-		testutil.ErrorIs(t, op.do(nil, c, base+"/x"), ErrInvalidArgument, op.name, "nil context") //nolint:staticcheck
+		testutil.ErrorIs(t, op.do(nil, c, base+"/x"), ErrInvalidArgument, op.name, "nil context")
 	}
 	//lint:ignore SA1012 a nil context is the bad input under test
 	testutil.ErrorIs(t, c.BlockUntilConnected(nil), ErrInvalidArgument, "nil context") //nolint:staticcheck

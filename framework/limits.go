@@ -10,10 +10,6 @@ import "github.com/go-zookeeper/zk"
 // refuses such a request itself, before sending it.
 const DefaultJuteMaxBuffer = 0xfffff
 
-// goZKSendBuffer is the size of go-zookeeper's default send buffer: a request
-// of more than this (less the 4-byte length) fails with zk.ErrShortBuffer.
-const goZKSendBuffer = 1536 * 1024
-
 // WithJuteMaxBuffer tells the client the servers' jute.maxbuffer, if it was
 // raised above DefaultJuteMaxBuffer. jute.maxbuffer is a Java system property
 // of the server. Create, SetData and Multi refuse, with an error wrapping

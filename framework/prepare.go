@@ -28,7 +28,7 @@ func (c *Client) prepare(ctx context.Context) (*conn, error) {
 	if z.ready.Load() {
 		return z, nil
 	}
-	_, err, _ := interruptible[struct{}](ctx, c, z.Conn, "", attemptFunc[struct{}](func(*zkconn.Conn, string) (struct{}, error) {
+	_, _, err := interruptible[struct{}](ctx, c, z.Conn, "", attemptFunc[struct{}](func(*zkconn.Conn, string) (struct{}, error) {
 		for _, a := range c.cfg.auth {
 			if err := z.AddAuth(a.scheme, a.auth); err != nil {
 				return struct{}{}, opError("auth", a.scheme, err)

@@ -75,7 +75,7 @@ func attemptOnce[T any](ctx context.Context, c *Client, arg string, attempt atte
 		var zero T
 		return zero, err
 	}
-	v, err, pending := interruptible(ctx, c, z.Conn, arg, attempt)
+	v, pending, err := interruptible(ctx, c, z.Conn, arg, attempt)
 	if pending != nil {
 		if abandoned != nil {
 			*abandoned = pending
@@ -108,24 +108,23 @@ func connectionLoss(err error) error {
 // then closed when it has. The result of an abandoned call is dropped: the
 // caller never reads what the runner writes after it has gone. A context
 // that cannot end (Done is nil) runs the call on the caller's goroutine.
-func interruptible[T any](ctx context.Context, c *Client, z *zkconn.Conn, arg string, attempt attempter[T]) (T, error, <-chan struct{}) {
-	var zero T
+func interruptible[T any](ctx context.Context, c *Client, z *zkconn.Conn, arg string, attempt attempter[T]) (v T, pending <-chan struct{}, err error) {
 	if ctx.Done() == nil {
-		v, err := attempt.attempt(z, arg)
-		return v, err, nil
+		v, err = attempt.attempt(z, arg)
+		return v, nil, err
 	}
 	if err := ctx.Err(); err != nil {
-		return zero, err, nil
+		return v, nil, err
 	}
 	j := &callJob[T]{a: attempt, z: z, arg: arg}
 	r := c.runners.start(j)
 	if r == nil {
 		// The client is closed, and so is z: the call fails at once.
-		v, err := attempt.attempt(z, arg)
-		return v, err, nil
+		v, err = attempt.attempt(z, arg)
+		return v, nil, err
 	}
 	if ok, pending := c.runners.finish(ctx, r, j); !ok {
-		return zero, ctx.Err(), pending
+		return v, pending, ctx.Err()
 	}
-	return j.v, j.err, nil
+	return j.v, nil, j.err
 }

@@ -47,7 +47,8 @@ func TestErrorTexts(t *testing.T) {
 			regexp.QuoteMeta("gocurator: invalid argument: path of " + strconv.Itoa(len(huge)) + " bytes is too long: the servers take requests of at most 1048575 bytes (jute.maxbuffer), and a lock node's name, data and ACL need 1024 of them")},
 		{"a shared count started twice", count.Start(ctx), []error{ErrInvalidState},
 			regexp.QuoteMeta("gocurator: shared count " + base + "/count: invalid state: started twice or after Close")},
-		{"a nil context", mustMutex(t, c, base).NewHandle().Acquire(nil), //nolint:staticcheck // the bad input under test
+		//lint:ignore SA1012 a nil context is the bad input under test
+		{"a nil context", mustMutex(t, c, base).NewHandle().Acquire(nil),
 			[]error{ErrBadArgument, framework.ErrInvalidArgument},
 			regexp.QuoteMeta("gocurator: acquire " + base + ": invalid argument: nil context")},
 		{"a bad path", errOf(NewInterProcessMutex(c, "locks/x")), []error{ErrBadArgument, zk.ErrInvalidPath},

@@ -286,7 +286,7 @@ func TestDoMisuse(t *testing.T) {
 		t.Errorf("nil op: err=%v", err)
 	}
 	calls := 0
-	//nolint:staticcheck // deliberately passing a nil context
+	//lint:ignore SA1012 a nil context is the bad input under test
 	if err := Do(nil, NewNTimes(1, 0), script(&calls, zk.ErrConnectionClosed), nil, OnRetry(nil)); err != nil || calls != 2 {
 		t.Errorf("nil ctx/opts: err=%v calls=%d", err, calls)
 	}

@@ -264,7 +264,7 @@ func (d *demo) javaWorker(ctx context.Context, peer *curatorpeer.Peer, name stri
 			return err
 		}
 		if len(l.Participants) == 0 || l.Participants[0].Session != session {
-			return fmt.Errorf("Curator says it holds the lock, but the queue's head is not its node: %+v", l.Participants)
+			return fmt.Errorf("the Java worker says it holds the lock, but the queue's head is not its node: %+v", l.Participants)
 		}
 		head := l.Participants[0]
 		d.say("%-12s holds the lock  token %d  node %s", name, head.Token, head.Node)
