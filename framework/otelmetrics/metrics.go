@@ -1,0 +1,150 @@
+package otelmetrics
+
+import (
+	"context"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
+
+	"github.com/gocurator/curator/framework"
+	"github.com/gocurator/curator/internal/errs"
+)
+
+// ScopeName is the name of the meter the instruments are made by: the
+// package's import path, as OpenTelemetry's conventions have it.
+const ScopeName = "github.com/gocurator/curator/framework/otelmetrics"
+
+// The attributes every measurement carries, and the failures' and losses'
+// cause (OpenTelemetry's error.type).
+const (
+	attrPath   = attribute.Key("gocurator.path")
+	attrRecipe = attribute.Key("gocurator.recipe")
+	attrCause  = attribute.Key("error.type")
+)
+
+// Metrics is an event hook (framework.EventHook: give it to
+// framework.WithEventHook) that records the events of the recipes on its
+// clients as OpenTelemetry metrics; the package doc lists them. One Metrics
+// may serve any number of clients at once.
+type Metrics struct {
+	pathLabel func(string) string
+
+	acquireDuration metric.Float64Histogram
+	holdDuration    metric.Float64Histogram
+	acquisitions    metric.Int64Counter
+	failures        metric.Int64Counter
+	losses          metric.Int64Counter
+	waiters         metric.Int64UpDownCounter
+	holders         metric.Int64UpDownCounter
+	terms           metric.Int64Counter
+	termDuration    metric.Float64Histogram
+	leaderLosses    metric.Int64Counter
+	leaders         metric.Int64UpDownCounter
+}
+
+// New makes the instruments with provider's meter ScopeName. A nil
+// provider, or a bad option, fails with framework.ErrInvalidArgument.
+func New(provider metric.MeterProvider, opts ...Option) (*Metrics, error) {
+	if provider == nil {
+		return nil, errs.Errorf("%w: otelmetrics: nil meter provider", framework.ErrInvalidArgument)
+	}
+	cfg, err := newConfig(opts)
+	if err != nil {
+		return nil, err
+	}
+	mk := instruments{meter: provider.Meter(ScopeName), buckets: cfg.buckets}
+	m := &Metrics{
+		pathLabel: cfg.pathLabel,
+
+		acquireDuration: mk.seconds("gocurator.lock.acquire.duration", "The time an acquisition of a lock or lease waited for its grant."),
+		holdDuration:    mk.seconds("gocurator.lock.hold.duration", "The time a lock or lease was held, to its release or loss."),
+		acquisitions:    mk.counter("gocurator.lock.acquisitions", "{acquisition}", "Locks and leases granted."),
+		failures:        mk.counter("gocurator.lock.acquire.failures", "{failure}", "Acquisitions of a lock or lease that gave up, by error.type."),
+		losses:          mk.counter("gocurator.lock.losses", "{loss}", "Locks and leases lost while held, by error.type."),
+		waiters:         mk.upDown("gocurator.lock.waiter.count", "{waiter}", "Acquisitions of a lock or lease under way."),
+		holders:         mk.upDown("gocurator.lock.holder.count", "{holder}", "Locks and leases held."),
+		terms:           mk.counter("gocurator.leader.terms", "{term}", "Terms of leadership begun."),
+		termDuration:    mk.seconds("gocurator.leader.term.duration", "The length of a term of leadership, once ended."),
+		leaderLosses:    mk.counter("gocurator.leader.losses", "{loss}", "Terms of leadership that ended other than given up, by error.type."),
+		leaders:         mk.upDown("gocurator.leader.count", "{leader}", "Terms of leadership under way."),
+	}
+	if mk.err != nil {
+		return nil, errs.Errorf("otelmetrics: %w", mk.err)
+	}
+	return m, nil
+}
+
+// Event records e; the events of the client itself (no Recipe) and
+// revocation requests are not measured.
+func (m *Metrics) Event(e framework.Event) {
+	if e.Recipe == "" {
+		return
+	}
+	ctx := context.Background()
+	at := metric.WithAttributeSet(attribute.NewSet(attrPath.String(m.pathLabel(e.Path)), attrRecipe.String(e.Recipe)))
+	because := func() metric.MeasurementOption {
+		return metric.WithAttributeSet(attribute.NewSet(attrPath.String(m.pathLabel(e.Path)), attrRecipe.String(e.Recipe),
+			attrCause.String(causeOf(e.Err))))
+	}
+	switch e.Kind {
+	case framework.AcquireStarted:
+		m.waiters.Add(ctx, 1, at)
+	case framework.Acquired:
+		m.waiters.Add(ctx, -1, at)
+		m.holders.Add(ctx, 1, at)
+		m.acquisitions.Add(ctx, 1, at)
+		m.acquireDuration.Record(ctx, e.Wait.Seconds(), at)
+	case framework.AcquireFailed:
+		m.waiters.Add(ctx, -1, at)
+		m.failures.Add(ctx, 1, because())
+	case framework.Released:
+		m.holders.Add(ctx, -1, at)
+		m.holdDuration.Record(ctx, e.Hold.Seconds(), at)
+	case framework.Lost:
+		m.holders.Add(ctx, -1, at)
+		m.holdDuration.Record(ctx, e.Hold.Seconds(), at)
+		m.losses.Add(ctx, 1, because())
+	case framework.LeadershipGained:
+		m.leaders.Add(ctx, 1, at)
+		m.terms.Add(ctx, 1, at)
+	case framework.LeadershipLost:
+		m.leaders.Add(ctx, -1, at)
+		m.termDuration.Record(ctx, e.Hold.Seconds(), at)
+		if e.Err != nil {
+			m.leaderLosses.Add(ctx, 1, because())
+		}
+	}
+}
+
+// instruments makes instruments with meter, keeping the first error.
+type instruments struct {
+	meter   metric.Meter
+	buckets []float64
+	err     error
+}
+
+func (mk *instruments) keep(err error) {
+	if mk.err == nil {
+		mk.err = err
+	}
+}
+
+// seconds makes a histogram of durations in seconds.
+func (mk *instruments) seconds(name, desc string) metric.Float64Histogram {
+	h, err := mk.meter.Float64Histogram(name, metric.WithUnit("s"), metric.WithDescription(desc),
+		metric.WithExplicitBucketBoundaries(mk.buckets...))
+	mk.keep(err)
+	return h
+}
+
+func (mk *instruments) counter(name, unit, desc string) metric.Int64Counter {
+	c, err := mk.meter.Int64Counter(name, metric.WithUnit(unit), metric.WithDescription(desc))
+	mk.keep(err)
+	return c
+}
+
+func (mk *instruments) upDown(name, unit, desc string) metric.Int64UpDownCounter {
+	c, err := mk.meter.Int64UpDownCounter(name, metric.WithUnit(unit), metric.WithDescription(desc))
+	mk.keep(err)
+	return c
+}

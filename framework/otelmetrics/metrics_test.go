@@ -1,0 +1,355 @@
+package otelmetrics_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+	"go.opentelemetry.io/otel/metric/noop"
+
+	"github.com/gocurator/curator/framework"
+	"github.com/gocurator/curator/framework/otelmetrics"
+	"github.com/gocurator/curator/framework/zktest"
+	"github.com/gocurator/curator/internal/testclient"
+	"github.com/gocurator/curator/internal/testutil"
+	"github.com/gocurator/curator/recipes"
+	"github.com/gocurator/curator/state"
+)
+
+// recorder is the example's wiring (serve), with its hook told to a channel
+// too once it has recorded each event: a test waits for an event there,
+// and the next scrape counts it.
+type recorder struct {
+	t     *testing.T
+	addr  string
+	heard chan framework.Event
+	hook  framework.EventHook
+}
+
+func newRecorder(t *testing.T, opts ...otelmetrics.Option) *recorder {
+	t.Helper()
+	metrics, addr, stop, err := serve("127.0.0.1:0", opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(stop)
+	r := &recorder{t: t, addr: addr, heard: make(chan framework.Event, 4096)}
+	r.hook = framework.EventFunc(func(e framework.Event) {
+		metrics.Event(e)
+		r.heard <- e
+	})
+	return r
+}
+
+// until returns the next event of kind on path, once recorded.
+func (r *recorder) until(kind framework.EventKind, path string) framework.Event {
+	r.t.Helper()
+	for {
+		e := testutil.Recv(r.t, r.heard, fmt.Sprintf("the event %s on %s", kind, path))
+		if e.Kind == kind && e.Path == path {
+			return e
+		}
+	}
+}
+
+// scrape reads /metrics as Prometheus would.
+func (r *recorder) scrape() map[string]*dto.MetricFamily {
+	r.t.Helper()
+	text, err := scrape(r.addr)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	families, err := parser.TextToMetricFamilies(strings.NewReader(text))
+	if err != nil {
+		r.t.Fatalf("%v in\n%s", err, text)
+	}
+	return families
+}
+
+// value is the sample of family whose labels include want (a counter's or
+// a gauge's value, a histogram's count), and whether there is one.
+func value(families map[string]*dto.MetricFamily, family string, want ...string) (float64, bool) {
+	f := families[family]
+	if f == nil {
+		return 0, false
+	}
+next:
+	for _, m := range f.GetMetric() {
+		for i := 0; i < len(want); i += 2 {
+			if !slices.ContainsFunc(m.GetLabel(), func(l *dto.LabelPair) bool { return l.GetName() == want[i] && l.GetValue() == want[i+1] }) {
+				continue next
+			}
+		}
+		switch {
+		case m.Counter != nil:
+			return m.GetCounter().GetValue(), true
+		case m.Gauge != nil:
+			return m.GetGauge().GetValue(), true
+		case m.Histogram != nil:
+			return float64(m.GetHistogram().GetSampleCount()), true
+		}
+	}
+	return 0, false
+}
+
+// expect is one sample a scrape must show.
+type expect struct {
+	family, path, recipe, cause string
+	want                        float64
+}
+
+func (r *recorder) check(families map[string]*dto.MetricFamily, es ...expect) {
+	r.t.Helper()
+	for _, e := range es {
+		labels := []string{"gocurator_path", e.path, "gocurator_recipe", e.recipe}
+		if e.cause != "" {
+			labels = append(labels, "error_type", e.cause)
+		}
+		if got, ok := value(families, e.family, labels...); !ok || got != e.want {
+			r.t.Errorf("%s%v = %v (found: %v), want %v", e.family, labels, got, ok, e.want)
+		}
+	}
+}
+
+// Real acquisitions, failures and losses, scraped from the example's
+// /metrics: the counts and histogram counts of each lock, the causes of
+// its failures and losses, a waiter counted while it waits, every waiter
+// and holder count back at 0 at the end, and no attribute but the path,
+// the recipe and the cause (no node names, no sessions).
+func TestMetricsOfRealLocks(t *testing.T) {
+	ctx, base := testutil.Begin(t, server.Addr())
+	r := newRecorder(t)
+	c := testclient.New(t, server.Addr(), framework.WithEventHook(r.hook))
+	other := testclient.New(t, server.Addr())
+	var nodes []string // every node that events named, for the check that no label does
+	mutex := func(c *framework.Client, path string) *recipes.Handle {
+		t.Helper()
+		m, err := recipes.NewInterProcessMutex(c, path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return m.NewHandle()
+	}
+
+	// A mutex acquired and released three times.
+	const n = 3
+	mu := base + "/mutex"
+	h := mutex(c, mu)
+	for range n {
+		if err := h.Acquire(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if err := h.Release(ctx); err != nil {
+			t.Fatal(err)
+		}
+		nodes = append(nodes, r.until(framework.Released, mu).Node)
+	}
+
+	// Held elsewhere: a waiter counted while it waits, then canceled; a
+	// timeout; a try that finds it held.
+	held := mutex(other, mu)
+	if err := held.Acquire(ctx); err != nil {
+		t.Fatal(err)
+	}
+	wctx, cancel := context.WithCancel(ctx)
+	waited := make(chan error, 1)
+	go func() { waited <- h.Acquire(wctx) }()
+	r.until(framework.AcquireStarted, mu)
+	r.check(r.scrape(), expect{"gocurator_lock_waiter_count", mu, "mutex", "", 1})
+	cancel()
+	testutil.ErrorIs(t, testutil.Recv(t, waited, "the canceled acquire"), context.Canceled)
+	r.until(framework.AcquireFailed, mu)
+	tctx, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
+	defer cancel()
+	testutil.ErrorIs(t, h.Acquire(tctx), context.DeadlineExceeded)
+	r.until(framework.AcquireFailed, mu)
+	testutil.ErrorIs(t, h.TryAcquire(ctx), recipes.ErrLocked)
+	r.until(framework.AcquireFailed, mu)
+	if err := held.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+
+	// A semaphore's lease. Its events name the path of the semaphore's
+	// leases, P/leases, not P, the path given to its constructor.
+	s, err := recipes.NewInterProcessSemaphoreV2(c, base+"/semaphore", 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lease, err := s.Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := lease.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	sem := base + "/semaphore/leases"
+	nodes = append(nodes, r.until(framework.Released, sem).Node)
+
+	// A lock lost at SUSPENDED: its connection dropped at a fault proxy.
+	lost := base + "/lost"
+	proxy := zktest.NewProxy(t, server.Addr())
+	ph := mutex(testclient.New(t, proxy.Addr(), framework.WithEventHook(r.hook)), lost)
+	if err := ph.Acquire(ctx); err != nil {
+		t.Fatal(err)
+	}
+	proxy.DropConnections()
+	var se *framework.StateError
+	if e := r.until(framework.Lost, lost); !errors.As(e.Err, &se) || se.State != state.Suspended {
+		t.Fatalf("lost: %v, want the SUSPENDED that caused it", e.Err)
+	}
+	nodes = append(nodes, ph.LockPath())
+
+	// A lock whose node is found gone: deleted behind its holder's back.
+	gone := base + "/gone"
+	gh := mutex(c, gone)
+	if err := gh.Acquire(ctx); err != nil {
+		t.Fatal(err)
+	}
+	nodes = append(nodes, gh.LockPath())
+	if err := testutil.Connect(t, server.Addr()).Delete(gh.LockPath(), -1); err != nil {
+		t.Fatal(err)
+	}
+	_, err = gh.FencingToken(ctx)
+	testutil.ErrorIs(t, err, recipes.ErrLockLost)
+	r.until(framework.Lost, gone)
+
+	// A term of leadership.
+	latchPath := base + "/latch"
+	latch, err := recipes.NewLeaderLatch(c, latchPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := latch.Start(); err != nil {
+		t.Fatal(err)
+	}
+	if err := latch.Await(ctx); err != nil {
+		t.Fatal(err)
+	}
+	nodes = append(nodes, r.until(framework.LeadershipGained, latchPath).Node)
+	if err := latch.Close(); err != nil {
+		t.Fatal(err)
+	}
+	r.until(framework.LeadershipLost, latchPath)
+
+	families := r.scrape()
+	r.check(families,
+		expect{"gocurator_lock_acquisitions_total", mu, "mutex", "", n},
+		expect{"gocurator_lock_acquire_duration_seconds", mu, "mutex", "", n},
+		expect{"gocurator_lock_hold_duration_seconds", mu, "mutex", "", n},
+		expect{"gocurator_lock_acquire_failures_total", mu, "mutex", "canceled", 1},
+		expect{"gocurator_lock_acquire_failures_total", mu, "mutex", "timeout", 1},
+		expect{"gocurator_lock_acquire_failures_total", mu, "mutex", "locked", 1},
+		expect{"gocurator_lock_acquisitions_total", sem, "semaphore", "", 1},
+		expect{"gocurator_lock_hold_duration_seconds", sem, "semaphore", "", 1},
+		expect{"gocurator_lock_losses_total", lost, "mutex", "suspended", 1},
+		expect{"gocurator_lock_hold_duration_seconds", lost, "mutex", "", 1},
+		expect{"gocurator_lock_losses_total", gone, "mutex", "node_gone", 1},
+		expect{"gocurator_leader_terms_total", latchPath, "latch", "", 1},
+		expect{"gocurator_leader_term_duration_seconds", latchPath, "latch", "", 1},
+	)
+	if _, ok := value(families, "gocurator_leader_losses_total"); ok {
+		t.Errorf("a latch closed while it led counted as a loss of leadership")
+	}
+	for _, gauge := range []string{"gocurator_lock_waiter_count", "gocurator_lock_holder_count", "gocurator_leader_count"} {
+		for _, m := range families[gauge].GetMetric() {
+			if v := m.GetGauge().GetValue(); v != 0 {
+				t.Errorf("%s%v = %v at the end, want 0", gauge, m.GetLabel(), v)
+			}
+		}
+	}
+	checkLabels(t, families, []string{mu, sem, lost, gone, latchPath}, nodes)
+}
+
+// checkLabels fails the test unless every gocurator series is labelled by
+// one of paths, a recipe kind, and a cause, and nothing else but the
+// meter's scope; and no label names a node or a session.
+func checkLabels(t *testing.T, families map[string]*dto.MetricFamily, paths, nodes []string) {
+	t.Helper()
+	allowed := map[string][]string{
+		"gocurator_path":   paths,
+		"gocurator_recipe": {"mutex", "read", "write", "semaphore", "latch", "selector"},
+		"error_type":       {"timeout", "locked", "canceled", "suspended", "lost", "closed", "node_gone", "interrupted", "_OTHER"},
+	}
+	seen := 0
+	for name, f := range families {
+		if !strings.HasPrefix(name, "gocurator_") {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			seen++
+			for _, l := range m.GetLabel() {
+				if strings.HasPrefix(l.GetName(), "otel_scope_") {
+					continue
+				}
+				if values, ok := allowed[l.GetName()]; !ok || !slices.Contains(values, l.GetValue()) {
+					t.Errorf("%s: label %s=%q", name, l.GetName(), l.GetValue())
+				}
+				for _, node := range nodes {
+					if node == "" || strings.Contains(l.GetValue(), node[strings.LastIndex(node, "/")+1:]) {
+						t.Errorf("%s: label %s=%q names the node %q", name, l.GetName(), l.GetValue(), node)
+					}
+				}
+			}
+			if !slices.ContainsFunc(m.GetLabel(), func(l *dto.LabelPair) bool { return l.GetName() == "gocurator_path" }) {
+				t.Errorf("%s%v: no path", name, m.GetLabel())
+			}
+		}
+	}
+	if seen == 0 {
+		t.Error("no gocurator series at all")
+	}
+}
+
+// WithPathLabel makes many paths one series.
+func TestPathLabel(t *testing.T) {
+	ctx, base := testutil.Begin(t, server.Addr())
+	orders := base + "/orders"
+	r := newRecorder(t, otelmetrics.WithPathLabel(path.Dir))
+	c := testclient.New(t, server.Addr(), framework.WithEventHook(r.hook))
+	for _, id := range []string{"1", "2"} {
+		m, err := recipes.NewInterProcessMutex(c, orders+"/"+id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		h := m.NewHandle()
+		if err := h.Acquire(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if err := h.Release(ctx); err != nil {
+			t.Fatal(err)
+		}
+		r.until(framework.Released, orders+"/"+id)
+	}
+	families := r.scrape()
+	r.check(families, expect{"gocurator_lock_acquisitions_total", orders, "mutex", "", 2})
+	checkLabels(t, families, []string{orders}, nil)
+}
+
+// New refuses what it cannot measure with.
+func TestNewRefusesBadArguments(t *testing.T) {
+	provider := noop.NewMeterProvider()
+	for name, call := range map[string]func() (*otelmetrics.Metrics, error){
+		"nil provider":   func() (*otelmetrics.Metrics, error) { return otelmetrics.New(nil) },
+		"nil path label": func() (*otelmetrics.Metrics, error) { return otelmetrics.New(provider, otelmetrics.WithPathLabel(nil)) },
+		"no buckets":     func() (*otelmetrics.Metrics, error) { return otelmetrics.New(provider, otelmetrics.WithBuckets()) },
+		"buckets out of order": func() (*otelmetrics.Metrics, error) {
+			return otelmetrics.New(provider, otelmetrics.WithBuckets(1, 0.5))
+		},
+	} {
+		m, err := call()
+		if m != nil {
+			t.Errorf("%s: a Metrics", name)
+		}
+		testutil.ErrorIs(t, err, framework.ErrInvalidArgument)
+		testutil.OnePrefix(t, err)
+	}
+}
