@@ -34,18 +34,28 @@ deps:
 	   $$sudo apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$sudo apt-get install -y -qq --no-install-recommends $$missing >/dev/null; \
 	 fi
 
-# check: formatting, vet and staticcheck (from the module proxy).
+# OTELMETRICS is a nested module (a go.mod of its own, so that only its users
+# depend on OpenTelemetry): the root's ./... skips it, so check and test run
+# it on their own.
+OTELMETRICS := framework/otelmetrics
+
+# check: formatting, vet and staticcheck (from the module proxy), of the core
+# module and of $(OTELMETRICS), and the core module free of OpenTelemetry.
 STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 check:
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 	 if [ -n "$$unformatted" ]; then echo "gofmt would change:"; echo "$$unformatted"; exit 1; fi
+	@if grep -q 'opentelemetry' go.mod go.sum; then \
+	   echo "go.mod/go.sum name OpenTelemetry: only $(OTELMETRICS)'s own module may depend on it"; exit 1; fi
 	$(GO) vet ./...
 	$(GO) run $(STATICCHECK) ./...
+	cd $(OTELMETRICS) && $(GO) vet ./... && $(GO) run $(STATICCHECK) ./...
 
-# test: every package against real ZooKeeper servers the tests start, with
-# Java Curator 5.4 peers for the interop suite.
+# test: every package (and $(OTELMETRICS)'s) against real ZooKeeper servers
+# the tests start, with Java Curator 5.4 peers for the interop suite.
 test: deps check
 	$(GOTEST) $$($(GO) list ./... | grep -v '/compat_test$$')
+	cd $(OTELMETRICS) && $(GOTEST) ./...
 	$(GOTEST) $(ZKNORACE) ./compat_test/
 
 # compat: only the Go/Java interop suite.
