@@ -26,10 +26,11 @@
 // read-write lock's halves, the semaphore and the leader selector (which
 // queues on a mutex); terms of leadership are the latch's and the
 // selector's. Every instrument has two attributes, gocurator.path (the
-// recipe's path, as given to its constructor, or as WithPathLabel maps it)
-// and gocurator.recipe ("mutex", "read", "write", "semaphore", "latch",
-// "selector"); the failures and losses have a third, error.type, one of a
-// fixed set:
+// path the events name, or what WithPathLabel maps it to: the recipe's
+// path as given to its constructor; a semaphore's events name its leases'
+// path, P/leases) and gocurator.recipe ("mutex", "read", "write",
+// "semaphore", "latch", "selector"); the failures and losses have a third,
+// error.type, one of a fixed set:
 //
 //	timeout      the acquire's context reached its deadline
 //	locked       a try found the lock held elsewhere (recipes.ErrLocked)

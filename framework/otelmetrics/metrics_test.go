@@ -52,12 +52,33 @@ func newRecorder(t *testing.T, opts ...otelmetrics.Option) *recorder {
 // until returns the next event of kind on path, once recorded.
 func (r *recorder) until(kind framework.EventKind, path string) framework.Event {
 	r.t.Helper()
-	for {
-		e := testutil.Recv(r.t, r.heard, fmt.Sprintf("the event %s on %s", kind, path))
-		if e.Kind == kind && e.Path == path {
-			return e
+	return r.untilEach(framework.Event{Kind: kind, Path: path})[0]
+}
+
+// untilEach returns, in the order given, the next event of each kind on
+// each path that want names, once all are recorded, in whatever order.
+func (r *recorder) untilEach(want ...framework.Event) []framework.Event {
+	r.t.Helper()
+	got := make([]framework.Event, len(want))
+	for left := len(want); left > 0; {
+		e := testutil.Recv(r.t, r.heard, fmt.Sprintf("%d more of the events %s", left, describe(want)))
+		for i, w := range want {
+			if got[i].Kind == 0 && e.Kind == w.Kind && e.Path == w.Path {
+				got[i] = e
+				left--
+				break
+			}
 		}
 	}
+	return got
+}
+
+func describe(es []framework.Event) string {
+	var s []string
+	for _, e := range es {
+		s = append(s, e.Kind.String()+" on "+e.Path)
+	}
+	return strings.Join(s, ", ")
 }
 
 // scrape reads /metrics as Prometheus would.
@@ -121,10 +142,10 @@ func (r *recorder) check(families map[string]*dto.MetricFamily, es ...expect) {
 }
 
 // Real acquisitions, failures and losses, scraped from the example's
-// /metrics: the counts and histogram counts of each lock, the causes of
-// its failures and losses, a waiter counted while it waits, every waiter
-// and holder count back at 0 at the end, and no attribute but the path,
-// the recipe and the cause (no node names, no sessions).
+// /metrics: the counts and histogram counts of each lock and term, the
+// causes of failures and losses, a waiter counted while it waits, every
+// waiter, holder and leader count back at 0 at the end, and no attribute
+// but the path, the recipe and the cause (no node names, no sessions).
 func TestMetricsOfRealLocks(t *testing.T) {
 	ctx, base := testutil.Begin(t, server.Addr())
 	r := newRecorder(t)
@@ -194,19 +215,39 @@ func TestMetricsOfRealLocks(t *testing.T) {
 	sem := base + "/semaphore/leases"
 	nodes = append(nodes, r.until(framework.Released, sem).Node)
 
-	// A lock lost at SUSPENDED: its connection dropped at a fault proxy.
-	lost := base + "/lost"
+	// A lock and a term of leadership lost at SUSPENDED: their connection
+	// dropped at a fault proxy.
+	lost, leaderLost := base+"/lost", base+"/leader-lost"
 	proxy := zktest.NewProxy(t, server.Addr())
-	ph := mutex(testclient.New(t, proxy.Addr(), framework.WithEventHook(r.hook)), lost)
+	pc := testclient.New(t, proxy.Addr(), framework.WithEventHook(r.hook))
+	ph := mutex(pc, lost)
 	if err := ph.Acquire(ctx); err != nil {
 		t.Fatal(err)
 	}
-	proxy.DropConnections()
-	var se *framework.StateError
-	if e := r.until(framework.Lost, lost); !errors.As(e.Err, &se) || se.State != state.Suspended {
-		t.Fatalf("lost: %v, want the SUSPENDED that caused it", e.Err)
-	}
 	nodes = append(nodes, ph.LockPath())
+	pl, err := recipes.NewLeaderLatch(pc, leaderLost)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := pl.Start(); err != nil {
+		t.Fatal(err)
+	}
+	if err := pl.Await(ctx); err != nil {
+		t.Fatal(err)
+	}
+	nodes = append(nodes, r.until(framework.LeadershipGained, leaderLost).Node)
+	proxy.DropConnections()
+	for _, e := range r.untilEach(framework.Event{Kind: framework.Lost, Path: lost}, framework.Event{Kind: framework.LeadershipLost, Path: leaderLost}) {
+		if se := (*framework.StateError)(nil); !errors.As(e.Err, &se) || se.State != state.Suspended {
+			t.Fatalf("%s: %v, want the SUSPENDED that caused it", e.Kind, e.Err)
+		}
+	}
+	// The latch may lead again once reconnected; its Close ends that term,
+	// and the client's delivers every event emitted before it.
+	if err := pl.Close(); err != nil {
+		t.Fatal(err)
+	}
+	pc.Close()
 
 	// A lock whose node is found gone: deleted behind its holder's back.
 	gone := base + "/gone"
@@ -255,8 +296,9 @@ func TestMetricsOfRealLocks(t *testing.T) {
 		expect{"gocurator_lock_losses_total", gone, "mutex", "node_gone", 1},
 		expect{"gocurator_leader_terms_total", latchPath, "latch", "", 1},
 		expect{"gocurator_leader_term_duration_seconds", latchPath, "latch", "", 1},
+		expect{"gocurator_leader_losses_total", leaderLost, "latch", "suspended", 1},
 	)
-	if _, ok := value(families, "gocurator_leader_losses_total"); ok {
+	if _, ok := value(families, "gocurator_leader_losses_total", "gocurator_path", latchPath); ok {
 		t.Errorf("a latch closed while it led counted as a loss of leadership")
 	}
 	for _, gauge := range []string{"gocurator_lock_waiter_count", "gocurator_lock_holder_count", "gocurator_leader_count"} {
@@ -266,7 +308,7 @@ func TestMetricsOfRealLocks(t *testing.T) {
 			}
 		}
 	}
-	checkLabels(t, families, []string{mu, sem, lost, gone, latchPath}, nodes)
+	checkLabels(t, families, []string{mu, sem, lost, leaderLost, gone, latchPath}, nodes)
 }
 
 // checkLabels fails the test unless every gocurator series is labelled by
