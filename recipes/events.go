@@ -27,15 +27,17 @@ const (
 type acquireObserved struct {
 	li      *lockInternals
 	recipe  string
+	path    string    // the recipe's path, as its events name it
 	started time.Time // zero: nothing hears
 }
 
-// observeAcquire tells that an acquisition of li's lock begins.
-func (li *lockInternals) observeAcquire(recipe string) acquireObserved {
-	o := acquireObserved{li: li, recipe: recipe}
+// observeAcquire tells that an acquisition of li's lock begins; its events
+// name path, the recipe's (li's base, but for a semaphore's leases).
+func (li *lockInternals) observeAcquire(recipe, path string) acquireObserved {
+	o := acquireObserved{li: li, recipe: recipe, path: path}
 	if li.client.Observed() {
 		o.started = time.Now()
-		li.client.Emit(framework.Event{Kind: framework.AcquireStarted, Time: o.started, Recipe: recipe, Path: li.base})
+		li.client.Emit(framework.Event{Kind: framework.AcquireStarted, Time: o.started, Recipe: recipe, Path: path})
 	}
 	return o
 }
@@ -44,13 +46,13 @@ func (li *lockInternals) observeAcquire(recipe string) acquireObserved {
 // marked held (grant.observed), so that its end is told too.
 func (o acquireObserved) done(g *grant, err error) {
 	if err == nil {
-		g.recipe = o.recipe
+		g.recipe, g.recipePath = o.recipe, o.path
 	}
 	if o.started.IsZero() {
 		return
 	}
 	now := time.Now()
-	e := framework.Event{Time: now, Recipe: o.recipe, Path: o.li.base, Wait: now.Sub(o.started)}
+	e := framework.Event{Time: now, Recipe: o.recipe, Path: o.path, Wait: now.Sub(o.started)}
 	if err != nil {
 		e.Kind, e.Err = framework.AcquireFailed, err
 	} else {
@@ -71,7 +73,7 @@ func (g *grant) ended(cause error) {
 	if !c.Observed() {
 		return
 	}
-	e := framework.Event{Kind: framework.Released, Recipe: g.recipe, Path: g.li.base, Node: g.path, Session: g.owner()}
+	e := framework.Event{Kind: framework.Released, Recipe: g.recipe, Path: g.recipePath, Node: g.path, Session: g.owner()}
 	if cause != nil {
 		e.Kind, e.Err = framework.Lost, cause
 	}

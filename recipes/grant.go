@@ -56,10 +56,11 @@ type grant struct {
 	stopRevoke func()       // nil unless revocable
 	first      firstListing // the listing sent behind the create, if any; taken by the first look
 
-	recipe    string      // the recipe kind its events name; "" when none are told (events.go)
-	grantedAt time.Time   // when it was granted, if its events are heard
-	position  int         // our node's place in the queue at its first look
-	endTold   atomic.Bool // its Released or Lost event has been told
+	recipe     string      // the recipe kind its events name; "" when none are told (events.go)
+	recipePath string      // the recipe's path its events name
+	grantedAt  time.Time   // when it was granted, if its events are heard
+	position   int         // our node's place in the queue at its first look
+	endTold    atomic.Bool // its Released or Lost event has been told
 
 	mu          sync.Mutex
 	released    bool        // given up by its owner: a clean-up of a loss is not needed

@@ -285,7 +285,7 @@ func (s *LeaderSelector) turn(ctx context.Context) error {
 	c.Emit(framework.Event{Kind: framework.LeadershipGained, Time: began, Recipe: recipeSelector, Path: s.Path(), Node: h.LockPath(), Session: c.SessionID()})
 	err := s.lead(lctx)
 	c.Emit(framework.Event{Kind: framework.LeadershipLost, Recipe: recipeSelector, Path: s.Path(), Node: h.LockPath(),
-		Session: c.SessionID(), Hold: time.Since(began), Err: context.Cause(lctx)})
+		Session: c.SessionID(), Hold: time.Since(began), Err: termEnd(lctx)})
 
 	s.lock.Lock()
 	s.holder, s.interrupt = nil, nil
@@ -298,6 +298,17 @@ func (s *LeaderSelector) turn(ctx context.Context) error {
 	defer rcancel()
 	_ = h.Release(rctx) // after a loss it says so; leadership is given up either way
 	return nil
+}
+
+// termEnd is why a term whose function ran with ctx ended, as a
+// LeadershipLost event tells it: nil when it was given up (the function
+// returned, or the selector closed), as a latch's.
+func termEnd(ctx context.Context) error {
+	cause := context.Cause(ctx)
+	if _, closing := cause.(closedError); closing {
+		return nil
+	}
+	return cause
 }
 
 // lead runs the leadership function; a panic in it is the caller's, but

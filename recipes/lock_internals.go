@@ -48,7 +48,7 @@ type attempt struct {
 // (guaranteed) before acquire returns. The grant it returns holds (its loss
 // is cleaned up: grant.hold).
 func (li *lockInternals) acquire(ctx context.Context, a attempt) (*grant, error) {
-	o := li.observeAcquire(a.recipe)
+	o := li.observeAcquire(a.recipe, li.base)
 	g, err := retryVanished(ctx, li.client, li.base, func() (*grant, error) { return li.attemptOnce(ctx, a) })
 	if err == nil {
 		g.hold()

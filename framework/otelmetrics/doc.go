@@ -27,8 +27,7 @@
 // queues on a mutex); terms of leadership are the latch's and the
 // selector's. Every instrument has two attributes, gocurator.path (the
 // path the events name, or what WithPathLabel maps it to: the recipe's
-// path as given to its constructor; a semaphore's events name its leases'
-// path, P/leases) and gocurator.recipe ("mutex", "read", "write",
+// path as given to its constructor) and gocurator.recipe ("mutex", "read", "write",
 // "semaphore", "latch", "selector"); the failures and losses have a third,
 // error.type, one of a fixed set:
 //

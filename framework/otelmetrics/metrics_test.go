@@ -199,8 +199,8 @@ func TestMetricsOfRealLocks(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	// A semaphore's lease. Its events name the path of the semaphore's
-	// leases, P/leases, not P, the path given to its constructor.
+	// A semaphore's lease. Its events name the semaphore's path, as given to
+	// its constructor.
 	s, err := recipes.NewInterProcessSemaphoreV2(c, base+"/semaphore", 1)
 	if err != nil {
 		t.Fatal(err)
@@ -212,7 +212,7 @@ func TestMetricsOfRealLocks(t *testing.T) {
 	if err := lease.Close(ctx); err != nil {
 		t.Fatal(err)
 	}
-	sem := base + "/semaphore/leases"
+	sem := base + "/semaphore"
 	nodes = append(nodes, r.until(framework.Released, sem).Node)
 
 	// A lock and a term of leadership lost at SUSPENDED: their connection

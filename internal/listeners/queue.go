@@ -5,11 +5,15 @@ import "sync"
 // Queue hands values to a function on a goroutine of its own, one at a
 // time, in the order they were pushed: whoever pushes never waits for the
 // function. Close delivers what was pushed before it, then ends the
-// goroutine. A Queue is made by NewQueue.
+// goroutine; a value pushed after Close is delivered on the pusher's
+// goroutine (at once, even while a last delivery is under way: that may be
+// what pushes it): what happens to a closed client's recipes (a waiter's
+// last failure) is still told. A Queue is made by NewQueue.
 type Queue[T any] struct {
 	deliver func(T)
 	max     int         // values waiting at most; past it the oldest go (0: no bound)
 	dropped func(n int) // told when values were dropped: n so far
+	one     sync.Mutex  // held across each delivery
 
 	mu     sync.Mutex
 	items  []T
@@ -29,13 +33,18 @@ func NewQueue[T any](deliver func(T), max int, dropped func(n int)) *Queue[T] {
 	return q
 }
 
-// Push queues v for delivery; after Close it is dropped.
+// Push queues v for delivery; after Close it delivers v itself.
 func (q *Queue[T]) Push(v T) {
 	q.mu.Lock()
-	defer q.mu.Unlock()
 	if q.closed {
+		q.mu.Unlock()
+		if q.one.TryLock() {
+			defer q.one.Unlock()
+		} // else a delivery is under way, perhaps the very one that pushes v: waiting could never end
+		q.deliver(v)
 		return
 	}
+	defer q.mu.Unlock()
 	if q.max > 0 && len(q.items) >= q.max {
 		q.items = q.items[1:]
 		q.ndrop++
@@ -62,7 +71,11 @@ func (q *Queue[T]) run() {
 				break
 			}
 			for _, v := range items {
-				q.gate.Call(func() { q.deliver(v) })
+				q.gate.Call(func() {
+					q.one.Lock()
+					defer q.one.Unlock()
+					q.deliver(v)
+				})
 			}
 		}
 	}
