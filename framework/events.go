@@ -118,6 +118,8 @@ type Event struct {
 // it never holds the library up (a slow hook only makes its events come
 // later; past maxQueuedEvents (10000) waiting, the oldest are dropped, and a
 // WARN says so). A hook that panics is logged at ERROR; the library goes on.
+// Events that come after the client's Close (a waiter's last failure, a
+// holder's loss) are told on the goroutine that makes them.
 type EventHook interface {
 	// Event is called with each event.
 	Event(Event)
