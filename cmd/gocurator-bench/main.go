@@ -157,12 +157,13 @@ func run(ctx context.Context, o options) error {
 	onEnsemble := func(k string) bool { return strings.HasSuffix(k, "e") }
 	if standalone := slices.DeleteFunc(slices.Clone(keys), onEnsemble); len(standalone) > 0 {
 		logf("starting a throwaway ZooKeeper ...")
-		srv, err := zktest.StartServer(zkOpts...)
+		srv, err := zktest.StartServer(append(zkOpts, zktest.WithStandaloneMode())...)
 		if err != nil {
 			return fmt.Errorf("starting ZooKeeper: %w", err)
 		}
 		defer srv.Close()
-		res.ServerSetup = "a throwaway standalone server (framework/zktest): " + setup + dataDirSetup(srv.DataDir())
+		res.ServerSetup = "a throwaway server in standalone mode (framework/zktest): " + setup + dataDirSetup(srv.DataDir()) +
+			"; standalone mode has no CommitProcessor, so ZOOKEEPER-4537 (fixed in 3.8.1: a lone client's request can wait for its next ping, 10 s) cannot stall it"
 		if err := e.runOn(ctx, srv, standalone, res); err != nil {
 			return err
 		}
@@ -181,7 +182,9 @@ func run(ctx context.Context, o options) error {
 		}
 		follower := ens.Members()[(leader+1)%3]
 		res.EnsembleSetup = fmt.Sprintf("3 throwaway members (framework/zktest): %s%s; every client connects to member %d, a follower, "+
-			"so that each write goes to the leader and is committed by a quorum before the follower replies", setup, dataDirSetup(ens.Dir()), follower.ID())
+			"so that each write goes to the leader and is committed by a quorum before the follower replies; ZooKeeper 3.8.0's ZOOKEEPER-4537 "+
+			"(fixed in 3.8.1) can make a lone client's request there wait for its next ping, 10 s: such a stall shows in scenario 1e's slowest cycle",
+			setup, dataDirSetup(ens.Dir()), follower.ID())
 		if err := e.runOn(ctx, follower, ensemble, res); err != nil {
 			return err
 		}

@@ -24,7 +24,7 @@ func TestScenariosSmoke(t *testing.T) {
 	if err := zktest.Available(); err != nil {
 		t.Skip(err)
 	}
-	srv := zktest.NewServer(t, zktest.WithContainerCheckInterval(time.Minute))
+	srv := zktest.NewServer(t, zktest.WithStandaloneMode(), zktest.WithContainerCheckInterval(time.Minute)) // as the command runs it
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	e := &env{srv: srv, servers: srv.Addr(), base: "/smoke", logf: t.Logf, c: counts{
