@@ -99,7 +99,7 @@ func TestReportWarnings(t *testing.T) {
 func TestTargets(t *testing.T) {
 	row := func(impl string, v map[string]float64) Row { return Row{Impl: impl, Value: v} }
 	r := &Results{Scenarios: []*Scenario{
-		{Key: "1", Measures: append(latencyMeasures("", "cycle"), mCPU), Rows: []Row{
+		{Key: "1", Measures: append(latencyMeasures("", "cycle"), perMeasures("cycle")...), Rows: []Row{
 			row(nameOurs, map[string]float64{"p50": 750, "cpu": 10}),
 			row(nameFloor, map[string]float64{"p50": 1000}),
 			row(nameLimit, map[string]float64{"p50": 650}),

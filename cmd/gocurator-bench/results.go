@@ -108,11 +108,14 @@ const (
 	nameZKLock  = "go-zk zk.Lock"
 )
 
-// The measures every scenario but 3 and 6 takes, per acquisition.
-var (
-	mCPU     = Measure{Key: "cpu", Label: "client CPU per acquisition", Unit: unitTime, Better: "lower"}
-	mPackets = Measure{Key: "packets", Label: "server packets per acquisition", Unit: unitNumber, Better: "lower"}
-)
+// perMeasures are the measures of perAcquisition, per what: per
+// acquisition, per lease, per hand-off.
+func perMeasures(what string) []Measure {
+	return []Measure{
+		{Key: "packets", Label: "server packets per " + what, Unit: unitNumber, Better: "lower"},
+		{Key: "cpu", Label: "client CPU per " + what, Unit: unitTime, Better: "lower"},
+	}
+}
 
 // latencyMeasures are the measures of latencyValues with prefix, of what.
 func latencyMeasures(prefix, what string) []Measure {
@@ -125,7 +128,7 @@ func latencyMeasures(prefix, what string) []Measure {
 }
 
 // perAcquisition is a repetition's client CPU and server packets per
-// acquisition: mCPU and mPackets.
+// acquisition: perMeasures.
 func perAcquisition(r repResult) map[string]float64 {
 	if r.ops == 0 {
 		return map[string]float64{}

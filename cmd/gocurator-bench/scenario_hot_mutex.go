@@ -19,7 +19,7 @@ func (e *env) scenario2(ctx context.Context, key, where string, sweep []int) *Sc
 	most := steps[len(steps)-1]
 	s := &Scenario{Key: key, Title: "One hot mutex, many clients" + where,
 		Setup:    fmt.Sprintf("%d sessions, each acquire+release in a loop on one lock path; %s", e.c.S2Client, e.throughputSetup()),
-		Measures: []Measure{{Key: "rate", Label: "acquisitions per second", Unit: unitRate, Better: "higher"}, mPackets, mCPU}}
+		Measures: append([]Measure{{Key: "rate", Label: "acquisitions per second", Unit: unitRate, Better: "higher"}}, perMeasures("acquisition")...)}
 	if len(sweep) > 0 {
 		s.Setup += fmt.Sprintf("; and %s sessions for gocurator, Curator and the floor, each number of sessions, the fewest first, "+
 			"running its repetitions of all implementations in turn", joinInts(sweep))

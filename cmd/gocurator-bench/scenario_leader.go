@@ -18,7 +18,7 @@ func (e *env) scenario7(ctx context.Context) *Scenario {
 			"(gocurator: LeaderLatch.Await returns; Curator: its LeaderLatchListener.isLeader is called; the floor: its lock acquire returns); "+
 			"%d hand-offs of each kind per repetition, alternating, %d repetitions; packets and CPU per hand-off", e.c.S7Handoff, e.c.Reps),
 		Measures: append(append(latencyMeasures("", "hand-off after the leader's Close"),
-			latencyMeasures("s", "hand-off after the leader's session ends")...), mPackets, mCPU),
+			latencyMeasures("s", "hand-off after the leader's session ends")...), perMeasures("hand-off")...),
 		Notes: []string{"The floor is the election on raw go-zookeeper as the ZooKeeper recipe describes it, the floor's mutex: " +
 			"the lowest ephemeral sequential node leads, the other watches its predecessor; leaving deletes the node (or closes the session).",
 			"A Curator LeaderLatch's close deletes its node in the background; gocurator's Close returns once its node is deleted. " +

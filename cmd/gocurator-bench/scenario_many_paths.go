@@ -12,7 +12,7 @@ func (e *env) scenario5(ctx context.Context) *Scenario {
 	s := &Scenario{Key: "5", Title: "Many lock paths, one client",
 		Setup: fmt.Sprintf("One session, %d goroutines (Java: threads), each acquire+release of a lock chosen at random among %d paths; %s",
 			e.c.S5Worker, e.c.S5Paths, e.throughputSetup()),
-		Measures: []Measure{{Key: "rate", Label: "acquisitions per second", Unit: unitRate, Better: "higher"}, mPackets, mCPU}}
+		Measures: append([]Measure{{Key: "rate", Label: "acquisitions per second", Unit: unitRate, Better: "higher"}}, perMeasures("acquisition")...)}
 	entries := goEntries([]goImpl{implFloor, implOurs, implZKLock}, func(ctx context.Context, im goImpl) (*contender, error) {
 		sess, err := im.connect(ctx, e.servers)
 		if err != nil {

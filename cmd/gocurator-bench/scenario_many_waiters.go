@@ -18,14 +18,13 @@ func (e *env) scenario6(ctx context.Context) *Scenario {
 		Setup: fmt.Sprintf("One session; one handle holds the lock while %d more, each on its own goroutine, queue behind it; "+
 			"memory per waiter = growth of runtime.MemStats HeapInuse (after GC) / waiters, goroutine stacks (StackInuse) apart; "+
 			"then the holder releases and each waiter releases as soon as it acquires; one run", e.c.S6Wait),
-		Measures: []Measure{
+		Measures: append([]Measure{
 			{Key: "waiters", Label: "waiting handles", Unit: unitCount},
 			{Key: "heap", Label: "heap per waiting handle", Unit: unitBytes, Better: "lower"},
 			{Key: "stack", Label: "goroutine stack per waiting handle", Unit: unitBytes, Better: "lower"},
 			{Key: "formed", Label: "time until all wait", Unit: unitTime},
 			{Key: "acquired", Label: "time from the holder's release until all acquired", Unit: unitTime},
-			mPackets, mCPU,
-		},
+		}, perMeasures("acquisition")...),
 		Notes: []string{
 			"Every waiter must acquire in queue order, read from its node's sequence number (which costs nothing: gocurator's FencingToken, the node's czxid, " +
 				"costs a round trip on its first call); a run where they do not fails its row.",

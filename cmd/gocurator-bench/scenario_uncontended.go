@@ -9,9 +9,7 @@ import "context"
 func (e *env) scenario1(ctx context.Context, key, where string) *Scenario {
 	s := &Scenario{Key: key, Title: "Uncontended mutex acquire + release, one client" + where,
 		Setup:    "One session, acquire+release in a loop on one lock path; the latency of each whole cycle; " + e.throughputSetup(),
-		Measures: append(latencyMeasures("", "acquire+release"), mPackets, mCPU),
-		Notes: []string{"The limit is create + delete with no listing: the least any ZooKeeper lock can do (two writes), " +
-			"and a lock only while nobody contends, so it runs in this scenario alone."}}
+		Measures: append(latencyMeasures("", "acquire+release"), perMeasures("acquisition")...)}
 	entries := goEntries([]goImpl{implFloor, implLimit, implOurs, implZKLock}, func(ctx context.Context, im goImpl) (*contender, error) {
 		return e.mutexWorkers(ctx, im, 1, e.path(key, im.key), 0)
 	})

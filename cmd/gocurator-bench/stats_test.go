@@ -47,7 +47,7 @@ func TestRowOfLatencies(t *testing.T) {
 		latencyValues(m, "", lat)
 		reps = append(reps, m)
 	}
-	r := rowOf(nameOurs, append(latencyMeasures("", "cycle"), mCPU), reps)
+	r := rowOf(nameOurs, append(latencyMeasures("", "cycle"), perMeasures("cycle")...), reps)
 	if want := []float64{float64(3 * ms), float64(2500 * ms), float64(100 * ms)}; !slices.Equal(r.Reps["max"], want) {
 		t.Errorf("slowest per repetition %v, want %v", r.Reps["max"], want)
 	}
