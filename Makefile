@@ -85,10 +85,12 @@ chaos: deps
 demo: deps
 	$(GO) run ./cmd/gocurator-demo
 
-# bench: gocurator against the floor (raw go-zookeeper), Java Curator 5.4 and
-# go-zookeeper's zk.Lock on a fresh throwaway ZooKeeper, in one run;
-# regenerates docs/performance.md and its plot, docs/hot-mutex-sessions.svg. BENCH_FLAGS=-quick: a one-minute smoke run,
-# written to $$TMPDIR instead.
+# bench: gocurator against Java Curator 5.4, the floor and the limit (raw
+# go-zookeeper) and go-zookeeper's zk.Lock, on a fresh throwaway ZooKeeper and
+# a 3-member ensemble, in one run; writes docs/performance.json and renders
+# docs/performance.md and its plot, docs/hot-mutex-sessions.svg, from it.
+# BENCH_FLAGS=-quick: a smoke run of a minute or two, written to $$TMPDIR
+# instead; BENCH_FLAGS="-reps 5": the committed report's repetitions.
 bench: deps
 	$(GO) run ./cmd/gocurator-bench $(BENCH_FLAGS)
 

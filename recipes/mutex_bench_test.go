@@ -11,6 +11,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
+	"github.com/gocurator/curator/internal/rawlock"
 	"github.com/gocurator/curator/internal/testutil"
 )
 
@@ -53,16 +54,14 @@ func acquireRelease(tb testing.TB, ctx context.Context, h *Handle) {
 }
 
 // floorCycle is the textbook lock's uncontended cycle on raw go-zookeeper
-// under the persistent node parent: create, get children, delete.
+// (internal/rawlock) under the persistent node parent: create, get
+// children, delete.
 func floorCycle(tb testing.TB, conn *zk.Conn, parent string) {
-	p, err := conn.Create(parent+"/lock-", nil, zk.FlagEphemeralSequential, zk.WorldACL(zk.PermAll))
-	if err != nil {
+	l := rawlock.Lock{Conn: conn, Dir: parent, Prefix: "lock-"}
+	if err := l.Acquire(context.Background()); err != nil {
 		tb.Fatal(err)
 	}
-	if _, _, err := conn.Children(parent); err != nil {
-		tb.Fatal(err)
-	}
-	if err := conn.Delete(p, -1); err != nil {
+	if err := l.Release(); err != nil {
 		tb.Fatal(err)
 	}
 }

@@ -2,22 +2,19 @@ package main
 
 import (
 	"context"
-	"errors"
-	"fmt"
-	"slices"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/go-zookeeper/zk"
 
 	"github.com/gocurator/curator/framework"
+	"github.com/gocurator/curator/internal/rawlock"
 	"github.com/gocurator/curator/recipes"
 	"github.com/gocurator/curator/retry"
 )
 
-// errUnsupported marks a scenario an implementation cannot run.
-var errUnsupported = errors.New("not supported")
+// This file holds the Go implementations under test: gocurator, the floor
+// and the limit (internal/rawlock) and go-zookeeper's zk.Lock, each as
+// sessions that make owners of locks.
 
 // owner is one participant of a lock (a goroutine's handle on it).
 type owner interface {
@@ -30,186 +27,75 @@ type owner interface {
 	Token() int64
 }
 
-// session is one ZooKeeper session of an implementation.
-type session interface {
-	// Mutex returns a maker of owners of the mutex at path.
-	Mutex(path string) (func() owner, error)
-	// ReadWrite returns makers of readers and writers of the read-write
-	// lock at path.
-	ReadWrite(path string) (reader, writer func() owner, err error)
-	// Semaphore returns a maker of lease holders of the semaphore at path.
-	Semaphore(path string, leases int) (func() owner, error)
-	Close()
+// session is one ZooKeeper session of an implementation; a nil maker is
+// a recipe the implementation does not have.
+type session struct {
+	close     func()
+	mutex     func(path string) (func() owner, error)
+	readWrite func(path string) (reader, writer func() owner, err error)
+	semaphore func(path string, leases int) (func() owner, error)
+	join      func(path string) (*candidate, error) // a candidate of the election at path
 }
 
 // goImpl is a Go implementation under test.
 type goImpl struct {
-	key     string // used in lock paths and profiles
-	connect func(ctx context.Context, servers string) (session, error)
+	name    string
+	key     string // in lock paths
+	connect func(ctx context.Context, servers string) (*session, error)
 }
-
-const (
-	nameOurs    = "gocurator"
-	nameCurator = "Curator 5.4 (Java)"
-	nameFloor   = "floor (raw go-zk)"
-	nameZKLock  = "go-zk zk.Lock"
-)
 
 var (
-	implFloor  = goImpl{key: "floor", connect: connectFloor}
-	implOurs   = goImpl{key: "gocurator", connect: connectOurs}
-	implZKLock = goImpl{key: "zklock", connect: connectZKLock}
+	implFloor  = goImpl{nameFloor, "floor", connectRaw(rawlock.Exclusive)}
+	implLimit  = goImpl{nameLimit, "limit", connectRaw(rawlock.Limit)}
+	implOurs   = goImpl{nameOurs, "gocurator", connectOurs}
+	implZKLock = goImpl{nameZKLock, "zklock", connectZKLock}
 )
 
-func (g goImpl) name() string {
-	switch g.key {
-	case "floor":
-		return nameFloor
-	case "gocurator":
-		return nameOurs
-	default:
-		return nameZKLock
-	}
-}
-
-// ---- floor: the least any ZooKeeper lock must do, on raw go-zookeeper ----
-
-type floorSession struct{ c *rawConn }
-
-func connectFloor(ctx context.Context, servers string) (session, error) {
-	c, err := connectRaw(ctx, servers)
-	if err != nil {
-		return nil, err
-	}
-	return floorSession{c}, nil
-}
-
-func (s floorSession) Close() { s.c.close() }
-
-func (s floorSession) Mutex(path string) (func() owner, error) {
-	return func() owner { return &rawLock{conn: s.c.Conn, base: path, prefix: "lock-", kind: rawExclusive} }, nil
-}
-
-func (s floorSession) ReadWrite(path string) (func() owner, func() owner, error) {
-	return func() owner { return &rawLock{conn: s.c.Conn, base: path, prefix: "read-", kind: rawReader} },
-		func() owner { return &rawLock{conn: s.c.Conn, base: path, prefix: "write-", kind: rawExclusive} }, nil
-}
-
-func (s floorSession) Semaphore(path string, leases int) (func() owner, error) {
-	return func() owner {
-		return &rawLock{conn: s.c.Conn, base: path, prefix: "lease-", kind: rawLeases, leases: leases}
-	}, nil
-}
-
-type rawKind int
-
-const (
-	rawExclusive rawKind = iota // a mutex or a writer: hold at index 0, watch the predecessor
-	rawReader                   // hold when no writer precedes; watch the nearest preceding writer
-	rawLeases                   // hold at index < leases; watch the node leases places ahead
-)
-
-// rawLock is the textbook ZooKeeper lock recipe with nothing added: an
-// ephemeral sequential node, a child list, a data watch on the one node to
-// wait for, and a delete. Uncontended, it is create + get children + delete:
-// the floor of every ZooKeeper lock. No protection, no container parents,
-// no session checks, no fencing beyond the sequence number.
-type rawLock struct {
-	conn   *zk.Conn
-	base   string
-	prefix string
-	kind   rawKind
-	leases int
-	node   string
-	seq    int64
-}
-
-func rawSeq(name string) int64 {
-	if len(name) < 10 {
-		return -1
-	}
-	n, err := strconv.ParseInt(name[len(name)-10:], 10, 64)
-	if err != nil {
-		return -1
-	}
-	return n
-}
-
-func (l *rawLock) Acquire(ctx context.Context) error {
-	path, err := l.conn.Create(l.base+"/"+l.prefix, nil, zk.FlagEphemeralSequential, openACL)
-	if errors.Is(err, zk.ErrNoNode) {
-		if err := ensurePath(l.conn, l.base); err != nil {
-			return err
-		}
-		path, err = l.conn.Create(l.base+"/"+l.prefix, nil, zk.FlagEphemeralSequential, openACL)
-	}
-	if err != nil {
-		return err
-	}
-	name := path[len(l.base)+1:]
-	for {
-		kids, _, err := l.conn.Children(l.base)
+// connectRaw connects sessions of internal/rawlock whose mutex is of kind
+// mutex: the floor (Exclusive) with its read-write lock, semaphore and
+// election, or the limit (Limit), which is a mutex only while nobody
+// contends.
+func connectRaw(mutex rawlock.Kind) func(context.Context, string) (*session, error) {
+	return func(ctx context.Context, servers string) (*session, error) {
+		c, err := newRawConn(ctx, servers)
 		if err != nil {
-			_ = l.conn.Delete(path, -1)
-			return err
+			return nil, err
 		}
-		slices.SortFunc(kids, func(a, b string) int { return strings.Compare(a[len(a)-10:], b[len(b)-10:]) })
-		i := slices.Index(kids, name)
-		if i < 0 {
-			return fmt.Errorf("%s: our node vanished", path)
-		}
-		watch := ""
-		switch l.kind {
-		case rawExclusive:
-			if i > 0 {
-				watch = kids[i-1]
-			}
-		case rawReader:
-			for j := i - 1; j >= 0; j-- {
-				if strings.HasPrefix(kids[j], "write-") {
-					watch = kids[j]
-					break
-				}
-			}
-		case rawLeases:
-			if i >= l.leases {
-				watch = kids[i-l.leases]
+		maker := func(path, prefix string, kind rawlock.Kind, leases int) func() owner {
+			return func() owner {
+				return &rawOwner{rawlock.Lock{Conn: c.Conn, Dir: path, Prefix: prefix, Kind: kind, Leases: leases}}
 			}
 		}
-		if watch == "" {
-			l.node, l.seq = path, rawSeq(name)
-			return nil
+		s := &session{close: c.close, mutex: func(path string) (func() owner, error) {
+			return maker(path, "lock-", mutex, 0), nil
+		}}
+		if mutex == rawlock.Exclusive {
+			s.readWrite = func(path string) (func() owner, func() owner, error) {
+				return maker(path, "read-", rawlock.Reader, 0), maker(path, "write-", rawlock.Exclusive, 0), nil
+			}
+			s.semaphore = func(path string, leases int) (func() owner, error) {
+				return maker(path, "lease-", rawlock.Leases, leases), nil
+			}
+			s.join = func(path string) (*candidate, error) {
+				l := maker(path, "latch-", rawlock.Exclusive, 0)().(*rawOwner)
+				return startCandidate(l.Acquire, l.Node, func() {
+					if l.Node() != "" {
+						_ = l.Lock.Release()
+					}
+				}), nil
+			}
 		}
-		_, _, ch, err := l.conn.GetW(l.base + "/" + watch)
-		if errors.Is(err, zk.ErrNoNode) {
-			continue
-		}
-		if err != nil {
-			_ = l.conn.Delete(path, -1)
-			return err
-		}
-		select {
-		case <-ch:
-		case <-ctx.Done():
-			_ = l.conn.Delete(path, -1)
-			return ctx.Err()
-		}
+		return s, nil
 	}
 }
 
-func (l *rawLock) Release(context.Context) error {
-	err := l.conn.Delete(l.node, -1)
-	l.node = ""
-	return err
-}
+// rawOwner is an internal/rawlock participant as an owner.
+type rawOwner struct{ rawlock.Lock }
 
-func (l *rawLock) Token() int64 { return l.seq }
+func (o *rawOwner) Release(context.Context) error { return o.Lock.Release() }
+func (o *rawOwner) Token() int64                  { return rawlock.Seq(o.Node()) }
 
-// ---- gocurator ----
-
-type oursSession struct{ c *framework.Client }
-
-func connectOurs(ctx context.Context, servers string) (session, error) {
+func connectOurs(ctx context.Context, servers string) (*session, error) {
 	c, err := framework.New(servers, retry.NewExponentialBackoff(100*time.Millisecond, 5),
 		framework.WithSessionTimeout(sessionTimeout))
 	if err != nil {
@@ -219,60 +105,111 @@ func connectOurs(ctx context.Context, servers string) (session, error) {
 		c.Close()
 		return nil, err
 	}
-	return oursSession{c}, nil
+	return &session{
+		close: func() { c.Close() },
+		mutex: func(path string) (func() owner, error) {
+			m, err := recipes.NewInterProcessMutex(c, path)
+			return func() owner { return oursHandle{m.NewHandle()} }, err
+		},
+		readWrite: func(path string) (func() owner, func() owner, error) {
+			rw, err := recipes.NewInterProcessReadWriteLock(c, path)
+			return func() owner { return oursHandle{rw.NewHandle().ReadLock()} },
+				func() owner { return oursHandle{rw.NewHandle().WriteLock()} }, err
+		},
+		semaphore: func(path string, leases int) (func() owner, error) {
+			sem, err := recipes.NewInterProcessSemaphoreV2(c, path, leases)
+			return func() owner { return &oursLease{sem: sem} }, err
+		},
+		join: func(path string) (*candidate, error) {
+			l, err := recipes.NewLeaderLatch(c, path)
+			if err == nil {
+				err = l.Start()
+			}
+			if err != nil {
+				return nil, err
+			}
+			return startCandidate(l.Await, l.OurPath, func() { _ = l.Close() }), nil
+		},
+	}, nil
 }
 
-func (s oursSession) Close() { s.c.Close() }
-
-func (s oursSession) Mutex(path string) (func() owner, error) {
-	m, err := recipes.NewInterProcessMutex(s.c, path)
-	if err != nil {
-		return nil, err
-	}
-	return func() owner { return oursHandle{m.NewHandle()} }, nil
-}
-
+// oursHandle is a gocurator lock handle as an owner.
 type oursHandle struct{ *recipes.Handle }
 
 // Token is the sequence number in the held node's name, as the floor's:
 // gocurator's FencingToken (the czxid) costs a round trip on first use,
 // which Curator and the floor do not pay, so the measured loops never ask
 // for it.
-func (h oursHandle) Token() int64 {
-	if p := h.LockPath(); p != "" {
-		return rawSeq(p)
-	}
-	return 0
+func (h oursHandle) Token() int64 { return max(rawlock.Seq(h.LockPath()), 0) }
+
+// oursLease holds at most one lease of a gocurator semaphore at a time.
+type oursLease struct {
+	sem   *recipes.InterProcessSemaphoreV2
+	lease *recipes.Lease
 }
 
-// ---- go-zookeeper's own zk.Lock ----
+func (o *oursLease) Acquire(ctx context.Context) error {
+	l, err := o.sem.Acquire(ctx)
+	o.lease = l
+	return err
+}
 
-type zkLockSession struct{ c *rawConn }
+func (o *oursLease) Release(ctx context.Context) error {
+	l := o.lease
+	o.lease = nil
+	return l.Close(ctx)
+}
 
-func connectZKLock(ctx context.Context, servers string) (session, error) {
-	c, err := connectRaw(ctx, servers)
+// Token is the held lease node's sequence number (see oursHandle.Token).
+func (o *oursLease) Token() int64 { return max(rawlock.Seq(o.lease.Path()), 0) }
+
+func connectZKLock(ctx context.Context, servers string) (*session, error) {
+	c, err := newRawConn(ctx, servers)
 	if err != nil {
 		return nil, err
 	}
-	return zkLockSession{c}, nil
+	return &session{close: c.close, mutex: func(path string) (func() owner, error) {
+		return func() owner { return zkLockOwner{zk.NewLock(c.Conn, path, zk.WorldACL(zk.PermAll))} }, nil
+	}}, nil
 }
 
-func (s zkLockSession) Close() { s.c.close() }
-
-func (s zkLockSession) Mutex(path string) (func() owner, error) {
-	return func() owner { return zkLockOwner{zk.NewLock(s.c.Conn, path, openACL)} }, nil
-}
-
-func (s zkLockSession) ReadWrite(string) (func() owner, func() owner, error) {
-	return nil, nil, fmt.Errorf("%w: go-zookeeper has no read-write lock", errUnsupported)
-}
-
-func (s zkLockSession) Semaphore(string, int) (func() owner, error) {
-	return nil, fmt.Errorf("%w: go-zookeeper has no semaphore", errUnsupported)
-}
-
+// zkLockOwner is a go-zookeeper zk.Lock as an owner.
 type zkLockOwner struct{ l *zk.Lock }
 
 func (o zkLockOwner) Acquire(context.Context) error { return o.l.Lock() }
 func (o zkLockOwner) Release(context.Context) error { return o.l.Unlock() }
 func (o zkLockOwner) Token() int64                  { return 0 }
+
+// candidate is one candidate of an election, waiting to lead on a
+// goroutine of its own.
+type candidate struct {
+	led    chan struct{} // closed once it leads
+	ledAt  time.Time     // when it learned that it leads; written before led closes
+	node   func() string // its node's path, known once it leads
+	cancel context.CancelFunc
+	ended  chan struct{} // closed when the waiting goroutine has returned
+	resign func()
+}
+
+// startCandidate starts waiting for await to return nil (leadership);
+// resign leaves the election once the waiting has stopped.
+func startCandidate(await func(context.Context) error, node func() string, resign func()) *candidate {
+	ctx, cancel := context.WithCancel(context.Background())
+	c := &candidate{led: make(chan struct{}), node: node, cancel: cancel, ended: make(chan struct{}), resign: resign}
+	go func() {
+		defer close(c.ended)
+		if await(ctx) == nil {
+			c.ledAt = time.Now()
+			close(c.led)
+		}
+	}()
+	return c
+}
+
+// leave stops waiting and leaves the election (a latch's Close, the
+// floor's delete; after a session's end, what is left to close).
+func (c *candidate) leave() {
+	c.cancel()
+	<-c.ended
+	c.resign()
+}

@@ -8,9 +8,8 @@ import (
 	"fmt"
 	"io"
 	"os/exec"
+	"strconv"
 	"time"
-
-	"github.com/go-zookeeper/zk"
 
 	"github.com/gocurator/curator/internal/jvm"
 )
@@ -23,9 +22,7 @@ var curatorBenchSource []byte
 type javaRunner struct {
 	java      string
 	classpath string
-
-	// versions, from the first run
-	javaVersion, curatorVersion, zkClientVersion string
+	versions  javaVersions // from the first JVM that quits
 }
 
 // newJavaRunner compiles CuratorBench with javac against Curator's jars. It
@@ -48,17 +45,11 @@ func newJavaRunner(ctx context.Context) (*javaRunner, error) {
 	return &javaRunner{java: java, classpath: cp}, nil
 }
 
-// javaRep is one repetition's JSON line from CuratorBench.
+// javaRep is a timed repetition's JSON line from CuratorBench.
 type javaRep struct {
-	LatNs        []int64 `json:"latNs"`
-	SessionLatNs []int64 `json:"sessionLatNs"`
-	Packets      int64   `json:"packets"`
-	Ops          int64   `json:"ops"`
-	ElapsedNs    int64   `json:"elapsedNs"`
-	DrainNs      int64   `json:"drainNs"`
-	Acquisitions int     `json:"acquisitions"`
-	Participants int     `json:"participants"`
-	Writers      int     `json:"writers"`
+	Ops     int64           `json:"ops"`
+	Elapsed time.Duration   `json:"elapsedNs"`
+	Lat     []time.Duration `json:"latNs"`
 }
 
 // javaVersions is CuratorBench's last JSON line.
@@ -79,10 +70,10 @@ type javaProc struct {
 
 // start starts a JVM for scenario and waits until it has set up and warmed
 // up ("ready").
-func (j *javaRunner) start(ctx context.Context, setupLimit, repLimit time.Duration, scenario, connect string, args ...string) (*javaProc, error) {
+func (j *javaRunner) start(ctx context.Context, setupLimit, repLimit time.Duration, scenario, servers string, args ...string) (*javaProc, error) {
 	argv := []string{"-Xmx1g", "-Xss512k", "-XX:-UsePerfData", "-Djava.net.preferIPv4Stack=true",
 		"-Dorg.slf4j.simpleLogger.defaultLogLevel=warn",
-		"-Dzookeeper.jmx.log4j.disable=true", "-cp", j.classpath, "CuratorBench", scenario, connect}
+		"-Dzookeeper.jmx.log4j.disable=true", "-cp", j.classpath, "CuratorBench", scenario, servers}
 	proc, err := jvm.Start(exec.Command(j.java, append(argv, args...)...))
 	if err != nil {
 		return nil, err
@@ -116,32 +107,45 @@ func (p *javaProc) next(ctx context.Context, limit time.Duration) (string, error
 	}
 }
 
-func (p *javaProc) rep(ctx context.Context) (repResult, error) { return p.ask(ctx, "rep") }
-
-// repAt runs a repetition of scenario 2 with the first n of the JVM's
-// sessions.
-func (p *javaProc) repAt(ctx context.Context, n int) (repResult, error) {
-	return p.ask(ctx, fmt.Sprintf("rep %d", n))
+// ask sends the JVM a request and returns its answer.
+func (p *javaProc) ask(ctx context.Context, request string) (string, error) {
+	_, err := io.WriteString(p.proc.Stdin(), request+"\n")
+	answer := ""
+	if err == nil {
+		answer, err = p.next(ctx, p.limit)
+	}
+	if err != nil {
+		return "", fmt.Errorf("CuratorBench %s: %w; stderr: %s", request, err, tail(p.proc.Stderr(), 1500))
+	}
+	return answer, nil
 }
 
-// ask sends the JVM one line that asks for a repetition, and returns the
-// repetition's result.
-func (p *javaProc) ask(ctx context.Context, line string) (repResult, error) {
-	if _, err := io.WriteString(p.proc.Stdin(), line+"\n"); err != nil {
-		return repResult{}, fmt.Errorf("CuratorBench: %w; stderr: %s", err, tail(p.proc.Stderr(), 1500))
-	}
-	answer, err := p.next(ctx, p.limit)
+// cpu is the CPU time the JVM has used.
+func (p *javaProc) cpu() (time.Duration, error) {
+	answer, err := p.ask(context.Background(), "cpu")
 	if err != nil {
-		return repResult{}, fmt.Errorf("CuratorBench: %w; stderr: %s", err, tail(p.proc.Stderr(), 1500))
+		return 0, err
+	}
+	ns, err := strconv.ParseInt(answer, 10, 64)
+	return time.Duration(ns), err
+}
+
+// timedRep asks the JVM for a repetition of a timed loop ("rep", or
+// "rep <sessions>": with the first sessions of its sessions).
+func (p *javaProc) timedRep(ctx context.Context, sessions int) (repResult, error) {
+	req := "rep"
+	if sessions > 0 {
+		req = fmt.Sprintf("rep %d", sessions)
+	}
+	answer, err := p.ask(ctx, req)
+	if err != nil {
+		return repResult{}, err
 	}
 	var r javaRep
 	if err := json.Unmarshal([]byte(answer), &r); err != nil {
-		return repResult{}, fmt.Errorf("CuratorBench: bad output %q: %v", tail(answer, 200), err)
+		return repResult{}, fmt.Errorf("CuratorBench: bad output %q: %w", tail(answer, 200), err)
 	}
-	res := repResult{packets: r.Packets, ops: r.Ops, elapsed: time.Duration(r.ElapsedNs), drain: time.Duration(r.DrainNs),
-		acquisitions: r.Acquisitions, participants: r.Participants, wrote: r.Writers}
-	res.lat, res.latSession = durations(r.LatNs), durations(r.SessionLatNs)
-	return res, nil
+	return repResult{ops: r.Ops, elapsed: r.Elapsed, lat: r.Lat}, nil
 }
 
 // close asks the JVM to quit, keeps its versions, and kills it if it does
@@ -158,8 +162,8 @@ func (p *javaProc) close() {
 					break read
 				}
 				var v javaVersions
-				if json.Unmarshal([]byte(line), &v) == nil && v.Java != "" && p.j.javaVersion == "" {
-					p.j.javaVersion, p.j.curatorVersion, p.j.zkClientVersion = v.Java, v.Curator, v.ZKClient
+				if json.Unmarshal([]byte(line), &v) == nil && v.Java != "" && p.j.versions.Java == "" {
+					p.j.versions = v
 				}
 			case <-deadline.C:
 				break read
@@ -169,15 +173,6 @@ func (p *javaProc) close() {
 	p.proc.Kill()
 }
 
-// durations converts nanoseconds; nil for none.
-func durations(ns []int64) []time.Duration {
-	var out []time.Duration
-	for _, n := range ns {
-		out = append(out, time.Duration(n))
-	}
-	return out
-}
-
 func tail(s string, n int) string {
 	if len(s) > n {
 		return "…" + s[len(s)-n:]
@@ -185,21 +180,24 @@ func tail(s string, n int) string {
 	return s
 }
 
-func (e *env) javaArgs(scenario int, extra ...string) []string {
-	return append([]string{
-		"path=" + e.path(scenario, "curator"),
-		fmt.Sprintf("warmupMs=%d", e.c.WarmJava.Milliseconds()),
-	}, extra...)
+// javaEntry is the Curator side of scenario key: a JVM running
+// CuratorBench's scenario with args, on the scenario's lock path, made a
+// contender by wrap (nil: a timed loop).
+func (e *env) javaEntry(key, scenario string, wrap func(context.Context, *javaProc) (*contender, error), args ...string) entry {
+	return entry{impl: nameCurator, setup: func(ctx context.Context) (*contender, error) {
+		if e.java == nil {
+			return nil, fmt.Errorf("%w: Java is off (%s)", errSkipped, e.javaOff)
+		}
+		all := append([]string{"path=" + e.path(key, "curator"), fmt.Sprintf("warmupMs=%d", e.c.WarmJava.Milliseconds())}, args...)
+		p, err := e.java.start(ctx, 3*time.Minute+e.c.WarmJava, 2*time.Minute+e.c.Duration, scenario, e.servers, all...)
+		switch {
+		case err != nil:
+			return nil, err
+		case wrap != nil:
+			return wrap(ctx, p)
+		}
+		return &contender{rep: p.timedRep, close: p.close, cpu: p.cpu}, nil
+	}}
 }
 
 func (e *env) durationArg() string { return fmt.Sprintf("durationMs=%d", e.c.Duration.Milliseconds()) }
-
-// startJava starts the Curator side of a scenario as a contender.
-func (e *env) startJava(ctx context.Context, scenario string, args ...string) (contender, error) {
-	if e.java == nil {
-		return nil, fmt.Errorf("%w: Java is off (%s)", errSkipped, e.javaOff)
-	}
-	return e.java.start(ctx, 3*time.Minute+e.c.WarmJava, 2*time.Minute+e.c.Duration, scenario, e.servers, args...)
-}
-
-func isNoNode(err error) bool { return errors.Is(err, zk.ErrNoNode) }

@@ -1,29 +1,28 @@
-// Command gocurator-bench measures gocurator's lock recipes against the
-// floor (the textbook ZooKeeper lock on raw go-zookeeper), Apache Curator
-// 5.4 in a JVM, and go-zookeeper's own zk.Lock, on one ZooKeeper server,
-// and writes docs/performance.md. `make bench` runs it.
+// Command gocurator-bench measures gocurator's lock recipes side by side
+// with Apache Curator 5.4 in a JVM, the floor and the limit (the textbook
+// ZooKeeper lock and a bare create + delete on raw go-zookeeper, from
+// internal/rawlock) and go-zookeeper's zk.Lock, on a throwaway ZooKeeper
+// server and a throwaway 3-member ensemble. It writes the run's results to
+// docs/performance.json and renders docs/performance.md from them, with
+// the plot docs/hot-mutex-sessions.svg. `make bench` runs it.
 //
 // Usage:
 //
-//	gocurator-bench [-servers host:port] [-quick] [-out docs/performance.md] [-java=true]
-//	                [-scenarios 1,2,3,4,5,6,7] [-reps n] [-waiters n] [-gobench=true] [-profile dir]
+//	gocurator-bench [-quick] [-out docs/performance.md] [-java=true] [-reps n]
+//	                [-scenarios 1,2,3,4,5,6,7,1e,2e] [-waiters n]
+//	gocurator-bench -render docs/performance.json
 //
-// Without -servers it starts a throwaway ZooKeeper (Debian's zookeeper
-// package; forceSync off, as the tests run it; its data dir on /dev/shm
-// where that is a writable tmpfs) and removes it afterwards.
-// With -servers, the first server must answer the four-letter words mntr
-// and wchp (4lw.commands.whitelist), allow a few hundred connections from this host
-// (maxClientCnxns), and serve no other client during the run: its counters
-// are the herd measure. The run's nodes are deleted afterwards.
-//
-// A -quick run writes its report to $TMPDIR/gocurator-bench-quick.md unless
-// -out is given, so that smoke numbers never replace docs/performance.md.
-// The plot of scenario 2's sweep, hot-mutex-sessions.svg, goes next to the
-// report (docs/hot-mutex-sessions.svg for a full run), which links to it.
+// The servers are Debian's zookeeper package run by framework/zktest:
+// forceSync off, as the tests run them; their data dirs on /dev/shm where
+// that is a writable tmpfs. A -quick run writes its results to
+// $TMPDIR/gocurator-bench-quick.{json,md} unless -out is given, so that
+// smoke numbers never replace the committed ones. -render renders the
+// report (and the plot) again from a results file, beside it: after a
+// change of the template (report.md.tmpl) or of the targets (targets.go).
 //
 // Scenarios:
 //
-//  1. uncontended mutex acquire + release, one client: p50 / p99 latency;
+//  1. uncontended mutex acquire + release, one client: latency;
 //  2. one hot mutex, 8 sessions in a loop: acquisitions per second; and,
 //     for gocurator, Curator and the floor, with 1, 2, 4, 8, 16 and 32
 //     sessions (the plot);
@@ -36,26 +35,31 @@
 //  7. a LeaderLatch election of two candidates: the time from the leader's
 //     Close, or from the end of its session, until the other knows it leads.
 //
+// 1e and 2e are scenarios 1 and 2 (without the sweep) on the ensemble,
+// where every write goes through a quorum, as in production. Every
+// scenario measures the client's CPU time per acquisition too.
+//
 // The Java side (java/CuratorBench.java, embedded) is compiled with javac
 // (once: internal/jvm caches the classes) and run as one child JVM per
-// scenario, which
-// sets up and warms up, then runs each repetition when asked on stdin and
-// prints its result as one JSON line. Within a scenario the repetitions of
-// all implementations alternate, one at a time.
+// scenario, which sets up, then answers each request on stdin (run a
+// repetition, form a queue, hand leadership over, tell its CPU time) with
+// one line. Within a scenario the repetitions of all implementations
+// alternate, one at a time.
 package main
 
 import (
 	"bytes"
+	"cmp"
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
-	"io"
 	"os"
-	"os/exec"
 	"os/signal"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -65,38 +69,44 @@ import (
 )
 
 type options struct {
-	servers   string
 	quick     bool
 	out       string
 	java      bool
 	scenarios string
 	reps      int
-	gobench   bool
-	profile   string
 	waiters   int
+	render    string
 }
+
+// allScenarios are the scenarios' keys, in the order they run: the
+// standalone server's, then the ensemble's.
+var allScenarios = []string{"1", "2", "3", "4", "5", "6", "7", "1e", "2e"}
 
 func main() {
 	var o options
-	flag.StringVar(&o.servers, "servers", "", "ZooKeeper connect string; empty starts a throwaway server")
 	flag.BoolVar(&o.quick, "quick", false, "small counts, one repetition: a smoke run of about a minute")
-	flag.StringVar(&o.out, "out", "docs/performance.md", "the report to write (with -quick: $TMPDIR/gocurator-bench-quick.md unless given); empty writes none")
+	flag.StringVar(&o.out, "out", "", "the report to write, the results beside it (.json) (default docs/performance.md; with -quick, $TMPDIR/gocurator-bench-quick.md)")
 	flag.BoolVar(&o.java, "java", true, "measure Java Curator too (needs javac and Debian's libcurator-recipes-java)")
-	flag.StringVar(&o.scenarios, "scenarios", "1,2,3,4,5,6,7", "scenarios to run")
+	flag.StringVar(&o.scenarios, "scenarios", strings.Join(allScenarios, ","), "scenarios to run")
 	flag.IntVar(&o.reps, "reps", 0, "repetitions (0: 3, or 1 with -quick)")
-	flag.BoolVar(&o.gobench, "gobench", true, "also run `go test -bench . -benchmem ./recipes` and put its output in the report")
-	flag.StringVar(&o.profile, "profile", "", "write CPU profiles of gocurator's runs to this directory")
 	flag.IntVar(&o.waiters, "waiters", 0, "waiting handles in scenario 6 (0: 10000, or 500 with -quick)")
+	flag.StringVar(&o.render, "render", "", "render the report again from this results file (.json), beside it, and run nothing")
 	flag.Parse()
-	outSet := false
-	flag.Visit(func(f *flag.Flag) { outSet = outSet || f.Name == "out" })
-	if o.quick && !outSet {
-		// a smoke run must not overwrite the committed report
-		o.out = filepath.Join(os.TempDir(), "gocurator-bench-quick.md")
+	if o.out == "" {
+		o.out = "docs/performance.md"
+		if o.quick {
+			o.out = filepath.Join(os.TempDir(), "gocurator-bench-quick.md")
+		}
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := run(ctx, o); err != nil {
+	var err error
+	if o.render != "" {
+		err = renderFile(o.render)
+	} else {
+		err = run(ctx, o)
+	}
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "gocurator-bench:", err)
 		os.Exit(1)
 	}
@@ -106,226 +116,209 @@ func logf(format string, args ...any) {
 	fmt.Fprintf(os.Stderr, "%s  %s\n", time.Now().Format("15:04:05.000"), fmt.Sprintf(format, args...))
 }
 
-func parseScenarios(s string) (map[int]bool, error) {
-	out := map[int]bool{}
-	for _, f := range strings.Split(s, ",") {
-		if f = strings.TrimSpace(f); f == "" {
-			continue
-		}
-		n, err := strconv.Atoi(f)
-		if err != nil || n < 1 || n > 7 {
-			return nil, fmt.Errorf("-scenarios: %q is not a scenario (1 to 7)", f)
-		}
-		out[n] = true
-	}
-	return out, nil
-}
-
 func run(ctx context.Context, o options) error {
 	began := time.Now()
-	which, err := parseScenarios(o.scenarios)
-	if err != nil {
-		return err
+	keys := strings.Split(strings.ReplaceAll(o.scenarios, " ", ""), ",")
+	for _, k := range keys {
+		if !slices.Contains(allScenarios, k) {
+			return fmt.Errorf("-scenarios: %q is none of %s", k, strings.Join(allScenarios, ","))
+		}
 	}
 	c := fullCounts()
 	if o.quick {
 		c = quickCounts()
 	}
-	if o.reps > 0 {
-		c.Reps = o.reps
+	c.Reps = cmp.Or(o.reps, c.Reps)
+	c.S6Wait = cmp.Or(o.waiters, c.S6Wait)
+	res := &Results{Generated: began, Quick: o.quick, Counts: c, Machine: readMachine(), LoadStart: loadAverage(),
+		Versions: versions{Go: runtime.Version(), GoZK: moduleVersion("github.com/go-zookeeper/zk"), Revision: gitRevision()}}
+	if loadHigh(res.LoadStart) {
+		logf("!!!!! LOAD AVERAGE %s AT THE START: THE REPORT WILL SAY THAT ITS NUMBERS ARE NOISE !!!!!", fmtLoads(res.LoadStart))
 	}
-	if o.waiters > 0 {
-		c.S6Wait = o.waiters
-	}
-	if o.profile != "" {
-		if err := os.MkdirAll(o.profile, 0o755); err != nil {
-			return err
+	e := &env{c: c, logf: logf, base: "/gocurator-bench/" + strconv.FormatInt(began.UnixNano(), 36)}
+	if o.java {
+		j, err := newJavaRunner(ctx)
+		if err != nil {
+			res.JavaOff = err.Error()
 		}
+		e.java = j
+	} else {
+		res.JavaOff = "turned off with -java=false"
 	}
-	rep := &report{Generated: began, Quick: o.quick, Counts: c, Machine: readMachine(), GoVersion: runtime.Version(),
-		GoZKVersion: moduleVersion("github.com/go-zookeeper/zk"), Revision: gitRevision(), LoadStart: loadAverage()}
-
-	e := &env{servers: o.servers, c: c, logf: logf, profileDir: o.profile,
-		base: "/gocurator-bench/" + strconv.FormatInt(began.UnixNano(), 36)}
-	var srv *zktest.Server
-	if e.servers == "" {
+	if e.javaOff = res.JavaOff; e.javaOff != "" {
+		logf("!!!!! JAVA CURATOR WILL NOT BE MEASURED: %s !!!!!", e.javaOff)
+	}
+	zkOpts := []zktest.Option{
+		zktest.WithContainerCheckInterval(60 * time.Second), // ZooKeeper's default: containers are not reaped mid-run
+		zktest.WithTmpfs(), // no disk stalls in what is measured
+		zktest.WithJVMFlags("-Xmx1g", "-XX:TieredStopAtLevel=4"),
+	}
+	const setup = "forceSync=no, containers reaped every 60 s, JVM -Xmx1g with the full JIT, on the same machine as the clients; "
+	onEnsemble := func(k string) bool { return strings.HasSuffix(k, "e") }
+	if standalone := slices.DeleteFunc(slices.Clone(keys), onEnsemble); len(standalone) > 0 {
 		logf("starting a throwaway ZooKeeper ...")
-		srv, err = zktest.StartServer(
-			zktest.WithContainerCheckInterval(60*time.Second), // ZooKeeper's default: containers are not reaped mid-run
-			zktest.WithTmpfs(), // no disk stalls in what is measured
-			zktest.WithJVMFlags("-Xmx1g", "-XX:TieredStopAtLevel=4"))
+		srv, err := zktest.StartServer(append(zkOpts, zktest.WithStandaloneMode())...)
 		if err != nil {
 			return fmt.Errorf("starting ZooKeeper: %w", err)
 		}
 		defer srv.Close()
-		e.servers = srv.Addr()
-		rep.ServerSetup = "throwaway standalone server started by the command (framework/zktest): forceSync=no, " +
-			"containers reaped every 60 s, JVM -Xmx1g with the full JIT, on the same machine as the clients; " + dataDirSetup(srv.DataDir())
-	} else {
-		rep.ServerSetup = "external (-servers " + e.servers + "); packets are counted on its first server only"
-	}
-	if m, err := mntr(e.servers); err != nil {
-		return fmt.Errorf("mntr on %s: %w", e.servers, err)
-	} else {
-		rep.ZKServerVersion = m["zk_version"]
-	}
-	logf("ZooKeeper %s at %s", rep.ZKServerVersion, e.servers)
-
-	if o.java {
-		j, err := newJavaRunner(ctx)
-		if err != nil {
-			rep.JavaOff = err.Error()
-			logf("!!!!! JAVA CURATOR WILL NOT BE MEASURED: %v !!!!!", err)
-		} else {
-			e.java = j
+		res.ServerSetup = "a throwaway server in standalone mode (framework/zktest): " + setup + dataDirSetup(srv.DataDir()) +
+			"; standalone mode has no CommitProcessor, so ZOOKEEPER-4537 (fixed in 3.8.1: a lone client's request can wait for its next ping, 10 s) cannot stall it"
+		if err := e.runOn(ctx, srv, standalone, res); err != nil {
+			return err
 		}
-	} else {
-		rep.JavaOff = "turned off with -java=false"
-		logf("!!!!! JAVA CURATOR WILL NOT BE MEASURED (-java=false) !!!!!")
+		srv.Close() // free its memory and CPU for the ensemble
 	}
-	e.javaOff = rep.JavaOff
+	if ensemble := slices.DeleteFunc(slices.Clone(keys), func(k string) bool { return !onEnsemble(k) }); len(ensemble) > 0 {
+		logf("starting a throwaway 3-member ZooKeeper ensemble ...")
+		ens, err := zktest.StartEnsemble(3, zkOpts...)
+		if err != nil {
+			return fmt.Errorf("starting the ensemble: %w", err)
+		}
+		defer ens.Close()
+		leader, err := ens.Leader()
+		if err != nil {
+			return err
+		}
+		follower := ens.Members()[(leader+1)%3]
+		res.EnsembleSetup = fmt.Sprintf("3 throwaway members (framework/zktest): %s%s; every client connects to member %d, a follower, "+
+			"so that each write goes to the leader and is committed by a quorum before the follower replies; ZooKeeper 3.8.0's ZOOKEEPER-4537 "+
+			"(fixed in 3.8.1) can make a lone client's request there wait for its next ping, 10 s: such a stall shows in scenario 1e's slowest cycle",
+			setup, dataDirSetup(ens.Dir()), follower.ID())
+		if err := e.runOn(ctx, follower, ensemble, res); err != nil {
+			return err
+		}
+		ens.Close()
+	}
+	res.LoadEnd = loadAverage()
+	if e.java != nil {
+		v := e.java.versions
+		res.Versions.Java, res.Versions.Curator, res.Versions.ZKClient = v.Java, v.Curator, v.ZKClient
+	}
+	res.Elapsed = time.Since(began)
+	if err := writeResults(res, o.out); err != nil {
+		return err
+	}
+	fmt.Printf("gocurator-bench: %s in %s, load average %s at the start; %s\n", map[bool]string{true: "quick run", false: "full run"}[o.quick],
+		res.Elapsed.Round(time.Second), fmtLoads(res.LoadStart), o.out)
+	for _, t := range res.targetResults() {
+		fmt.Printf("  %-3s %-8s %s %s: %s vs %s = %s\n", t.Scenario, t.Status, t.Measure, t.Target, t.Ours, t.Theirs, t.Ratio)
+	}
+	return nil
+}
 
-	if err := e.warmServer(ctx); err != nil {
+// runOn runs the scenarios of keys with srv, after warming it up: the
+// floor's mutex for a while, so that its JIT has compiled its request path
+// before anything is measured.
+func (e *env) runOn(ctx context.Context, srv *zktest.Server, keys []string, res *Results) error {
+	e.srv, e.servers = srv, srv.Addr()
+	m, err := srv.Mntr()
+	if err != nil {
+		return err
+	}
+	res.Versions.ZKServer = m["zk_version"]
+	logf("ZooKeeper %s at %s: warming it up ...", res.Versions.ZKServer, e.servers)
+	warm, err := e.mutexWorkers(ctx, implFloor, 4, e.base+"/warm", 0)
+	if err == nil {
+		_, err = warm.rep(ctx, 0)
+		warm.close()
+	}
+	if err != nil {
 		return fmt.Errorf("warming the server up: %w", err)
 	}
-	runners := []func(context.Context) *scenarioResult{e.scenario1, e.scenario2, e.scenario3, e.scenario4, e.scenario5, e.scenario6, e.scenario7}
-	for i, f := range runners {
-		if !which[i+1] {
-			continue
-		}
-		rep.Scenarios = append(rep.Scenarios, f(ctx))
+	for _, k := range keys {
+		res.Scenarios = append(res.Scenarios, e.scenario(ctx, k))
 		if err := ctx.Err(); err != nil {
 			return err
 		}
 	}
-	rep.LoadEnd = loadAverage()
-	if e.java != nil {
-		rep.JavaVersion, rep.CuratorVersion, rep.ZKClientVersion = e.java.javaVersion, e.java.curatorVersion, e.java.zkClientVersion
-	}
-	if srv == nil {
-		if err := e.cleanup(ctx); err != nil {
-			logf("cleaning up %s: %v", e.base, err)
-		}
-	} else {
-		srv.Close() // free the CPU for the Go benchmarks
-	}
+	return nil
+}
 
-	if o.gobench {
-		rep.GoBenchCmd, rep.GoBench, rep.GoBenchErr = runGoBench(ctx, o.quick)
+// scenario runs the scenario of key.
+func (e *env) scenario(ctx context.Context, key string) *Scenario {
+	switch key {
+	case "1", "1e":
+		return e.scenario1(ctx, key, map[bool]string{true: ", on the ensemble"}[key == "1e"])
+	case "2":
+		return e.scenario2(ctx, key, "", e.c.S2Sweep)
+	case "2e":
+		return e.scenario2(ctx, key, ", on the ensemble", nil)
+	case "3":
+		return e.scenario3(ctx)
+	case "4":
+		return e.scenario4(ctx)
+	case "5":
+		return e.scenario5(ctx)
+	case "6":
+		return e.scenario6(ctx)
+	default:
+		return e.scenario7(ctx)
 	}
-	if o.profile != "" {
-		rep.Notes = append(rep.Notes, "CPU profiles of gocurator's runs were written to "+o.profile+" (go tool pprof).")
+}
+
+// dataDirSetup says where a server's data dir is, for the report.
+func dataDirSetup(dir string) string {
+	if strings.HasPrefix(dir, "/dev/shm/") {
+		return "data dir on tmpfs (" + dir + "): snapshots and transaction log in memory"
 	}
-	rep.Elapsed = time.Since(began)
-	if o.out != "" {
-		if err := writeOutput(o.out, rep.write); err != nil {
-			return err
-		}
-		// the plot the report links to, next to it
-		if plot, ok := rep.hotMutexPlot(); ok {
-			if err := writeOutput(filepath.Join(filepath.Dir(o.out), hotMutexSVG), plot.writeSVG); err != nil {
-				return err
-			}
-		}
+	return "data dir on disk (" + dir + "): no writable tmpfs at /dev/shm, so disk stalls may show in the numbers"
+}
+
+// writeResults writes res to the .json beside the report md, and the
+// report.
+func writeResults(res *Results, md string) error {
+	b, err := json.MarshalIndent(res, "", "  ")
+	if err != nil {
+		return err
 	}
-	fmt.Printf("gocurator-bench: %s in %s\n", map[bool]string{true: "quick run", false: "full run"}[o.quick], rep.Elapsed.Round(time.Second))
-	for _, t := range rep.targets() {
-		fmt.Printf("  scenario %d: %-8s %s — %s\n", t.Scenario, t.Status, t.Text, t.Measured)
+	if err := writeFile(strings.TrimSuffix(md, ".md")+".json", append(b, '\n')); err != nil {
+		return err
+	}
+	return writeReport(res, md)
+}
+
+// writeReport renders res into the report md and, next to it, the plot it
+// links to.
+func writeReport(res *Results, md string) error {
+	var b bytes.Buffer
+	if err := res.render(&b); err != nil {
+		return err
+	}
+	if err := writeFile(md, b.Bytes()); err != nil {
+		return err
+	}
+	if plot, ok := res.hotMutexPlot(); ok {
+		b.Reset()
+		plot.writeSVG(&b)
+		return writeFile(filepath.Join(filepath.Dir(md), hotMutexSVG), b.Bytes())
 	}
 	return nil
 }
 
-// dataDirSetup says where the server's data dir is, for the report.
-func dataDirSetup(dir string) string {
-	typ := fsType(dir)
-	if typ == "tmpfs" {
-		return "data dir on tmpfs (" + dir + "): snapshots and transaction log in memory"
+// renderFile renders the report of a results file beside it.
+func renderFile(path string) error {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return err
 	}
-	return "data dir on disk (" + dir + ", " + typ + "): no writable tmpfs at /dev/shm, so disk stalls may show in the numbers"
+	var res Results
+	if err := json.Unmarshal(b, &res); err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	if !strings.HasSuffix(path, ".json") {
+		return errors.New("-render: the results file's name must end in .json")
+	}
+	return writeReport(&res, strings.TrimSuffix(path, ".json")+".md")
 }
 
-// writeOutput writes a file of the run's output with write.
-func writeOutput(path string, write func(io.Writer)) error {
-	var buf bytes.Buffer
-	write(&buf)
+func writeFile(path string, b []byte) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return err
 	}
-	if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
+	if err := os.WriteFile(path, b, 0o644); err != nil {
 		return err
 	}
 	logf("wrote %s", path)
 	return nil
-}
-
-// warmServer runs the floor's mutex for a while so the server's JIT has
-// compiled its request path before anything is measured.
-func (e *env) warmServer(ctx context.Context) error {
-	d := 3 * time.Second
-	if e.c.Reps <= 1 && e.c.S1Ops < 1000 {
-		d = time.Second
-	}
-	logf("warming the server up for %s ...", d)
-	ss, closeAll, err := connectAll(ctx, implFloor, e.servers, 4)
-	if err != nil {
-		return err
-	}
-	defer closeAll()
-	var workers []func(context.Context) error
-	for _, s := range ss {
-		mk, _ := s.Mutex(e.base + "/warm")
-		workers = append(workers, cycleOf(mk()))
-	}
-	_, _, err = runTimed(ctx, workers, d)
-	return err
-}
-
-// cleanup removes the run's tree from an external server.
-func (e *env) cleanup(ctx context.Context) error {
-	c, err := connectRaw(ctx, e.servers)
-	if err != nil {
-		return err
-	}
-	defer c.close()
-	return deleteTree(c.Conn, e.base)
-}
-
-// runGoBench runs the recipes' go test benchmarks from the module root.
-func runGoBench(ctx context.Context, quick bool) (cmdline, out, errText string) {
-	args := []string{"test", "-run", "^$", "-bench", ".", "-benchmem", "-count", "1"}
-	if quick {
-		args = append(args, "-benchtime", "100x")
-	}
-	args = append(args, "./recipes")
-	cmdline = "go " + strings.Join(args, " ")
-	goBin, err := exec.LookPath("go")
-	if err != nil {
-		return cmdline, "", "go not found"
-	}
-	root, err := moduleRoot(ctx, goBin)
-	if err != nil {
-		return cmdline, "", err.Error()
-	}
-	logf("running %s ...", cmdline)
-	ctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, goBin, args...)
-	cmd.Dir = root
-	b, err := cmd.CombinedOutput()
-	if err != nil {
-		return cmdline, string(b), err.Error()
-	}
-	return cmdline, string(b), ""
-}
-
-func moduleRoot(ctx context.Context, goBin string) (string, error) {
-	out, err := exec.CommandContext(ctx, goBin, "env", "GOMOD").Output()
-	if err != nil {
-		return "", err
-	}
-	mod := strings.TrimSpace(string(out))
-	if mod == "" || mod == os.DevNull {
-		return "", errors.New("not inside the gocurator module (run from the repository)")
-	}
-	return filepath.Dir(mod), nil
 }

@@ -131,7 +131,7 @@ func (p linePlot) writeSVG(w io.Writer) {
 		for i, x := range p.X {
 			if i < len(s.Y) && !math.IsNaN(s.Y[i]) {
 				f(`<circle cx="%.1f" cy="%.1f" r="3.5" fill="%s"><title>%s, %s: %s</title></circle>`+"\n",
-					px(x), py(s.Y[i]), esc(s.Color), esc(s.Name), num(x), fmtNum(s.Y[i], 0))
+					px(x), py(s.Y[i]), esc(s.Color), esc(s.Name), num(x), fmtValue(unitRate, s.Y[i]))
 			}
 		}
 	}

@@ -1,21 +1,38 @@
 package main
 
 import (
-	"errors"
 	"math"
+	"slices"
 	"time"
 )
 
-// errSkipped marks a row that was deliberately not measured; its message
-// is the row's status.
-var errSkipped = errors.New("not measured")
+// Results is one run of the bench: what docs/performance.json holds and
+// docs/performance.md is rendered from (report.go).
+type Results struct {
+	Generated          time.Time
+	Elapsed            time.Duration
+	Quick              bool
+	Counts             counts
+	Machine            machine
+	LoadStart, LoadEnd []float64 // 1, 5 and 15 minute load averages; nil: unknown
+	Versions           versions
+	ServerSetup        string
+	EnsembleSetup      string `json:",omitempty"`
+	JavaOff            string `json:",omitempty"` // why Java Curator was not measured
+	Scenarios          []*Scenario
+}
+
+// versions are what ran.
+type versions struct {
+	Go, GoZK, Revision, ZKServer string
+	Java, Curator, ZKClient      string
+}
 
 // counts are the sizes of one run; the same for every implementation.
 type counts struct {
 	Reps      int           // measured repetitions (medians are reported)
 	WarmGo    time.Duration // warm-up of each Go implementation per scenario
 	WarmJava  time.Duration // warm-up (JIT) of the JVM per scenario
-	S1Ops     int           // acquire+release cycles per repetition
 	Duration  time.Duration // measured window of each throughput repetition
 	S2Client  int           // sessions on the hot mutex: the scenario's headline
 	S2Sweep   []int         // the numbers of sessions of its sweep (gocurator, Curator, floor)
@@ -30,107 +47,154 @@ type counts struct {
 }
 
 func fullCounts() counts {
-	return counts{Reps: 3, WarmGo: time.Second, WarmJava: 4 * time.Second, S1Ops: 1500, Duration: 2 * time.Second,
+	return counts{Reps: 3, WarmGo: time.Second, WarmJava: 4 * time.Second, Duration: 2 * time.Second,
 		S2Client: 8, S2Sweep: []int{1, 2, 4, 8, 16, 32}, S3Reader: 50, S3Group: 3, S4Client: 16, S4Leases: 3, S5Paths: 200, S5Worker: 16, S6Wait: 10000, S7Handoff: 200}
 }
 
 func quickCounts() counts {
-	return counts{Reps: 1, WarmGo: 200 * time.Millisecond, WarmJava: time.Second, S1Ops: 200,
-		Duration: 500 * time.Millisecond, S2Client: 8, S2Sweep: []int{1, 8, 32}, S3Reader: 20, S3Group: 3, S4Client: 16, S4Leases: 3,
-		S5Paths: 200, S5Worker: 16, S6Wait: 500, S7Handoff: 20}
+	return counts{Reps: 1, WarmGo: 200 * time.Millisecond, WarmJava: time.Second, Duration: 400 * time.Millisecond,
+		S2Client: 8, S2Sweep: []int{1, 8, 32}, S3Reader: 20, S3Group: 3, S4Client: 16, S4Leases: 3, S5Paths: 200, S5Worker: 16, S6Wait: 500, S7Handoff: 20}
 }
 
-// row is one implementation's result in one scenario.
-type row struct {
+// Scenario is one scenario's results: the measures it takes, and a row of
+// them per implementation.
+type Scenario struct {
+	Key      string // "1" … "7"; "1e", "2e": scenarios 1 and 2 on the ensemble
+	Title    string
+	Setup    string
+	Measures []Measure
+	Rows     []Row
+	Sweep    []SweepPoint `json:",omitempty"` // scenario 2: rows at each number of sessions
+	Notes    []string     `json:",omitempty"`
+}
+
+// Measure is one number a scenario takes of every implementation.
+type Measure struct {
+	Key, Label string
+	Unit       string // unitTime, unitRate, unitBytes, unitCount or unitNumber
+	Better     string `json:",omitempty"` // "lower", "higher", or "" when neither (no ratios)
+	Agg        string `json:",omitempty"` // repetitions combine by: "" median, "max", "sum"
+}
+
+// The units of measures.
+const (
+	unitTime   = "ns"
+	unitRate   = "/s"
+	unitBytes  = "B"
+	unitCount  = "count"
+	unitNumber = "number"
+)
+
+// Row is one implementation's measures in one scenario.
+type Row struct {
 	Impl   string
-	Status string // empty when measured; else why not (not supported, not yet, error)
-
-	// scenario 1: each acquire+release; scenario 7: each hand-off after the
-	// leader's Close
-	Lat          latency
-	PacketsPerOp float64 // server packets per acquire+release
-
-	// scenario 7: each hand-off after the leader's session ended
-	SessionLat latency
-
-	// scenarios 2, 4, 5: acquisitions (leases) per second
-	Rate     float64 // median
-	RepRates []float64
-
-	// scenario 3
-	PacketsPerAcq    float64 // median
-	PacketsPerWriter float64 // median: packets per writer release
-	Drain            time.Duration
-	RepPacketsPerAcq []float64
-	RepDrain         []time.Duration
-	Participants     int
-	Writers          int
-
-	// scenario 6
-	Waiters        int
-	HeapPerWaiter  float64 // bytes of HeapInuse (after GC) per waiting handle
-	StackPerWaiter float64 // bytes of StackInuse per waiting goroutine
-	FIFO           bool
-	FIFODetail     string
-	Setup          time.Duration // time until every waiter waited
-	AcquireAll     time.Duration // time from the first release until all had acquired
+	Status string               `json:",omitempty"` // empty when measured; else why not
+	Value  map[string]float64   `json:",omitempty"` // by measure key, the repetitions combined
+	Reps   map[string][]float64 `json:",omitempty"` // by measure key, each repetition's
 }
 
-func (r row) ok() bool { return r.Status == "" }
-
-// scenarioResult is one scenario: a row per implementation.
-type scenarioResult struct {
-	ID    int
-	Title string
-	Setup string
-	Rows  []row
-	Notes []string
-	Sweep []sweepPoint // scenario 2: rows at each number of sessions
-}
-
-// sweepPoint is a scenario's rows at one number of sessions.
-type sweepPoint struct {
+// SweepPoint is a scenario's rows at one number of sessions.
+type SweepPoint struct {
 	Sessions int
-	Rows     []row
+	Rows     []Row
 }
 
-// find returns the row of impl, if measured.
-func (pt sweepPoint) find(impl string) (row, bool) { return findRow(pt.Rows, impl) }
+// The implementations' names, as the report shows them.
+const (
+	nameOurs    = "gocurator"
+	nameCurator = "Curator 5.4 (Java)"
+	nameFloor   = "floor (raw go-zk)"
+	nameLimit   = "limit (raw go-zk)"
+	nameZKLock  = "go-zk zk.Lock"
+)
 
-// value returns a metric of impl's row, NaN if it was not measured.
-func (pt sweepPoint) value(impl string, f func(row) float64) float64 {
-	return rowValue(pt.Rows, impl, f)
-}
-
-// find returns the row of impl, if measured.
-func (s *scenarioResult) find(impl string) (row, bool) {
-	if s == nil {
-		return row{}, false
+// perMeasures are the measures of perAcquisition, per what: per
+// acquisition, per lease, per hand-off.
+func perMeasures(what string) []Measure {
+	return []Measure{
+		{Key: "packets", Label: "server packets per " + what, Unit: unitNumber, Better: "lower"},
+		{Key: "cpu", Label: "client CPU per " + what, Unit: unitTime, Better: "lower"},
 	}
-	return findRow(s.Rows, impl)
 }
 
-// value returns a metric of impl's row, NaN if it was not measured.
-func (s *scenarioResult) value(impl string, f func(row) float64) float64 {
-	if s == nil {
-		return math.NaN()
+// latencyMeasures are the measures of latencyValues with prefix, of what.
+func latencyMeasures(prefix, what string) []Measure {
+	return []Measure{
+		{Key: prefix + "p50", Label: "p50 " + what, Unit: unitTime, Better: "lower"},
+		{Key: prefix + "p99", Label: "p99 " + what, Unit: unitTime, Better: "lower"},
+		{Key: prefix + "max", Label: "slowest " + what, Unit: unitTime, Better: "lower", Agg: "max"},
+		{Key: prefix + "slow", Label: what + " over 100 ms", Unit: unitCount, Agg: "sum"},
 	}
-	return rowValue(s.Rows, impl, f)
 }
 
-func findRow(rows []row, impl string) (row, bool) {
+// perAcquisition is a repetition's client CPU and server packets per
+// acquisition: perMeasures.
+func perAcquisition(r repResult) map[string]float64 {
+	if r.ops == 0 {
+		return map[string]float64{}
+	}
+	return map[string]float64{"cpu": float64(r.cpu) / float64(r.ops), "packets": float64(r.packets) / float64(r.ops)}
+}
+
+// rowOf is impl's row of measures from its repetitions' values.
+func rowOf(impl string, measures []Measure, reps []map[string]float64) Row {
+	r := Row{Impl: impl, Value: map[string]float64{}, Reps: map[string][]float64{}}
+	for _, m := range measures {
+		var xs []float64
+		for _, rep := range reps {
+			if x, ok := rep[m.Key]; ok && !math.IsNaN(x) && !math.IsInf(x, 0) {
+				xs = append(xs, x)
+			}
+		}
+		if len(xs) == 0 {
+			continue
+		}
+		r.Reps[m.Key] = xs
+		switch m.Agg {
+		case "max":
+			r.Value[m.Key] = slices.Max(xs)
+		case "sum":
+			r.Value[m.Key] = sum(xs)
+		default:
+			r.Value[m.Key] = median(xs)
+		}
+	}
+	return r
+}
+
+// findRow returns impl's row, if it was measured.
+func findRow(rows []Row, impl string) (Row, bool) {
 	for _, r := range rows {
-		if r.Impl == impl && r.ok() {
+		if r.Impl == impl && r.Status == "" {
 			return r, true
 		}
 	}
-	return row{}, false
+	return Row{}, false
 }
 
-func rowValue(rows []row, impl string, f func(row) float64) float64 {
+// value returns impl's value of measure key.
+func value(rows []Row, impl, key string) (float64, bool) {
 	r, ok := findRow(rows, impl)
-	if !ok {
-		return math.NaN()
+	x, ok2 := r.Value[key]
+	return x, ok && ok2
+}
+
+// scenario returns the scenario of key, nil if not run.
+func (r *Results) scenario(key string) *Scenario {
+	for _, s := range r.Scenarios {
+		if s.Key == key {
+			return s
+		}
 	}
-	return f(r)
+	return nil
+}
+
+// measure returns the scenario's measure of key.
+func (s *Scenario) measure(key string) (Measure, bool) {
+	for _, m := range s.Measures {
+		if m.Key == key {
+			return m, true
+		}
+	}
+	return Measure{}, false
 }

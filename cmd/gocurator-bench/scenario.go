@@ -1,113 +1,120 @@
 package main
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
-	"runtime/pprof"
-	"strings"
 	"sync"
-	"sync/atomic"
+	"syscall"
 	"time"
+
+	"github.com/gocurator/curator/framework/zktest"
 )
 
 // This file holds what the scenarios share: their env, the interleaved
-// repetitions of the implementations (contenders, entries), the timed loops
-// of the throughput scenarios and their rows, and waitFor.
-//
+// repetitions of the implementations (entries, contenders, lineup), what
+// every repetition measures (server packets, client CPU), the timed loops
+// of the throughput scenarios, and waitFor.
+
 // env is what every scenario runs with.
 type env struct {
-	servers    string
-	base       string // every lock path of the run lies below it
-	c          counts
-	java       *javaRunner // nil: Java is off
-	javaOff    string      // why Java is off
-	profileDir string      // non-empty: CPU profiles of gocurator's repetitions go here
-	logf       func(format string, args ...any)
+	srv     *zktest.Server // the server the clients use, and whose counters are read
+	servers string         // its address
+	base    string         // every lock path of the run lies below it
+	c       counts
+	java    *javaRunner // nil: Java is off
+	javaOff string      // why Java is off
+	logf    func(format string, args ...any)
 }
 
-func (e *env) path(scenario int, impl string) string {
-	return fmt.Sprintf("%s/s%d/%s", e.base, scenario, impl)
-}
+func (e *env) path(key, impl string) string { return fmt.Sprintf("%s/s%s/%s", e.base, key, impl) }
 
-// repResult is one measured repetition of one implementation.
+// repResult is what one repetition of one implementation measured.
 type repResult struct {
-	lat        []time.Duration // scenario 1: each cycle; scenario 7: each hand-off after the leader's Close
+	ops     int64         // acquisitions (leases, hand-offs) in the repetition
+	elapsed time.Duration // scenarios 2, 4, 5: the timed window
+	cpu     time.Duration // the client process's CPU time (user + system)
+	packets int64         // server packets sent during the repetition
+
+	lat        []time.Duration // scenarios 1, 2, 4, 5: each cycle; 7: each hand-off after the leader's Close
 	latSession []time.Duration // scenario 7: each hand-off after the leader's session ended
-	packets    int64           // scenarios 1 and 3: server packets sent
 
-	ops     int64 // scenarios 2, 4, 5: cycles completed
-	elapsed time.Duration
-
-	drain                             time.Duration // scenario 3
-	acquisitions, participants, wrote int
+	drain        time.Duration // scenario 3: from the first writer's release until all released
+	drainPackets int64         // scenario 3: server packets sent during the drain
+	drainCPU     time.Duration // scenario 3: the client's CPU time during the drain
+	writers      int           // scenario 3
 }
 
-// contender is one implementation, set up and warmed up for a scenario.
-type contender interface {
-	rep(ctx context.Context) (repResult, error)
-	close()
+// errSkipped marks a repetition deliberately not measured; its message is
+// the row's status.
+var errSkipped = errors.New("not measured")
+
+// contender is one implementation, set up and warmed up for a scenario:
+// rep runs one repetition (sessions > 0: with that many of its sessions,
+// for scenario 2's sweep); close ends it; cpu reads its process's CPU time
+// (nil: this process's, processCPU).
+type contender struct {
+	rep   func(ctx context.Context, sessions int) (repResult, error)
+	close func()
+	cpu   func() (time.Duration, error)
 }
 
 // entry is an implementation to set up for a scenario.
 type entry struct {
 	impl  string
-	setup func(ctx context.Context) (contender, error)
+	setup func(ctx context.Context) (*contender, error)
+}
+
+// goEntries makes an entry per Go implementation.
+func goEntries(impls []goImpl, setup func(ctx context.Context, im goImpl) (*contender, error)) []entry {
+	var out []entry
+	for _, im := range impls {
+		out = append(out, entry{impl: im.name, setup: func(ctx context.Context) (*contender, error) { return setup(ctx, im) }})
+	}
+	return out
 }
 
 func statusOf(err error) string {
-	switch {
-	case err == nil:
-		return ""
-	case errors.Is(err, errSkipped):
+	if errors.Is(err, errSkipped) {
 		return err.Error()
-	case errors.Is(err, errUnsupported):
-		return "cannot: " + err.Error()
-	default:
-		return "failed: " + err.Error()
 	}
-}
-
-// interleave sets every implementation up (connect, warm up) one after the
-// other, then runs the repetitions round-robin: floor, gocurator, zk.Lock,
-// Curator, floor, ... so that a change of load on the machine during the run
-// falls on all of them alike, and never two at once. agg turns an
-// implementation's repetitions into its row.
-func (e *env) interleave(ctx context.Context, id int, entries []entry, agg func([]repResult) row) []row {
-	l := e.setUp(ctx, id, entries)
-	defer l.close()
-	return l.run(ctx, "", func(ctx context.Context, _ entry, c contender) (repResult, error) { return c.rep(ctx) }, agg)
+	return "failed: " + err.Error()
 }
 
 // lineup is a scenario's implementations, set up and warmed up, ready to
-// run their repetitions interleaved, once (interleave) or at each step of a
-// sweep (scenario 2).
+// run their repetitions interleaved, once or at each step of a sweep.
 type lineup struct {
 	e       *env
-	id      int
+	s       *Scenario
 	entries []entry
-	cs      []contender // nil: not set up, or failed
-	status  []string    // why cs[i] is nil
+	cs      []*contender // nil: not set up, or failed
+	status  []string     // why cs[i] is nil
 }
 
-// setUp sets every implementation up, one after the other, and lets the
-// last warm-up settle.
-func (e *env) setUp(ctx context.Context, id int, entries []entry) *lineup {
-	l := &lineup{e: e, id: id, entries: entries, cs: make([]contender, len(entries)), status: make([]string, len(entries))}
+// interleave sets the entries up, runs their repetitions (lineup.run) and
+// puts their rows into s.
+func (e *env) interleave(ctx context.Context, s *Scenario, entries []entry, values func(repResult) map[string]float64) {
+	l := e.setUp(ctx, s, entries)
+	defer l.close()
+	s.Rows = l.run(ctx, 0, values)
+}
+
+// setUp sets every implementation up (connect, warm up), one after the
+// other, and lets the last warm-up settle.
+func (e *env) setUp(ctx context.Context, s *Scenario, entries []entry) *lineup {
+	l := &lineup{e: e, s: s, entries: entries, cs: make([]*contender, len(entries)), status: make([]string, len(entries))}
 	for i, en := range entries {
 		if ctx.Err() != nil {
 			l.status[i] = statusOf(ctx.Err())
 			continue
 		}
-		e.logf("scenario %d: %s: setting up and warming up ...", id, en.impl)
+		e.logf("scenario %s: %s: setting up and warming up ...", s.Key, en.impl)
 		c, err := en.setup(ctx)
-		l.cs[i], l.status[i] = c, statusOf(err)
 		if err != nil {
-			e.logf("scenario %d: %s: %s", id, en.impl, l.status[i])
+			l.status[i] = statusOf(err)
+			e.logf("scenario %s: %s: %s", s.Key, en.impl, l.status[i])
 		}
+		l.cs[i] = c
 	}
 	// let the JVM's compiler threads, started by the last warm-up, settle
 	select {
@@ -125,33 +132,26 @@ func (l *lineup) close() {
 	}
 }
 
-// run runs the repetitions round-robin and returns a row per
-// implementation. step names what rep runs ("": the scenario's one
-// measure) in the log and the profiles. An implementation whose rep fails
-// is closed, and its row says why from then on; one whose rep returns an
-// error wrapping errSkipped is not measured at this step, and stays.
-func (l *lineup) run(ctx context.Context, step string, rep func(context.Context, entry, contender) (repResult, error), agg func([]repResult) row) []row {
-	e, id := l.e, l.id
-	label, tag := fmt.Sprint(id), ""
-	if step != "" {
-		label, tag = label+", "+step, "-"+strings.ReplaceAll(step, " ", "-")
+// run runs the repetitions round-robin (floor, gocurator, …, Curator,
+// floor, …) so that a change of load on the machine during the run falls
+// on all implementations alike, and never two at once; values turns a
+// repetition into its measures. It returns a row per implementation. One
+// whose repetition fails is closed, and its row says why; one whose
+// repetition is skipped (errSkipped) is not measured here, and stays.
+func (l *lineup) run(ctx context.Context, sessions int, values func(repResult) map[string]float64) []Row {
+	e, label := l.e, l.s.Key
+	if sessions > 0 {
+		label = fmt.Sprintf("%s, %d sessions", label, sessions)
 	}
-	reps := make([][]repResult, len(l.entries))
+	reps := make([][]map[string]float64, len(l.entries))
 	skipped := make([]string, len(l.entries))
 	for r := range e.c.Reps {
 		for i, en := range l.entries {
 			if l.cs[i] == nil || skipped[i] != "" {
 				continue
 			}
-			var stop func()
-			if e.profileDir != "" && en.impl == nameOurs {
-				stop = e.startProfile(fmt.Sprintf("s%d%s-gocurator-rep%d", id, tag, r+1))
-			}
 			start := time.Now()
-			res, err := rep(ctx, en, l.cs[i])
-			if stop != nil {
-				stop()
-			}
+			res, err := e.measure(l.cs[i].cpu, func() (repResult, error) { return l.cs[i].rep(ctx, sessions) })
 			switch {
 			case errors.Is(err, errSkipped):
 				skipped[i] = statusOf(err)
@@ -163,149 +163,131 @@ func (l *lineup) run(ctx context.Context, step string, rep func(context.Context,
 				l.cs[i] = nil
 				continue
 			}
-			reps[i] = append(reps[i], res)
-			e.logf("scenario %s: %s: repetition %d in %s: %s", label, en.impl, r+1, time.Since(start).Round(time.Millisecond), brief(agg([]repResult{res})))
+			v := values(res)
+			reps[i] = append(reps[i], v)
+			e.logf("scenario %s: %s: repetition %d in %s: %s", label, en.impl, r+1, time.Since(start).Round(time.Millisecond), summary(l.s.Measures, v))
 		}
 	}
-	rows := make([]row, len(l.entries))
+	rows := make([]Row, len(l.entries))
 	for i, en := range l.entries {
-		status := cmp.Or(skipped[i], l.status[i])
-		if status != "" || len(reps[i]) == 0 {
-			rows[i] = row{Impl: en.impl, Status: cmp.Or(status, "failed: no repetition")}
-			continue
+		status := skipped[i]
+		if status == "" {
+			status = l.status[i]
 		}
-		rows[i] = agg(reps[i])
-		rows[i].Impl = en.impl
+		if status == "" && len(reps[i]) == 0 {
+			status = "failed: no repetition"
+		}
+		rows[i] = Row{Impl: en.impl, Status: status}
+		if status == "" {
+			rows[i] = rowOf(en.impl, l.s.Measures, reps[i])
+		}
 	}
 	return rows
 }
 
-func (e *env) startProfile(name string) func() {
-	f, err := os.Create(filepath.Join(e.profileDir, name+".cpu.pprof"))
+// measure runs one repetition and adds what every repetition measures: the
+// server packets sent meanwhile and the CPU time of the implementation's
+// process, read with cpu (nil: this one's). Scenarios run one at a time and
+// their repetitions one after the other, so this process's CPU time is the
+// Go implementation's; a JVM counts its own; the ZooKeeper server is a
+// process of its own, and not counted.
+func (e *env) measure(cpu func() (time.Duration, error), rep func() (repResult, error)) (repResult, error) {
+	if cpu == nil {
+		cpu = processCPU
+	}
+	p0, err := e.counter("zk_packets_sent")
 	if err != nil {
-		e.logf("profile: %v", err)
-		return nil
+		return repResult{}, err
 	}
-	if err := pprof.StartCPUProfile(f); err != nil {
-		e.logf("profile: %v", err)
-		f.Close()
-		return nil
+	c0, err := cpu()
+	if err != nil {
+		return repResult{}, err
 	}
-	return func() {
-		pprof.StopCPUProfile()
-		f.Close()
+	r, err := rep()
+	if err != nil {
+		return r, err
 	}
+	c1, err := cpu()
+	if err != nil {
+		return r, err
+	}
+	p1, err := e.counter("zk_packets_sent")
+	r.cpu, r.packets = c1-c0, p1-p0
+	return r, err
 }
 
-// brief is a one-line summary of a row for progress output.
-func brief(r row) string {
-	switch {
-	case r.SessionLat.P50 > 0:
-		return fmt.Sprintf("hand-off after Close: p50 %s p99 %s max %s; after the session's end: p50 %s p99 %s max %s",
-			fmtDur(r.Lat.P50), fmtDur(r.Lat.P99), fmtDur(r.Lat.Max()), fmtDur(r.SessionLat.P50), fmtDur(r.SessionLat.P99), fmtDur(r.SessionLat.Max()))
-	case r.Lat.P50 > 0:
-		return fmt.Sprintf("p50 %s p99 %s max %s, %d over %d ms, %.2f packets/op",
-			fmtDur(r.Lat.P50), fmtDur(r.Lat.P99), fmtDur(r.Lat.Max()), r.Lat.Slow(), slowCycle.Milliseconds(), r.PacketsPerOp)
-	case r.Rate > 0:
-		return fmt.Sprintf("%.0f/s", r.Rate)
-	case r.Writers > 0:
-		return fmt.Sprintf("%.2f packets/acquisition, %.1f per writer release, drain %s",
-			r.PacketsPerAcq, r.PacketsPerWriter, fmtDur(r.Drain))
-	case r.Waiters > 0:
-		return fmt.Sprintf("%d waiters: heap %.0f B + stack %.0f B each; %s", r.Waiters, r.HeapPerWaiter, r.StackPerWaiter, r.FIFODetail)
-	}
-	return ""
-}
-
-// goEntries makes an entry per Go implementation.
-func goEntries(impls []goImpl, setup func(ctx context.Context, im goImpl) (contender, error)) []entry {
-	var out []entry
-	for _, im := range impls {
-		out = append(out, entry{impl: im.name(), setup: func(ctx context.Context) (contender, error) { return setup(ctx, im) }})
-	}
-	return out
+// processCPU is the CPU time (user and system) this process has used.
+func processCPU() (time.Duration, error) {
+	var ru syscall.Rusage
+	err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano()), err
 }
 
 // ---- throughput: scenarios 2, 4, 5 ----
 
 // runTimed runs every worker in a loop on its own goroutine for d and
-// returns how many cycles completed and how long until all had stopped.
-func runTimed(ctx context.Context, workers []func(context.Context) error, d time.Duration) (int64, time.Duration, error) {
+// returns the time of every cycle completed, and how long until all had
+// stopped.
+func runTimed(ctx context.Context, workers []func(context.Context) error, d time.Duration) (repResult, error) {
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	var total atomic.Int64
-	var wg sync.WaitGroup
+	var (
+		r  repResult
+		mu sync.Mutex
+		wg sync.WaitGroup
+	)
 	start := time.Now()
 	deadline := start.Add(d)
 	for _, w := range workers {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			var n int64
-			for time.Now().Before(deadline) {
+			var lat []time.Duration
+			for t := time.Now(); t.Before(deadline); {
 				if err := w(ctx); err != nil {
 					cancel(err)
 					return
 				}
-				n++
+				end := time.Now()
+				lat, t = append(lat, end.Sub(t)), end
 			}
-			total.Add(n)
+			mu.Lock()
+			r.lat = append(r.lat, lat...)
+			mu.Unlock()
 		}()
 	}
 	wg.Wait()
-	elapsed := time.Since(start)
-	if err := context.Cause(ctx); err != nil {
-		return 0, 0, err
-	}
-	return total.Load(), elapsed, nil
+	r.elapsed, r.ops = time.Since(start), int64(len(r.lat))
+	return r, context.Cause(ctx)
 }
 
-type timedContender struct {
-	e        *env
-	workers  []func(context.Context) error
-	closeAll func()
-}
-
-func (c *timedContender) close() { c.closeAll() }
-
-func (c *timedContender) rep(ctx context.Context) (repResult, error) {
-	return c.repAt(ctx, len(c.workers))
-}
-
-// sweeper is a contender that can run a repetition with only some of its
-// sessions (scenario 2's sweep).
-type sweeper interface {
-	repAt(ctx context.Context, sessions int) (repResult, error)
-}
-
-// repAt runs a repetition with the first n workers; with fewer, it is not
-// measured.
-func (c *timedContender) repAt(ctx context.Context, n int) (repResult, error) {
-	if n > len(c.workers) {
-		return repResult{}, fmt.Errorf("%w with %d sessions (set up with %d)", errSkipped, n, len(c.workers))
-	}
-	ops, el, err := runTimed(ctx, c.workers[:n], c.e.c.Duration)
-	return repResult{ops: ops, elapsed: el}, err
-}
-
-// newTimed warms the workers up and returns them as a contender.
-func (e *env) newTimed(ctx context.Context, workers []func(context.Context) error, closeAll func()) (contender, error) {
-	if _, _, err := runTimed(ctx, workers, e.c.WarmGo); err != nil {
+// timed warms the workers up and returns them as a contender whose
+// repetition runs the first n workers (all for 0) for counts.Duration.
+func (e *env) timed(ctx context.Context, workers []func(context.Context) error, closeAll func()) (*contender, error) {
+	if _, err := runTimed(ctx, workers, e.c.WarmGo); err != nil {
 		closeAll()
 		return nil, err
 	}
-	return &timedContender{e: e, workers: workers, closeAll: closeAll}, nil
+	return &contender{close: closeAll, rep: func(ctx context.Context, n int) (repResult, error) {
+		if n == 0 {
+			n = len(workers)
+		}
+		if n > len(workers) {
+			return repResult{}, fmt.Errorf("%w with %d sessions (set up with %d)", errSkipped, n, len(workers))
+		}
+		return runTimed(ctx, workers[:n], e.c.Duration)
+	}}, nil
 }
 
-func rateRow(reps []repResult) row {
-	var r row
-	for _, rep := range reps {
-		r.RepRates = append(r.RepRates, float64(rep.ops)/rep.elapsed.Seconds())
-	}
-	r.Rate = median(r.RepRates)
-	return r
+// rateValues are a throughput repetition's measures: its rate, and the
+// client CPU and server packets per acquisition.
+func rateValues(r repResult) map[string]float64 {
+	m := perAcquisition(r)
+	m["rate"] = float64(r.ops) / r.elapsed.Seconds()
+	return m
 }
 
+// cycleOf is one acquire + release of o.
 func cycleOf(o owner) func(context.Context) error {
 	return func(ctx context.Context) error {
 		if err := o.Acquire(ctx); err != nil {
@@ -315,60 +297,59 @@ func cycleOf(o owner) func(context.Context) error {
 	}
 }
 
-// connectAll opens n sessions of im, a few at a time; closeAll closes them
-// all at once.
-func connectAll(ctx context.Context, im goImpl, servers string, n int) ([]session, func(), error) {
-	ss := make([]session, n)
-	closeAll := func() {
-		var wg sync.WaitGroup
-		for _, s := range ss {
-			if s != nil {
-				wg.Add(1)
-				go func() { defer wg.Done(); s.Close() }()
-			}
+// mutexWorkers opens n sessions of im, each with an owner of the mutex (or
+// of a lease of the semaphore, with leases > 0) at path in a loop.
+func (e *env) mutexWorkers(ctx context.Context, im goImpl, n int, path string, leases int) (*contender, error) {
+	ss, closeAll, err := connectAll(ctx, im, e.servers, n)
+	if err != nil {
+		return nil, err
+	}
+	var workers []func(context.Context) error
+	for _, s := range ss {
+		mk, err := s.mutex(path)
+		if leases > 0 {
+			mk, err = s.semaphore(path, leases)
 		}
-		wg.Wait()
+		if err != nil {
+			closeAll()
+			return nil, err
+		}
+		workers = append(workers, cycleOf(mk()))
 	}
-	var (
-		wg    sync.WaitGroup
-		mu    sync.Mutex
-		first error
-		slots = make(chan struct{}, 8)
-	)
-	for i := range ss {
-		slots <- struct{}{}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			defer func() { <-slots }()
-			s, err := im.connect(ctx, servers)
-			mu.Lock()
-			defer mu.Unlock()
-			if err != nil && first == nil {
-				first = err
-			}
-			ss[i] = s
-		}()
+	return e.timed(ctx, workers, closeAll)
+}
+
+// connectAll opens n sessions of im; closeAll closes them.
+func connectAll(ctx context.Context, im goImpl, servers string, n int) ([]*session, func(), error) {
+	var ss []*session
+	closeAll := func() {
+		for _, s := range ss {
+			s.close()
+		}
 	}
-	wg.Wait()
-	if first != nil {
-		closeAll()
-		return nil, nil, first
+	for range n {
+		s, err := im.connect(ctx, servers)
+		if err != nil {
+			closeAll()
+			return nil, nil, err
+		}
+		ss = append(ss, s)
 	}
 	return ss, closeAll, nil
 }
 
-func (e *env) throughputSetup(ctx context.Context) string {
+// throughputSetup says how a throughput scenario's repetitions ran.
+func (e *env) throughputSetup() string {
 	return fmt.Sprintf("%s measured × %d repetitions, after %s of warm-up (JVM: %s)", e.c.Duration, e.c.Reps, e.c.WarmGo, e.c.WarmJava)
 }
 
-// waitFor polls cond every few milliseconds until it holds, ctx ends or
-// limit passes.
-func waitFor(ctx context.Context, limit time.Duration, cond func() (bool, error)) error {
+// waitFor polls cond every interval until it holds, ctx ends or limit
+// passes.
+func waitFor(ctx context.Context, limit, every time.Duration, cond func() (bool, error)) error {
 	deadline := time.Now().Add(limit)
 	for {
 		ok, err := cond()
-		if err != nil && !isNoNode(err) {
+		if err != nil {
 			return err
 		}
 		if ok {
@@ -380,7 +361,7 @@ func waitFor(ctx context.Context, limit time.Duration, cond func() (bool, error)
 		select {
 		case <-ctx.Done():
 			return context.Cause(ctx)
-		case <-time.After(2 * time.Millisecond):
+		case <-time.After(every):
 		}
 	}
 }

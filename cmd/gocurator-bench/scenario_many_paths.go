@@ -8,19 +8,20 @@ import (
 
 // scenario5 measures the acquisitions per second of many goroutines of one
 // session, each on a lock chosen at random among many paths.
-func (e *env) scenario5(ctx context.Context) *scenarioResult {
-	s := &scenarioResult{ID: 5, Title: "Many lock paths, one client",
-		Setup: fmt.Sprintf("one session, %d goroutines (Java: threads), each acquire+release of a lock chosen at random among %d paths; %s",
-			e.c.S5Worker, e.c.S5Paths, e.throughputSetup(ctx))}
-	entries := goEntries([]goImpl{implFloor, implOurs, implZKLock}, func(ctx context.Context, im goImpl) (contender, error) {
+func (e *env) scenario5(ctx context.Context) *Scenario {
+	s := &Scenario{Key: "5", Title: "Many lock paths, one client",
+		Setup: fmt.Sprintf("One session, %d goroutines (Java: threads), each acquire+release of a lock chosen at random among %d paths; %s",
+			e.c.S5Worker, e.c.S5Paths, e.throughputSetup()),
+		Measures: append([]Measure{{Key: "rate", Label: "acquisitions per second", Unit: unitRate, Better: "higher"}}, perMeasures("acquisition")...)}
+	entries := goEntries([]goImpl{implFloor, implOurs, implZKLock}, func(ctx context.Context, im goImpl) (*contender, error) {
 		sess, err := im.connect(ctx, e.servers)
 		if err != nil {
 			return nil, err
 		}
 		mks := make([]func() owner, e.c.S5Paths)
 		for i := range mks {
-			if mks[i], err = sess.Mutex(fmt.Sprintf("%s/l%d", e.path(5, im.key), i)); err != nil {
-				sess.Close()
+			if mks[i], err = sess.mutex(fmt.Sprintf("%s/l%d", e.path("5", im.key), i)); err != nil {
+				sess.close()
 				return nil, err
 			}
 		}
@@ -36,11 +37,9 @@ func (e *env) scenario5(ctx context.Context) *scenarioResult {
 				return cycleOf(owners[i])(ctx)
 			})
 		}
-		return e.newTimed(ctx, workers, sess.Close)
+		return e.timed(ctx, workers, sess.close)
 	})
-	entries = append(entries, entry{nameCurator, func(ctx context.Context) (contender, error) {
-		return e.startJava(ctx, "s5", e.javaArgs(5, e.durationArg(), fmt.Sprintf("threads=%d", e.c.S5Worker), fmt.Sprintf("paths=%d", e.c.S5Paths))...)
-	}})
-	s.Rows = e.interleave(ctx, 5, entries, rateRow)
+	entries = append(entries, e.javaEntry("5", "s5", nil, e.durationArg(), fmt.Sprintf("threads=%d", e.c.S5Worker), fmt.Sprintf("paths=%d", e.c.S5Paths)))
+	e.interleave(ctx, s, entries, rateValues)
 	return s
 }

@@ -2,159 +2,122 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"runtime"
-	"slices"
-	"sync"
-	"sync/atomic"
 	"time"
 )
 
 // This file holds scenario 6: the memory per waiter of many handles waiting
 // on one lock in one process, and whether they acquire in FIFO order.
-//
+
 // s6FloorWaiters caps the floor's waiters in scenario 6 (see its note).
 const s6FloorWaiters = 2000
 
-func (e *env) scenario6(ctx context.Context) *scenarioResult {
-	s := &scenarioResult{ID: 6, Title: "Many waiting handles in one process",
-		Setup: fmt.Sprintf("one session; one handle holds the lock while %d more, each on its own goroutine, queue behind it; "+
-			"memory per waiter = growth of runtime.MemStats HeapInuse (after GC) / %d, goroutine stacks (StackInuse) shown apart; "+
-			"then the holder releases and each waiter releases as soon as it acquires: FIFO means the nodes' sequence numbers ascend in acquisition order; one run",
-			e.c.S6Wait, e.c.S6Wait)}
+func (e *env) scenario6(ctx context.Context) *Scenario {
+	s := &Scenario{Key: "6", Title: "Many waiting handles in one process",
+		Setup: fmt.Sprintf("One session; one handle holds the lock while %d more, each on its own goroutine, queue behind it; "+
+			"memory per waiter = growth of runtime.MemStats HeapInuse (after GC) / waiters, goroutine stacks (StackInuse) apart; "+
+			"then the holder releases and each waiter releases as soon as it acquires; one run", e.c.S6Wait),
+		Measures: append([]Measure{
+			{Key: "waiters", Label: "waiting handles", Unit: unitCount},
+			{Key: "heap", Label: "heap per waiting handle", Unit: unitBytes, Better: "lower"},
+			{Key: "stack", Label: "goroutine stack per waiting handle", Unit: unitBytes, Better: "lower"},
+			{Key: "formed", Label: "time until all wait", Unit: unitTime},
+			{Key: "acquired", Label: "time from the holder's release until all acquired", Unit: unitTime},
+		}, perMeasures("acquisition")...),
+		Notes: []string{
+			"Every waiter must acquire in queue order, read from its node's sequence number (which costs nothing: gocurator's FencingToken, the node's czxid, " +
+				"costs a round trip on its first call); a run where they do not fails its row.",
+			fmt.Sprintf("The floor runs with at most %d waiters, to keep the run short: every waiter of a ZooKeeper lock lists all the lock's children when it queues and when it wakes, "+
+				"so the time of this scenario grows with the square of the waiters, while the memory per waiter does not depend on their number. Its times are therefore not comparable with gocurator's.", s6FloorWaiters),
+		}}
 	for _, im := range []goImpl{implFloor, implOurs} {
 		n := e.c.S6Wait
-		if im.key == "floor" {
+		if im.key == implFloor.key {
 			n = min(n, s6FloorWaiters)
 		}
-		e.logf("scenario 6: %s with %d waiters ...", im.name(), n)
-		start := time.Now()
-		var stop func()
-		if e.profileDir != "" && im.key == "gocurator" {
-			stop = e.startProfile("s6-gocurator")
+		e.logf("scenario 6: %s with %d waiters ...", im.name, n)
+		var v map[string]float64
+		r, err := e.measure(nil, func() (repResult, error) {
+			var err error
+			v, err = e.s6Go(ctx, im, n)
+			return repResult{ops: int64(n + 1)}, err
+		})
+		if err != nil {
+			e.logf("scenario 6: %s: failed: %v", im.name, err)
+			s.Rows = append(s.Rows, Row{Impl: im.name, Status: statusOf(err)})
+			continue
 		}
-		r, err := e.s6Go(ctx, im, n)
-		if stop != nil {
-			stop()
+		for k, x := range perAcquisition(r) {
+			v[k] = x
 		}
-		r.Impl, r.Status = im.name(), statusOf(err)
-		if r.ok() {
-			e.logf("scenario 6: %s: done in %s: %s", im.name(), time.Since(start).Round(time.Millisecond), brief(r))
-		} else {
-			e.logf("scenario 6: %s: %s", im.name(), r.Status)
-		}
-		s.Rows = append(s.Rows, r)
+		e.logf("scenario 6: %s: %s", im.name, summary(s.Measures, v))
+		s.Rows = append(s.Rows, rowOf(im.name, s.Measures, []map[string]float64{v}))
 	}
-	s.Rows = append(s.Rows, row{Impl: nameCurator, Status: "not measured: a Curator waiter is a blocked thread, so this would take as many JVM threads as waiters"})
-	s.Notes = append(s.Notes, "Both read the FIFO order from the node's sequence number, which costs nothing: gocurator's FencingToken (the node's czxid) costs a round trip on its first call, which the hand-offs timed here would pay one after another, so they do not ask for it.",
-		fmt.Sprintf("The floor runs with at most %d waiters, to keep the run short: every waiter of a ZooKeeper lock lists all the lock's children when it queues and when it wakes, so the time of this scenario grows with the square of the waiters, while the memory per waiter does not depend on their number. Its times are therefore not comparable with gocurator's.", s6FloorWaiters))
+	s.Rows = append(s.Rows, Row{Impl: nameCurator, Status: "not measured: a Curator waiter is a blocked thread, so this would take as many JVM threads as waiters"})
 	return s
 }
 
-func (e *env) s6Go(ctx context.Context, im goImpl, n int) (row, error) {
+// s6Go queues n waiters behind a holder, measures their memory, and drains
+// them in FIFO order.
+func (e *env) s6Go(ctx context.Context, im goImpl, n int) (map[string]float64, error) {
 	sess, err := im.connect(ctx, e.servers)
 	if err != nil {
-		return row{}, err
+		return nil, err
 	}
-	defer sess.Close()
-	mk, err := sess.Mutex(e.path(6, im.key))
+	defer sess.close()
+	mk, err := sess.mutex(e.path("6", im.key))
 	if err != nil {
-		return row{}, err
+		return nil, err
 	}
 	holder := mk()
 	if err := holder.Acquire(ctx); err != nil {
-		return row{}, err
+		return nil, err
 	}
-	ctx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
-	tokens := make([]int64, n)
-	var order atomic.Int64
-	var wg sync.WaitGroup
-	defer wg.Wait()
-	defer cancel(errors.New("scenario 6 ended"))
-	watch0, err := counter(e.servers, "zk_watch_count")
+	watch0, err := e.counter("zk_watch_count")
 	if err != nil {
-		return row{}, err
+		return nil, err
 	}
 	var m0, m1 runtime.MemStats
 	runtime.GC()
 	runtime.GC()
 	runtime.ReadMemStats(&m0)
 	start := time.Now()
+	q := newQueue(ctx)
+	defer q.close()
 	for range n {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			o := mk()
-			if err := o.Acquire(ctx); err != nil {
-				cancel(err)
-				return
-			}
-			tokens[order.Add(1)-1] = o.Token()
-			if err := o.Release(context.WithoutCancel(ctx)); err != nil {
-				cancel(err)
-			}
-		}()
+		q.add(mk())
 	}
-	// every waiter waits once its watch is set; allow a minute without progress
-	last, lastChange := int64(-1), time.Now()
-	if err := waitFor(ctx, time.Hour, func() (bool, error) {
-		w, err := counter(e.servers, "zk_watch_count")
-		if err != nil {
-			return false, err
-		}
-		if w != last {
-			last, lastChange = w, time.Now()
-		} else if time.Since(lastChange) > time.Minute {
-			return false, fmt.Errorf("stuck at %d of %d watches", w-watch0, n)
-		}
-		time.Sleep(20 * time.Millisecond)
-		return w-watch0 >= int64(n), nil
-	}); err != nil {
-		return row{}, fmt.Errorf("waiters did not all wait: %w", err)
+	if err := e.waitWatches(q.ctx, watch0, n, 20*time.Millisecond, time.Minute); err != nil {
+		return nil, err
 	}
-	r := row{Waiters: n, Setup: time.Since(start)}
+	v := map[string]float64{"waiters": float64(n), "formed": float64(time.Since(start))}
 	runtime.GC()
 	runtime.GC()
 	runtime.ReadMemStats(&m1)
-	r.HeapPerWaiter = (float64(m1.HeapInuse) - float64(m0.HeapInuse)) / float64(n)
-	r.StackPerWaiter = (float64(m1.StackInuse) - float64(m0.StackInuse)) / float64(n)
+	v["heap"] = (float64(m1.HeapInuse) - float64(m0.HeapInuse)) / float64(n)
+	v["stack"] = (float64(m1.StackInuse) - float64(m0.StackInuse)) / float64(n)
 	first := holder.Token()
-	t0 := time.Now()
-	if err := holder.Release(ctx); err != nil {
-		return row{}, err
+	acquired, err := q.drain(holder, time.Hour)
+	if err != nil {
+		return nil, err
 	}
-	done := make(chan struct{})
-	go func() { wg.Wait(); close(done) }()
-	select {
-	case <-done:
-	case <-ctx.Done():
-		return row{}, context.Cause(ctx)
-	}
-	r.AcquireAll = time.Since(t0)
-	if err := context.Cause(ctx); err != nil {
-		return row{}, err
-	}
-	r.FIFO, r.FIFODetail = checkFIFO(first, tokens[:order.Load()], n)
-	return r, nil
+	v["acquired"] = float64(acquired)
+	return v, checkFIFO(first, q.tokens, n)
 }
 
-// checkFIFO reports whether n waiters acquired, each with a token above the
-// one before (the first holder's token first).
-func checkFIFO(first int64, tokens []int64, n int) (bool, string) {
+// checkFIFO returns an error unless n waiters acquired, each with a token
+// above the one before (the first holder's token first).
+func checkFIFO(first int64, tokens []int64, n int) error {
 	if len(tokens) != n {
-		return false, fmt.Sprintf("%d of %d waiters acquired", len(tokens), n)
+		return fmt.Errorf("%d of %d waiters acquired", len(tokens), n)
 	}
 	prev := first
 	for i, t := range tokens {
 		if t <= prev {
-			return false, fmt.Sprintf("acquisition %d had token %d after %d", i+1, t, prev)
+			return fmt.Errorf("not FIFO: acquisition %d had token %d after %d", i+1, t, prev)
 		}
 		prev = t
 	}
-	if !slices.IsSorted(tokens) {
-		return false, "tokens out of order"
-	}
-	return true, fmt.Sprintf("all %d acquired in queue order", n)
+	return nil
 }

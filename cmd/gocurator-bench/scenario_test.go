@@ -3,7 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
-	"path/filepath"
+	"encoding/json"
 	"strings"
 	"testing"
 	"time"
@@ -12,9 +12,11 @@ import (
 	"github.com/gocurator/curator/internal/jvm"
 )
 
-// Every scenario, with tiny counts, against a real server: the rows that
-// must be measured are, scenario 6's waiters acquire in order, and no JVM
-// of ours is left behind.
+// Every scenario, with tiny counts, against a real server: every row that
+// must be measured has every measure of its scenario, the client's CPU
+// time and the server's packets are counted, scenario 6's waiters acquire
+// in order, the results survive JSON and render, and no JVM of ours is
+// left behind.
 func TestScenariosSmoke(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts ZooKeeper and JVMs")
@@ -22,81 +24,93 @@ func TestScenariosSmoke(t *testing.T) {
 	if err := zktest.Available(); err != nil {
 		t.Skip(err)
 	}
-	srv := zktest.NewServer(t, zktest.WithContainerCheckInterval(time.Minute))
+	srv := zktest.NewServer(t, zktest.WithStandaloneMode(), zktest.WithContainerCheckInterval(time.Minute)) // as the command runs it
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	e := &env{servers: srv.Addr(), base: "/smoke", logf: t.Logf, profileDir: t.TempDir(), c: counts{
-		Reps: 2, WarmGo: 50 * time.Millisecond, WarmJava: 300 * time.Millisecond, S1Ops: 20, Duration: 200 * time.Millisecond,
+	e := &env{srv: srv, servers: srv.Addr(), base: "/smoke", logf: t.Logf, c: counts{
+		Reps: 2, WarmGo: 50 * time.Millisecond, WarmJava: 300 * time.Millisecond, Duration: 200 * time.Millisecond,
 		S2Client: 3, S2Sweep: []int{1, 2}, S3Reader: 6, S3Group: 2, S4Client: 4, S4Leases: 2, S5Paths: 10, S5Worker: 4, S6Wait: 50, S7Handoff: 3,
 	}}
 	if _, err := jvm.Tool("javac"); err == nil {
-		j, err := newJavaRunner(ctx)
-		if err != nil {
+		if e.java, err = newJavaRunner(ctx); err != nil {
 			t.Fatal(err)
 		}
-		e.java = j
 	} else {
 		e.javaOff = "javac not found"
 	}
-	rep := &report{Counts: e.c, JavaOff: e.javaOff}
-	for _, f := range []func(context.Context) *scenarioResult{e.scenario1, e.scenario2, e.scenario3, e.scenario4, e.scenario5, e.scenario6, e.scenario7} {
-		s := f(ctx)
-		rep.Scenarios = append(rep.Scenarios, s)
+	res := &Results{Counts: e.c, JavaOff: e.javaOff, LoadStart: []float64{0, 0, 0}}
+	for _, key := range allScenarios[:7] {
+		s := e.scenario(ctx, key)
+		res.Scenarios = append(res.Scenarios, s)
 		for _, r := range s.Rows {
 			switch {
-			case r.ok():
-			case strings.HasPrefix(r.Status, "cannot: ") && r.Impl == nameZKLock && (s.ID == 3 || s.ID == 4 || s.ID == 7):
-			case r.Impl == nameCurator && (e.java == nil || s.ID == 6):
+			case r.Status == "":
+				for _, m := range s.Measures {
+					if _, ok := r.Value[m.Key]; !ok {
+						t.Errorf("scenario %s: %s has no %s", key, r.Impl, m.Key)
+					}
+				}
+				if r.Value["cpu"] <= 0 || r.Value["packets"] < 0 || (key != "3" && r.Value["packets"] == 0) {
+					t.Errorf("scenario %s: %s: CPU %v and packets %v per acquisition", key, r.Impl, r.Value["cpu"], r.Value["packets"])
+				}
+			case strings.HasPrefix(r.Status, "cannot: ") && r.Impl == nameZKLock:
+			case r.Impl == nameCurator && (e.java == nil || key == "6"):
 			default:
-				t.Errorf("scenario %d: %s: %s", s.ID, r.Impl, r.Status)
+				t.Errorf("scenario %s: %s: %s", key, r.Impl, r.Status)
 			}
 		}
 	}
-	s1, s2, s6 := rep.scenario(1), rep.scenario(2), rep.scenario(6)
-	if len(s2.Sweep) != 3 {
+	if s2 := res.scenario("2"); len(s2.Sweep) != 3 {
 		t.Errorf("scenario 2's sweep has %d points, want 1, 2 and 3 sessions", len(s2.Sweep))
+	} else if r, _ := findRow(s2.Sweep[0].Rows, nameZKLock); r.Impl != "" {
+		t.Error("zk.Lock measured in the sweep")
 	}
-	for _, pt := range s2.Sweep {
-		for _, x := range pt.Rows {
-			switch {
-			case x.ok():
-			case x.Impl == nameZKLock && pt.Sessions != e.c.S2Client && strings.HasPrefix(x.Status, "not measured"):
-			case x.Impl == nameCurator && e.java == nil:
-			default:
-				t.Errorf("scenario 2 with %d sessions: %s: %s", pt.Sessions, x.Impl, x.Status)
-			}
-		}
+	if x, ok := value(res.scenario("1").Rows, nameLimit, "packets"); !ok || x < 2 || x >= 3 {
+		t.Errorf("the limit: %v packets per acquisition, want 2 (create, delete) and a ping at most", x)
 	}
-	if r, ok := s1.find(nameFloor); !ok || r.Lat.P50 <= 0 || r.Lat.P99 < r.Lat.P50 || r.Lat.Max() < r.Lat.P99 || r.PacketsPerOp < 3 {
-		t.Errorf("scenario 1 floor row: %+v", r)
-	}
-	for _, impl := range []string{nameFloor, nameOurs} {
-		if r, ok := s6.find(impl); !ok || !r.FIFO || r.Waiters != 50 {
-			t.Errorf("scenario 6 %s: %+v", impl, r)
-		}
-	}
-	for _, impl := range []string{nameFloor, nameOurs, nameCurator} {
-		r, ok := rep.scenario(7).find(impl)
-		if !ok && impl == nameCurator && e.java == nil {
-			continue
-		}
-		if !ok || r.Lat.P50 <= 0 || r.SessionLat.P50 <= 0 || len(r.Lat.RepMax) != e.c.Reps {
-			t.Errorf("scenario 7 %s: %+v", impl, r)
-		}
-	}
-	if e.java != nil && e.java.curatorVersion == "" {
+	if e.java != nil && e.java.versions.Curator == "" {
 		t.Error("the JVMs did not report their versions")
 	}
-	var b bytes.Buffer
-	rep.write(&b)
-	if !strings.HasPrefix(b.String(), generatedLine) {
-		t.Error("report does not open with the generated line")
+	b, err := json.Marshal(res)
+	if err != nil {
+		t.Fatal(err)
 	}
-	profiles, _ := filepath.Glob(filepath.Join(e.profileDir, "s1-gocurator-rep*.cpu.pprof"))
-	if len(profiles) != e.c.Reps {
-		t.Errorf("profiles: %v", profiles)
+	var back Results
+	if err := json.Unmarshal(b, &back); err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	if err := back.render(&out); err != nil || !strings.Contains(out.String(), "## Scenario 7: Leader hand-off") {
+		t.Errorf("rendering the results: %v", err)
 	}
 	if left := ourJVMs(t); len(left) > 0 {
 		t.Errorf("CuratorBench JVMs left behind: %v", left)
+	}
+}
+
+func TestS3Pattern(t *testing.T) {
+	p := s3Pattern(50, 3)
+	writers := 0
+	for _, w := range p {
+		if w {
+			writers++
+		}
+	}
+	if len(p) != 67 || writers != 17 || !p[0] || p[1] || p[2] || p[3] || !p[4] {
+		t.Errorf("pattern: %d participants, %d writers, starts %v", len(p), writers, p[:5])
+	}
+}
+
+func TestCheckFIFO(t *testing.T) {
+	if err := checkFIFO(10, []int64{11, 15, 20}, 3); err != nil {
+		t.Errorf("ascending tokens: %v", err)
+	}
+	for _, tc := range []struct {
+		first  int64
+		tokens []int64
+	}{{10, []int64{11, 20, 15}}, {12, []int64{11, 15, 20}}, {10, []int64{11, 15}}} {
+		if checkFIFO(tc.first, tc.tokens, 3) == nil {
+			t.Errorf("first %d, tokens %v passed", tc.first, tc.tokens)
+		}
 	}
 }

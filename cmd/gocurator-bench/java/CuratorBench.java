@@ -8,38 +8,36 @@
 //
 //     java CuratorBench <scenario> <connect string> key=value...
 //
-// The JVM sets the scenario up (sessions, locks), warms up (JIT) by running
-// it for warmupMs on the same clients, and prints "ready". Then, for every
-// line "rep" on stdin, it runs one measured repetition and prints its result
-// as one JSON line ("rep <n>" in s2 and s4: with the first n sessions only); on "quit" (or end of input) it prints a last JSON line
-// with its versions, closes its sessions and exits. The Go side asks for each
-// repetition when its turn comes, so that repetitions of the Go and Java
-// implementations alternate on the same server and none runs alongside
-// another.
+// The JVM sets the scenario up (sessions, locks; s2, s4 and s5 also warm up
+// for warmupMs, for the JIT) and prints "ready". Then it answers each line
+// on stdin with one line on stdout, until "quit" (or the end of input),
+// when it prints a last JSON line with its versions, closes its sessions
+// and exits. The Go side sends each request when its turn comes, so that
+// repetitions of the Go and Java implementations alternate on the same
+// server and none runs alongside another; it counts the server's packets
+// and waits for watches itself. In every scenario, "cpu" answers the CPU
+// time this JVM has used, in nanoseconds (all its threads: Curator's,
+// ZooKeeper's client, the JIT, the GC).
 //
-// Scenarios and their keys (all take path=<base path> warmupMs=<ms>):
+// Scenarios, their keys (all take path=<base path>) and requests:
 //
-//     s1  uncontended mutex, one client    ops=<acquire+release cycles per rep>
-//         -> {"latNs":[...],"packets":n}
-//     s2  one hot mutex                    clients=<n> durationMs=<ms>  -> {"ops":n,"elapsedNs":t}
-//         (clients is the most sessions a repetition asks for: "rep 4" runs 4)
+//     s2  one hot mutex                    clients=<n> durationMs=<ms> warmupMs=<ms>
+//         "rep [<n>]": acquire+release in a loop on the first n (all) clients for durationMs
+//         -> {"ops":n,"elapsedNs":t,"latNs":[...each cycle]}
+//         (gocurator-bench's scenario 1 is s2 with one client)
 //     s3  read-write lock, W R R R W ...   readers=<n> group=<readers per writer>
-//         -> {"packets":n,"drainNs":t,"acquisitions":n,"participants":n,"writers":n}
-//     s4  semaphore                        clients=<n> leases=<n> durationMs=<ms>  -> {"ops":n,"elapsedNs":t}
-//     s5  many lock paths, one client      threads=<n> paths=<n> durationMs=<ms>   -> {"ops":n,"elapsedNs":t}
-//     s7  leader hand-off, two candidates  handoffs=<n per kind>
-//         -> {"latNs":[...after the leader's close],"sessionLatNs":[...after its session's end]}
-//
-// Server counters come from the four-letter word "mntr" of the first server
-// in the connect string.
+//         "form" -> "formed"; "drain" -> <ns> (see ReadWriteQueue)
+//     s4  semaphore                        clients=<n> leases=<n> durationMs=<ms> warmupMs=<ms>
+//         "rep [<n>]" as s2, each cycle a lease's acquire and return
+//     s5  many lock paths, one client      threads=<n> paths=<n> durationMs=<ms> warmupMs=<ms>
+//         "rep" as s2
+//     s7  leader hand-off, two candidates
+//         "leader" -> <path>; "handoff close|session" -> <ns> <path> (see Election)
 
 import java.io.BufferedReader;
-import java.io.ByteArrayOutputStream;
 import java.io.InputStream;
 import java.io.InputStreamReader;
-import java.io.OutputStream;
-import java.net.InetSocketAddress;
-import java.net.Socket;
+import java.lang.management.ManagementFactory;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.HashMap;
@@ -49,8 +47,8 @@ import java.util.Properties;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicReference;
+import java.util.stream.LongStream;
 
 import org.apache.curator.framework.CuratorFramework;
 import org.apache.curator.framework.CuratorFrameworkFactory;
@@ -68,11 +66,9 @@ public class CuratorBench {
     static final Map<String, String> opts = new HashMap<>();
     static final List<CuratorFramework> clients = new ArrayList<>();
 
-    // A scenario, set up and warmed up: each call runs one measured
-    // repetition and returns its JSON object. arg is what followed "rep" on
-    // its line ("" for none).
-    interface Rep {
-        String run(String arg) throws Exception;
+    // Handler answers a scenario's requests, one line each.
+    interface Handler {
+        String handle(String request) throws Exception;
     }
 
     public static void main(String[] args) throws Exception {
@@ -90,14 +86,13 @@ public class CuratorBench {
             }
             opts.put(args[i].substring(0, eq), args[i].substring(eq + 1));
         }
-        Rep rep;
+        Handler h;
         switch (scenario) {
-            case "s1": rep = s1(); break;
-            case "s2": rep = throughput(false); break;
-            case "s3": rep = s3(); break;
-            case "s4": rep = throughput(true); break;
-            case "s5": rep = s5(); break;
-            case "s7": rep = s7(); break;
+            case "s2": h = throughput(false); break;
+            case "s3": h = new ReadWriteQueue(); break;
+            case "s4": h = throughput(true); break;
+            case "s5": h = s5(); break;
+            case "s7": h = new Election(); break;
             default:
                 System.err.println("unknown scenario " + scenario);
                 System.exit(2);
@@ -107,11 +102,9 @@ public class CuratorBench {
         System.out.flush();
         BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
         for (String line; (line = in.readLine()) != null && !line.trim().equals("quit"); ) {
-            String l = line.trim();
-            if (l.equals("rep") || l.startsWith("rep ")) {
-                System.out.println(rep.run(l.substring(3).trim()));
-                System.out.flush();
-            }
+            String req = line.trim();
+            System.out.println(req.equals("cpu") ? String.valueOf(cpuNs()) : h.handle(req));
+            System.out.flush();
         }
         System.out.println("{\"scenario\":\"" + scenario + "\",\"java\":\"" + System.getProperty("java.version")
                 + "\",\"curator\":\"" + curatorVersion() + "\",\"zkClient\":\""
@@ -128,6 +121,11 @@ public class CuratorBench {
             t.join();
         }
         System.exit(0);
+    }
+
+    // cpuNs is the CPU time this JVM has used, in nanoseconds.
+    static long cpuNs() {
+        return ((com.sun.management.OperatingSystemMXBean) ManagementFactory.getOperatingSystemMXBean()).getProcessCpuTime();
     }
 
     static long num(String key, long def) {
@@ -165,107 +163,34 @@ public class CuratorBench {
         return c;
     }
 
-    // mntr returns the first server's "mntr" answer as a map.
-    static Map<String, String> mntr() throws Exception {
-        Map<String, String> m = new HashMap<>();
-        for (String line : fourLetter("mntr").split("\n")) {
-            int tab = line.indexOf('\t');
-            if (tab > 0) {
-                m.put(line.substring(0, tab).trim(), line.substring(tab + 1).trim());
-            }
-        }
-        return m;
-    }
-
-    // fourLetter returns the first server's answer to a four-letter word.
-    static String fourLetter(String cmd) throws Exception {
-        String first = connect.split(",")[0];
-        int slash = first.indexOf('/');
-        if (slash >= 0) {
-            first = first.substring(0, slash);
-        }
-        int colon = first.lastIndexOf(':');
-        String host = colon < 0 ? first : first.substring(0, colon);
-        int port = colon < 0 ? 2181 : Integer.parseInt(first.substring(colon + 1));
-        try (Socket s = new Socket()) {
-            s.connect(new InetSocketAddress(host, port), 5000);
-            s.setSoTimeout(5000);
-            OutputStream o = s.getOutputStream();
-            o.write(cmd.getBytes(StandardCharsets.US_ASCII));
-            o.flush();
-            InputStream in = s.getInputStream();
-            ByteArrayOutputStream buf = new ByteArrayOutputStream();
-            byte[] b = new byte[4096];
-            for (int n; (n = in.read(b)) > 0; ) {
-                buf.write(b, 0, n);
-            }
-            return buf.toString(StandardCharsets.US_ASCII);
-        }
-    }
-
-    static long counter(String key) throws Exception {
-        String v = mntr().get(key);
-        if (v == null) {
-            throw new IllegalStateException("mntr has no " + key);
-        }
-        return Long.parseLong(v);
-    }
-
-    // s1: one client, one mutex, acquire + release in a loop: the latency of
-    // each cycle in nanoseconds, and the server packets sent meanwhile.
-    static Rep s1() throws Exception {
-        String path = str("path", "/gocurator-bench/curator/s1");
-        long warmupMs = num("warmupMs", 3000);
-        int ops = (int) num("ops", 1000);
-        CuratorFramework c = newClient();
-        InterProcessMutex m = new InterProcessMutex(c, path);
-        long until = System.nanoTime() + warmupMs * 1_000_000L;
-        while (System.nanoTime() < until) {
-            m.acquire();
-            m.release();
-        }
-        return arg -> {
-            long[] lat = new long[ops];
-            long before = counter("zk_packets_sent");
-            for (int i = 0; i < ops; i++) {
-                long t = System.nanoTime();
-                m.acquire();
-                m.release();
-                lat[i] = System.nanoTime() - t;
-            }
-            long after = counter("zk_packets_sent");
-            StringBuilder out = new StringBuilder("{\"packets\":").append(after - before).append(",\"latNs\":[");
-            for (int i = 0; i < ops; i++) {
-                out.append(i == 0 ? "" : ",").append(lat[i]);
-            }
-            return out.append("]}").toString();
-        };
-    }
-
     interface Cycle {
         void run() throws Exception;
     }
 
     // timed runs every worker's cycle in a loop on its own thread until
-    // durationMs has passed, and returns {cycles, elapsed ns}.
-    static long[] timed(List<Cycle> workers, long durationMs) throws Exception {
-        AtomicLong count = new AtomicLong();
+    // durationMs has passed, and returns the repetition's JSON object: the
+    // nanoseconds of every cycle and the elapsed time.
+    static String timed(List<Cycle> workers, long durationMs) throws Exception {
+        List<long[]> lats = new ArrayList<>();
         AtomicReference<Throwable> failure = new AtomicReference<>();
         CountDownLatch start = new CountDownLatch(1);
         List<Thread> threads = new ArrayList<>();
         long[] deadline = new long[1];
         for (Cycle w : workers) {
+            LongStream.Builder lat = LongStream.builder();
             Thread t = new Thread(() -> {
                 try {
                     start.await();
-                    long n = 0;
-                    while (System.nanoTime() < deadline[0]) {
+                    for (long t0 = System.nanoTime(), t1; t0 < deadline[0]; t0 = t1) {
                         w.run();
-                        n++;
+                        t1 = System.nanoTime();
+                        lat.add(t1 - t0);
                     }
-                    count.addAndGet(n);
                 } catch (Throwable e) {
                     failure.compareAndSet(null, e);
+                }
+                synchronized (lats) {
+                    lats.add(lat.build().toArray());
                 }
             });
             t.start();
@@ -281,28 +206,35 @@ public class CuratorBench {
         if (failure.get() != null) {
             throw new RuntimeException(failure.get());
         }
-        return new long[] {count.get(), elapsed};
+        StringBuilder out = new StringBuilder("{\"elapsedNs\":").append(elapsed).append(",\"latNs\":[");
+        long ops = 0;
+        for (long[] lat : lats) {
+            for (long x : lat) {
+                out.append(ops++ == 0 ? "" : ",").append(x);
+            }
+        }
+        return out.append("],\"ops\":").append(ops).append("}").toString();
     }
 
-    // timedReps warms all workers up; each repetition runs the first n of
-    // them ("rep n"), or all.
-    static Rep timedReps(List<Cycle> workers) throws Exception {
+    // timedReps warms all workers up; each repetition, "rep" or "rep <n>",
+    // runs all of them or the first n.
+    static Handler timedReps(List<Cycle> workers) throws Exception {
         timed(workers, num("warmupMs", 3000));
         long durationMs = num("durationMs", 2000);
-        return arg -> {
+        return req -> {
+            String arg = req.substring("rep".length()).trim();
             int n = arg.isEmpty() ? workers.size() : Integer.parseInt(arg);
             if (n < 1 || n > workers.size()) {
-                throw new IllegalArgumentException("rep " + n + ": there are " + workers.size() + " workers");
+                throw new IllegalArgumentException(req + ": there are " + workers.size() + " workers");
             }
-            long[] res = timed(workers.subList(0, n), durationMs);
-            return "{\"ops\":" + res[0] + ",\"elapsedNs\":" + res[1] + "}";
+            return timed(workers.subList(0, n), durationMs);
         };
     }
 
     // s2 (semaphore=false): clients sessions, one mutex each on the same
     // path. s4 (semaphore=true): clients sessions, an InterProcessSemaphoreV2
     // with leases leases each on the same path.
-    static Rep throughput(boolean semaphore) throws Exception {
+    static Handler throughput(boolean semaphore) throws Exception {
         String path = str("path", "/gocurator-bench/curator/s2");
         int n = (int) num("clients", 8);
         int leases = (int) num("leases", 3);
@@ -328,7 +260,7 @@ public class CuratorBench {
 
     // s5: one client, threads threads, each acquiring and releasing a lock
     // chosen at random among paths paths.
-    static Rep s5() throws Exception {
+    static Handler s5() throws Exception {
         String path = str("path", "/gocurator-bench/curator/s5");
         int threads = (int) num("threads", 16);
         int paths = (int) num("paths", 200);
@@ -348,154 +280,111 @@ public class CuratorBench {
         return timedReps(workers);
     }
 
-    // s3: a queue W R..R W R..R ... (group readers after each writer, readers
-    // readers in all), every participant with its own session. The first
-    // writer holds while the queue forms, in order; once every waiter has set
-    // its watch, the first writer releases and the queue drains, each
-    // participant releasing as soon as it acquires. Measured: server packets
-    // sent and wall time from the first release until the last participant
-    // has released. One unmeasured repetition warms up.
-    static Rep s3() throws Exception {
-        String path = str("path", "/gocurator-bench/curator/s3");
-        int readers = (int) num("readers", 50);
-        int group = (int) num("group", 3);
-        List<Boolean> isWriter = new ArrayList<>();
-        int writers = 0;
-        for (int r = 0; r < readers; ) {
-            isWriter.add(true);
-            writers++;
-            for (int g = 0; g < group && r < readers; g++, r++) {
-                isWriter.add(false);
+    // ReadWriteQueue is s3: a queue W R..R W R..R ... (group readers after
+    // each writer, readers readers in all), every participant with its own
+    // session and thread. "form" forms the queue on a new path, in order,
+    // while the first writer holds, and answers "formed" once every
+    // participant's node exists. "drain" makes the first writer release,
+    // waits until every participant has acquired and released (each as soon
+    // as it acquires), and 100 ms more for background work to reach the
+    // server, and answers the nanoseconds from the release until the last
+    // participant had released.
+    static final class ReadWriteQueue implements Handler {
+        final String path = str("path", "/gocurator-bench/curator/s3");
+        final List<Boolean> isWriter = new ArrayList<>();
+        final List<CuratorFramework> cs = new ArrayList<>();
+        final CuratorFramework admin;
+        int reps;
+        CountDownLatch go;
+        CountDownLatch done;
+        AtomicReference<Throwable> failure;
+        List<Thread> threads;
+
+        ReadWriteQueue() throws Exception {
+            int readers = (int) num("readers", 50);
+            int group = (int) num("group", 3);
+            for (int r = 0; r < readers; ) {
+                isWriter.add(true);
+                for (int g = 0; g < group && r < readers; g++, r++) {
+                    isWriter.add(false);
+                }
+            }
+            for (int i = 0; i < isWriter.size(); i++) {
+                cs.add(newClient());
+            }
+            admin = newClient();
+        }
+
+        public String handle(String req) throws Exception {
+            switch (req) {
+                case "form": return form();
+                case "drain": return drain();
+                default: throw new IllegalArgumentException("s3: " + req);
             }
         }
-        int n = isWriter.size();
-        int w = writers;
-        List<CuratorFramework> cs = new ArrayList<>();
-        for (int i = 0; i < n; i++) {
-            cs.add(newClient());
-        }
-        CuratorFramework admin = newClient();
-        s3rep(cs, admin, isWriter, path + "/r0");
-        int[] rep = {0};
-        return arg -> {
-            rep[0]++;
-            long[] res = s3rep(cs, admin, isWriter, path + "/r" + rep[0]);
-            return "{\"packets\":" + res[0] + ",\"drainNs\":" + res[1] + ",\"acquisitions\":" + (n - 1)
-                    + ",\"participants\":" + n + ",\"writers\":" + w + "}";
-        };
-    }
 
-    static long[] s3rep(List<CuratorFramework> cs, CuratorFramework admin, List<Boolean> isWriter, String path)
-            throws Exception {
-        int n = isWriter.size();
-        CountDownLatch firstHeld = new CountDownLatch(1);
-        CountDownLatch go = new CountDownLatch(1);
-        CountDownLatch done = new CountDownLatch(n);
-        AtomicReference<Throwable> failure = new AtomicReference<>();
-        long watchBase = counter("zk_watch_count");
-        List<Thread> threads = new ArrayList<>();
-        for (int i = 0; i < n; i++) {
-            InterProcessReadWriteLock rw = new InterProcessReadWriteLock(cs.get(i), path);
-            InterProcessLock l = isWriter.get(i) ? rw.writeLock() : rw.readLock();
-            final int idx = i;
-            Thread t = new Thread(() -> {
-                try {
-                    l.acquire();
-                    if (idx == 0) {
-                        firstHeld.countDown();
-                        go.await();
+        String form() throws Exception {
+            String p = path + "/r" + reps++;
+            int n = isWriter.size();
+            CountDownLatch firstHeld = new CountDownLatch(1);
+            go = new CountDownLatch(1);
+            done = new CountDownLatch(n);
+            failure = new AtomicReference<>();
+            threads = new ArrayList<>();
+            for (int i = 0; i < n; i++) {
+                InterProcessReadWriteLock rw = new InterProcessReadWriteLock(cs.get(i), p);
+                InterProcessLock l = isWriter.get(i) ? rw.writeLock() : rw.readLock();
+                boolean first = i == 0;
+                Thread t = new Thread(() -> {
+                    try {
+                        l.acquire();
+                        if (first) {
+                            firstHeld.countDown();
+                            go.await();
+                        }
+                        l.release();
+                    } catch (Throwable e) {
+                        failure.compareAndSet(null, e);
+                    } finally {
+                        done.countDown();
                     }
-                    l.release();
-                } catch (Throwable e) {
-                    failure.compareAndSet(null, e);
-                } finally {
-                    done.countDown();
+                });
+                t.start();
+                threads.add(t);
+                if (first) {
+                    if (!firstHeld.await(30, TimeUnit.SECONDS)) {
+                        throw new IllegalStateException("the first writer did not acquire", failure.get());
+                    }
+                    continue;
                 }
-            });
-            t.start();
-            threads.add(t);
-            if (i == 0) {
-                if (!firstHeld.await(30, TimeUnit.SECONDS)) {
-                    throw new IllegalStateException("first writer did not acquire");
+                // the next participant queues only once this one's node exists
+                long until = System.nanoTime() + 30_000_000_000L;
+                while (admin.getChildren().forPath(p).size() < i + 1) {
+                    if (System.nanoTime() > until || failure.get() != null) {
+                        throw new IllegalStateException("participant " + i + " did not queue", failure.get());
+                    }
+                    Thread.sleep(2);
                 }
-                continue;
             }
-            long until = System.nanoTime() + 30_000_000_000L;
-            while (childCount(admin, path) < i + 1) {
-                if (System.nanoTime() > until || failure.get() != null) {
-                    throw new IllegalStateException("participant " + i + " did not queue", failure.get());
-                }
-                Thread.sleep(2);
-            }
+            return "formed";
         }
-        long until = System.nanoTime() + 30_000_000_000L;
-        while (counter("zk_watch_count") - watchBase < n - 1) {
-            if (System.nanoTime() > until) {
-                throw new IllegalStateException("waiters did not set their watches");
-            }
-            Thread.sleep(2);
-        }
-        long before = counter("zk_packets_sent");
-        long t0 = System.nanoTime();
-        go.countDown();
-        if (!done.await(60, TimeUnit.SECONDS)) {
-            throw new IllegalStateException("queue did not drain");
-        }
-        long drain = System.nanoTime() - t0;
-        Thread.sleep(100); // let background work (watch removal) reach the server
-        long after = counter("zk_packets_sent");
-        for (Thread t : threads) {
-            t.join();
-        }
-        if (failure.get() != null) {
-            throw new RuntimeException(failure.get());
-        }
-        return new long[] {after - before, drain};
-    }
 
-    static int childCount(CuratorFramework admin, String path) throws Exception {
-        try {
-            return admin.getChildren().forPath(path).size();
-        } catch (org.apache.zookeeper.KeeperException.NoNodeException e) {
-            return 0;
-        }
-    }
-
-    // s7: two candidates of one LeaderLatch election, each on its own
-    // session. Each hand-off makes the leader leave, by closing its latch or
-    // by closing its client (which ends its session), and times from just
-    // before that until the other candidate's LeaderLatchListener.isLeader
-    // is called; the one that left then joins again (after a session end,
-    // on a new client) and the next hand-off waits until the server shows
-    // its watch on the new leader's node (wchp). A repetition is handoffs
-    // hand-offs of each kind, alternating.
-    static Rep s7() throws Exception {
-        String path = str("path", "/gocurator-bench/curator/s7");
-        long warmupMs = num("warmupMs", 3000);
-        int handoffs = (int) num("handoffs", 200);
-        Election el = new Election(path);
-        long until = System.nanoTime() + warmupMs * 1_000_000L;
-        while (System.nanoTime() < until) {
-            el.handoff(false);
-            el.handoff(true);
-        }
-        return arg -> {
-            long[] closed = new long[handoffs];
-            long[] ended = new long[handoffs];
-            for (int i = 0; i < handoffs; i++) {
-                closed[i] = el.handoff(false);
-                ended[i] = el.handoff(true);
+        String drain() throws Exception {
+            long t0 = System.nanoTime();
+            go.countDown();
+            if (!done.await(60, TimeUnit.SECONDS)) {
+                throw new IllegalStateException("the queue did not drain");
             }
-            return "{\"latNs\":" + jsonArray(closed) + ",\"sessionLatNs\":" + jsonArray(ended) + "}";
-        };
-    }
-
-    static String jsonArray(long[] xs) {
-        StringBuilder out = new StringBuilder("[");
-        for (int i = 0; i < xs.length; i++) {
-            out.append(i == 0 ? "" : ",").append(xs[i]);
+            long drain = System.nanoTime() - t0;
+            Thread.sleep(100); // let background work (watch removal) reach the server
+            for (Thread t : threads) {
+                t.join();
+            }
+            if (failure.get() != null) {
+                throw new RuntimeException(failure.get());
+            }
+            return String.valueOf(drain);
         }
-        return out.append("]").toString();
     }
 
     // Candidate is a LeaderLatch on a client, and when it learned it leads.
@@ -529,22 +418,36 @@ public class CuratorBench {
         }
     }
 
-    // Election is s7's two candidates: a leader and a follower that waits.
-    static final class Election {
-        final String path;
+    // Election is s7: two candidates of one LeaderLatch election, each on
+    // its own session, a leader and a follower. "leader" answers the
+    // leader's node path. "handoff close" and "handoff session" make the
+    // leader leave, by closing its latch or its client (which ends its
+    // session), and the follower take over; the one that left joins again
+    // (after a session end, on a new client). They answer the nanoseconds
+    // from just before the close until the follower's
+    // LeaderLatchListener.isLeader was called, and the new leader's node
+    // path. The Go side waits until the follower watches that node before
+    // the next hand-off.
+    static final class Election implements Handler {
+        final String path = str("path", "/gocurator-bench/curator/s7");
         Candidate leader;
         Candidate follower;
 
-        Election(String path) throws Exception {
-            this.path = path;
+        Election() throws Exception {
             leader = new Candidate(newClient(), path);
             leader.awaitLed();
             follower = new Candidate(newClient(), path);
-            awaitWatched(leader.latch.getOurPath());
         }
 
-        // handoff returns the nanoseconds from the leader's leaving until
-        // the follower learned that it leads.
+        public String handle(String req) throws Exception {
+            switch (req) {
+                case "leader": return leader.latch.getOurPath();
+                case "handoff close": return handoff(false) + " " + leader.latch.getOurPath();
+                case "handoff session": return handoff(true) + " " + leader.latch.getOurPath();
+                default: throw new IllegalArgumentException("s7: " + req);
+            }
+        }
+
         long handoff(boolean bySession) throws Exception {
             Candidate old = leader;
             Candidate next = follower;
@@ -563,24 +466,7 @@ public class CuratorBench {
             }
             leader = next;
             follower = new Candidate(c, path);
-            awaitWatched(leader.latch.getOurPath());
             return took;
-        }
-    }
-
-    // awaitWatched waits until some session watches path on the first server.
-    static void awaitWatched(String path) throws Exception {
-        long until = System.nanoTime() + 30_000_000_000L;
-        while (true) {
-            for (String line : fourLetter("wchp").split("\n")) {
-                if (line.trim().equals(path)) {
-                    return;
-                }
-            }
-            if (System.nanoTime() > until) {
-                throw new IllegalStateException("no watch on " + path + " within 30 s");
-            }
-            Thread.sleep(2);
         }
     }
 }

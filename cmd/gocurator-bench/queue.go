@@ -1,0 +1,86 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+)
+
+// queue is owners waiting behind a holder (scenarios 3 and 6), each on a
+// goroutine of its own that acquires, notes its token and releases at once.
+// The first error ends the queue's context.
+type queue struct {
+	ctx    context.Context
+	cancel context.CancelCauseFunc
+	wg     sync.WaitGroup
+	tokens []int64 // in the order of acquisition
+	mu     sync.Mutex
+}
+
+func newQueue(ctx context.Context) *queue {
+	q := &queue{}
+	q.ctx, q.cancel = context.WithCancelCause(ctx)
+	return q
+}
+
+// add starts o's turn.
+func (q *queue) add(o owner) {
+	q.wg.Add(1)
+	go func() {
+		defer q.wg.Done()
+		if err := o.Acquire(q.ctx); err != nil {
+			q.cancel(err)
+			return
+		}
+		q.mu.Lock()
+		q.tokens = append(q.tokens, o.Token())
+		q.mu.Unlock()
+		if err := o.Release(context.WithoutCancel(q.ctx)); err != nil {
+			q.cancel(fmt.Errorf("release: %w", err))
+		}
+	}()
+}
+
+// drain releases holder and waits, at most limit, until every owner has
+// acquired and released; it returns the time that took.
+func (q *queue) drain(holder owner, limit time.Duration) (time.Duration, error) {
+	start := time.Now()
+	if err := holder.Release(q.ctx); err != nil {
+		return 0, err
+	}
+	done := make(chan struct{})
+	go func() { q.wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(limit):
+		return 0, fmt.Errorf("the queue did not drain within %s", limit)
+	}
+	return time.Since(start), context.Cause(q.ctx)
+}
+
+// close ends the queue's context and waits for its goroutines.
+func (q *queue) close() {
+	q.cancel(errors.New("the queue was closed"))
+	q.wg.Wait()
+}
+
+// waitWatches waits until the server counts n more watches than watch0,
+// asking every interval: every waiter waits. It gives up after stuck
+// without a new watch.
+func (e *env) waitWatches(ctx context.Context, watch0 int64, n int, every, stuck time.Duration) error {
+	last, lastChange := int64(-1), time.Now()
+	return waitFor(ctx, time.Hour, every, func() (bool, error) {
+		w, err := e.counter("zk_watch_count")
+		switch {
+		case err != nil:
+			return false, err
+		case w != last:
+			last, lastChange = w, time.Now()
+		case time.Since(lastChange) > stuck:
+			return false, fmt.Errorf("waiters did not all wait: stuck at %d of %d watches", w-watch0, n)
+		}
+		return w-watch0 >= int64(n), nil
+	})
+}
