@@ -1,15 +1,11 @@
 package compat_test
 
 import (
-	"context"
 	"fmt"
-	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
-	"github.com/gocurator/curator/framework"
 	"github.com/gocurator/curator/internal/testutil"
 )
 
@@ -24,71 +20,31 @@ const (
 	holdTime = 2 * time.Millisecond
 )
 
-// goLoop takes the lock rounds times through o, entering the guards while
-// it holds it.
-func goLoop(ctx context.Context, o owner, guards []*guard, kind guardKind, max, rounds int, label string) error {
-	for i := 0; i < rounds; i++ {
-		if err := o.Acquire(ctx); err != nil {
-			return fmt.Errorf("%s round %d: %w", label, i, err)
-		}
-		leave := goEnter(guards, kind, max, 1, label)
-		time.Sleep(holdTime) // time inside the critical section, not synchronisation
-		leave()
-		if err := o.Release(ctx); err != nil {
-			return fmt.Errorf("%s round %d: %w", label, i, err)
-		}
-	}
-	return nil
-}
-
-// javaLoop asks the peer to do the same on worker.
-func javaLoop(p *peer, worker, lock string, guards []*guard, kind guardKind, max, rounds int, label string) *call {
-	return p.send(worker, "loop", lock, "rounds="+strconv.Itoa(rounds), "guard="+guardURLs(guards, 1),
-		"kind="+string(kind), "max="+strconv.Itoa(max), "label="+label,
-		"hold="+strconv.FormatInt(holdTime.Milliseconds(), 10))
-}
-
-// contender is one participant of a mixed run.
-type contender struct {
+// entrant is one contender of a run: where it runs, its recipe (a
+// read-write lock's half, or the lock's only one) and its label.
+type entrant struct {
+	s     side
+	r     recipe
 	label string
-	kind  guardKind
-	goO   owner  // a Go contender, or
-	java  string // the Java lock name
 }
 
-// runMixed runs every contender's loop concurrently and checks that all
-// finished and no guard saw an overlap.
-func runMixed(t *testing.T, p *peer, guards []*guard, max, rounds int, cs []contender) {
+// runMixed runs every entrant's loop on the lock at base concurrently and
+// checks that all finished and no guard saw an overlap.
+func runMixed(t *testing.T, base string, guards []*guard, rounds int, es []entrant) {
 	t.Helper()
-	ctx := testutil.Context(t)
-	var wg sync.WaitGroup
-	errs := make(chan error, len(cs))
-	for _, c := range cs {
-		wg.Add(1)
-		if c.goO != nil {
-			go func() {
-				defer wg.Done()
-				errs <- goLoop(ctx, c.goO, guards, c.kind, max, rounds, c.label)
-			}()
-			continue
-		}
-		call := javaLoop(p, "w-"+c.label, c.java, guards, c.kind, max, rounds, c.label)
-		go func() {
-			defer wg.Done()
-			_, err := call.Wait(ctx)
-			errs <- err
-		}()
+	start := time.Now()
+	done := make(chan error, len(es))
+	for _, e := range es {
+		e.s.loop(t, e.r, base, guards, rounds, e.label, done)
 	}
-	testutil.Wait(t, &wg, "the contenders' loops")
-	close(errs)
-	for err := range errs {
-		if err != nil {
+	for range es {
+		if err := testutil.Recv(t, done, "the contenders' loops"); err != nil {
 			t.Error(err)
 		}
 	}
 	for _, g := range guards {
 		g.checkClean(t)
-		if got, want := len(g.log()), rounds*len(cs); got != want {
+		if got, want := len(g.log()), rounds*len(es); got != want {
 			t.Errorf("guard %s: %d entries, want %d", g.url, got, want)
 		}
 	}
@@ -108,7 +64,8 @@ func runMixed(t *testing.T, p *peer, guards []*guard, max, rounds int, cs []cont
 	if goToJava == 0 || javaToGo == 0 {
 		t.Errorf("the lock passed %d times from Go to Java and %d times back: the languages did not mix", goToJava, javaToGo)
 	}
-	t.Logf("%d entries; the lock passed %d times from Go to Java and %d times back", len(log), goToJava, javaToGo)
+	t.Logf("%d entries in %v; the lock passed %d times from Go to Java and %d times back",
+		len(log), time.Since(start).Round(time.Millisecond), goToJava, javaToGo)
 }
 
 // Go and Java contenders, three of each on two clients of each language,
@@ -117,47 +74,30 @@ func runMixed(t *testing.T, p *peer, guards []*guard, max, rounds int, cs []cont
 func TestMixedContention(t *testing.T) {
 	testutil.CheckLeaks(t)
 	p := startPeer(t, "contention")
-	p.client(t, "jc1", server.Addr())
-	p.client(t, "jc2", server.Addr())
-	gcs := []*framework.Client{newClient(t, ""), newClient(t, "")}
+	sides := []side{{gc: newClient(t, "")}, javaSide(t, p, "jc1", ""), {gc: newClient(t, "")}, javaSide(t, p, "jc2", "")}
 	for _, r := range allRecipes() {
 		if r.name == "read" {
 			continue // readers alone exclude nobody: see read-write below
 		}
 		t.Run(r.name, func(t *testing.T) {
-			base := serverPath(t)
-			guards := newGuards(t, r.guardPaths)
-			var cs []contender
-			for i := 0; i < contenders; i++ {
-				lock := fmt.Sprintf("%s-%d", r.name, i)
-				jc := []string{"jc1", "jc2"}[i%2]
-				cs = append(cs,
-					contender{label: label("go-"+r.name+"-", i), kind: r.kind, goO: r.goOwner(t, gcs[i%2], base, 1)},
-					contender{label: label("java-"+r.name+"-", i), kind: r.kind, java: r.javaLock(t, p, lock, jc, base)})
+			var es []entrant
+			for i := range 2 * contenders {
+				s := sides[i%len(sides)]
+				es = append(es, entrant{s, r, fmt.Sprintf("%s-%s-%d", s.lang(), r.name, i)})
 			}
-			start := time.Now()
-			runMixed(t, p, guards, r.max, contentionRounds, cs)
-			t.Logf("%d acquisitions in %v", contentionRounds*len(cs), time.Since(start).Round(time.Millisecond))
+			runMixed(t, serverPath(t), newGuards(t, r.guardPaths), contentionRounds, es)
 		})
 	}
 
 	// Readers and writers of both languages on one read-write lock: a
 	// writer is alone, readers share.
 	t.Run("read-write", func(t *testing.T) {
-		base := serverPath(t)
-		guards := newGuards(t, 1)
 		read, write := readWriteRecipe("read", ""), readWriteRecipe("write", "")
-		var cs []contender
-		for i, jc := range []string{"jc1", "jc2"} {
-			cs = append(cs,
-				contender{label: label("go-reader-", i), kind: shared, goO: read.goOwner(t, gcs[i], base, 1)},
-				contender{label: label("java-reader-", i), kind: shared, java: read.javaLock(t, p, label("rw-r-", i), jc, base)})
+		var es []entrant
+		for i, s := range sides {
+			es = append(es, entrant{s, read, fmt.Sprintf("%s-reader-%d", s.lang(), i)})
 		}
-		cs = append(cs,
-			contender{label: "go-writer", kind: exclusive, goO: write.goOwner(t, gcs[0], base, 1)},
-			contender{label: "java-writer", kind: exclusive, java: write.javaLock(t, p, "rw-w", "jc2", base)})
-		start := time.Now()
-		runMixed(t, p, guards, 1, contentionRounds, cs)
-		t.Logf("%d acquisitions in %v", contentionRounds*len(cs), time.Since(start).Round(time.Millisecond))
+		es = append(es, entrant{sides[0], write, "go-writer"}, entrant{sides[3], write, "java-writer"})
+		runMixed(t, serverPath(t), newGuards(t, 1), contentionRounds, es)
 	})
 }

@@ -150,8 +150,6 @@ func must(t testing.TB, err error) {
 	}
 }
 
-func label(lang string, i int) string { return fmt.Sprintf("%s%d", lang, i) }
-
 // tryAcquire tries o without waiting, where the recipe can (TryAcquire),
 // and reports whether it got the lock (releasing it again at once). A recipe
 // without TryAcquire reports false.

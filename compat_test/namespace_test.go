@@ -20,9 +20,8 @@ const compatNamespace = "gocurator-compat-ns/app"
 // the moment it is granted).
 func TestNamespaces(t *testing.T) {
 	testutil.CheckLeaks(t)
-	p := startPeer(t, "namespaces")
-	p.client(t, "jns", server.Addr(), "ns="+compatNamespace)
-	gns := newClient(t, "", framework.WithNamespace(compatNamespace))
+	java := javaSide(t, startPeer(t, "namespaces"), "jns", "", "ns="+compatNamespace)
+	golang := side{gc: newClient(t, "", framework.WithNamespace(compatNamespace))}
 	raw := newClient(t, "")
 	testutil.CleanupTree(t, server.Addr(), "/"+compatNamespace[:len("gocurator-compat-ns")])
 	for _, r := range allRecipes() {
@@ -33,30 +32,22 @@ func TestNamespaces(t *testing.T) {
 			ctx := testutil.Context(t)
 			base := serverPath(t)
 			guards := newGuards(t, r.guardPaths)
-			jl := r.javaLock(t, p, "ns-"+r.name, "jns", base)
-			holder := javaHold(p, "n1", jl, r.full(), guards, r.kind, r.max, "java-holder")
+			holder := java.contend(t, r, base, r.max, guards, "java-holder").(*javaHolder)
 			holder.granted(t)
-			o := r.goOwner(t, gns, base, 1)
-			waiter := goWait(ctx, o, guards, r.kind, r.max, 1, "go-waiter")
-			waitChildren(t, raw, "/"+compatNamespace+r.queuePath(base), r.heldNodes+1)
-			r.waiting(t, waiter, gns.SessionID(), "/"+compatNamespace+base)
+			waiter := golang.contend(t, r, base, 1, guards, "go-waiter")
+			queued(t, raw, r, "/"+compatNamespace+base, waiter)
 			if kids := children(t, raw, base); len(kids) != 0 {
 				t.Fatalf("nodes outside the namespace at %s: %v", base, kids)
 			}
 			if r.name == "mutex" {
-				m := mustMutex(t, gns, base)
-				goList, err := m.ParticipantNodes(ctx)
+				goList, err := mustMutex(t, golang.gc, base).ParticipantNodes(ctx)
 				must(t, err)
-				if javaList := p.participants(t, jl); !slices.Equal(goList, javaList) || len(goList) != 2 {
+				if javaList := java.p.participants(t, holder.lock); !slices.Equal(goList, javaList) || len(goList) != 2 {
 					t.Fatalf("participants in the namespace: Go %v, Java %v", goList, javaList)
 				}
 			}
 			holder.release(t)
-			leave := waiter.granted(t)
-			leave()
-			must(t, o.Release(ctx))
-			checkGuards(t, guards)
-			checkLog(t, guards, append(slices.Repeat([]string{"java-holder"}, r.full()), "go-waiter")...)
+			passed(t, guards, holder, waiter)
 		})
 	}
 }

@@ -21,28 +21,26 @@ import (
 func TestReadersShare(t *testing.T) {
 	testutil.CheckLeaks(t)
 	ctx := testutil.Context(t)
-	p := startPeer(t, "readers")
-	p.client(t, "jc", server.Addr())
-	gc := newClient(t, "")
+	java, golang := sides(t, "readers")
+	p, gc := java.p, golang.gc
 	base := serverPath(t)
 	g := newGuards(t, 1)
 	rw := mustReadWrite(t, gc, base, "")
 	p.do(t, "-", "rwlock", "rw", "jc", base)
 
-	r1 := javaHold(p, "r1", "rw.read", 1, g, shared, 1, "java-r1")
+	r1 := javaHold(p, java.sid, "r1", "rw.read", 1, g, shared, 1, "java-r1")
 	r1.granted(t)
 	r2 := rw.NewHandle().ReadLock()
 	if err := r2.TryAcquire(ctx); err != nil {
 		t.Fatalf("Go reader could not share the read lock with a Java reader: %v", err)
 	}
 	leave2 := goEnter(g, shared, 1, 1, "go-r2")
-	r3 := javaHold(p, "r3", "rw.read", 1, g, shared, 1, "java-r3", "timeout=0")
+	r3 := javaHold(p, java.sid, "r3", "rw.read", 1, g, shared, 1, "java-r3", "timeout=0")
 	r3.granted(t) // Java reader 3 shares the read lock with a Java and a Go reader
 
-	w := rw.NewHandle().WriteLock()
-	gw := goWait(ctx, w, g, exclusive, 1, 1, "go-w")
+	gw := golang.contend(t, readWriteRecipe("write", ""), base, 1, g, "go-w")
 	waitChildren(t, gc, base, 4)
-	gw.waiting(t, gc.SessionID(), base, base)
+	gw.waiting(t, base, base)
 	if acquired(t, p.do(t, "r4", "acquire", "rw.read", "timeout=0")) {
 		t.Fatal("a Java reader got past a queued Go writer")
 	}
@@ -56,21 +54,18 @@ func TestReadersShare(t *testing.T) {
 	must(t, r2.Release(ctx))
 	gw.notYet(t, "Go writer")
 	r3.release(t)
-	leaveW := gw.granted(t)
+	gw.granted(t)
 
 	// And a Java writer queued behind a Go writer bars later Go readers. It
 	// has a client of its own: reader 4's try left a watch on jc's session.
-	jwsid := p.client(t, "jwc", server.Addr())
-	p.do(t, "-", "rwlock", "rww", "jwc", base)
-	jw := javaHold(p, "w2", "rww.write", 1, g, exclusive, 1, "java-w2")
+	jw := javaSide(t, p, "jwc", "").contend(t, readWriteRecipe("write", ""), base, 1, g, "java-w2")
 	waitChildren(t, gc, base, 2)
-	jw.waiting(t, jwsid, base, "")
+	jw.waiting(t, base, "")
 	if err := rw.NewHandle().ReadLock().TryAcquire(ctx); !errors.Is(err, recipes.ErrLocked) {
 		t.Fatalf("a Go reader behind a Go-held write lock and a queued Java writer: %v, want ErrLocked", err)
 	}
 	jw.notYet(t, "Java writer")
-	leaveW()
-	must(t, w.Release(ctx))
+	gw.release(t)
 	jw.granted(t)
 	jw.release(t)
 	checkGuards(t, g)
@@ -110,20 +105,18 @@ func seqOf(t testing.TB, name string) string {
 // and that the Go writer did not get in while Java held the write lock.
 func TestDowngrade(t *testing.T) {
 	testutil.CheckLeaks(t)
-	p := startPeer(t, "downgrade")
-	jsid := p.client(t, "jc", server.Addr())
-	gc := newClient(t, "")
+	java, golang := sides(t, "downgrade")
+	p, gc := java.p, golang.gc
+	write := readWriteRecipe("write", "")
 
 	t.Run("go-downgrades", func(t *testing.T) {
 		ctx := testutil.Context(t)
 		base := serverPath(t)
 		g := newGuards(t, 1)
-		rw := mustReadWrite(t, gc, base, "")
-		p.do(t, "-", "rwlock", "rw1", "jc", base)
-		h := rw.NewHandle()
+		h := mustReadWrite(t, gc, base, "").NewHandle()
 		must(t, h.WriteLock().Acquire(ctx))
 		leaveW := goEnter(g, exclusive, 1, 1, "go-writer")
-		jw := javaHold(p, "d1", "rw1.write", 1, g, exclusive, 1, "java-writer")
+		jw := java.contend(t, write, base, 1, g, "java-writer").(*javaHolder)
 		waitChildren(t, gc, base, 2)
 		must(t, h.ReadLock().Acquire(ctx))
 		writeName, readName := lastSegment(h.WriteLock().LockPath()), lastSegment(h.ReadLock().LockPath())
@@ -139,7 +132,7 @@ func TestDowngrade(t *testing.T) {
 		must(t, h.WriteLock().Release(ctx))
 		leaveR := goEnter(g, shared, 1, 1, "go-downgraded-reader")
 		readPath := h.ReadLock().LockPath()
-		if !waitWatching(t, jsid, func(p string) bool { return p == readPath }, jw.acq.Done()) {
+		if !waitWatching(t, java.sid, func(p string) bool { return p == readPath }, jw.acq.Done()) {
 			r, err := jw.acq.Wait(ctx)
 			jw.enter.must(t) // its entry into the guard, which records the overlap
 			checkGuards(t, g)
@@ -158,15 +151,12 @@ func TestDowngrade(t *testing.T) {
 		ctx := testutil.Context(t)
 		base := serverPath(t)
 		g := newGuards(t, 1)
-		rw := mustReadWrite(t, gc, base, "")
 		p.do(t, "-", "rwlock", "rw2", "jc", base)
-		jw := javaHold(p, "d2", "rw2.write", 1, g, exclusive, 1, "java-writer")
+		jw := javaHold(p, java.sid, "d2", "rw2.write", 1, g, exclusive, 1, "java-writer")
 		jw.granted(t)
-		javaWrite := ownedBy(t, gc, base, jsid)
-		w := rw.NewHandle().WriteLock()
-		gw := goWait(ctx, w, g, exclusive, 1, 1, "go-writer")
-		waitChildren(t, gc, base, 2)
-		gw.waiting(t, gc.SessionID(), base, base)
+		javaWrite := ownedBy(t, gc, base, java.sid)
+		gw := golang.contend(t, write, base, 1, g, "go-writer")
+		queued(t, gc, write, base, gw)
 		// Same thread: a downgrade. Java's read lock stays out of the guard:
 		// the overlap with the Go writer below is CURATOR-621's.
 		if !acquired(t, p.do(t, "d2", "acquire", "rw2.read")) {
@@ -174,7 +164,7 @@ func TestDowngrade(t *testing.T) {
 		}
 		waitChildren(t, gc, base, 3)
 		var javaRead string
-		for _, n := range ownedBy(t, gc, base, jsid) {
+		for _, n := range ownedBy(t, gc, base, java.sid) {
 			if n != javaWrite[0] {
 				javaRead = n
 			}
@@ -196,14 +186,13 @@ func TestDowngrade(t *testing.T) {
 		jw.release(t)
 		// CURATOR-621: the Go writer is now first and gets the write lock
 		// while Java still holds its read lock.
-		leave := gw.granted(t)
+		gw.granted(t)
 		if ok, _, err := gc.Exists(ctx, javaRead); err != nil || !ok {
 			t.Fatalf("Java's read node %s is gone (%v): cannot show CURATOR-621", javaRead, err)
 		}
 		t.Logf("CURATOR-621 as Curator 5.4 has it: Go holds the write lock (%s) while Java holds the read lock (%s)",
-			w.LockPath(), javaRead)
-		leave()
-		must(t, w.Release(ctx))
+			goWrite, javaRead)
+		gw.release(t)
 		p.do(t, "d2", "release", "rw2.read")
 		checkGuards(t, g)
 		checkLog(t, g, "java-writer", "go-writer")

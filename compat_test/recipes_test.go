@@ -3,9 +3,7 @@ package compat_test
 import (
 	"context"
 	"errors"
-	"fmt"
 	"strconv"
-	"sync"
 	"testing"
 
 	"github.com/gocurator/curator/framework"
@@ -50,28 +48,18 @@ type recipe struct {
 	counting bool
 }
 
-// waiting waits until w, a contender for this recipe's lock on session,
-// has looked at the queue and chosen to wait (javaHolder.waiting). A
-// counting waiter cannot be seen waiting: for it this is only the probe
-// notYet, and an early grant is seen only if it comes while the holder still
-// holds.
-func (r recipe) waiting(t testing.TB, w waitingContender, session int64, base string) {
+// waiting waits until w, a contender for this recipe's lock at base, has
+// looked at the queue and chosen to wait (holder.waiting). A counting
+// waiter cannot be seen waiting: for it this is only the probe notYet, and
+// an early grant is seen only if it comes while the holder still holds.
+func (r recipe) waiting(t testing.TB, w holder, base string) {
 	t.Helper()
 	if r.counting {
 		w.notYet(t, r.name+" waiter")
 		return
 	}
-	w.waiting(t, session, base, r.queuePath(base))
+	w.waiting(t, base, r.queuePath(base))
 }
-
-// waitingContender is a javaHolder or a goWaiter.
-type waitingContender interface {
-	waiting(t testing.TB, session int64, base, skip string)
-	notYet(t testing.TB, what string)
-}
-
-// full is the quantity that shuts everyone else out.
-func (r recipe) full() int { return r.max }
 
 func sameBase(base string) string { return base }
 
@@ -221,69 +209,38 @@ func semaphoreRecipe(max int, data string) recipe {
 	}
 }
 
-// leaseOwner holds qty leases of a semaphore as one owner. Its methods may
-// be called from several goroutines (a holder and the watcher of its Done).
+// leaseOwner holds qty leases of a semaphore as one owner.
 type leaseOwner struct {
-	s   *recipes.InterProcessSemaphoreV2
-	qty int
-
-	mu     sync.Mutex
+	s      *recipes.InterProcessSemaphoreV2
+	qty    int
 	leases []*recipes.Lease
 }
 
-func (o *leaseOwner) take(ctx context.Context, acquire func(context.Context, int) ([]*recipes.Lease, error)) error {
-	if len(o.held()) > 0 {
-		return errors.New("leaseOwner: already holds leases")
-	}
-	ls, err := acquire(ctx, o.qty)
-	o.mu.Lock()
-	o.leases = ls
-	o.mu.Unlock()
+func (o *leaseOwner) Acquire(ctx context.Context) (err error) {
+	o.leases, err = o.s.AcquireN(ctx, o.qty)
 	return err
 }
 
-func (o *leaseOwner) Acquire(ctx context.Context) error { return o.take(ctx, o.s.AcquireN) }
-
-func (o *leaseOwner) TryAcquire(ctx context.Context) error { return o.take(ctx, o.s.TryAcquireN) }
-
-func (o *leaseOwner) held() []*recipes.Lease {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	return o.leases
+func (o *leaseOwner) TryAcquire(ctx context.Context) (err error) {
+	o.leases, err = o.s.TryAcquireN(ctx, o.qty)
+	return err
 }
 
 func (o *leaseOwner) Release(ctx context.Context) error {
-	o.mu.Lock()
-	leases := o.leases
-	o.leases = nil
-	o.mu.Unlock()
-	if len(leases) == 0 {
-		return fmt.Errorf("leaseOwner: %w", recipes.ErrNotHeld)
-	}
 	var errs []error
-	for _, l := range leases {
+	for _, l := range o.leases {
 		errs = append(errs, l.Close(ctx))
 	}
+	o.leases = nil
 	return errors.Join(errs...)
 }
 
-func (o *leaseOwner) Done() <-chan struct{} {
-	leases := o.held()
-	if len(leases) == 0 {
-		ch := make(chan struct{})
-		close(ch)
-		return ch
-	}
-	return leases[0].Done()
-}
+// Done closes when the first lease is lost.
+func (o *leaseOwner) Done() <-chan struct{} { return o.leases[0].Done() }
 
 func (o *leaseOwner) Err() error {
-	leases := o.held()
-	if len(leases) == 0 {
-		return fmt.Errorf("leaseOwner: %w", recipes.ErrNotHeld)
-	}
 	var errs []error
-	for _, l := range leases {
+	for _, l := range o.leases {
 		errs = append(errs, l.Err())
 	}
 	return errors.Join(errs...)

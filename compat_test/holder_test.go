@@ -1,0 +1,356 @@
+package compat_test
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/gocurator/curator/framework"
+	"github.com/gocurator/curator/internal/testutil"
+	"github.com/gocurator/curator/recipes"
+)
+
+// side is where contenders run: a Go client, or a Curator client of a Java
+// peer.
+type side struct {
+	gc  *framework.Client // a Go client, or
+	p   *peer             // a Java peer,
+	jc  string            // the name of its client,
+	sid int64             // and that client's session
+}
+
+// sides starts a Java peer named name, opens a Curator client "jc" in it
+// and a Go client, both on the shared server, and returns their sides.
+func sides(t testing.TB, name string) (java, golang side) {
+	t.Helper()
+	return javaSide(t, startPeer(t, name), "jc", ""), side{gc: newClient(t, "")}
+}
+
+// javaSide opens a Curator client named jc in p, connected to addr (the
+// shared server if "") with options such as "ns=<namespace>".
+func javaSide(t testing.TB, p *peer, jc, addr string, opts ...string) side {
+	t.Helper()
+	if addr == "" {
+		addr = server.Addr()
+	}
+	return side{p: p, jc: jc, sid: p.client(t, jc, addr, opts...)}
+}
+
+// lang is the side's language, "go" or "java".
+func (s side) lang() string {
+	if s.gc != nil {
+		return "go"
+	}
+	return "java"
+}
+
+// session is the side's session id.
+func (s side) session() int64 {
+	if s.gc != nil {
+		return s.gc.SessionID()
+	}
+	return s.sid
+}
+
+// contend starts a contender labelled label on s for r's lock at base,
+// taking qty leases where the recipe has leases, that enters the guards
+// the moment it is granted (see holder). A Java contender has a lock object
+// and a worker of its own, both named after label and the test.
+func (s side) contend(t testing.TB, r recipe, base string, qty int, guards []*guard, label string) holder {
+	t.Helper()
+	return s.start(t, r, base, qty, guards, label, false)
+}
+
+// contendRevocable is contend, for a revocable recipe, with a holder that
+// releases the lock when it is asked to revoke it: Curator's revocation
+// listener releases on the contender's worker; a Go holder's leaves the
+// guards and releases (goHolder.revoked).
+func (s side) contendRevocable(t testing.TB, r recipe, base string, guards []*guard, label string) holder {
+	t.Helper()
+	return s.start(t, r, base, 1, guards, label, true)
+}
+
+func (s side) start(t testing.TB, r recipe, base string, qty int, guards []*guard, label string, revocable bool) holder {
+	t.Helper()
+	if s.p != nil {
+		lock := r.javaLock(t, s.p, label+"-"+t.Name(), s.jc, base)
+		if revocable {
+			s.p.do(t, "-", "revocable", lock, "release-on="+lock)
+		}
+		return javaHold(s.p, s.sid, lock, lock, qty, guards, r.kind, r.max, label)
+	}
+	h := &goHolder{s: s, r: r, base: base, qty: qty, guards: guards, label: label, o: r.goOwner(t, s.gc, base, qty),
+		done: make(chan struct{})}
+	if revocable {
+		h.revoked = make(chan error, 1)
+		rh := h.o.(*recipes.Handle)
+		rh.MakeRevocable(func() {
+			h.leave(t)
+			h.revoked <- rh.Release(context.Background())
+		})
+	}
+	ctx := testutil.Context(t)
+	go func() {
+		defer close(h.done)
+		if h.err = h.o.Acquire(ctx); h.err == nil {
+			leave := goEnter(guards, r.kind, r.max, qty, label)
+			h.mu.Lock()
+			h.leaveGuards = leave
+			h.mu.Unlock()
+		}
+	}()
+	return h
+}
+
+// loop starts a contender labelled label on s that takes r's lock at base
+// rounds times, entering the guards while it holds it, and sends how it
+// ended (nil, or why it failed) on done.
+func (s side) loop(t testing.TB, r recipe, base string, guards []*guard, rounds int, label string, done chan<- error) {
+	t.Helper()
+	ctx := testutil.Context(t)
+	if s.p != nil {
+		lock := r.javaLock(t, s.p, label+"-"+t.Name(), s.jc, base)
+		call := s.p.send(lock, "loop", lock, "rounds="+strconv.Itoa(rounds), "guard="+guardURLs(guards, 1),
+			"kind="+string(r.kind), "max="+strconv.Itoa(r.max), "label="+label, "hold="+strconv.FormatInt(holdTime.Milliseconds(), 10))
+		go func() {
+			_, err := call.Wait(ctx)
+			done <- err
+		}()
+		return
+	}
+	o := r.goOwner(t, s.gc, base, 1)
+	go func() { done <- goLoop(ctx, o, guards, r.kind, r.max, rounds, label) }()
+}
+
+// goLoop takes the lock rounds times through o, entering the guards while
+// it holds it.
+func goLoop(ctx context.Context, o owner, guards []*guard, kind guardKind, max, rounds int, label string) error {
+	for i := 0; i < rounds; i++ {
+		if err := o.Acquire(ctx); err != nil {
+			return fmt.Errorf("%s round %d: %w", label, i, err)
+		}
+		leave := goEnter(guards, kind, max, 1, label)
+		time.Sleep(holdTime) // time inside the critical section, not synchronisation
+		leave()
+		if err := o.Release(ctx); err != nil {
+			return fmt.Errorf("%s round %d: %w", label, i, err)
+		}
+	}
+	return nil
+}
+
+// holder is a contender of either language for a lock that enters the
+// guards from where it holds the lock, the moment it is granted, and leaves
+// them just before it releases: an overlap is then seen whenever it
+// happens, not only while the test looks.
+type holder interface {
+	// granted waits (bounded) until the lock is granted and the guards
+	// entered, and fails the test on an error or a refusal.
+	granted(t testing.TB)
+	// notYet fails the test if the acquire has returned already: a cheap
+	// early failure; the guards record the overlap in any case.
+	notYet(t testing.TB, what string)
+	// waiting waits until the contender has looked at the queue and chosen
+	// to wait: the server shows its session watching a node below base
+	// other than skip (see waitWatching). Whoever holds the lock must hold
+	// on until then, or a wrong grant could come after the holder left and
+	// be no overlap. A contender granted instead fails the test, with the
+	// overlap its guards recorded.
+	waiting(t testing.TB, base, skip string)
+	// try reports whether a third contender for the same lock, of the
+	// same language, gets it without waiting (a Go one releases it again).
+	try(t testing.TB) bool
+	// leave leaves the guards, keeping the lock.
+	leave(t testing.TB)
+	// release leaves the guards, unless left already, and releases the
+	// lock.
+	release(t testing.TB)
+	// entries are the guard's log entries of the holding: its label, once
+	// per lease it holds (a counted guard counts each).
+	entries() []string
+}
+
+// queued waits until w, a contender for r's lock at base (as the server
+// names it; c looks), has its node in the queue behind the holder's and
+// has chosen to wait (recipe.waiting).
+func queued(t testing.TB, c *framework.Client, r recipe, base string, w holder) {
+	t.Helper()
+	waitChildren(t, c, r.queuePath(base), r.heldNodes+1)
+	r.waiting(t, w, base)
+}
+
+// passed ends a hand-off from holder from, gone, to waiter to: to is
+// granted the lock and releases it, the guards saw no overlap, and they
+// logged from's entries, then to's.
+func passed(t testing.TB, guards []*guard, from, to holder) {
+	t.Helper()
+	to.granted(t)
+	to.release(t)
+	checkGuards(t, guards)
+	checkLog(t, guards, append(from.entries(), to.entries()...)...)
+}
+
+// javaHolder is a Java contender: the guard-enter request is queued on the
+// worker that acquires, behind the acquire, so it runs the moment the
+// acquire returns, whenever that is; and it leaves the guards, on the same
+// worker, just before it releases.
+type javaHolder struct {
+	p            *peer
+	sid          int64
+	worker, lock string
+	qty          int
+	label        string
+	guards       []*guard
+	acq, enter   *call
+	token        string
+	left         bool
+}
+
+// javaHold sends the acquire of lock (qty leases) on worker of p, whose
+// client's session is sid, and, behind it, the guards' entry as label. The
+// acquire must wait (no timeout, or one that the test expects to be met): a
+// timed acquire that returns false would enter the guards all the same.
+func javaHold(p *peer, sid int64, worker, lock string, qty int, guards []*guard, kind guardKind, max int, label string, opts ...string) *javaHolder {
+	return &javaHolder{p: p, sid: sid, worker: worker, lock: lock, qty: qty, label: label, guards: guards,
+		acq: javaAcquire(p, worker, lock, qty, opts...),
+		enter: p.send(worker, "guard-enter", guardURLs(guards, qty), "kind="+string(kind),
+			"max="+strconv.Itoa(max), "label="+label)}
+}
+
+func (h *javaHolder) granted(t testing.TB) {
+	t.Helper()
+	ok := acquired(t, h.acq.must(t))
+	h.token = h.enter.must(t)
+	if !ok {
+		h.leave(t)
+		t.Fatalf("Java's acquire of %s on %s returned false", h.lock, h.worker)
+	}
+}
+
+func (h *javaHolder) notYet(t testing.TB, what string) {
+	t.Helper()
+	if h.acq.Answered() {
+		r, err := h.acq.Result()
+		t.Fatalf("%s returned (%q, %v) while the lock was held elsewhere", what, r, err)
+	}
+}
+
+func (h *javaHolder) waiting(t testing.TB, base, skip string) {
+	t.Helper()
+	if waitWatching(t, h.sid, below(base, skip), h.acq.Done()) {
+		return
+	}
+	ctx := testutil.Context(t)
+	r, err := h.acq.Wait(ctx)
+	if _, eerr := h.enter.Wait(ctx); eerr == nil {
+		checkGuards(t, h.guards)
+	}
+	t.Fatalf("Java's acquire of %s returned (%q, %v) while the lock was held elsewhere", h.lock, r, err)
+}
+
+func (h *javaHolder) try(t testing.TB) bool {
+	t.Helper()
+	return acquired(t, javaAcquire(h.p, h.worker+"-try", h.lock, 1, "timeout=0").must(t))
+}
+
+func (h *javaHolder) leave(t testing.TB) {
+	t.Helper()
+	if !h.left {
+		h.left = true
+		h.p.do(t, h.worker, "guard-leave", h.token)
+	}
+}
+
+// release leaves the guards and releases the lock, both on the holder's
+// worker, one right after the other.
+func (h *javaHolder) release(t testing.TB) {
+	t.Helper()
+	var leave *call
+	if !h.left {
+		h.left = true
+		leave = h.p.send(h.worker, "guard-leave", h.token)
+	}
+	rel := h.p.send(h.worker, "release", h.lock)
+	if leave != nil {
+		leave.must(t)
+	}
+	rel.must(t)
+}
+
+func (h *javaHolder) entries() []string { return slices.Repeat([]string{h.label}, h.qty) }
+
+// goHolder is a Go contender: o.Acquire runs on a goroutine of its own,
+// which enters the guards the moment it returns.
+type goHolder struct {
+	s      side
+	r      recipe
+	base   string
+	qty    int
+	guards []*guard
+	label  string
+	o      owner
+	done   chan struct{} // closed when Acquire has returned and the guards are entered
+	err    error
+	// revoked has the result of the release by the revocation listener of
+	// a revocable holder.
+	revoked chan error
+
+	mu          sync.Mutex
+	leaveGuards func() // nil before the entry and after the leave
+}
+
+func (h *goHolder) granted(t testing.TB) {
+	t.Helper()
+	select {
+	case <-h.done:
+	case <-testutil.Context(t).Done():
+		t.Fatalf("%s: Acquire did not return within %v", h.label, testutil.Timeout)
+	}
+	if h.err != nil {
+		t.Fatalf("%s: %v", h.label, h.err)
+	}
+}
+
+func (h *goHolder) notYet(t testing.TB, what string) {
+	t.Helper()
+	select {
+	case <-h.done:
+		t.Fatalf("%s returned (%v) while the lock was held elsewhere", what, h.err)
+	default:
+	}
+}
+
+func (h *goHolder) waiting(t testing.TB, base, skip string) {
+	t.Helper()
+	if waitWatching(t, h.s.session(), below(base, skip), h.done) {
+		return
+	}
+	checkGuards(t, h.guards)
+	t.Fatalf("%s: Acquire returned (%v) while the lock was held elsewhere", h.label, h.err)
+}
+
+func (h *goHolder) try(t testing.TB) bool {
+	t.Helper()
+	return tryAcquire(t, h.r.goOwner(t, h.s.gc, h.base, 1))
+}
+
+func (h *goHolder) leave(testing.TB) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.leaveGuards != nil {
+		h.leaveGuards()
+		h.leaveGuards = nil
+	}
+}
+
+func (h *goHolder) release(t testing.TB) {
+	t.Helper()
+	h.leave(t)
+	must(t, h.o.Release(testutil.Context(t)))
+}
+
+func (h *goHolder) entries() []string { return slices.Repeat([]string{h.label}, h.qty) }
