@@ -75,10 +75,7 @@ func TestMixedContention(t *testing.T) {
 	testutil.CheckLeaks(t)
 	p := startPeer(t, "contention")
 	sides := []side{{gc: newClient(t, "")}, javaSide(t, p, "jc1", ""), {gc: newClient(t, "")}, javaSide(t, p, "jc2", "")}
-	for _, r := range allRecipes() {
-		if r.name == "read" {
-			continue // readers alone exclude nobody: see read-write below
-		}
+	for _, r := range blockingRecipes() {
 		t.Run(r.name, func(t *testing.T) {
 			var es []entrant
 			for i := range 2 * contenders {

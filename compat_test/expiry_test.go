@@ -22,10 +22,7 @@ func TestSessionExpiry(t *testing.T) {
 	testutil.CheckLeaks(t)
 	java, golang := sides(t, "expiry")
 	gc := golang.gc
-	for _, r := range allRecipes() {
-		if r.name == "read" {
-			continue // readers do not wait for readers
-		}
+	for _, r := range blockingRecipes() {
 		t.Run(r.name+"/java-holder-expires", func(t *testing.T) {
 			t.Parallel() // most of the time goes on clients reconnecting after the expiry
 			base := serverPath(t)

@@ -136,13 +136,6 @@ func ownedBy(t testing.TB, c *framework.Client, path string, session int64) []st
 	return out
 }
 
-// asyncAcquire runs o.Acquire on a goroutine and returns its result channel.
-func asyncAcquire(ctx context.Context, o owner) <-chan error {
-	ch := make(chan error, 1)
-	go func() { ch <- o.Acquire(ctx) }()
-	return ch
-}
-
 func must(t testing.TB, err error) {
 	t.Helper()
 	if err != nil {

@@ -183,15 +183,19 @@ func queued(t testing.TB, c *framework.Client, r recipe, base string, w holder) 
 	r.waiting(t, w, base)
 }
 
-// passed ends a hand-off from holder from, gone, to waiter to: to is
-// granted the lock and releases it, the guards saw no overlap, and they
-// logged from's entries, then to's.
-func passed(t testing.TB, guards []*guard, from, to holder) {
+// passed ends the hand-offs of a lock from holder from, gone, to the
+// waiters to, in turn: each is granted the lock and releases it; the guards
+// saw no overlap, and they logged from's entries, then each waiter's.
+func passed(t testing.TB, guards []*guard, from holder, to ...holder) {
 	t.Helper()
-	to.granted(t)
-	to.release(t)
+	log := from.entries()
+	for _, h := range to {
+		h.granted(t)
+		h.release(t)
+		log = append(log, h.entries()...)
+	}
 	checkGuards(t, guards)
-	checkLog(t, guards, append(from.entries(), to.entries()...)...)
+	checkLog(t, guards, log...)
 }
 
 // javaHolder is a Java contender: the guard-enter request is queued on the

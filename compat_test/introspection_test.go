@@ -1,9 +1,8 @@
 package compat_test
 
 import (
-	"context"
+	"fmt"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 
@@ -53,55 +52,37 @@ func boolText(b bool) string {
 // Curator's getParticipantNodes lists Go's nodes, and our ParticipantNodes
 // lists Java's, in the same order (a foreign child included); Curator's
 // ProtectedUtils recognises our node names as protected and we recognise
-// Curator's.
+// Curator's. The queue, Go and Java in turn, is then granted in its order.
 func TestIntrospectionMutex(t *testing.T) {
 	testutil.CheckLeaks(t)
 	ctx := testutil.Context(t)
-	p := startPeer(t, "introspection")
-	jsid := p.client(t, "jc", server.Addr())
-	gc := newClient(t, "")
+	java, golang := sides(t, "introspection")
+	gc := golang.gc
 	base := serverPath(t)
-	if _, err := gc.Create(ctx, base+"/zzz-foreign", nil, framework.CreatingParentContainersIfNeeded()); err != nil {
-		t.Fatal(err)
-	}
-	m := mustMutex(t, gc, base)
-	p.do(t, "-", "mutex", "m", "jc", base)
-
-	h0 := m.NewHandle()
-	must(t, h0.Acquire(ctx))
-	j1 := p.send("j1", "acquire", "m")
-	waitChildren(t, gc, base, 3)
-	h2 := m.NewHandle()
-	g2 := asyncAcquire(ctx, h2)
-	waitChildren(t, gc, base, 4)
-	j3 := p.send("j3", "acquire", "m")
-	waitChildren(t, gc, base, 5)
-
-	goList, err := m.ParticipantNodes(ctx)
+	_, err := gc.Create(ctx, base+"/zzz-foreign", nil, framework.CreatingParentContainersIfNeeded())
 	must(t, err)
-	javaList := p.participants(t, "m")
-	if !slices.Equal(goList, javaList) {
+	g := newGuards(t, 1)
+	var queue []holder
+	for i, s := range []side{golang, java, golang, java} {
+		queue = append(queue, s.contend(t, mutexRecipe, base, 1, g, fmt.Sprintf("%s-%d", s.lang(), i)))
+		waitChildren(t, gc, base, i+2)
+	}
+	queue[0].granted(t)
+
+	goList, err := mustMutex(t, gc, base).ParticipantNodes(ctx)
+	must(t, err)
+	if javaList := java.p.participants(t, queue[1].(*javaHolder).lock); !slices.Equal(goList, javaList) {
 		t.Fatalf("participants differ:\nGo:   %v\nJava: %v", goList, javaList)
 	}
-	if got, want := owners(t, gc, goList, gc.SessionID(), jsid), []string{"go", "java", "go", "java", "other"}; !slices.Equal(got, want) {
+	if got, want := owners(t, gc, goList, golang.session(), java.sid), []string{"go", "java", "go", "java", "other"}; !slices.Equal(got, want) {
 		t.Fatalf("participants %v are owned by %v, want %v (queue order, the foreign node last)", goList, got, want)
 	}
-	if goList[0] != h0.LockPath() || goList[4] != base+"/zzz-foreign" {
-		t.Fatalf("participants %v: want the holder %s first and the foreign node last", goList, h0.LockPath())
+	if first := queue[0].(*goHolder).o.(*recipes.Handle).LockPath(); goList[0] != first || goList[4] != base+"/zzz-foreign" {
+		t.Fatalf("participants %v: want the holder %s first and the foreign node last", goList, first)
 	}
-	checkProtected(t, p, children(t, gc, base))
-
-	must(t, h0.Release(ctx))
-	if !acquired(t, j1.must(t)) {
-		t.Fatal("Java's acquire returned false")
-	}
-	p.do(t, "j1", "release", "m")
-	must(t, testutil.Recv(t, g2, "the second Go waiter's Acquire"))
-	must(t, h2.Release(ctx))
-	if !acquired(t, j3.must(t)) {
-		t.Fatal("Java's acquire returned false")
-	}
-	p.do(t, "j3", "release", "m")
+	checkProtected(t, java.p, children(t, gc, base))
+	queue[0].release(t)
+	passed(t, g, queue[0], queue[1:]...)
 }
 
 // owners maps each node to "go", "java" or "other" by its ephemeral owner.
@@ -135,33 +116,27 @@ func filter(nodes []string, marker string) []string {
 
 // The read-write lock: Curator's readLock().getParticipantNodes() and
 // writeLock().getParticipantNodes() are our ParticipantNodes' readers and
-// writers, in the same order, for a queue of both languages.
+// writers, in the same order, for a queue of both languages, which is then
+// granted in its order (the two readers together).
 func TestIntrospectionReadWrite(t *testing.T) {
 	testutil.CheckLeaks(t)
 	ctx := testutil.Context(t)
-	p := startPeer(t, "introspection-rw")
-	jsid := p.client(t, "jc", server.Addr())
-	gc := newClient(t, "")
+	java, golang := sides(t, "introspection-rw")
+	gc := golang.gc
 	base := serverPath(t)
-	rw := mustReadWrite(t, gc, base, "")
-	p.do(t, "-", "rwlock", "rw", "jc", base)
+	g := newGuards(t, 1)
+	read, write := readWriteRecipe("read", ""), readWriteRecipe("write", "")
+	var queue []holder
+	for i, e := range []entrant{{golang, read, "go-r0"}, {java, write, "java-w1"}, {golang, read, "go-r2"},
+		{java, read, "java-r3"}, {golang, write, "go-w4"}} {
+		queue = append(queue, e.s.contend(t, e.r, base, 1, g, e.label))
+		waitChildren(t, gc, base, i+1)
+	}
+	queue[0].granted(t)
 
-	r1 := rw.NewHandle().ReadLock()
-	must(t, r1.Acquire(ctx))
-	jw := p.send("jw", "acquire", "rw.write")
-	waitChildren(t, gc, base, 2)
-	r2 := rw.NewHandle().ReadLock()
-	g2 := asyncAcquire(ctx, r2)
-	waitChildren(t, gc, base, 3)
-	jr := p.send("jr", "acquire", "rw.read")
-	waitChildren(t, gc, base, 4)
-	w3 := rw.NewHandle().WriteLock()
-	g3 := asyncAcquire(ctx, w3)
-	waitChildren(t, gc, base, 5)
-
-	goList, err := rw.ParticipantNodes(ctx)
+	goList, err := mustReadWrite(t, gc, base, "").ParticipantNodes(ctx)
 	must(t, err)
-	if got, want := owners(t, gc, goList, gc.SessionID(), jsid), []string{"go", "java", "go", "java", "go"}; !slices.Equal(got, want) {
+	if got, want := owners(t, gc, goList, golang.session(), java.sid), []string{"go", "java", "go", "java", "go"}; !slices.Equal(got, want) {
 		t.Fatalf("participants %v owned by %v, want %v", goList, got, want)
 	}
 	var kinds []string
@@ -176,27 +151,23 @@ func TestIntrospectionReadWrite(t *testing.T) {
 	if got := strings.Join(kinds, ""); got != "RWRRW" {
 		t.Fatalf("participants %v are %s, want RWRRW", goList, got)
 	}
-	if jr := p.participants(t, "rw.read"); !slices.Equal(jr, filter(goList, "__READ__")) {
+	if jr := java.p.participants(t, queue[3].(*javaHolder).lock); !slices.Equal(jr, filter(goList, "__READ__")) {
 		t.Fatalf("Curator's read participants %v, ours %v", jr, goList)
 	}
-	if jw := p.participants(t, "rw.write"); !slices.Equal(jw, filter(goList, "__WRIT__")) {
+	if jw := java.p.participants(t, queue[1].(*javaHolder).lock); !slices.Equal(jw, filter(goList, "__WRIT__")) {
 		t.Fatalf("Curator's write participants %v, ours %v", jw, goList)
 	}
-	checkProtected(t, p, children(t, gc, base))
-
-	must(t, r1.Release(ctx))
-	if !acquired(t, jw.must(t)) {
-		t.Fatal("Java's write acquire returned false")
-	}
-	p.do(t, "jw", "release", "rw.write")
-	must(t, testutil.Recv(t, g2, "the second Go waiter's Acquire"))
-	if !acquired(t, jr.must(t)) {
-		t.Fatal("Java's read acquire returned false")
-	}
-	must(t, r2.Release(ctx))
-	p.do(t, "jr", "release", "rw.read")
-	must(t, testutil.Recv(t, g3, "the Go writer's Acquire"))
-	must(t, w3.Release(ctx))
+	checkProtected(t, java.p, children(t, gc, base))
+	queue[0].release(t)
+	queue[1].granted(t)
+	queue[1].release(t)
+	queue[2].granted(t)
+	queue[3].granted(t) // the readers share
+	queue[2].release(t)
+	queue[3].release(t)
+	queue[4].granted(t)
+	queue[4].release(t)
+	checkGuards(t, g)
 }
 
 // The semaphore: Curator's getParticipantNodes and ours both give the lease
@@ -205,27 +176,25 @@ func TestIntrospectionReadWrite(t *testing.T) {
 func TestIntrospectionSemaphore(t *testing.T) {
 	testutil.CheckLeaks(t)
 	ctx := testutil.Context(t)
-	p := startPeer(t, "introspection-sem")
-	jsid := p.client(t, "jc", server.Addr())
-	gc := newClient(t, "")
+	java, golang := sides(t, "introspection-sem")
+	gc := golang.gc
 	base := serverPath(t)
-	s, err := recipes.NewInterProcessSemaphoreV2(gc, base, semaphoreLeases)
-	must(t, err)
-	p.do(t, "-", "semaphore", "s", "jc", base, strconv.Itoa(semaphoreLeases))
-
-	held, err := s.AcquireN(ctx, semaphoreLeases-1)
-	must(t, err)
-	if !acquired(t, p.do(t, "s1", "acquire", "s")) {
-		t.Fatal("Java did not get the last lease")
-	}
-	waiter := asyncLease(ctx, s)
+	g := newGuards(t, 1)
+	r := semaphoreRecipe(semaphoreLeases, "")
+	goHeld := golang.contend(t, r, base, semaphoreLeases-1, g, "go-held")
+	goHeld.granted(t)
+	javaHeld := java.contend(t, r, base, 1, g, "java-held") // the last lease
+	javaHeld.granted(t)
+	goWaiter := golang.contend(t, r, base, 1, g, "go-waiter")
 	waitChildren(t, gc, base+"/leases", semaphoreLeases+1) // the waiter's lease is there, over the limit
-	jw := p.send("s2", "acquire", "s")
+	javaWaiter := java.contend(t, r, base, 1, g, "java-waiter")
 	waitChildren(t, gc, base+"/locks", 2) // the Go waiter holds the internal lock, Java queues for it
 
+	s, err := recipes.NewInterProcessSemaphoreV2(gc, base, semaphoreLeases)
+	must(t, err)
 	goNames, err := s.ParticipantNodes(ctx)
 	must(t, err)
-	javaNames := p.participants(t, "s")
+	javaNames := java.p.participants(t, javaHeld.(*javaHolder).lock)
 	if !slices.Equal(slices.Sorted(slices.Values(goNames)), slices.Sorted(slices.Values(javaNames))) {
 		t.Fatalf("lease participants differ:\nGo:   %v\nJava: %v", goNames, javaNames)
 	}
@@ -233,34 +202,18 @@ func TestIntrospectionSemaphore(t *testing.T) {
 	for _, n := range goNames {
 		paths = append(paths, base+"/leases/"+n)
 	}
-	if got := owners(t, gc, paths, gc.SessionID(), jsid); strings.Count(strings.Join(got, " "), "java") != 1 ||
+	if got := owners(t, gc, paths, golang.session(), java.sid); strings.Count(strings.Join(got, " "), "java") != 1 ||
 		strings.Count(strings.Join(got, " "), "go") != semaphoreLeases {
 		t.Fatalf("leases %v owned by %v", goNames, got)
 	}
-	checkProtected(t, p, children(t, gc, base+"/leases"))
-	checkProtected(t, p, children(t, gc, base+"/locks"))
+	checkProtected(t, java.p, children(t, gc, base+"/leases"))
+	checkProtected(t, java.p, children(t, gc, base+"/locks"))
 
-	p.do(t, "s1", "release", "s")
-	r := testutil.Recv(t, waiter, "the Go waiter's lease")
-	must(t, r.err)
-	must(t, recipes.ReturnAll(ctx, held))
-	if !acquired(t, jw.must(t)) {
-		t.Fatal("Java's acquire returned false")
-	}
-	must(t, r.lease.Close(ctx))
-	p.do(t, "s2", "release", "s")
-}
-
-type leaseResult struct {
-	lease *recipes.Lease
-	err   error
-}
-
-func asyncLease(ctx context.Context, s *recipes.InterProcessSemaphoreV2) <-chan leaseResult {
-	ch := make(chan leaseResult, 1)
-	go func() {
-		l, err := s.Acquire(ctx)
-		ch <- leaseResult{l, err}
-	}()
-	return ch
+	javaHeld.release(t)
+	goWaiter.granted(t)
+	goHeld.release(t)
+	javaWaiter.granted(t)
+	goWaiter.release(t)
+	javaWaiter.release(t)
+	checkGuards(t, g)
 }

@@ -7,24 +7,19 @@
 //
 // The tests need Java 17+ with javac and the Curator 5.4 and ZooKeeper jars.
 // They fail, rather than skip, when these are missing, saying what to
-// install (jvm.InstallHint).
+// install.
 package compat_test
 
 import (
 	"context"
-	"errors"
-	"flag"
 	"fmt"
 	"os"
 	"testing"
 	"time"
 
-	"go.uber.org/goleak"
-
 	"github.com/gocurator/curator/framework"
 	"github.com/gocurator/curator/framework/zktest"
 	"github.com/gocurator/curator/internal/curatorpeer"
-	"github.com/gocurator/curator/internal/jvm"
 	"github.com/gocurator/curator/internal/testclient"
 	"github.com/gocurator/curator/internal/testutil"
 )
@@ -34,42 +29,16 @@ import (
 var server *zktest.Server
 
 func TestMain(m *testing.M) {
-	os.Exit(run(m))
-}
-
-func run(m *testing.M) int {
-	flag.Parse()
-	start := time.Now()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	err := curatorpeer.Prepare(ctx)
 	cancel()
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "compat_test: %v\n", err)
-		return 1
+		os.Exit(1)
 	}
-	s, err := zktest.StartServer(zktest.WithTickTime(100*time.Millisecond),
+	os.Exit(testutil.Main(m, &server, zktest.WithTickTime(100*time.Millisecond),
 		zktest.WithSessionTimeoutRange(200*time.Millisecond, 30*time.Second),
-		zktest.WithContainerCheckInterval(200*time.Millisecond))
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "compat_test: starting ZooKeeper: %v\n", err)
-		if errors.Is(err, zktest.ErrNotInstalled) {
-			fmt.Fprintln(os.Stderr, jvm.InstallHint)
-		}
-		return 1
-	}
-	server = s
-	if testing.Verbose() {
-		fmt.Fprintf(os.Stderr, "compat_test: Java peer and ZooKeeper ready in %v\n", time.Since(start).Round(time.Millisecond))
-	}
-	code := m.Run()
-	s.Close()
-	if code == 0 {
-		if err := goleak.Find(); err != nil {
-			fmt.Fprintln(os.Stderr, "goroutines left behind:", err)
-			code = 1
-		}
-	}
-	return code
+		zktest.WithContainerCheckInterval(200*time.Millisecond)))
 }
 
 // newClient connects to addr (the shared server if "") and closes the

@@ -24,10 +24,7 @@ func TestNamespaces(t *testing.T) {
 	golang := side{gc: newClient(t, "", framework.WithNamespace(compatNamespace))}
 	raw := newClient(t, "")
 	testutil.CleanupTree(t, server.Addr(), "/"+compatNamespace[:len("gocurator-compat-ns")])
-	for _, r := range allRecipes() {
-		if r.name == "read" {
-			continue
-		}
+	for _, r := range blockingRecipes() {
 		t.Run(r.name, func(t *testing.T) {
 			ctx := testutil.Context(t)
 			base := serverPath(t)

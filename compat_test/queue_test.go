@@ -60,10 +60,7 @@ func runQueue(t *testing.T, golang side, base string, holder recipe, es []entran
 func TestQueueOrder(t *testing.T) {
 	testutil.CheckLeaks(t)
 	java, golang := sides(t, "queue")
-	for _, r := range allRecipes() {
-		if r.name == "read" {
-			continue // readers share: see read-write below
-		}
+	for _, r := range blockingRecipes() {
 		t.Run(r.name, func(t *testing.T) {
 			var es []entrant
 			var want []string

@@ -96,7 +96,7 @@ func TestTreeForm(t *testing.T) {
 	base := serverPath(t)
 
 	named := func(r recipe, name string) recipe { r.name = name; return r }
-	cases := append(allRecipes(),
+	cases := append(blockingRecipes(), readWriteRecipe("read", ""),
 		named(readWriteRecipe("read", "rwdata"), "read-with-data"),
 		named(readWriteRecipe("write", "rwdata"), "write-with-data"),
 		named(semaphoreRecipe(semaphoreLeases, "leasedata"), "semaphore-with-data"))
