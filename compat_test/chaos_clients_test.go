@@ -114,7 +114,7 @@ func (c *chaosClient) states(since time.Time) []stateEvent {
 		}
 		return out
 	}
-	for _, ev := range c.proc.eventList() { // "state <client> <STATE> <µs>"
+	for _, ev := range c.proc.EventTexts() { // "state <client> <STATE> <µs>"
 		f := strings.Fields(ev)
 		if len(f) != 4 || f[0] != "state" || f[1] != c.name {
 			continue

@@ -19,7 +19,7 @@ func eventCount(ctx context.Context, t testing.TB, p *peer, text string, n int) 
 	for i := 0; ; i++ {
 		e, err := p.NextEvent(ctx, i)
 		if err != nil {
-			t.Fatalf("waiting for %q the %d. time: %v; events %q", text, n, err, p.eventList())
+			t.Fatalf("waiting for %q the %d. time: %v; events %q", text, n, err, p.EventTexts())
 		}
 		if e.Text == text {
 			if seen++; seen == n {
@@ -138,9 +138,8 @@ func TestLeaderSelectorWithJava(t *testing.T) {
 	testutil.CheckLeaks(t)
 	ctx := testutil.Context(t)
 	base := serverPath(t)
-	p := startPeer(t, "selector")
-	p.client(t, "jc", server.Addr())
-	gc := newClient(t, "")
+	java, golang := sides(t, "selector")
+	p, gc := java.p, golang.gc
 
 	p.do(t, "-", "selector", "js", "jc", base, "id=java", "autorequeue=true")
 	p.do(t, "-", "selector-start", "js")

@@ -1,7 +1,6 @@
 package compat_test
 
 import (
-	"context"
 	"path/filepath"
 	"testing"
 
@@ -70,21 +69,13 @@ func (p *peer) do(t testing.TB, worker, verb string, args ...string) string {
 	return p.send(worker, verb, args...).must(t)
 }
 
-// waitEvent waits until the peer has printed the event ev (ever).
-func (p *peer) waitEvent(ctx context.Context, ev string) error {
-	return p.WaitEvent(ctx, ev)
-}
-
 // mustEvent waits for the event ev, failing the test if it does not come.
 func (p *peer) mustEvent(t testing.TB, ev string) {
 	t.Helper()
-	if err := p.waitEvent(testutil.Context(t), ev); err != nil {
+	if err := p.WaitEvent(testutil.Context(t), ev); err != nil {
 		t.Fatal(err)
 	}
 }
-
-// eventList returns the text of every event so far, in order.
-func (p *peer) eventList() []string { return p.EventTexts() }
 
 // client opens a Curator client named name in the peer, connected to addr,
 // with options such as "ns=<namespace>", and returns its session id.

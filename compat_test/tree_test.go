@@ -88,10 +88,8 @@ func normalizeName(rel string) string {
 // containers.
 func TestTreeForm(t *testing.T) {
 	testutil.CheckLeaks(t)
-	ctx := testutil.Context(t)
-	p := startPeer(t, "tree")
-	jsid := p.client(t, "jc", server.Addr())
-	gc := newClient(t, "")
+	java, golang := sides(t, "tree")
+	gc := golang.gc
 	raw := testutil.Connect(t, server.Addr())
 	base := serverPath(t)
 
@@ -100,24 +98,20 @@ func TestTreeForm(t *testing.T) {
 		named(readWriteRecipe("read", "rwdata"), "read-with-data"),
 		named(readWriteRecipe("write", "rwdata"), "write-with-data"),
 		named(semaphoreRecipe(semaphoreLeases, "leasedata"), "semaphore-with-data"))
-	var release []func()
+	var held []holder
 	for _, r := range cases {
 		goBase, javaBase := base+"/"+r.name+"/go", base+"/"+r.name+"/java"
-		o := r.goOwner(t, gc, goBase, 1)
-		must(t, o.Acquire(ctx))
-		release = append(release, func() { must(t, o.Release(ctx)) })
-		jl := r.javaLock(t, p, "tree-"+r.name, "jc", javaBase)
-		worker := "t-" + r.name
-		if !acquired(t, javaAcquire(p, worker, jl, 1).must(t)) {
-			t.Fatalf("%s: Java did not acquire a free lock", r.name)
+		for _, h := range []holder{golang.contend(t, r, goBase, 1, newGuards(t, r.guardPaths), "go-"+r.name),
+			java.contend(t, r, javaBase, 1, newGuards(t, r.guardPaths), "java-"+r.name)} {
+			h.granted(t)
+			held = append(held, h)
 		}
-		release = append(release, func() { p.do(t, worker, "release", jl) })
 		if r.heldNodes == 0 { // a semaphore: its internal lock's container is
 			// empty once the lease is granted, and the server reaps it
 			waitReaped(t, raw, r.queuePath(goBase))
 			waitReaped(t, raw, r.queuePath(javaBase))
 		}
-		goTree, javaTree := snapshot(t, raw, goBase, gc.SessionID()), snapshot(t, raw, javaBase, jsid)
+		goTree, javaTree := snapshot(t, raw, goBase, gc.SessionID()), snapshot(t, raw, javaBase, java.sid)
 		if !slices.Equal(goTree, javaTree) {
 			t.Errorf("%s: the trees differ\nGo (%s):\n  %s\nJava (%s):\n  %s", r.name,
 				goBase, strings.Join(goTree, "\n  "), javaBase, strings.Join(javaTree, "\n  "))
@@ -125,8 +119,8 @@ func TestTreeForm(t *testing.T) {
 			t.Logf("%s:\n  %s", r.name, strings.Join(goTree, "\n  "))
 		}
 	}
-	for _, f := range release {
-		f()
+	for _, h := range held {
+		h.release(t)
 	}
 	waitReaped(t, raw, base) // every parent was a container
 }
