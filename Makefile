@@ -70,8 +70,8 @@ CHAOS_DURATION ?= 10m
 CHAOS_TIMEOUT  ?= 60m
 FUZZTIME       ?= 20s
 chaos: deps
-	CHAOS_DURATION=$(CHAOS_DURATION) $(GO) test -race $(ZKNORACE) -count=1 -timeout $(CHAOS_TIMEOUT) -run '^TestChaos$$' -v \
-	  ./compat_test/ $(if $(CHAOS_SEED),-chaos.seed=$(CHAOS_SEED))
+	$(GO) test -race $(ZKNORACE) -count=1 -timeout $(CHAOS_TIMEOUT) -run '^TestChaos$$' -v \
+	  ./compat_test/ -chaos.duration=$(CHAOS_DURATION) $(if $(CHAOS_SEED),-chaos.seed=$(CHAOS_SEED))
 	@set -e; for f in $$(grep -rl --include='*_test.go' '^func Fuzz' . | sort); do \
 	   for fn in $$(sed -n 's/^func \(Fuzz[A-Za-z0-9_]*\)(.*/\1/p' $$f); do \
 	     echo "$(GO) test -run '^\$$' -fuzz '^$$fn\$$' -fuzztime $(FUZZTIME) $$(dirname $$f)"; \

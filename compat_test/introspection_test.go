@@ -159,14 +159,14 @@ func TestIntrospectionReadWrite(t *testing.T) {
 	}
 	checkProtected(t, java.p, children(t, gc, base))
 	queue[0].release(t)
-	queue[1].granted(t)
-	queue[1].release(t)
-	queue[2].granted(t)
-	queue[3].granted(t) // the readers share
-	queue[2].release(t)
-	queue[3].release(t)
-	queue[4].granted(t)
-	queue[4].release(t)
+	for _, turn := range [][]holder{queue[1:2], queue[2:4], queue[4:]} { // the two readers share
+		for _, h := range turn {
+			h.granted(t)
+		}
+		for _, h := range turn {
+			h.release(t)
+		}
+	}
 	checkGuards(t, g)
 }
 

@@ -169,12 +169,7 @@ func TestDowngrade(t *testing.T) {
 				javaRead = n
 			}
 		}
-		var goWrite string
-		for _, k := range children(t, gc, base) {
-			if base+"/"+k != javaWrite[0] && base+"/"+k != javaRead {
-				goWrite = k
-			}
-		}
+		goWrite := lastSegment(ownedBy(t, gc, base, gc.SessionID())[0])
 		jwSeq, jrSeq, gwSeq := seqOf(t, lastSegment(javaWrite[0])), seqOf(t, lastSegment(javaRead)), seqOf(t, goWrite)
 		t.Logf("Java write %s, Go write %s, Java downgrade read %s", lastSegment(javaWrite[0]), goWrite, lastSegment(javaRead))
 		if !(jwSeq < gwSeq && gwSeq < jrSeq) {
