@@ -1,7 +1,6 @@
 package compat_test
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"slices"
@@ -14,7 +13,6 @@ import (
 
 	"github.com/gocurator/curator/framework"
 	"github.com/gocurator/curator/internal/testutil"
-	"github.com/gocurator/curator/recipes"
 )
 
 // javaAcquire asks the peer to acquire lock on worker, qty leases where the
@@ -141,25 +139,4 @@ func must(t testing.TB, err error) {
 	if err != nil {
 		t.Fatal(err)
 	}
-}
-
-// tryAcquire tries o without waiting, where the recipe can (TryAcquire),
-// and reports whether it got the lock (releasing it again at once). A recipe
-// without TryAcquire reports false.
-func tryAcquire(t testing.TB, o owner) bool {
-	t.Helper()
-	tr, ok := o.(interface{ TryAcquire(context.Context) error })
-	if !ok {
-		return false
-	}
-	ctx := testutil.Context(t)
-	err := tr.TryAcquire(ctx)
-	if err == nil {
-		must(t, o.Release(ctx))
-		return true
-	}
-	if !errors.Is(err, recipes.ErrLocked) {
-		t.Fatalf("TryAcquire = %v, want nil or ErrLocked", err)
-	}
-	return false
 }

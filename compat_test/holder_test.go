@@ -1,6 +1,7 @@
 package compat_test
 
 import (
+	"errors"
 	"slices"
 	"strconv"
 	"sync"
@@ -8,6 +9,7 @@ import (
 
 	"github.com/gocurator/curator/framework"
 	"github.com/gocurator/curator/internal/testutil"
+	"github.com/gocurator/curator/recipes"
 )
 
 // holder is a contender of either language for a lock that enters the
@@ -206,7 +208,16 @@ func (h *goHolder) waiting(t testing.TB, base, skip string) {
 
 func (h *goHolder) try(t testing.TB) bool {
 	t.Helper()
-	return tryAcquire(t, h.r.goOwner(t, h.s.gc, h.base, 1))
+	ctx, o := testutil.Context(t), h.r.goOwner(t, h.s.gc, h.base, 1)
+	err := o.TryAcquire(ctx)
+	if err == nil {
+		must(t, o.Release(ctx))
+		return true
+	}
+	if !errors.Is(err, recipes.ErrLocked) {
+		t.Fatalf("TryAcquire = %v, want nil or ErrLocked", err)
+	}
+	return false
 }
 
 func (h *goHolder) leave(testing.TB) {

@@ -13,6 +13,7 @@ import (
 // owner is one Go holder of a lock of any recipe.
 type owner interface {
 	Acquire(ctx context.Context) error
+	TryAcquire(ctx context.Context) error
 	Release(ctx context.Context) error
 	Done() <-chan struct{}
 	Err() error
