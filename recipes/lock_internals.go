@@ -50,10 +50,10 @@ type attempt struct {
 func (li *lockInternals) acquire(ctx context.Context, a attempt) (*grant, error) {
 	o := li.observeAcquire(a.recipe, li.base)
 	g, err := retryVanished(ctx, li.client, li.base, func() (*grant, error) { return li.attemptOnce(ctx, a) })
+	o.done(g, err) // before hold publishes g: its fields are set by then
 	if err == nil {
 		g.hold()
 	}
-	o.done(g, err)
 	return g, err
 }
 

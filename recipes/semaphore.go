@@ -242,13 +242,11 @@ func (s *InterProcessSemaphoreV2) acquireOne(ctx context.Context, try bool) (*Le
 		}()
 		return s.leases.attemptOnce(ctx, leaseAttempt)
 	})
-	if err == nil {
-		g.hold()
-	}
-	o.done(g, err)
+	o.done(g, err) // before hold publishes g: its fields are set by then
 	if err != nil {
 		return nil, err
 	}
+	g.hold()
 	return &Lease{li: &s.leases, g: g}, nil
 }
 
