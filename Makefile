@@ -86,9 +86,9 @@ demo: deps
 	$(GO) run ./cmd/gocurator-demo
 
 # bench: gocurator against Java Curator 5.4, the floor and the limit (raw
-# go-zookeeper) and go-zookeeper's zk.Lock, on a fresh throwaway ZooKeeper and
-# a 3-member ensemble, in one run; writes docs/performance.json and renders
-# docs/performance.md and its plot, docs/hot-mutex-sessions.svg, from it.
+# go-zookeeper), on a fresh throwaway ZooKeeper and a 3-member ensemble, in
+# one run; writes docs/performance.json and renders docs/performance.md and
+# its plot, docs/hot-mutex-sessions.svg, from it.
 # BENCH_FLAGS=-quick: a smoke run of a minute or two, written to $$TMPDIR
 # instead; BENCH_FLAGS="-reps 5": the committed report's repetitions.
 bench: deps

@@ -4,8 +4,6 @@ import (
 	"context"
 	"time"
 
-	"github.com/go-zookeeper/zk"
-
 	"github.com/gocurator/curator/framework"
 	"github.com/gocurator/curator/internal/rawlock"
 	"github.com/gocurator/curator/recipes"
@@ -13,17 +11,17 @@ import (
 )
 
 // This file holds the Go implementations under test: gocurator, the floor
-// and the limit (internal/rawlock) and go-zookeeper's zk.Lock, each as
-// sessions that make owners of locks.
+// and the limit (internal/rawlock), each as sessions that make owners of
+// locks.
 
 // owner is one participant of a lock (a goroutine's handle on it).
 type owner interface {
 	Acquire(ctx context.Context) error
 	Release(ctx context.Context) error
 	// Token is a number of the holder's node that increases in queue order,
-	// read without a round trip (the node's sequence number), or 0 if the
-	// implementation has none. Scenario 6 checks FIFO with it inside the
-	// timed hand-offs, so it must cost nothing.
+	// read without a round trip (the node's sequence number). Scenario 6
+	// checks FIFO with it inside the timed hand-offs, so it must cost
+	// nothing.
 	Token() int64
 }
 
@@ -45,10 +43,9 @@ type goImpl struct {
 }
 
 var (
-	implFloor  = goImpl{nameFloor, "floor", connectRaw(rawlock.Exclusive)}
-	implLimit  = goImpl{nameLimit, "limit", connectRaw(rawlock.Limit)}
-	implOurs   = goImpl{nameOurs, "gocurator", connectOurs}
-	implZKLock = goImpl{nameZKLock, "zklock", connectZKLock}
+	implFloor = goImpl{nameFloor, "floor", connectRaw(rawlock.Exclusive)}
+	implLimit = goImpl{nameLimit, "limit", connectRaw(rawlock.Limit)}
+	implOurs  = goImpl{nameOurs, "gocurator", connectOurs}
 )
 
 // connectRaw connects sessions of internal/rawlock whose mutex is of kind
@@ -162,23 +159,6 @@ func (o *oursLease) Release(ctx context.Context) error {
 
 // Token is the held lease node's sequence number (see oursHandle.Token).
 func (o *oursLease) Token() int64 { return max(rawlock.Seq(o.lease.Path()), 0) }
-
-func connectZKLock(ctx context.Context, servers string) (*session, error) {
-	c, err := newRawConn(ctx, servers)
-	if err != nil {
-		return nil, err
-	}
-	return &session{close: c.close, mutex: func(path string) (func() owner, error) {
-		return func() owner { return zkLockOwner{zk.NewLock(c.Conn, path, zk.WorldACL(zk.PermAll))} }, nil
-	}}, nil
-}
-
-// zkLockOwner is a go-zookeeper zk.Lock as an owner.
-type zkLockOwner struct{ l *zk.Lock }
-
-func (o zkLockOwner) Acquire(context.Context) error { return o.l.Lock() }
-func (o zkLockOwner) Release(context.Context) error { return o.l.Unlock() }
-func (o zkLockOwner) Token() int64                  { return 0 }
 
 // candidate is one candidate of an election, waiting to lead on a
 // goroutine of its own.

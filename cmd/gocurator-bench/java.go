@@ -9,6 +9,7 @@ import (
 	"io"
 	"os/exec"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/gocurator/curator/internal/jvm"
@@ -22,7 +23,7 @@ var curatorBenchSource []byte
 type javaRunner struct {
 	java      string
 	classpath string
-	versions  javaVersions // from the first JVM that quits
+	versions  javaVersions
 }
 
 // newJavaRunner compiles CuratorBench with javac against Curator's jars. It
@@ -45,14 +46,7 @@ func newJavaRunner(ctx context.Context) (*javaRunner, error) {
 	return &javaRunner{java: java, classpath: cp}, nil
 }
 
-// javaRep is a timed repetition's JSON line from CuratorBench.
-type javaRep struct {
-	Ops     int64           `json:"ops"`
-	Elapsed time.Duration   `json:"elapsedNs"`
-	Lat     []time.Duration `json:"latNs"`
-}
-
-// javaVersions is CuratorBench's last JSON line.
+// javaVersions is what CuratorBench runs on: its first line of output.
 type javaVersions struct {
 	Java     string `json:"java"`
 	Curator  string `json:"curator"`
@@ -63,25 +57,29 @@ type javaVersions struct {
 // (see jvm.Process: its own process group, dies with this process, killed
 // by its pid when it does not answer in time, always waited for).
 type javaProc struct {
-	j     *javaRunner
 	proc  *jvm.Process
 	limit time.Duration // the longest a repetition may take
 }
 
-// start starts a JVM for scenario and waits until it has set up and warmed
-// up ("ready").
+// start starts a JVM for scenario with args (key=value: its system
+// properties) and waits until it has set up: until its first line, its
+// versions.
 func (j *javaRunner) start(ctx context.Context, setupLimit, repLimit time.Duration, scenario, servers string, args ...string) (*javaProc, error) {
 	argv := []string{"-Xmx1g", "-Xss512k", "-XX:-UsePerfData", "-Djava.net.preferIPv4Stack=true",
-		"-Dorg.slf4j.simpleLogger.defaultLogLevel=warn",
-		"-Dzookeeper.jmx.log4j.disable=true", "-cp", j.classpath, "CuratorBench", scenario, servers}
-	proc, err := jvm.Start(exec.Command(j.java, append(argv, args...)...))
+		"-Dorg.slf4j.simpleLogger.defaultLogLevel=warn", "-Dzookeeper.jmx.log4j.disable=true"}
+	for _, a := range args {
+		argv = append(argv, "-D"+a)
+	}
+	proc, err := jvm.Start(exec.Command(j.java, append(argv, "-cp", j.classpath, "CuratorBench", scenario, servers)...))
 	if err != nil {
 		return nil, err
 	}
-	p := &javaProc{j: j, proc: proc, limit: repLimit}
+	p := &javaProc{proc: proc, limit: repLimit}
 	line, err := p.next(ctx, setupLimit)
-	if err == nil && line != "ready" {
-		err = fmt.Errorf("unexpected output %q", line)
+	if err == nil {
+		if err = json.Unmarshal([]byte(line), &j.versions); err == nil && j.versions.Java == "" {
+			err = fmt.Errorf("unexpected output %q", line)
+		}
 	}
 	if err != nil {
 		p.proc.Kill()
@@ -120,9 +118,9 @@ func (p *javaProc) ask(ctx context.Context, request string) (string, error) {
 	return answer, nil
 }
 
-// cpu is the CPU time the JVM has used.
-func (p *javaProc) cpu() (time.Duration, error) {
-	answer, err := p.ask(context.Background(), "cpu")
+// askNs sends the JVM a request whose answer is nanoseconds.
+func (p *javaProc) askNs(ctx context.Context, request string) (time.Duration, error) {
+	answer, err := p.ask(ctx, request)
 	if err != nil {
 		return 0, err
 	}
@@ -130,48 +128,34 @@ func (p *javaProc) cpu() (time.Duration, error) {
 	return time.Duration(ns), err
 }
 
-// timedRep asks the JVM for a repetition of a timed loop ("rep", or
-// "rep <sessions>": with the first sessions of its sessions).
+// cpu is the CPU time the JVM has used.
+func (p *javaProc) cpu() (time.Duration, error) { return p.askNs(context.Background(), "cpu") }
+
+// timedRep asks the JVM for a repetition of a timed loop ("rep <sessions>":
+// with the first sessions of its sessions, all for 0), which it answers
+// with the nanoseconds of the repetition and of each cycle.
 func (p *javaProc) timedRep(ctx context.Context, sessions int) (repResult, error) {
-	req := "rep"
-	if sessions > 0 {
-		req = fmt.Sprintf("rep %d", sessions)
-	}
-	answer, err := p.ask(ctx, req)
+	answer, err := p.ask(ctx, fmt.Sprintf("rep %d", sessions))
 	if err != nil {
 		return repResult{}, err
 	}
-	var r javaRep
-	if err := json.Unmarshal([]byte(answer), &r); err != nil {
-		return repResult{}, fmt.Errorf("CuratorBench: bad output %q: %w", tail(answer, 200), err)
+	var ns []time.Duration
+	for _, f := range strings.Fields(answer) {
+		x, err := strconv.ParseInt(f, 10, 64)
+		if err != nil {
+			return repResult{}, fmt.Errorf("CuratorBench: bad output %q: %w", tail(answer, 200), err)
+		}
+		ns = append(ns, time.Duration(x))
 	}
-	return repResult{ops: r.Ops, elapsed: r.Elapsed, lat: r.Lat}, nil
+	if len(ns) == 0 {
+		return repResult{}, errors.New("CuratorBench: an empty repetition")
+	}
+	return repResult{ops: int64(len(ns) - 1), elapsed: ns[0], lat: ns[1:]}, nil
 }
 
-// close asks the JVM to quit, keeps its versions, and kills it if it does
-// not exit in time.
-func (p *javaProc) close() {
-	if _, err := io.WriteString(p.proc.Stdin(), "quit\n"); err == nil {
-		deadline := time.NewTimer(20 * time.Second)
-		defer deadline.Stop()
-	read:
-		for {
-			select {
-			case line, ok := <-p.proc.Lines():
-				if !ok {
-					break read
-				}
-				var v javaVersions
-				if json.Unmarshal([]byte(line), &v) == nil && v.Java != "" && p.j.versions.Java == "" {
-					p.j.versions = v
-				}
-			case <-deadline.C:
-				break read
-			}
-		}
-	}
-	p.proc.Kill()
-}
+// close ends the JVM's input, upon which it closes its sessions and exits,
+// and kills it if it does not in time.
+func (p *javaProc) close() { _ = p.proc.Stop(nil, 20*time.Second) }
 
 func tail(s string, n int) string {
 	if len(s) > n {
@@ -182,22 +166,19 @@ func tail(s string, n int) string {
 
 // javaEntry is the Curator side of scenario key: a JVM running
 // CuratorBench's scenario with args, on the scenario's lock path, made a
-// contender by wrap (nil: a timed loop).
-func (e *env) javaEntry(key, scenario string, wrap func(context.Context, *javaProc) (*contender, error), args ...string) entry {
-	return entry{impl: nameCurator, setup: func(ctx context.Context) (*contender, error) {
+// contender by wrap (nil: a timed loop), warmed up for counts.WarmJava.
+func (e *env) javaEntry(key, scenario string, wrap func(*javaProc) *contender, args ...string) entry {
+	return entry{impl: nameCurator, warm: e.c.WarmJava, setup: func(ctx context.Context) (*contender, error) {
 		if e.java == nil {
 			return nil, fmt.Errorf("%w: Java is off (%s)", errSkipped, e.javaOff)
 		}
-		all := append([]string{"path=" + e.path(key, "curator"), fmt.Sprintf("warmupMs=%d", e.c.WarmJava.Milliseconds())}, args...)
-		p, err := e.java.start(ctx, 3*time.Minute+e.c.WarmJava, 2*time.Minute+e.c.Duration, scenario, e.servers, all...)
+		p, err := e.java.start(ctx, 3*time.Minute, 2*time.Minute+e.c.Duration, scenario, e.servers, append(args, "path="+e.path(key, "curator"))...)
 		switch {
 		case err != nil:
 			return nil, err
 		case wrap != nil:
-			return wrap(ctx, p)
+			return wrap(p), nil
 		}
 		return &contender{rep: p.timedRep, close: p.close, cpu: p.cpu}, nil
 	}}
 }
-
-func (e *env) durationArg() string { return fmt.Sprintf("durationMs=%d", e.c.Duration.Milliseconds()) }

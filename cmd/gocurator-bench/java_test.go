@@ -51,7 +51,7 @@ func TestJavaRunnerKillsAHungJVM(t *testing.T) {
 	}
 	// nothing listens on port 1: the JVM never connects, so never gets ready
 	start := time.Now()
-	_, err = j.start(ctx, 3*time.Second, time.Second, "s2", "127.0.0.1:1", "warmupMs=10", "clients=1")
+	_, err = j.start(ctx, 3*time.Second, time.Second, "loop", "127.0.0.1:1", "path=/hung", "clients=1", "threads=1", "paths=1", "leases=0", "durationMs=10")
 	if err == nil || !strings.Contains(err.Error(), "did not get ready") {
 		t.Fatalf("start against no server: %v", err)
 	}

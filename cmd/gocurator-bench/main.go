@@ -1,10 +1,10 @@
 // Command gocurator-bench measures gocurator's lock recipes side by side
-// with Apache Curator 5.4 in a JVM, the floor and the limit (the textbook
-// ZooKeeper lock and a bare create + delete on raw go-zookeeper, from
-// internal/rawlock) and go-zookeeper's zk.Lock, on a throwaway ZooKeeper
-// server and a throwaway 3-member ensemble. It writes the run's results to
-// docs/performance.json and renders docs/performance.md from them, with
-// the plot docs/hot-mutex-sessions.svg. `make bench` runs it.
+// with Apache Curator 5.4 in a JVM and the floor and the limit (the
+// textbook ZooKeeper lock and a bare create + delete on raw go-zookeeper,
+// from internal/rawlock), on a throwaway ZooKeeper server and a throwaway
+// 3-member ensemble. It writes the run's results to docs/performance.json
+// and renders docs/performance.md from them, with the plot
+// docs/hot-mutex-sessions.svg. `make bench` runs it.
 //
 // Usage:
 //
@@ -23,9 +23,8 @@
 // Scenarios:
 //
 //  1. uncontended mutex acquire + release, one client: latency;
-//  2. one hot mutex, 8 sessions in a loop: acquisitions per second; and,
-//     for gocurator, Curator and the floor, with 1, 2, 4, 8, 16 and 32
-//     sessions (the plot);
+//  2. one hot mutex, 8 sessions in a loop: acquisitions per second; and
+//     with 1, 2, 4, 8, 16 and 32 sessions (the plot);
 //  3. read-write lock, W R R R W R R R … with 50 readers: server packets
 //     per writer release (the herd) and time to drain the queue;
 //  4. semaphore with 3 leases, 16 sessions: leases per second;
@@ -42,8 +41,9 @@
 // The Java side (java/CuratorBench.java, embedded) is compiled with javac
 // (once: internal/jvm caches the classes) and run as one child JVM per
 // scenario, which sets up, then answers each request on stdin (run a
-// repetition, form a queue, hand leadership over, tell its CPU time) with
-// one line. Within a scenario the repetitions of all implementations
+// repetition, add to a queue, hand leadership over, tell its CPU time) with
+// one line. Every implementation is warmed up with unmeasured repetitions;
+// then, within a scenario, the repetitions of all implementations
 // alternate, one at a time.
 package main
 
@@ -85,7 +85,7 @@ var allScenarios = []string{"1", "2", "3", "4", "5", "6", "7", "1e", "2e"}
 func main() {
 	var o options
 	flag.BoolVar(&o.quick, "quick", false, "small counts, one repetition: a smoke run of about a minute")
-	flag.StringVar(&o.out, "out", "", "the report to write, the results beside it (.json) (default docs/performance.md; with -quick, $TMPDIR/gocurator-bench-quick.md)")
+	flag.StringVar(&o.out, "out", "", "the report to write (.md), the results beside it (.json) (default docs/performance.md; with -quick, $TMPDIR/gocurator-bench-quick.md)")
 	flag.BoolVar(&o.java, "java", true, "measure Java Curator too (needs javac and Debian's libcurator-recipes-java)")
 	flag.StringVar(&o.scenarios, "scenarios", strings.Join(allScenarios, ","), "scenarios to run")
 	flag.IntVar(&o.reps, "reps", 0, "repetitions (0: 3, or 1 with -quick)")
@@ -130,7 +130,7 @@ func run(ctx context.Context, o options) error {
 	}
 	c.Reps = cmp.Or(o.reps, c.Reps)
 	c.S6Wait = cmp.Or(o.waiters, c.S6Wait)
-	res := &Results{Generated: began, Quick: o.quick, Counts: c, Machine: readMachine(), LoadStart: loadAverage(),
+	res := &Results{Generated: began, Quick: o.quick, Counts: c, CPU: cpuModel(), LoadStart: loadAverage(),
 		Versions: versions{Go: runtime.Version(), GoZK: moduleVersion("github.com/go-zookeeper/zk"), Revision: gitRevision()}}
 	if loadHigh(res.LoadStart) {
 		logf("!!!!! LOAD AVERAGE %s AT THE START: THE REPORT WILL SAY THAT ITS NUMBERS ARE NOISE !!!!!", fmtLoads(res.LoadStart))
@@ -196,7 +196,15 @@ func run(ctx context.Context, o options) error {
 		res.Versions.Java, res.Versions.Curator, res.Versions.ZKClient = v.Java, v.Curator, v.ZKClient
 	}
 	res.Elapsed = time.Since(began)
-	if err := writeResults(res, o.out); err != nil {
+	results := strings.TrimSuffix(o.out, ".md") + ".json"
+	b, err := json.MarshalIndent(res, "", "  ")
+	if err == nil {
+		err = writeFile(results, append(b, '\n'))
+	}
+	if err == nil {
+		err = renderFile(results)
+	}
+	if err != nil {
 		return err
 	}
 	fmt.Printf("gocurator-bench: %s in %s, load average %s at the start; %s\n", map[bool]string{true: "quick run", false: "full run"}[o.quick],
@@ -218,7 +226,7 @@ func (e *env) runOn(ctx context.Context, srv *zktest.Server, keys []string, res 
 	}
 	res.Versions.ZKServer = m["zk_version"]
 	logf("ZooKeeper %s at %s: warming it up ...", res.Versions.ZKServer, e.servers)
-	warm, err := e.mutexWorkers(ctx, implFloor, 4, e.base+"/warm", 0)
+	warm, err := e.lockLoop(ctx, implFloor, e.base+"/warm", loop{4, 4, 1, 0})
 	if err == nil {
 		_, err = warm.rep(ctx, 0)
 		warm.close()
@@ -265,39 +273,12 @@ func dataDirSetup(dir string) string {
 	return "data dir on disk (" + dir + "): no writable tmpfs at /dev/shm, so disk stalls may show in the numbers"
 }
 
-// writeResults writes res to the .json beside the report md, and the
-// report.
-func writeResults(res *Results, md string) error {
-	b, err := json.MarshalIndent(res, "", "  ")
-	if err != nil {
-		return err
-	}
-	if err := writeFile(strings.TrimSuffix(md, ".md")+".json", append(b, '\n')); err != nil {
-		return err
-	}
-	return writeReport(res, md)
-}
-
-// writeReport renders res into the report md and, next to it, the plot it
-// links to.
-func writeReport(res *Results, md string) error {
-	var b bytes.Buffer
-	if err := res.render(&b); err != nil {
-		return err
-	}
-	if err := writeFile(md, b.Bytes()); err != nil {
-		return err
-	}
-	if plot, ok := res.hotMutexPlot(); ok {
-		b.Reset()
-		plot.writeSVG(&b)
-		return writeFile(filepath.Join(filepath.Dir(md), hotMutexSVG), b.Bytes())
-	}
-	return nil
-}
-
-// renderFile renders the report of a results file beside it.
+// renderFile renders the report of a results file, and the plot it links
+// to, beside it.
 func renderFile(path string) error {
+	if !strings.HasSuffix(path, ".json") {
+		return errors.New("the results file's name must end in .json")
+	}
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return err
@@ -306,10 +287,19 @@ func renderFile(path string) error {
 	if err := json.Unmarshal(b, &res); err != nil {
 		return fmt.Errorf("%s: %w", path, err)
 	}
-	if !strings.HasSuffix(path, ".json") {
-		return errors.New("-render: the results file's name must end in .json")
+	var md bytes.Buffer
+	if err := res.render(&md); err != nil {
+		return err
 	}
-	return writeReport(&res, strings.TrimSuffix(path, ".json")+".md")
+	if err := writeFile(strings.TrimSuffix(path, ".json")+".md", md.Bytes()); err != nil {
+		return err
+	}
+	if plot, ok := res.hotMutexPlot(); ok {
+		var svg bytes.Buffer
+		plot.writeSVG(&svg)
+		return writeFile(filepath.Join(filepath.Dir(path), hotMutexSVG), svg.Bytes())
+	}
+	return nil
 }
 
 func writeFile(path string, b []byte) error {

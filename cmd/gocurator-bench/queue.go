@@ -66,21 +66,17 @@ func (q *queue) close() {
 	q.wg.Wait()
 }
 
-// waitWatches waits until the server counts n more watches than watch0,
-// asking every interval: every waiter waits. It gives up after stuck
-// without a new watch.
-func (e *env) waitWatches(ctx context.Context, watch0 int64, n int, every, stuck time.Duration) error {
-	last, lastChange := int64(-1), time.Now()
-	return waitFor(ctx, time.Hour, every, func() (bool, error) {
-		w, err := e.counter("zk_watch_count")
-		switch {
-		case err != nil:
-			return false, err
-		case w != last:
-			last, lastChange = w, time.Now()
-		case time.Since(lastChange) > stuck:
-			return false, fmt.Errorf("waiters did not all wait: stuck at %d of %d watches", w-watch0, n)
-		}
-		return w-watch0 >= int64(n), nil
+// waitWatches waits, at most limit, until the server counts n more watches
+// than watch0, asking every interval: every waiter waits.
+func (e *env) waitWatches(ctx context.Context, watch0 int64, n int, every, limit time.Duration) error {
+	w := watch0
+	err := waitFor(ctx, limit, every, func() (bool, error) {
+		var err error
+		w, err = e.counter("zk_watch_count")
+		return w-watch0 >= int64(n), err
 	})
+	if err != nil {
+		return fmt.Errorf("waiters did not all wait: %d of %d watches: %w", w-watch0, n, err)
+	}
+	return nil
 }

@@ -29,22 +29,22 @@ const hotMutexSVG = "hot-mutex-sessions.svg"
 // implOrder is the order of the implementations' columns; refs are the
 // implementations gocurator's values are divided by.
 var (
-	implOrder = []string{nameOurs, nameCurator, nameFloor, nameLimit, nameZKLock}
+	implOrder = []string{nameOurs, nameCurator, nameFloor, nameLimit}
 	refs      = []string{nameCurator, nameFloor, nameLimit}
 )
 
-// table is a Markdown table's cells.
+// table is a Markdown table's cells; all columns but the first are
+// right-aligned.
 type table struct {
-	Head  []string
-	Right []bool // right-aligned columns
-	Rows  [][]string
+	Head []string
+	Rows [][]string
 }
 
 // section is a scenario as the template shows it.
 type section struct {
 	*Scenario
-	Table, RepTable *table
-	Missing         []string // "impl: why not measured"
+	Table   *table
+	Missing []string // "impl: why not measured"
 }
 
 // render writes the report of r.
@@ -57,10 +57,7 @@ func (r *Results) render(w io.Writer) error {
 		PlotFile string
 	}{Results: r, LoadHigh: loadHigh(r.LoadStart), Targets: r.targetResults(), PlotFile: hotMutexSVG}
 	for _, s := range r.Scenarios {
-		sec := section{Scenario: s, Table: measureTable(s, false)}
-		if r.Counts.Reps > 1 {
-			sec.RepTable = measureTable(s, true)
-		}
+		sec := section{Scenario: s, Table: measureTable(s)}
 		for _, row := range s.Rows {
 			if row.Status != "" {
 				sec.Missing = append(sec.Missing, row.Impl+": "+row.Status)
@@ -76,37 +73,32 @@ func (r *Results) render(w io.Writer) error {
 func loadHigh(load []float64) bool { return len(load) == 0 || load[0] >= 1 }
 
 // measureTable is a row per measure of s and a column per implementation
-// measured, then gocurator's ratios to the references; with perRep, each
-// repetition's values instead, and no ratios.
-func measureTable(s *Scenario, perRep bool) *table {
+// measured, then gocurator's ratios to the references.
+func measureTable(s *Scenario) *table {
 	rows := s.Rows
-	t := &table{Head: []string{"Measure"}, Right: []bool{false}}
+	t := &table{Head: []string{"Measure"}}
 	var impls, against []string
 	for _, name := range implOrder {
 		if _, ok := findRow(rows, name); ok {
 			impls = append(impls, name)
-			t.Head, t.Right = append(t.Head, name), append(t.Right, !perRep)
+			t.Head = append(t.Head, name)
 		}
 	}
 	for _, name := range refs {
-		if _, ok := findRow(rows, name); ok && !perRep {
+		if _, ok := findRow(rows, name); ok {
 			against = append(against, name)
-			t.Head, t.Right = append(t.Head, "ours / "+short(name)), append(t.Right, true)
+			t.Head = append(t.Head, "ours / "+short(name))
 		}
 	}
 	for _, m := range s.Measures {
-		label := m.Label
-		if m.Better != "" && !perRep {
-			label += " (" + m.Better + " is better)"
+		line := []string{m.Label}
+		if m.Better != "" {
+			line[0] += " (" + m.Better + " is better)"
 		}
-		line := []string{label}
 		for _, name := range impls {
-			row, _ := findRow(rows, name)
 			cell := "—"
-			if x, ok := row.Value[m.Key]; ok && !perRep {
+			if x, ok := value(rows, name, m.Key); ok {
 				cell = fmtValue(m.Unit, x)
-			} else if xs := row.Reps[m.Key]; perRep && len(xs) > 0 {
-				cell = fmtValues(m.Unit, xs)
 			}
 			line = append(line, cell)
 		}
@@ -194,14 +186,6 @@ func fmtValue(unit string, x float64) string {
 	}
 }
 
-func fmtValues(unit string, xs []float64) string {
-	parts := make([]string, len(xs))
-	for i, x := range xs {
-		parts[i] = fmtValue(unit, x)
-	}
-	return strings.Join(parts, ", ")
-}
-
 func fmtDur(d time.Duration) string {
 	switch {
 	case d < time.Millisecond:
@@ -230,8 +214,8 @@ func fmtRatio(x float64) string {
 }
 
 func fmtLoads(load []float64) string {
-	if len(load) == 0 {
+	if len(load) != 3 {
 		return "unknown"
 	}
-	return fmtValues(unitNumber, load)
+	return fmt.Sprintf("%.2f, %.2f, %.2f", load[0], load[1], load[2])
 }

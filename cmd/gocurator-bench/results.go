@@ -13,7 +13,7 @@ type Results struct {
 	Elapsed            time.Duration
 	Quick              bool
 	Counts             counts
-	Machine            machine
+	CPU                string
 	LoadStart, LoadEnd []float64 // 1, 5 and 15 minute load averages; nil: unknown
 	Versions           versions
 	ServerSetup        string
@@ -35,7 +35,7 @@ type counts struct {
 	WarmJava  time.Duration // warm-up (JIT) of the JVM per scenario
 	Duration  time.Duration // measured window of each throughput repetition
 	S2Client  int           // sessions on the hot mutex: the scenario's headline
-	S2Sweep   []int         // the numbers of sessions of its sweep (gocurator, Curator, floor)
+	S2Sweep   []int         // the numbers of sessions of its sweep
 	S3Reader  int           // readers in the read-write queue
 	S3Group   int           // readers between two writers
 	S4Client  int           // sessions on the semaphore
@@ -88,9 +88,8 @@ const (
 // Row is one implementation's measures in one scenario.
 type Row struct {
 	Impl   string
-	Status string               `json:",omitempty"` // empty when measured; else why not
-	Value  map[string]float64   `json:",omitempty"` // by measure key, the repetitions combined
-	Reps   map[string][]float64 `json:",omitempty"` // by measure key, each repetition's
+	Status string             `json:",omitempty"` // empty when measured; else why not
+	Value  map[string]float64 `json:",omitempty"` // by measure key, the repetitions combined
 }
 
 // SweepPoint is a scenario's rows at one number of sessions.
@@ -105,7 +104,6 @@ const (
 	nameCurator = "Curator 5.4 (Java)"
 	nameFloor   = "floor (raw go-zk)"
 	nameLimit   = "limit (raw go-zk)"
-	nameZKLock  = "go-zk zk.Lock"
 )
 
 // perMeasures are the measures of perAcquisition, per what: per
@@ -138,7 +136,7 @@ func perAcquisition(r repResult) map[string]float64 {
 
 // rowOf is impl's row of measures from its repetitions' values.
 func rowOf(impl string, measures []Measure, reps []map[string]float64) Row {
-	r := Row{Impl: impl, Value: map[string]float64{}, Reps: map[string][]float64{}}
+	r := Row{Impl: impl, Value: map[string]float64{}}
 	for _, m := range measures {
 		var xs []float64
 		for _, rep := range reps {
@@ -149,7 +147,6 @@ func rowOf(impl string, measures []Measure, reps []map[string]float64) Row {
 		if len(xs) == 0 {
 			continue
 		}
-		r.Reps[m.Key] = xs
 		switch m.Agg {
 		case "max":
 			r.Value[m.Key] = slices.Max(xs)

@@ -1,10 +1,10 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 	"syscall"
 	"time"
 
@@ -32,44 +32,45 @@ func (e *env) path(key, impl string) string { return fmt.Sprintf("%s/s%s/%s", e.
 // repResult is what one repetition of one implementation measured.
 type repResult struct {
 	ops     int64         // acquisitions (leases, hand-offs) in the repetition
-	elapsed time.Duration // scenarios 2, 4, 5: the timed window
+	elapsed time.Duration // scenarios 2, 4, 5: the timed window; 3: the drain
 	cpu     time.Duration // the client process's CPU time (user + system)
 	packets int64         // server packets sent during the repetition
 
-	lat        []time.Duration // scenarios 1, 2, 4, 5: each cycle; 7: each hand-off after the leader's Close
-	latSession []time.Duration // scenario 7: each hand-off after the leader's session ended
-
-	drain        time.Duration // scenario 3: from the first writer's release until all released
-	drainPackets int64         // scenario 3: server packets sent during the drain
-	drainCPU     time.Duration // scenario 3: the client's CPU time during the drain
-	writers      int           // scenario 3
+	lat        []time.Duration    // scenarios 1, 2, 4, 5: each cycle; 7: each hand-off after the leader's Close
+	latSession []time.Duration    // scenario 7: each hand-off after the leader's session ended
+	values     map[string]float64 // scenario 6: its own measures
 }
 
-// errSkipped marks a repetition deliberately not measured; its message is
-// the row's status.
+// errSkipped marks an implementation deliberately not measured; its
+// message is the row's status.
 var errSkipped = errors.New("not measured")
 
 // contender is one implementation, set up and warmed up for a scenario:
 // rep runs one repetition (sessions > 0: with that many of its sessions,
-// for scenario 2's sweep); close ends it; cpu reads its process's CPU time
-// (nil: this process's, processCPU).
+// for scenario 2's sweep), after form (if not nil), which prepares it
+// unmeasured; close ends it; cpu reads its process's CPU time (nil: this
+// process's, processCPU).
 type contender struct {
+	form  func(ctx context.Context) error
 	rep   func(ctx context.Context, sessions int) (repResult, error)
 	close func()
 	cpu   func() (time.Duration, error)
 }
 
-// entry is an implementation to set up for a scenario.
+// entry is an implementation to set up for a scenario, and to warm up for
+// warm.
 type entry struct {
 	impl  string
+	warm  time.Duration
 	setup func(ctx context.Context) (*contender, error)
 }
 
-// goEntries makes an entry per Go implementation.
-func goEntries(impls []goImpl, setup func(ctx context.Context, im goImpl) (*contender, error)) []entry {
+// goEntries makes an entry per Go implementation, warmed up for
+// counts.WarmGo.
+func (e *env) goEntries(impls []goImpl, setup func(ctx context.Context, im goImpl) (*contender, error)) []entry {
 	var out []entry
 	for _, im := range impls {
-		out = append(out, entry{impl: im.name, setup: func(ctx context.Context) (*contender, error) { return setup(ctx, im) }})
+		out = append(out, entry{impl: im.name, warm: e.c.WarmGo, setup: func(ctx context.Context) (*contender, error) { return setup(ctx, im) }})
 	}
 	return out
 }
@@ -99,8 +100,9 @@ func (e *env) interleave(ctx context.Context, s *Scenario, entries []entry, valu
 	s.Rows = l.run(ctx, 0, values)
 }
 
-// setUp sets every implementation up (connect, warm up), one after the
-// other, and lets the last warm-up settle.
+// setUp sets every implementation up and warms it up with unmeasured
+// repetitions (JIT, caches, connections), one after the other, and lets
+// the last warm-up settle.
 func (e *env) setUp(ctx context.Context, s *Scenario, entries []entry) *lineup {
 	l := &lineup{e: e, s: s, entries: entries, cs: make([]*contender, len(entries)), status: make([]string, len(entries))}
 	for i, en := range entries {
@@ -110,9 +112,16 @@ func (e *env) setUp(ctx context.Context, s *Scenario, entries []entry) *lineup {
 		}
 		e.logf("scenario %s: %s: setting up and warming up ...", s.Key, en.impl)
 		c, err := en.setup(ctx)
+		for until := time.Now().Add(en.warm); err == nil && time.Now().Before(until); {
+			_, err = e.measure(ctx, c, 0)
+		}
 		if err != nil {
+			if c != nil {
+				c.close()
+			}
 			l.status[i] = statusOf(err)
 			e.logf("scenario %s: %s: %s", s.Key, en.impl, l.status[i])
+			continue
 		}
 		l.cs[i] = c
 	}
@@ -136,27 +145,21 @@ func (l *lineup) close() {
 // floor, …) so that a change of load on the machine during the run falls
 // on all implementations alike, and never two at once; values turns a
 // repetition into its measures. It returns a row per implementation. One
-// whose repetition fails is closed, and its row says why; one whose
-// repetition is skipped (errSkipped) is not measured here, and stays.
+// whose repetition fails is closed, and its row says why.
 func (l *lineup) run(ctx context.Context, sessions int, values func(repResult) map[string]float64) []Row {
 	e, label := l.e, l.s.Key
 	if sessions > 0 {
 		label = fmt.Sprintf("%s, %d sessions", label, sessions)
 	}
 	reps := make([][]map[string]float64, len(l.entries))
-	skipped := make([]string, len(l.entries))
 	for r := range e.c.Reps {
 		for i, en := range l.entries {
-			if l.cs[i] == nil || skipped[i] != "" {
+			if l.cs[i] == nil {
 				continue
 			}
 			start := time.Now()
-			res, err := e.measure(l.cs[i].cpu, func() (repResult, error) { return l.cs[i].rep(ctx, sessions) })
-			switch {
-			case errors.Is(err, errSkipped):
-				skipped[i] = statusOf(err)
-				continue
-			case err != nil:
+			res, err := e.measure(ctx, l.cs[i], sessions)
+			if err != nil {
 				l.status[i] = statusOf(err)
 				e.logf("scenario %s: %s: repetition %d %s", label, en.impl, r+1, l.status[i])
 				l.cs[i].close()
@@ -170,30 +173,29 @@ func (l *lineup) run(ctx context.Context, sessions int, values func(repResult) m
 	}
 	rows := make([]Row, len(l.entries))
 	for i, en := range l.entries {
-		status := skipped[i]
-		if status == "" {
-			status = l.status[i]
-		}
-		if status == "" && len(reps[i]) == 0 {
-			status = "failed: no repetition"
-		}
-		rows[i] = Row{Impl: en.impl, Status: status}
-		if status == "" {
+		rows[i] = Row{Impl: en.impl, Status: cmp.Or(l.status[i], "failed: no repetition")}
+		if l.status[i] == "" && len(reps[i]) > 0 {
 			rows[i] = rowOf(en.impl, l.s.Measures, reps[i])
 		}
 	}
 	return rows
 }
 
-// measure runs one repetition and adds what every repetition measures: the
-// server packets sent meanwhile and the CPU time of the implementation's
-// process, read with cpu (nil: this one's). Scenarios run one at a time and
-// their repetitions one after the other, so this process's CPU time is the
-// Go implementation's; a JVM counts its own; the ZooKeeper server is a
+// measure runs one repetition of c, after its form, and adds what every
+// repetition measures: the server packets sent meanwhile and the CPU time
+// of the implementation's process. Scenarios run one at a time and their
+// repetitions one after the other, so this process's CPU time is the Go
+// implementation's; a JVM counts its own; the ZooKeeper server is a
 // process of its own, and not counted.
-func (e *env) measure(cpu func() (time.Duration, error), rep func() (repResult, error)) (repResult, error) {
+func (e *env) measure(ctx context.Context, c *contender, sessions int) (repResult, error) {
+	cpu := c.cpu
 	if cpu == nil {
 		cpu = processCPU
+	}
+	if c.form != nil {
+		if err := c.form(ctx); err != nil {
+			return repResult{}, err
+		}
 	}
 	p0, err := e.counter("zk_packets_sent")
 	if err != nil {
@@ -203,7 +205,7 @@ func (e *env) measure(cpu func() (time.Duration, error), rep func() (repResult, 
 	if err != nil {
 		return repResult{}, err
 	}
-	r, err := rep()
+	r, err := c.rep(ctx, sessions)
 	if err != nil {
 		return r, err
 	}
@@ -223,102 +225,6 @@ func processCPU() (time.Duration, error) {
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano()), err
 }
 
-// ---- throughput: scenarios 2, 4, 5 ----
-
-// runTimed runs every worker in a loop on its own goroutine for d and
-// returns the time of every cycle completed, and how long until all had
-// stopped.
-func runTimed(ctx context.Context, workers []func(context.Context) error, d time.Duration) (repResult, error) {
-	ctx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
-	var (
-		r  repResult
-		mu sync.Mutex
-		wg sync.WaitGroup
-	)
-	start := time.Now()
-	deadline := start.Add(d)
-	for _, w := range workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			var lat []time.Duration
-			for t := time.Now(); t.Before(deadline); {
-				if err := w(ctx); err != nil {
-					cancel(err)
-					return
-				}
-				end := time.Now()
-				lat, t = append(lat, end.Sub(t)), end
-			}
-			mu.Lock()
-			r.lat = append(r.lat, lat...)
-			mu.Unlock()
-		}()
-	}
-	wg.Wait()
-	r.elapsed, r.ops = time.Since(start), int64(len(r.lat))
-	return r, context.Cause(ctx)
-}
-
-// timed warms the workers up and returns them as a contender whose
-// repetition runs the first n workers (all for 0) for counts.Duration.
-func (e *env) timed(ctx context.Context, workers []func(context.Context) error, closeAll func()) (*contender, error) {
-	if _, err := runTimed(ctx, workers, e.c.WarmGo); err != nil {
-		closeAll()
-		return nil, err
-	}
-	return &contender{close: closeAll, rep: func(ctx context.Context, n int) (repResult, error) {
-		if n == 0 {
-			n = len(workers)
-		}
-		if n > len(workers) {
-			return repResult{}, fmt.Errorf("%w with %d sessions (set up with %d)", errSkipped, n, len(workers))
-		}
-		return runTimed(ctx, workers[:n], e.c.Duration)
-	}}, nil
-}
-
-// rateValues are a throughput repetition's measures: its rate, and the
-// client CPU and server packets per acquisition.
-func rateValues(r repResult) map[string]float64 {
-	m := perAcquisition(r)
-	m["rate"] = float64(r.ops) / r.elapsed.Seconds()
-	return m
-}
-
-// cycleOf is one acquire + release of o.
-func cycleOf(o owner) func(context.Context) error {
-	return func(ctx context.Context) error {
-		if err := o.Acquire(ctx); err != nil {
-			return err
-		}
-		return o.Release(ctx)
-	}
-}
-
-// mutexWorkers opens n sessions of im, each with an owner of the mutex (or
-// of a lease of the semaphore, with leases > 0) at path in a loop.
-func (e *env) mutexWorkers(ctx context.Context, im goImpl, n int, path string, leases int) (*contender, error) {
-	ss, closeAll, err := connectAll(ctx, im, e.servers, n)
-	if err != nil {
-		return nil, err
-	}
-	var workers []func(context.Context) error
-	for _, s := range ss {
-		mk, err := s.mutex(path)
-		if leases > 0 {
-			mk, err = s.semaphore(path, leases)
-		}
-		if err != nil {
-			closeAll()
-			return nil, err
-		}
-		workers = append(workers, cycleOf(mk()))
-	}
-	return e.timed(ctx, workers, closeAll)
-}
-
 // connectAll opens n sessions of im; closeAll closes them.
 func connectAll(ctx context.Context, im goImpl, servers string, n int) ([]*session, func(), error) {
 	var ss []*session
@@ -336,11 +242,6 @@ func connectAll(ctx context.Context, im goImpl, servers string, n int) ([]*sessi
 		ss = append(ss, s)
 	}
 	return ss, closeAll, nil
-}
-
-// throughputSetup says how a throughput scenario's repetitions ran.
-func (e *env) throughputSetup() string {
-	return fmt.Sprintf("%s measured × %d repetitions, after %s of warm-up (JVM: %s)", e.c.Duration, e.c.Reps, e.c.WarmGo, e.c.WarmJava)
 }
 
 // waitFor polls cond every interval until it holds, ctx ends or limit

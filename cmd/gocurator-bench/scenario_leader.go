@@ -23,31 +23,19 @@ func (e *env) scenario7(ctx context.Context) *Scenario {
 			"the lowest ephemeral sequential node leads, the other watches its predecessor; leaving deletes the node (or closes the session).",
 			"A Curator LeaderLatch's close deletes its node in the background; gocurator's Close returns once its node is deleted. " +
 				"Both are timed from the call, so either way the time includes the delete's round trip."}}
-	entries := goEntries([]goImpl{implFloor, implOurs}, func(ctx context.Context, im goImpl) (*contender, error) {
+	entries := e.goEntries([]goImpl{implFloor, implOurs}, func(ctx context.Context, im goImpl) (*contender, error) {
 		el, err := e.s7Go(ctx, im)
 		if err != nil {
 			return nil, err
 		}
-		return e.s7Contender(ctx, el, e.c.WarmGo)
+		return e.s7Contender(el), nil
 	})
-	entries = append(entries, e.javaEntry("7", "s7", func(ctx context.Context, p *javaProc) (*contender, error) {
-		leader, err := p.ask(ctx, "leader")
-		if err != nil {
-			p.close()
-			return nil, err
-		}
-		return e.s7Contender(ctx, elector{close: p.close, cpu: p.cpu, leader: func() string { return leader },
+	entries = append(entries, e.javaEntry("7", "s7", func(p *javaProc) *contender {
+		return e.s7Contender(elector{close: p.close, cpu: p.cpu,
+			leader: func(ctx context.Context) (string, error) { return p.ask(ctx, "leader") },
 			handoff: func(ctx context.Context, bySession bool) (time.Duration, error) {
-				answer, err := p.ask(ctx, map[bool]string{false: "handoff close", true: "handoff session"}[bySession])
-				if err != nil {
-					return 0, err
-				}
-				var ns int64
-				if _, err := fmt.Sscan(answer, &ns, &leader); err != nil {
-					return 0, fmt.Errorf("CuratorBench handoff: %q: %w", answer, err)
-				}
-				return time.Duration(ns), nil
-			}}, e.c.WarmJava)
+				return p.askNs(ctx, map[bool]string{false: "handoff close", true: "handoff session"}[bySession])
+			}})
 	}))
 	e.interleave(ctx, s, entries, func(r repResult) map[string]float64 {
 		m := perAcquisition(r)
@@ -55,7 +43,6 @@ func (e *env) scenario7(ctx context.Context) *Scenario {
 		latencyValues(m, "s", r.latSession)
 		return m
 	})
-	s.Rows = append(s.Rows, Row{Impl: nameZKLock, Status: "cannot: go-zookeeper has no leader election"})
 	return s
 }
 
@@ -66,7 +53,7 @@ func (e *env) scenario7(ctx context.Context) *Scenario {
 // that left is a candidate again (after a session's end, on a new
 // session); cpu reads the CPU time of the implementation's process.
 type elector struct {
-	leader  func() string
+	leader  func(ctx context.Context) (string, error)
 	handoff func(ctx context.Context, bySession bool) (time.Duration, error)
 	cpu     func() (time.Duration, error)
 	close   func()
@@ -75,26 +62,19 @@ type elector struct {
 // handoffLimit bounds each wait of scenario 7: for a hand-off, for a watch.
 const handoffLimit = 30 * time.Second
 
-// s7Contender warms el up for warm and returns it as a contender whose
-// repetition is counts.S7Handoff hand-offs of each kind, alternating. Each
-// hand-off starts once the follower watches the leader's node (wchp).
-func (e *env) s7Contender(ctx context.Context, el elector, warm time.Duration) (*contender, error) {
+// s7Contender is el as a contender whose repetition is counts.S7Handoff
+// hand-offs of each kind, alternating. Each hand-off starts once the
+// follower watches the leader's node (wchp).
+func (e *env) s7Contender(el elector) *contender {
 	handoff := func(ctx context.Context, bySession bool) (time.Duration, error) {
-		node := el.leader()
-		if err := waitFor(ctx, handoffLimit, 2*time.Millisecond, func() (bool, error) { return e.watched(node) }); err != nil {
+		node, err := el.leader(ctx)
+		if err == nil {
+			err = waitFor(ctx, handoffLimit, 2*time.Millisecond, func() (bool, error) { return e.watched(node) })
+		}
+		if err != nil {
 			return 0, fmt.Errorf("the follower's watch on %s: %w", node, err)
 		}
 		return el.handoff(ctx, bySession)
-	}
-	var err error
-	for until := time.Now().Add(warm); err == nil && time.Now().Before(until); {
-		if _, err = handoff(ctx, false); err == nil {
-			_, err = handoff(ctx, true)
-		}
-	}
-	if err != nil {
-		el.close()
-		return nil, err
 	}
 	return &contender{close: el.close, cpu: el.cpu, rep: func(ctx context.Context, _ int) (repResult, error) {
 		var r repResult
@@ -111,7 +91,7 @@ func (e *env) s7Contender(ctx context.Context, el elector, warm time.Duration) (
 		}
 		r.ops = int64(len(r.lat) + len(r.latSession))
 		return r, nil
-	}}, nil
+	}}
 }
 
 // s7Member is a session and its candidate.
@@ -137,7 +117,7 @@ func (e *env) s7Go(ctx context.Context, im goImpl) (elector, error) {
 		m.cand, err = m.sess.join(path)
 		return err
 	}
-	el := elector{cpu: processCPU, leader: func() string { return leader.cand.node() }}
+	el := elector{cpu: processCPU, leader: func(context.Context) (string, error) { return leader.cand.node(), nil }}
 	el.close = func() {
 		for _, m := range []s7Member{follower, leader} {
 			if m.cand != nil {

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"maps"
 	"runtime"
 	"time"
 )
@@ -31,29 +32,23 @@ func (e *env) scenario6(ctx context.Context) *Scenario {
 			fmt.Sprintf("The floor runs with at most %d waiters, to keep the run short: every waiter of a ZooKeeper lock lists all the lock's children when it queues and when it wakes, "+
 				"so the time of this scenario grows with the square of the waiters, while the memory per waiter does not depend on their number. Its times are therefore not comparable with gocurator's.", s6FloorWaiters),
 		}}
-	for _, im := range []goImpl{implFloor, implOurs} {
+	once := *e // one run, no warm-up: 10,000 waiters take half a minute, and their memory varies little
+	once.c.Reps, once.c.WarmGo = 1, 0
+	entries := once.goEntries([]goImpl{implFloor, implOurs}, func(ctx context.Context, im goImpl) (*contender, error) {
 		n := e.c.S6Wait
 		if im.key == implFloor.key {
 			n = min(n, s6FloorWaiters)
 		}
-		e.logf("scenario 6: %s with %d waiters ...", im.name, n)
-		var v map[string]float64
-		r, err := e.measure(nil, func() (repResult, error) {
-			var err error
-			v, err = e.s6Go(ctx, im, n)
-			return repResult{ops: int64(n + 1)}, err
-		})
-		if err != nil {
-			e.logf("scenario 6: %s: failed: %v", im.name, err)
-			s.Rows = append(s.Rows, Row{Impl: im.name, Status: statusOf(err)})
-			continue
-		}
-		for k, x := range perAcquisition(r) {
-			v[k] = x
-		}
-		e.logf("scenario 6: %s: %s", im.name, summary(s.Measures, v))
-		s.Rows = append(s.Rows, rowOf(im.name, s.Measures, []map[string]float64{v}))
-	}
+		return &contender{close: func() {}, rep: func(ctx context.Context, _ int) (repResult, error) {
+			v, err := e.s6Go(ctx, im, n)
+			return repResult{ops: int64(n + 1), values: v}, err
+		}}, nil
+	})
+	once.interleave(ctx, s, entries, func(r repResult) map[string]float64 {
+		m := perAcquisition(r)
+		maps.Copy(m, r.values)
+		return m
+	})
 	s.Rows = append(s.Rows, Row{Impl: nameCurator, Status: "not measured: a Curator waiter is a blocked thread, so this would take as many JVM threads as waiters"})
 	return s
 }

@@ -1,27 +1,26 @@
 package main
 
 import (
-	"cmp"
 	"context"
 	"fmt"
-	"strconv"
+	"strings"
 	"time"
 )
 
 // This file holds scenario 3: the herd of a read-write lock (server packets
 // per writer release) and the time to drain a queue of writers and readers.
 
-// s3Pattern is the queue: a writer, then group readers, ..., readers in all
-// (true: a writer).
-func s3Pattern(readers, group int) []bool {
-	var w []bool
+// s3Pattern is the queue: a writer (W), then group readers (R), ...,
+// readers in all.
+func s3Pattern(readers, group int) string {
+	var b strings.Builder
 	for r := 0; r < readers; {
-		w = append(w, true)
+		b.WriteByte('W')
 		for g := 0; g < group && r < readers; g, r = g+1, r+1 {
-			w = append(w, false)
+			b.WriteByte('R')
 		}
 	}
-	return w
+	return b.String()
 }
 
 func (e *env) scenario3(ctx context.Context) *Scenario {
@@ -31,118 +30,83 @@ func (e *env) scenario3(ctx context.Context) *Scenario {
 			"then the first writer releases and each participant releases as soon as it acquires. Measured from that release until the last "+
 			"participant has released: server packets sent (mntr zk_packets_sent delta, replies and watch notifications) and wall time; "+
 			"the client's CPU time likewise (the queue formed, each participant has paid for its node and its watch; the drain wakes, "+
-			"lists, acquires and releases); per acquisition: / %d; %d repetitions after one unmeasured",
-			e.c.S3Group, e.c.S3Group, e.c.S3Reader, len(pattern)-1, e.c.Reps),
-		Measures: []Measure{
+			"lists, acquires and releases); per acquisition: / %d; %d repetitions after %s of warm-up (JVM: %s)",
+			e.c.S3Group, e.c.S3Group, e.c.S3Reader, len(pattern)-1, e.c.Reps, e.c.WarmGo, e.c.WarmJava),
+		Measures: append([]Measure{
 			{Key: "perWriter", Label: "server packets per writer release", Unit: unitNumber, Better: "lower"},
-			{Key: "perAcq", Label: "server packets per acquisition, in the drain", Unit: unitNumber, Better: "lower"},
 			{Key: "drain", Label: "time to drain the queue", Unit: unitTime, Better: "lower"},
-			{Key: "cpu", Label: "client CPU per acquisition, in the drain", Unit: unitTime, Better: "lower"},
-		},
+		}, perMeasures("acquisition, in the drain")...),
 		Notes: []string{"Curator's readers watch the FIRST writer in the queue, so every writer release wakes every reader still queued (the herd). " +
 			"The floor's readers, as the ZooKeeper recipe says, watch the nearest writer before them."}}
-	entries := goEntries([]goImpl{implFloor, implOurs}, func(ctx context.Context, im goImpl) (*contender, error) {
+	entries := e.goEntries([]goImpl{implFloor, implOurs}, func(ctx context.Context, im goImpl) (*contender, error) {
 		q, err := e.s3Go(ctx, im, pattern)
 		if err != nil {
 			return nil, err
 		}
-		return e.s3Contender(ctx, q, pattern)
+		return e.s3Contender(q, im.key, pattern), nil
 	})
-	entries = append(entries, e.javaEntry("3", "s3", func(ctx context.Context, p *javaProc) (*contender, error) {
-		return e.s3Contender(ctx, rwQueue{close: p.close, cpu: p.cpu,
-			form: func(ctx context.Context) error {
-				answer, err := p.ask(ctx, "form")
-				if err == nil && answer != "formed" {
-					err = fmt.Errorf("CuratorBench form: %q", answer)
-				}
+	entries = append(entries, e.javaEntry("3", "s3", func(p *javaProc) *contender {
+		return e.s3Contender(rwQueue{close: p.close, cpu: p.cpu,
+			add: func(ctx context.Context, path string, i int) error {
+				_, err := p.ask(ctx, fmt.Sprintf("add %s %d", path, i))
 				return err
 			},
-			drain: func(ctx context.Context) (time.Duration, error) {
-				answer, err := p.ask(ctx, "drain")
-				if err != nil {
-					return 0, err
-				}
-				ns, err := strconv.ParseInt(answer, 10, 64)
-				return time.Duration(ns), err
-			}}, pattern)
-	}, fmt.Sprintf("readers=%d", e.c.S3Reader), fmt.Sprintf("group=%d", e.c.S3Group)))
+			drain: func(ctx context.Context) (time.Duration, error) { return p.askNs(ctx, "drain") }}, "curator", pattern)
+	}, "pattern="+pattern))
 	e.interleave(ctx, s, entries, func(r repResult) map[string]float64 {
-		acq := float64(r.ops - 1) // the first writer's was before the drain
-		m := map[string]float64{"cpu": float64(r.drainCPU) / acq, "drain": float64(r.drain), "perAcq": float64(r.drainPackets) / acq}
-		if r.writers > 0 {
-			m["perWriter"] = float64(r.drainPackets) / float64(r.writers)
-		}
+		m := perAcquisition(r)
+		m["drain"] = float64(r.elapsed)
+		m["perWriter"] = float64(r.packets) / float64(strings.Count(pattern, "W"))
 		return m
 	})
-	s.Rows = append(s.Rows, Row{Impl: nameZKLock, Status: "cannot: go-zookeeper has no read-write lock"})
 	return s
 }
 
-// rwQueue is an implementation's queue of scenario 3: form forms it on a
-// new path, in order, while the first writer holds, and returns once every
-// participant's node exists; drain makes the first writer release, waits
-// until every participant has acquired and released (each as soon as it
-// acquires) and 100 ms more for background work to reach the server, and
-// returns the time from the release until the last participant had
-// released; cpu reads the CPU time of the implementation's process.
+// rwQueue is an implementation's queue of scenario 3, each participant on
+// a session of its own: add adds participant i (pattern[i]) to a queue on
+// path: the first holds once add returns, the others queue on their own
+// goroutines (threads) and release as soon as they acquire; drain makes
+// the first release, waits until every participant has acquired and
+// released, and returns the time that took; cpu reads the CPU time of the
+// implementation's process.
 type rwQueue struct {
-	form  func(ctx context.Context) error
+	add   func(ctx context.Context, path string, i int) error
 	drain func(ctx context.Context) (time.Duration, error)
 	cpu   func() (time.Duration, error)
 	close func()
 }
 
-// s3Contender runs one unmeasured repetition of q and returns it as a
-// contender.
-func (e *env) s3Contender(ctx context.Context, q rwQueue, pattern []bool) (*contender, error) {
-	writers := 0
-	for _, w := range pattern {
-		if w {
-			writers++
-		}
-	}
-	c := &contender{close: q.close, cpu: q.cpu, rep: func(ctx context.Context, _ int) (repResult, error) {
-		watch0, err := e.counter("zk_watch_count")
-		if err == nil {
-			err = q.form(ctx)
-		}
-		if err == nil {
-			err = e.waitWatches(ctx, watch0, len(pattern)-1, 2*time.Millisecond, 30*time.Second)
-		}
-		if err != nil {
-			return repResult{}, err
-		}
-		r := repResult{ops: int64(len(pattern)), writers: writers}
-		p0, err := e.counter("zk_packets_sent")
-		c0, err2 := q.cpu()
-		if err = cmp.Or(err, err2); err == nil {
-			r.drain, err = q.drain(ctx)
-		}
-		c1, err2 := q.cpu()
-		p1, err3 := e.counter("zk_packets_sent")
-		r.drainCPU, r.drainPackets = c1-c0, p1-p0
-		return r, cmp.Or(err, err2, err3)
-	}}
-	if _, err := c.rep(ctx, 0); err != nil { // unmeasured
-		c.close()
-		return nil, err
-	}
-	return c, nil
+// s3Contender is q as a contender whose form forms the queue on a new
+// path, in order: each participant queues once the one before waits (the
+// server counts its watch), so once its node exists.
+func (e *env) s3Contender(q rwQueue, impl, pattern string) *contender {
+	forms := 0
+	return &contender{close: q.close, cpu: q.cpu,
+		form: func(ctx context.Context) error {
+			path := fmt.Sprintf("%s/r%d", e.path("3", impl), forms)
+			forms++
+			watch0, err := e.counter("zk_watch_count")
+			for i := 0; err == nil && i < len(pattern); i++ {
+				if err = q.add(ctx, path, i); err == nil {
+					err = e.waitWatches(ctx, watch0, i, 2*time.Millisecond, 30*time.Second)
+				}
+			}
+			return err
+		},
+		rep: func(ctx context.Context, _ int) (repResult, error) {
+			d, err := q.drain(ctx)
+			time.Sleep(100 * time.Millisecond)                              // let background work (watch removal) reach the server, and be counted
+			return repResult{ops: int64(len(pattern) - 1), elapsed: d}, err // the first writer acquired before
+		}}
 }
 
-// s3Go is im's queue: a session per participant.
-func (e *env) s3Go(ctx context.Context, im goImpl, pattern []bool) (rwQueue, error) {
+// s3Go is im's queue.
+func (e *env) s3Go(ctx context.Context, im goImpl, pattern string) (rwQueue, error) {
 	ss, closeAll, err := connectAll(ctx, im, e.servers, len(pattern))
 	if err != nil {
 		return rwQueue{}, err
 	}
-	admin, err := newRawConn(ctx, e.servers)
-	if err != nil {
-		closeAll()
-		return rwQueue{}, err
-	}
 	var (
-		n      int
 		first  owner
 		queued *queue
 	)
@@ -151,44 +115,27 @@ func (e *env) s3Go(ctx context.Context, im goImpl, pattern []bool) (rwQueue, err
 		if queued != nil {
 			queued.close()
 		}
-		admin.close()
 		closeAll()
 	}
-	q.form = func(ctx context.Context) error {
-		path := fmt.Sprintf("%s/r%d", e.path("3", im.key), n)
-		n++
-		owners := make([]owner, len(pattern))
-		for i, sess := range ss {
-			rd, wr, err := sess.readWrite(path)
-			if err != nil {
-				return err
-			}
-			if owners[i] = rd(); pattern[i] {
-				owners[i] = wr()
-			}
+	q.add = func(ctx context.Context, path string, i int) error {
+		rd, wr, err := ss[i].readWrite(path)
+		if err != nil {
+			return err
 		}
-		first = owners[0]
-		if err := first.Acquire(ctx); err != nil {
-			return fmt.Errorf("the first writer: %w", err)
+		o := rd()
+		if pattern[i] == 'W' {
+			o = wr()
 		}
-		queued = newQueue(ctx)
-		for i, o := range owners[1:] {
+		if i > 0 {
 			queued.add(o)
-			// the next participant queues only once this one's node exists
-			if err := waitFor(queued.ctx, 30*time.Second, 2*time.Millisecond, func() (bool, error) {
-				kids, _, err := admin.Children(path)
-				return len(kids) >= i+2, err
-			}); err != nil {
-				return fmt.Errorf("participant %d did not queue: %w", i+1, err)
-			}
+			return context.Cause(queued.ctx) // an earlier participant's failure
 		}
-		return nil
+		first, queued = o, newQueue(ctx)
+		return first.Acquire(ctx)
 	}
 	q.drain = func(context.Context) (time.Duration, error) {
 		defer func() { queued.close(); queued = nil }()
-		d, err := queued.drain(first, time.Minute)
-		time.Sleep(100 * time.Millisecond) // as the Java side: let background work reach the server
-		return d, err
+		return queued.drain(first, time.Minute)
 	}
 	return q, nil
 }

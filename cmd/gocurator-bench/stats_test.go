@@ -48,9 +48,6 @@ func TestRowOfLatencies(t *testing.T) {
 		reps = append(reps, m)
 	}
 	r := rowOf(nameOurs, append(latencyMeasures("", "cycle"), perMeasures("cycle")...), reps)
-	if want := []float64{float64(3 * ms), float64(2500 * ms), float64(100 * ms)}; !slices.Equal(r.Reps["max"], want) {
-		t.Errorf("slowest per repetition %v, want %v", r.Reps["max"], want)
-	}
 	for key, want := range map[string]time.Duration{"p50": 3 * ms, "max": 2500 * ms, "slow": 2} { // over 100 ms, not at it
 		if got := r.Value[key]; got != float64(want) {
 			t.Errorf("%s: %v, want %v", key, got, float64(want))

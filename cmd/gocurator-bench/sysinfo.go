@@ -8,30 +8,13 @@ import (
 	"os/exec"
 	"runtime"
 	"runtime/debug"
-	"strconv"
 	"strings"
 	"time"
 )
 
-// machine describes where the run happened.
-type machine struct {
-	CPU      string
-	NumCPU   int
-	MemTotal string
-	OS       string
-	Kernel   string
-}
-
-func readMachine() machine {
-	m := machine{NumCPU: runtime.NumCPU(), OS: runtime.GOOS + "/" + runtime.GOARCH,
-		CPU: cmp.Or(procValue("/proc/cpuinfo", "model name"), "unknown"), MemTotal: "unknown"}
-	if kb, err := strconv.ParseFloat(strings.TrimSuffix(procValue("/proc/meminfo", "MemTotal"), " kB"), 64); err == nil {
-		m.MemTotal = fmt.Sprintf("%.1f GiB", kb/(1<<20))
-	}
-	if b, err := os.ReadFile("/proc/sys/kernel/osrelease"); err == nil {
-		m.Kernel = strings.TrimSpace(string(b))
-	}
-	return m
+// cpuModel describes the machine's CPUs.
+func cpuModel() string {
+	return fmt.Sprintf("%s, %d logical CPUs", cmp.Or(procValue("/proc/cpuinfo", "model name"), "unknown"), runtime.NumCPU())
 }
 
 // procValue returns what follows the colon on the first line of file whose

@@ -6,33 +6,28 @@
 //
 // Usage:
 //
-//     java CuratorBench <scenario> <connect string> key=value...
+//     java -D<key>=<value>... CuratorBench <scenario> <connect string>
 //
-// The JVM sets the scenario up (sessions, locks; s2, s4 and s5 also warm up
-// for warmupMs, for the JIT) and prints "ready". Then it answers each line
-// on stdin with one line on stdout, until "quit" (or the end of input),
-// when it prints a last JSON line with its versions, closes its sessions
-// and exits. The Go side sends each request when its turn comes, so that
-// repetitions of the Go and Java implementations alternate on the same
-// server and none runs alongside another; it counts the server's packets
-// and waits for watches itself. In every scenario, "cpu" answers the CPU
-// time this JVM has used, in nanoseconds (all its threads: Curator's,
-// ZooKeeper's client, the JIT, the GC).
+// The JVM sets the scenario up (sessions, locks) and prints its versions,
+// a JSON line. Then it answers each line on stdin with one line on stdout
+// until the end of input, when it closes its sessions and exits. The Go
+// side sends each request when its turn comes, so that repetitions of the
+// Go and Java implementations alternate on the same server and none runs
+// alongside another; it warms the JVM up with repetitions of its own,
+// counts the server's packets and waits for watches itself. In every
+// scenario, "cpu" answers the CPU time this JVM has used, in nanoseconds
+// (all its threads: Curator's, ZooKeeper's client, the JIT, the GC).
 //
-// Scenarios, their keys (all take path=<base path>) and requests:
+// Scenarios, their keys (system properties; all take path=<base path>) and
+// requests:
 //
-//     s2  one hot mutex                    clients=<n> durationMs=<ms> warmupMs=<ms>
-//         "rep [<n>]": acquire+release in a loop on the first n (all) clients for durationMs
-//         -> {"ops":n,"elapsedNs":t,"latNs":[...each cycle]}
-//         (gocurator-bench's scenario 1 is s2 with one client)
-//     s3  read-write lock, W R R R W ...   readers=<n> group=<readers per writer>
-//         "form" -> "formed"; "drain" -> <ns> (see ReadWriteQueue)
-//     s4  semaphore                        clients=<n> leases=<n> durationMs=<ms> warmupMs=<ms>
-//         "rep [<n>]" as s2, each cycle a lease's acquire and return
-//     s5  many lock paths, one client      threads=<n> paths=<n> durationMs=<ms> warmupMs=<ms>
-//         "rep" as s2
-//     s7  leader hand-off, two candidates
-//         "leader" -> <path>; "handoff close|session" -> <ns> <path> (see Election)
+//     loop  locks in a loop (see loop)  clients=<n> threads=<n> paths=<n> leases=<n> durationMs=<ms>
+//           "rep <n>": the first n (0: all) threads acquire and release in a loop for durationMs
+//           -> <ns of the repetition> <ns of each cycle>...
+//     s3    read-write lock queue       pattern=<W or R for each participant>
+//           "add <path> <i>" -> "added"; "drain" -> <ns> (see ReadWriteQueue)
+//     s7    leader hand-off, two candidates
+//           "leader" -> <path>; "handoff close|session" -> <ns> (see Election)
 
 import java.io.BufferedReader;
 import java.io.InputStream;
@@ -40,9 +35,7 @@ import java.io.InputStreamReader;
 import java.lang.management.ManagementFactory;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
-import java.util.HashMap;
 import java.util.List;
-import java.util.Map;
 import java.util.Properties;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.ThreadLocalRandom;
@@ -58,12 +51,10 @@ import org.apache.curator.framework.recipes.locks.InterProcessLock;
 import org.apache.curator.framework.recipes.locks.InterProcessMutex;
 import org.apache.curator.framework.recipes.locks.InterProcessReadWriteLock;
 import org.apache.curator.framework.recipes.locks.InterProcessSemaphoreV2;
-import org.apache.curator.framework.recipes.locks.Lease;
 import org.apache.curator.retry.ExponentialBackoffRetry;
 
 public class CuratorBench {
     static String connect;
-    static final Map<String, String> opts = new HashMap<>();
     static final List<CuratorFramework> clients = new ArrayList<>();
 
     // Handler answers a scenario's requests, one line each.
@@ -72,53 +63,33 @@ public class CuratorBench {
     }
 
     public static void main(String[] args) throws Exception {
-        if (args.length < 2) {
-            System.err.println("usage: CuratorBench <scenario> <connect> key=value...");
+        if (args.length != 2) {
+            System.err.println("usage: java -D<key>=<value>... CuratorBench <scenario> <connect>");
             System.exit(2);
         }
         String scenario = args[0];
         connect = args[1];
-        for (int i = 2; i < args.length; i++) {
-            int eq = args[i].indexOf('=');
-            if (eq < 0) {
-                System.err.println("bad argument " + args[i]);
-                System.exit(2);
-            }
-            opts.put(args[i].substring(0, eq), args[i].substring(eq + 1));
-        }
         Handler h;
         switch (scenario) {
-            case "s2": h = throughput(false); break;
+            case "loop": h = loop(); break;
             case "s3": h = new ReadWriteQueue(); break;
-            case "s4": h = throughput(true); break;
-            case "s5": h = s5(); break;
             case "s7": h = new Election(); break;
             default:
                 System.err.println("unknown scenario " + scenario);
                 System.exit(2);
                 return;
         }
-        System.out.println("ready");
+        System.out.println("{\"java\":\"" + System.getProperty("java.version") + "\",\"curator\":\"" + curatorVersion()
+                + "\",\"zkClient\":\"" + org.apache.zookeeper.Version.getFullVersion().replace("\"", "'") + "\"}");
         System.out.flush();
         BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
-        for (String line; (line = in.readLine()) != null && !line.trim().equals("quit"); ) {
+        for (String line; (line = in.readLine()) != null; ) {
             String req = line.trim();
             System.out.println(req.equals("cpu") ? String.valueOf(cpuNs()) : h.handle(req));
             System.out.flush();
         }
-        System.out.println("{\"scenario\":\"" + scenario + "\",\"java\":\"" + System.getProperty("java.version")
-                + "\",\"curator\":\"" + curatorVersion() + "\",\"zkClient\":\""
-                + org.apache.zookeeper.Version.getFullVersion().replace("\"", "'") + "\"}");
-        System.out.flush();
-        // close every session (in parallel: closing each waits for the server)
-        List<Thread> closers = new ArrayList<>();
         for (CuratorFramework c : clients) {
-            Thread t = new Thread(c::close);
-            t.start();
-            closers.add(t);
-        }
-        for (Thread t : closers) {
-            t.join();
+            c.close(); // ends its session, so that none outlives the scenario
         }
         System.exit(0);
     }
@@ -128,14 +99,8 @@ public class CuratorBench {
         return ((com.sun.management.OperatingSystemMXBean) ManagementFactory.getOperatingSystemMXBean()).getProcessCpuTime();
     }
 
-    static long num(String key, long def) {
-        String v = opts.get(key);
-        return v == null ? def : Long.parseLong(v);
-    }
-
-    static String str(String key, String def) {
-        String v = opts.get(key);
-        return v == null ? def : v;
+    static int num(String key) {
+        return Integer.parseInt(System.getProperty(key)); // throws on a missing key
     }
 
     static String curatorVersion() {
@@ -168,8 +133,8 @@ public class CuratorBench {
     }
 
     // timed runs every worker's cycle in a loop on its own thread until
-    // durationMs has passed, and returns the repetition's JSON object: the
-    // nanoseconds of every cycle and the elapsed time.
+    // durationMs has passed, and returns the nanoseconds of the repetition
+    // and of each cycle.
     static String timed(List<Cycle> workers, long durationMs) throws Exception {
         List<long[]> lats = new ArrayList<>();
         AtomicReference<Throwable> failure = new AtomicReference<>();
@@ -206,24 +171,52 @@ public class CuratorBench {
         if (failure.get() != null) {
             throw new RuntimeException(failure.get());
         }
-        StringBuilder out = new StringBuilder("{\"elapsedNs\":").append(elapsed).append(",\"latNs\":[");
-        long ops = 0;
+        StringBuilder out = new StringBuilder().append(elapsed);
         for (long[] lat : lats) {
             for (long x : lat) {
-                out.append(ops++ == 0 ? "" : ",").append(x);
+                out.append(' ').append(x);
             }
         }
-        return out.append("],\"ops\":").append(ops).append("}").toString();
+        return out.toString();
     }
 
-    // timedReps warms all workers up; each repetition, "rep" or "rep <n>",
-    // runs all of them or the first n.
-    static Handler timedReps(List<Cycle> workers) throws Exception {
-        timed(workers, num("warmupMs", 3000));
-        long durationMs = num("durationMs", 2000);
+    // loop: clients sessions and threads threads, thread t on client t %
+    // clients, each cycle of a thread an acquire and release of a lock (a
+    // lease of an InterProcessSemaphoreV2 of leases leases, if leases > 0)
+    // chosen at random among paths paths below path. Each repetition, "rep
+    // <n>", runs the first n threads (0: all) for durationMs.
+    static Handler loop() throws Exception {
+        int clients = num("clients");
+        int paths = num("paths");
+        int leases = num("leases");
+        List<Cycle[]> locks = new ArrayList<>(); // by client and path
+        for (int i = 0; i < clients; i++) {
+            CuratorFramework c = newClient();
+            Cycle[] cycles = new Cycle[paths];
+            for (int p = 0; p < paths; p++) {
+                String lp = System.getProperty("path") + "/l" + p;
+                if (leases > 0) {
+                    InterProcessSemaphoreV2 s = new InterProcessSemaphoreV2(c, lp, leases);
+                    cycles[p] = () -> s.returnLease(s.acquire());
+                } else {
+                    InterProcessMutex m = new InterProcessMutex(c, lp);
+                    cycles[p] = () -> {
+                        m.acquire();
+                        m.release();
+                    };
+                }
+            }
+            locks.add(cycles);
+        }
+        List<Cycle> workers = new ArrayList<>();
+        for (int t = 0; t < num("threads"); t++) {
+            Cycle[] cycles = locks.get(t % clients);
+            workers.add(() -> cycles[ThreadLocalRandom.current().nextInt(paths)].run());
+        }
+        long durationMs = num("durationMs");
         return req -> {
-            String arg = req.substring("rep".length()).trim();
-            int n = arg.isEmpty() ? workers.size() : Integer.parseInt(arg);
+            int n = Integer.parseInt(req.substring("rep ".length()));
+            n = n == 0 ? workers.size() : n;
             if (n < 1 || n > workers.size()) {
                 throw new IllegalArgumentException(req + ": there are " + workers.size() + " workers");
             }
@@ -231,142 +224,62 @@ public class CuratorBench {
         };
     }
 
-    // s2 (semaphore=false): clients sessions, one mutex each on the same
-    // path. s4 (semaphore=true): clients sessions, an InterProcessSemaphoreV2
-    // with leases leases each on the same path.
-    static Handler throughput(boolean semaphore) throws Exception {
-        String path = str("path", "/gocurator-bench/curator/s2");
-        int n = (int) num("clients", 8);
-        int leases = (int) num("leases", 3);
-        List<Cycle> workers = new ArrayList<>();
-        for (int i = 0; i < n; i++) {
-            CuratorFramework c = newClient();
-            if (semaphore) {
-                InterProcessSemaphoreV2 s = new InterProcessSemaphoreV2(c, path, leases);
-                workers.add(() -> {
-                    Lease l = s.acquire();
-                    s.returnLease(l);
-                });
-            } else {
-                InterProcessMutex m = new InterProcessMutex(c, path);
-                workers.add(() -> {
-                    m.acquire();
-                    m.release();
-                });
-            }
-        }
-        return timedReps(workers);
-    }
-
-    // s5: one client, threads threads, each acquiring and releasing a lock
-    // chosen at random among paths paths.
-    static Handler s5() throws Exception {
-        String path = str("path", "/gocurator-bench/curator/s5");
-        int threads = (int) num("threads", 16);
-        int paths = (int) num("paths", 200);
-        CuratorFramework c = newClient();
-        InterProcessMutex[] locks = new InterProcessMutex[paths];
-        for (int i = 0; i < paths; i++) {
-            locks[i] = new InterProcessMutex(c, path + "/l" + i);
-        }
-        List<Cycle> workers = new ArrayList<>();
-        for (int i = 0; i < threads; i++) {
-            workers.add(() -> {
-                InterProcessMutex m = locks[ThreadLocalRandom.current().nextInt(paths)];
-                m.acquire();
-                m.release();
-            });
-        }
-        return timedReps(workers);
-    }
-
-    // ReadWriteQueue is s3: a queue W R..R W R..R ... (group readers after
-    // each writer, readers readers in all), every participant with its own
-    // session and thread. "form" forms the queue on a new path, in order,
-    // while the first writer holds, and answers "formed" once every
-    // participant's node exists. "drain" makes the first writer release,
-    // waits until every participant has acquired and released (each as soon
-    // as it acquires), and 100 ms more for background work to reach the
-    // server, and answers the nanoseconds from the release until the last
-    // participant had released.
+    // ReadWriteQueue is s3: a queue of the pattern's participants (W a
+    // writer, R a reader), each with its own session and thread. "add <path>
+    // <i>" starts participant i of a queue on path, which acquires and
+    // releases as soon as it holds, except the first (i 0), which holds
+    // until "drain" and whose "add" answers once it holds. "drain" makes the
+    // first writer release, waits until every participant has acquired and
+    // released, and answers the nanoseconds that took.
     static final class ReadWriteQueue implements Handler {
-        final String path = str("path", "/gocurator-bench/curator/s3");
-        final List<Boolean> isWriter = new ArrayList<>();
+        final String pattern = System.getProperty("pattern");
         final List<CuratorFramework> cs = new ArrayList<>();
-        final CuratorFramework admin;
-        int reps;
         CountDownLatch go;
         CountDownLatch done;
         AtomicReference<Throwable> failure;
-        List<Thread> threads;
 
         ReadWriteQueue() throws Exception {
-            int readers = (int) num("readers", 50);
-            int group = (int) num("group", 3);
-            for (int r = 0; r < readers; ) {
-                isWriter.add(true);
-                for (int g = 0; g < group && r < readers; g++, r++) {
-                    isWriter.add(false);
-                }
-            }
-            for (int i = 0; i < isWriter.size(); i++) {
+            for (int i = 0; i < pattern.length(); i++) {
                 cs.add(newClient());
             }
-            admin = newClient();
         }
 
         public String handle(String req) throws Exception {
-            switch (req) {
-                case "form": return form();
+            String[] f = req.split(" ");
+            switch (f[0]) {
+                case "add": return add(f[1], Integer.parseInt(f[2]));
                 case "drain": return drain();
                 default: throw new IllegalArgumentException("s3: " + req);
             }
         }
 
-        String form() throws Exception {
-            String p = path + "/r" + reps++;
-            int n = isWriter.size();
-            CountDownLatch firstHeld = new CountDownLatch(1);
-            go = new CountDownLatch(1);
-            done = new CountDownLatch(n);
-            failure = new AtomicReference<>();
-            threads = new ArrayList<>();
-            for (int i = 0; i < n; i++) {
-                InterProcessReadWriteLock rw = new InterProcessReadWriteLock(cs.get(i), p);
-                InterProcessLock l = isWriter.get(i) ? rw.writeLock() : rw.readLock();
-                boolean first = i == 0;
-                Thread t = new Thread(() -> {
-                    try {
-                        l.acquire();
-                        if (first) {
-                            firstHeld.countDown();
-                            go.await();
-                        }
-                        l.release();
-                    } catch (Throwable e) {
-                        failure.compareAndSet(null, e);
-                    } finally {
-                        done.countDown();
-                    }
-                });
-                t.start();
-                threads.add(t);
-                if (first) {
-                    if (!firstHeld.await(30, TimeUnit.SECONDS)) {
-                        throw new IllegalStateException("the first writer did not acquire", failure.get());
-                    }
-                    continue;
-                }
-                // the next participant queues only once this one's node exists
-                long until = System.nanoTime() + 30_000_000_000L;
-                while (admin.getChildren().forPath(p).size() < i + 1) {
-                    if (System.nanoTime() > until || failure.get() != null) {
-                        throw new IllegalStateException("participant " + i + " did not queue", failure.get());
-                    }
-                    Thread.sleep(2);
-                }
+        String add(String path, int i) throws Exception {
+            if (i == 0) {
+                go = new CountDownLatch(1);
+                done = new CountDownLatch(pattern.length());
+                failure = new AtomicReference<>();
             }
-            return "formed";
+            InterProcessReadWriteLock rw = new InterProcessReadWriteLock(cs.get(i), path);
+            InterProcessLock l = pattern.charAt(i) == 'W' ? rw.writeLock() : rw.readLock();
+            CountDownLatch held = new CountDownLatch(1);
+            new Thread(() -> {
+                try {
+                    l.acquire();
+                    held.countDown();
+                    if (i == 0) {
+                        go.await();
+                    }
+                    l.release();
+                } catch (Throwable e) {
+                    failure.compareAndSet(null, e);
+                } finally {
+                    done.countDown(); // after any failure is set
+                }
+            }).start();
+            if (i == 0 && !held.await(30, TimeUnit.SECONDS) || failure.get() != null) {
+                throw new IllegalStateException("participant " + i + " failed to queue or acquire", failure.get());
+            }
+            return "added";
         }
 
         String drain() throws Exception {
@@ -376,10 +289,6 @@ public class CuratorBench {
                 throw new IllegalStateException("the queue did not drain");
             }
             long drain = System.nanoTime() - t0;
-            Thread.sleep(100); // let background work (watch removal) reach the server
-            for (Thread t : threads) {
-                t.join();
-            }
             if (failure.get() != null) {
                 throw new RuntimeException(failure.get());
             }
@@ -425,11 +334,10 @@ public class CuratorBench {
     // session), and the follower take over; the one that left joins again
     // (after a session end, on a new client). They answer the nanoseconds
     // from just before the close until the follower's
-    // LeaderLatchListener.isLeader was called, and the new leader's node
-    // path. The Go side waits until the follower watches that node before
-    // the next hand-off.
+    // LeaderLatchListener.isLeader was called. The Go side waits until the
+    // follower watches the leader's node before each hand-off.
     static final class Election implements Handler {
-        final String path = str("path", "/gocurator-bench/curator/s7");
+        final String path = System.getProperty("path");
         Candidate leader;
         Candidate follower;
 
@@ -442,8 +350,8 @@ public class CuratorBench {
         public String handle(String req) throws Exception {
             switch (req) {
                 case "leader": return leader.latch.getOurPath();
-                case "handoff close": return handoff(false) + " " + leader.latch.getOurPath();
-                case "handoff session": return handoff(true) + " " + leader.latch.getOurPath();
+                case "handoff close": return String.valueOf(handoff(false));
+                case "handoff session": return String.valueOf(handoff(true));
                 default: throw new IllegalArgumentException("s7: " + req);
             }
         }
