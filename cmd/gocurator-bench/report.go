@@ -58,9 +58,9 @@ func (r *Results) render(w io.Writer) error {
 	}{Results: r, LoadHigh: loadHigh(r.LoadStart), Targets: r.targetResults(), PlotFile: hotMutexSVG}
 	for _, s := range r.Scenarios {
 		sec := section{Scenario: s, Table: measureTable(s)}
-		for _, row := range s.Rows {
-			if row.Status != "" {
-				sec.Missing = append(sec.Missing, row.Impl+": "+row.Status)
+		for _, name := range implOrder {
+			if st := s.Rows[name].Status; st != "" {
+				sec.Missing = append(sec.Missing, name+": "+st)
 			}
 		}
 		v.Sections = append(v.Sections, sec)
@@ -79,13 +79,13 @@ func measureTable(s *Scenario) *table {
 	t := &table{Head: []string{"Measure"}}
 	var impls, against []string
 	for _, name := range implOrder {
-		if _, ok := findRow(rows, name); ok {
+		if rows[name].Value != nil {
 			impls = append(impls, name)
 			t.Head = append(t.Head, name)
 		}
 	}
 	for _, name := range refs {
-		if _, ok := findRow(rows, name); ok {
+		if rows[name].Value != nil {
 			against = append(against, name)
 			t.Head = append(t.Head, "ours / "+short(name))
 		}
@@ -97,14 +97,14 @@ func measureTable(s *Scenario) *table {
 		}
 		for _, name := range impls {
 			cell := "—"
-			if x, ok := value(rows, name, m.Key); ok {
+			if x, ok := rows[name].Value[m.Key]; ok {
 				cell = fmtValue(m.Unit, x)
 			}
 			line = append(line, cell)
 		}
 		for _, name := range against {
-			ours, ok := value(rows, nameOurs, m.Key)
-			theirs, ok2 := value(rows, name, m.Key)
+			ours, ok := rows[nameOurs].Value[m.Key]
+			theirs, ok2 := rows[name].Value[m.Key]
 			cell := "—"
 			if ok && ok2 && m.Better != "" {
 				cell = fmtRatio(ours / theirs)
@@ -143,7 +143,7 @@ func (r *Results) hotMutexPlot() (plot linePlot, ok bool) {
 	}
 	for _, ser := range sweepImpls {
 		for _, pt := range s.Sweep {
-			y, ok := value(pt.Rows, ser.Name, "rate")
+			y, ok := pt.Rows[ser.Name].Value["rate"]
 			if !ok {
 				y = math.NaN()
 			}

@@ -93,17 +93,16 @@ func TestReportWarnings(t *testing.T) {
 // implementation, compared in the measure's direction, boundary included;
 // a missing value says why; a scenario not run has no targets.
 func TestTargets(t *testing.T) {
-	row := func(impl string, v map[string]float64) Row { return Row{Impl: impl, Value: v} }
 	r := &Results{Scenarios: []*Scenario{
-		{Key: "1", Measures: append(latencyMeasures("", "cycle"), perMeasures("cycle")...), Rows: []Row{
-			row(nameOurs, map[string]float64{"p50": 750, "cpu": 10}),
-			row(nameFloor, map[string]float64{"p50": 1000}),
-			row(nameLimit, map[string]float64{"p50": 650}),
-			{Impl: nameCurator, Status: "failed: boom"},
+		{Key: "1", Measures: append(latencyMeasures("", "cycle"), perMeasures("cycle")...), Rows: map[string]Row{
+			nameOurs:    {Value: map[string]float64{"p50": 750, "cpu": 10}},
+			nameFloor:   {Value: map[string]float64{"p50": 1000}},
+			nameLimit:   {Value: map[string]float64{"p50": 650}},
+			nameCurator: {Status: "failed: boom"},
 		}},
-		{Key: "2", Measures: []Measure{{Key: "rate", Label: "rate", Better: "higher"}}, Rows: []Row{
-			row(nameOurs, map[string]float64{"rate": 200}),
-			row(nameCurator, map[string]float64{"rate": 100}),
+		{Key: "2", Measures: []Measure{{Key: "rate", Label: "rate", Better: "higher"}}, Rows: map[string]Row{
+			nameOurs:    {Value: map[string]float64{"rate": 200}},
+			nameCurator: {Value: map[string]float64{"rate": 100}},
 		}},
 	}}
 	got := map[string]string{}

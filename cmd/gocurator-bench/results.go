@@ -63,9 +63,9 @@ type Scenario struct {
 	Title    string
 	Setup    string
 	Measures []Measure
-	Rows     []Row
-	Sweep    []SweepPoint `json:",omitempty"` // scenario 2: rows at each number of sessions
-	Notes    []string     `json:",omitempty"`
+	Rows     map[string]Row // by implementation
+	Sweep    []SweepPoint   `json:",omitempty"` // scenario 2: rows at each number of sessions
+	Notes    []string       `json:",omitempty"`
 }
 
 // Measure is one number a scenario takes of every implementation.
@@ -87,7 +87,6 @@ const (
 
 // Row is one implementation's measures in one scenario.
 type Row struct {
-	Impl   string
 	Status string             `json:",omitempty"` // empty when measured; else why not
 	Value  map[string]float64 `json:",omitempty"` // by measure key, the repetitions combined
 }
@@ -95,7 +94,7 @@ type Row struct {
 // SweepPoint is a scenario's rows at one number of sessions.
 type SweepPoint struct {
 	Sessions int
-	Rows     []Row
+	Rows     map[string]Row
 }
 
 // The implementations' names, as the report shows them.
@@ -134,9 +133,9 @@ func perAcquisition(r repResult) map[string]float64 {
 	return map[string]float64{"cpu": float64(r.cpu) / float64(r.ops), "packets": float64(r.packets) / float64(r.ops)}
 }
 
-// rowOf is impl's row of measures from its repetitions' values.
-func rowOf(impl string, measures []Measure, reps []map[string]float64) Row {
-	r := Row{Impl: impl, Value: map[string]float64{}}
+// rowOf is a row of measures from its repetitions' values.
+func rowOf(measures []Measure, reps []map[string]float64) Row {
+	r := Row{Value: map[string]float64{}}
 	for _, m := range measures {
 		var xs []float64
 		for _, rep := range reps {
@@ -157,23 +156,6 @@ func rowOf(impl string, measures []Measure, reps []map[string]float64) Row {
 		}
 	}
 	return r
-}
-
-// findRow returns impl's row, if it was measured.
-func findRow(rows []Row, impl string) (Row, bool) {
-	for _, r := range rows {
-		if r.Impl == impl && r.Status == "" {
-			return r, true
-		}
-	}
-	return Row{}, false
-}
-
-// value returns impl's value of measure key.
-func value(rows []Row, impl, key string) (float64, bool) {
-	r, ok := findRow(rows, impl)
-	x, ok2 := r.Value[key]
-	return x, ok && ok2
 }
 
 // scenario returns the scenario of key, nil if not run.

@@ -146,7 +146,7 @@ func (l *lineup) close() {
 // on all implementations alike, and never two at once; values turns a
 // repetition into its measures. It returns a row per implementation. One
 // whose repetition fails is closed, and its row says why.
-func (l *lineup) run(ctx context.Context, sessions int, values func(repResult) map[string]float64) []Row {
+func (l *lineup) run(ctx context.Context, sessions int, values func(repResult) map[string]float64) map[string]Row {
 	e, label := l.e, l.s.Key
 	if sessions > 0 {
 		label = fmt.Sprintf("%s, %d sessions", label, sessions)
@@ -171,11 +171,11 @@ func (l *lineup) run(ctx context.Context, sessions int, values func(repResult) m
 			e.logf("scenario %s: %s: repetition %d in %s: %s", label, en.impl, r+1, time.Since(start).Round(time.Millisecond), summary(l.s.Measures, v))
 		}
 	}
-	rows := make([]Row, len(l.entries))
+	rows := map[string]Row{}
 	for i, en := range l.entries {
-		rows[i] = Row{Impl: en.impl, Status: cmp.Or(l.status[i], "failed: no repetition")}
+		rows[en.impl] = Row{Status: cmp.Or(l.status[i], "failed: no repetition")}
 		if l.status[i] == "" && len(reps[i]) > 0 {
-			rows[i] = rowOf(en.impl, l.s.Measures, reps[i])
+			rows[en.impl] = rowOf(l.s.Measures, reps[i])
 		}
 	}
 	return rows

@@ -42,27 +42,27 @@ func TestScenariosSmoke(t *testing.T) {
 	for _, key := range allScenarios[:7] {
 		s := e.scenario(ctx, key)
 		res.Scenarios = append(res.Scenarios, s)
-		for _, r := range s.Rows {
+		for impl, r := range s.Rows {
 			switch {
 			case r.Status == "":
 				for _, m := range s.Measures {
 					if _, ok := r.Value[m.Key]; !ok {
-						t.Errorf("scenario %s: %s has no %s", key, r.Impl, m.Key)
+						t.Errorf("scenario %s: %s has no %s", key, impl, m.Key)
 					}
 				}
 				if r.Value["cpu"] <= 0 || r.Value["packets"] < 0 || (key != "3" && r.Value["packets"] == 0) {
-					t.Errorf("scenario %s: %s: CPU %v and packets %v per acquisition", key, r.Impl, r.Value["cpu"], r.Value["packets"])
+					t.Errorf("scenario %s: %s: CPU %v and packets %v per acquisition", key, impl, r.Value["cpu"], r.Value["packets"])
 				}
-			case r.Impl == nameCurator && (e.java == nil || key == "6"):
+			case impl == nameCurator && (e.java == nil || key == "6"):
 			default:
-				t.Errorf("scenario %s: %s: %s", key, r.Impl, r.Status)
+				t.Errorf("scenario %s: %s: %s", key, impl, r.Status)
 			}
 		}
 	}
 	if s2 := res.scenario("2"); len(s2.Sweep) != 3 {
 		t.Errorf("scenario 2's sweep has %d points, want 1, 2 and 3 sessions", len(s2.Sweep))
 	}
-	if x, ok := value(res.scenario("1").Rows, nameLimit, "packets"); !ok || x < 2 || x >= 3 {
+	if x, ok := res.scenario("1").Rows[nameLimit].Value["packets"]; !ok || x < 2 || x >= 3 {
 		t.Errorf("the limit: %v packets per acquisition, want 2 (create, delete) and a ping at most", x)
 	}
 	if e.java != nil && e.java.versions.Curator == "" {

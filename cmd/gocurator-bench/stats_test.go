@@ -47,7 +47,7 @@ func TestRowOfLatencies(t *testing.T) {
 		latencyValues(m, "", lat)
 		reps = append(reps, m)
 	}
-	r := rowOf(nameOurs, append(latencyMeasures("", "cycle"), perMeasures("cycle")...), reps)
+	r := rowOf(append(latencyMeasures("", "cycle"), perMeasures("cycle")...), reps)
 	for key, want := range map[string]time.Duration{"p50": 3 * ms, "max": 2500 * ms, "slow": 2} { // over 100 ms, not at it
 		if got := r.Value[key]; got != float64(want) {
 			t.Errorf("%s: %v, want %v", key, got, float64(want))

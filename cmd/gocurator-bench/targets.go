@@ -1,6 +1,9 @@
 package main
 
-import "fmt"
+import (
+	"cmp"
+	"fmt"
+)
 
 // target is what gocurator must reach in one measure of one scenario: its
 // value divided by another implementation's at most ratio when lower is
@@ -55,37 +58,27 @@ func (r *Results) targetResults() []targetResult {
 		}
 		tr := targetResult{Scenario: t.scenario, Ours: "—", Theirs: "—", Ratio: "—"}
 		m, _ := s.measure(t.measure)
-		cmp := "≤"
+		op := "≤"
 		if m.Better == "higher" {
-			cmp = "≥"
+			op = "≥"
 		}
-		tr.Measure, tr.Target = m.Label, fmt.Sprintf("%s %.2f × %s", cmp, t.ratio, short(t.against))
-		ours, ok := value(s.Rows, nameOurs, t.measure)
-		theirs, ok2 := value(s.Rows, t.against, t.measure)
+		tr.Measure, tr.Target = m.Label, fmt.Sprintf("%s %.2f × %s", op, t.ratio, short(t.against))
+		ours, ok := s.Rows[nameOurs].Value[t.measure]
+		theirs, ok2 := s.Rows[t.against].Value[t.measure]
 		switch {
 		case !ok:
-			tr.Status = "not measured: " + whyMissing(s.Rows, nameOurs)
+			tr.Status = "not measured: " + nameOurs + ": " + cmp.Or(s.Rows[nameOurs].Status, "no value")
 		case !ok2 || theirs == 0:
-			tr.Status = "not measured: " + whyMissing(s.Rows, t.against)
+			tr.Status = "not measured: " + t.against + ": " + cmp.Or(s.Rows[t.against].Status, "no value")
 		default:
 			x := ours / theirs
 			tr.Ours, tr.Theirs, tr.Ratio = fmtValue(m.Unit, ours), fmtValue(m.Unit, theirs), fmtRatio(x)
 			tr.Status = "MISSED"
-			if (cmp == "≤" && x <= t.ratio) || (cmp == "≥" && x >= t.ratio) {
+			if (op == "≤" && x <= t.ratio) || (op == "≥" && x >= t.ratio) {
 				tr.Status = "met"
 			}
 		}
 		out = append(out, tr)
 	}
 	return out
-}
-
-// whyMissing says why impl has no value in rows.
-func whyMissing(rows []Row, impl string) string {
-	for _, r := range rows {
-		if r.Impl == impl && r.Status != "" {
-			return impl + ": " + r.Status
-		}
-	}
-	return impl + ": no value"
 }
