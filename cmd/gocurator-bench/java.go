@@ -23,7 +23,7 @@ var curatorBenchSource []byte
 type javaRunner struct {
 	java      string
 	classpath string
-	versions  javaVersions
+	versions  versions // Java, Curator and ZKClient, from its first line
 }
 
 // newJavaRunner compiles CuratorBench with javac against Curator's jars. It
@@ -46,14 +46,7 @@ func newJavaRunner(ctx context.Context) (*javaRunner, error) {
 	return &javaRunner{java: java, classpath: cp}, nil
 }
 
-// javaVersions is what CuratorBench runs on: its first line of output.
-type javaVersions struct {
-	Java     string `json:"java"`
-	Curator  string `json:"curator"`
-	ZKClient string `json:"zkClient"`
-}
-
-// javaProc is one CuratorBench JVM, set up and warmed up for a scenario
+// javaProc is one CuratorBench JVM, set up for a scenario
 // (see jvm.Process: its own process group, dies with this process, killed
 // by its pid when it does not answer in time, always waited for).
 type javaProc struct {

@@ -107,16 +107,18 @@ func (p linePlot) writeSVG(w io.Writer) {
 	f(`<path d="M%.1f %.1f V%.1f H%.1f" fill="none" stroke="black"/>`+"\n", left, upper, bottom, right)
 	f(`<text x="%.1f" y="%.1f" text-anchor="middle">%s</text>`+"\n", (left+right)/2, bottom+42, esc(p.XLabel))
 	f(`<text transform="translate(%.1f %.1f) rotate(-90)" text-anchor="middle">%s</text>`+"\n", left-56, (upper+bottom)/2, esc(p.YLabel))
-	// the lines, broken where a value is missing, and their points
-	for _, s := range p.Series {
-		dash := ""
+	// each series: its line, broken where a value is missing, its points
+	// after it, and its legend entry
+	for i, s := range p.Series {
+		stroke := fmt.Sprintf(`stroke="%s" stroke-width="2"`, esc(s.Color))
 		if s.Dash != "" {
-			dash = fmt.Sprintf(` stroke-dasharray="%s"`, esc(s.Dash))
+			stroke += fmt.Sprintf(` stroke-dasharray="%s"`, esc(s.Dash))
 		}
 		var run []string
+		var points strings.Builder
 		flush := func() {
 			if len(run) > 1 {
-				f(`<polyline points="%s" fill="none" stroke="%s" stroke-width="2"%s/>`+"\n", strings.Join(run, " "), esc(s.Color), dash)
+				f(`<polyline points="%s" fill="none" %s/>`+"\n", strings.Join(run, " "), stroke)
 			}
 			run = run[:0]
 		}
@@ -126,23 +128,13 @@ func (p linePlot) writeSVG(w io.Writer) {
 				continue
 			}
 			run = append(run, fmt.Sprintf("%.1f,%.1f", px(x), py(s.Y[i])))
+			fmt.Fprintf(&points, `<circle cx="%.1f" cy="%.1f" r="3.5" fill="%s"><title>%s, %s: %s</title></circle>`+"\n",
+				px(x), py(s.Y[i]), esc(s.Color), esc(s.Name), num(x), fmtValue(unitRate, s.Y[i]))
 		}
 		flush()
-		for i, x := range p.X {
-			if i < len(s.Y) && !math.IsNaN(s.Y[i]) {
-				f(`<circle cx="%.1f" cy="%.1f" r="3.5" fill="%s"><title>%s, %s: %s</title></circle>`+"\n",
-					px(x), py(s.Y[i]), esc(s.Color), esc(s.Name), num(x), fmtValue(unitRate, s.Y[i]))
-			}
-		}
-	}
-	// legend
-	for i, s := range p.Series {
+		b.WriteString(points.String())
 		y := upper + 10 + float64(i)*22
-		dash := ""
-		if s.Dash != "" {
-			dash = fmt.Sprintf(` stroke-dasharray="%s"`, esc(s.Dash))
-		}
-		f(`<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="%s" stroke-width="2"%s/>`+"\n", right+20, y, right+48, y, esc(s.Color), dash)
+		f(`<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" %s/>`+"\n", right+20, y, right+48, y, stroke)
 		f(`<circle cx="%.1f" cy="%.1f" r="3.5" fill="%s"/>`+"\n", right+34, y, esc(s.Color))
 		f(`<text x="%.1f" y="%.1f">%s</text>`+"\n", right+56, y+4, esc(s.Name))
 	}

@@ -102,20 +102,17 @@ type s7Member struct {
 
 // s7Go is im's election: two members, a leader and a follower.
 func (e *env) s7Go(ctx context.Context, im goImpl) (elector, error) {
-	path := e.path("7", im.key)
 	var leader, follower s7Member
-	join := func(ctx context.Context, m *s7Member, fresh bool) error {
-		if fresh {
-			m.sess = nil
-			s, err := im.connect(ctx, e.servers)
-			if err != nil {
-				return err
+	// join makes a candidate on sess, or on a new session for nil
+	join := func(ctx context.Context, sess *session) (m s7Member, err error) {
+		if sess == nil {
+			if sess, err = im.connect(ctx, e.servers); err != nil {
+				return m, err
 			}
-			m.sess = s
 		}
-		var err error
-		m.cand, err = m.sess.join(path)
-		return err
+		m.sess = sess
+		m.cand, err = sess.join(e.path("7", im.key))
+		return m, err
 	}
 	el := elector{cpu: processCPU, leader: func(context.Context) (string, error) { return leader.cand.node(), nil }}
 	el.close = func() {
@@ -140,18 +137,21 @@ func (e *env) s7Go(ctx context.Context, im goImpl) (elector, error) {
 			return 0, err
 		}
 		took := next.cand.ledAt.Sub(start)
+		leader, follower = next, s7Member{}
 		if bySession {
 			old.cand.leave() // what is left of it
+			old.sess = nil
 		}
-		leader, follower = next, s7Member{sess: old.sess}
-		return took, join(ctx, &follower, bySession)
+		var err error
+		follower, err = join(ctx, old.sess)
+		return took, err
 	}
-	err := join(ctx, &leader, true)
+	leader, err := join(ctx, nil)
 	if err == nil {
 		err = waitLed(ctx, leader.cand)
 	}
 	if err == nil {
-		err = join(ctx, &follower, true)
+		follower, err = join(ctx, nil)
 	}
 	if err != nil {
 		el.close()

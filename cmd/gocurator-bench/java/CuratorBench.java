@@ -37,7 +37,11 @@ import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Properties;
+import java.util.concurrent.Callable;
 import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
 import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicReference;
@@ -79,8 +83,8 @@ public class CuratorBench {
                 System.exit(2);
                 return;
         }
-        System.out.println("{\"java\":\"" + System.getProperty("java.version") + "\",\"curator\":\"" + curatorVersion()
-                + "\",\"zkClient\":\"" + org.apache.zookeeper.Version.getFullVersion().replace("\"", "'") + "\"}");
+        System.out.println("{\"Java\":\"" + System.getProperty("java.version") + "\",\"Curator\":\"" + curatorVersion()
+                + "\",\"ZKClient\":\"" + org.apache.zookeeper.Version.getFullVersion().replace("\"", "'") + "\"}");
         System.out.flush();
         BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
         for (String line; (line = in.readLine()) != null; ) {
@@ -132,48 +136,32 @@ public class CuratorBench {
         void run() throws Exception;
     }
 
+    // pool runs the workers of timed loops, on threads kept between
+    // repetitions.
+    static final ExecutorService pool = Executors.newCachedThreadPool();
+
     // timed runs every worker's cycle in a loop on its own thread until
     // durationMs has passed, and returns the nanoseconds of the repetition
     // and of each cycle.
     static String timed(List<Cycle> workers, long durationMs) throws Exception {
-        List<long[]> lats = new ArrayList<>();
-        AtomicReference<Throwable> failure = new AtomicReference<>();
-        CountDownLatch start = new CountDownLatch(1);
-        List<Thread> threads = new ArrayList<>();
-        long[] deadline = new long[1];
-        for (Cycle w : workers) {
-            LongStream.Builder lat = LongStream.builder();
-            Thread t = new Thread(() -> {
-                try {
-                    start.await();
-                    for (long t0 = System.nanoTime(), t1; t0 < deadline[0]; t0 = t1) {
-                        w.run();
-                        t1 = System.nanoTime();
-                        lat.add(t1 - t0);
-                    }
-                } catch (Throwable e) {
-                    failure.compareAndSet(null, e);
-                }
-                synchronized (lats) {
-                    lats.add(lat.build().toArray());
-                }
-            });
-            t.start();
-            threads.add(t);
-        }
         long t0 = System.nanoTime();
-        deadline[0] = t0 + durationMs * 1_000_000L;
-        start.countDown();
-        for (Thread t : threads) {
-            t.join();
+        long deadline = t0 + durationMs * 1_000_000L;
+        List<Callable<long[]>> loops = new ArrayList<>();
+        for (Cycle w : workers) {
+            loops.add(() -> {
+                LongStream.Builder lat = LongStream.builder();
+                for (long start = System.nanoTime(), end; start < deadline; start = end) {
+                    w.run();
+                    end = System.nanoTime();
+                    lat.add(end - start);
+                }
+                return lat.build().toArray();
+            });
         }
-        long elapsed = System.nanoTime() - t0;
-        if (failure.get() != null) {
-            throw new RuntimeException(failure.get());
-        }
-        StringBuilder out = new StringBuilder().append(elapsed);
-        for (long[] lat : lats) {
-            for (long x : lat) {
+        List<Future<long[]>> done = pool.invokeAll(loops);
+        StringBuilder out = new StringBuilder().append(System.nanoTime() - t0);
+        for (Future<long[]> f : done) {
+            for (long x : f.get()) { // throws a worker's failure
                 out.append(' ').append(x);
             }
         }
