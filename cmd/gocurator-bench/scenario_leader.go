@@ -15,7 +15,7 @@ func (e *env) scenario7(ctx context.Context) *Scenario {
 			"by closing its client (which ends its session), and the other candidate takes over; then the one that left joins again "+
 			"(after a session end, on a new session) and the next hand-off waits until the server shows its watch on the new leader's node "+
 			"(wchp). Measured: from just before the Close until the other candidate learns that it leads "+
-			"(gocurator: LeaderLatch.Await returns; Curator: its LeaderLatchListener.isLeader is called; the floor: its lock acquire returns); "+
+			"(gocurator's LeaderLatch.Await or Curator's LeaderLatch.await returns; the floor: its lock acquire returns); "+
 			"%d hand-offs of each kind per repetition, alternating, %d repetitions; packets and CPU per hand-off", e.c.S7Handoff, e.c.Reps),
 		Measures: append(append(latencyMeasures("", "hand-off after the leader's Close"),
 			latencyMeasures("s", "hand-off after the leader's session ends")...), perMeasures("hand-off")...),

@@ -44,13 +44,11 @@ import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicReference;
 import java.util.stream.LongStream;
 
 import org.apache.curator.framework.CuratorFramework;
 import org.apache.curator.framework.CuratorFrameworkFactory;
 import org.apache.curator.framework.recipes.leader.LeaderLatch;
-import org.apache.curator.framework.recipes.leader.LeaderLatchListener;
 import org.apache.curator.framework.recipes.locks.InterProcessLock;
 import org.apache.curator.framework.recipes.locks.InterProcessMutex;
 import org.apache.curator.framework.recipes.locks.InterProcessReadWriteLock;
@@ -222,9 +220,8 @@ public class CuratorBench {
     static final class ReadWriteQueue implements Handler {
         final String pattern = System.getProperty("pattern");
         final List<CuratorFramework> cs = new ArrayList<>();
+        final List<Future<?>> queued = new ArrayList<>();
         CountDownLatch go;
-        CountDownLatch done;
-        AtomicReference<Throwable> failure;
 
         ReadWriteQueue() throws Exception {
             for (int i = 0; i < pattern.length(); i++) {
@@ -243,29 +240,28 @@ public class CuratorBench {
 
         String add(String path, int i) throws Exception {
             if (i == 0) {
+                queued.clear();
                 go = new CountDownLatch(1);
-                done = new CountDownLatch(pattern.length());
-                failure = new AtomicReference<>();
             }
             InterProcessReadWriteLock rw = new InterProcessReadWriteLock(cs.get(i), path);
             InterProcessLock l = pattern.charAt(i) == 'W' ? rw.writeLock() : rw.readLock();
             CountDownLatch held = new CountDownLatch(1);
-            new Thread(() -> {
-                try {
-                    l.acquire();
-                    held.countDown();
-                    if (i == 0) {
-                        go.await();
-                    }
-                    l.release();
-                } catch (Throwable e) {
-                    failure.compareAndSet(null, e);
-                } finally {
-                    done.countDown(); // after any failure is set
+            queued.add(pool.submit(() -> {
+                l.acquire();
+                held.countDown();
+                if (i == 0) {
+                    go.await();
                 }
-            }).start();
-            if (i == 0 && !held.await(30, TimeUnit.SECONDS) || failure.get() != null) {
-                throw new IllegalStateException("participant " + i + " failed to queue or acquire", failure.get());
+                l.release();
+                return null;
+            }));
+            if (i == 0 && !held.await(30, TimeUnit.SECONDS)) {
+                throw new IllegalStateException("the first writer did not acquire");
+            }
+            for (Future<?> q : queued) {
+                if (q.isDone()) {
+                    q.get(); // none can end before the drain but by failing: throws its failure
+                }
             }
             return "added";
         }
@@ -273,14 +269,10 @@ public class CuratorBench {
         String drain() throws Exception {
             long t0 = System.nanoTime();
             go.countDown();
-            if (!done.await(60, TimeUnit.SECONDS)) {
-                throw new IllegalStateException("the queue did not drain");
+            for (Future<?> q : queued) {
+                q.get(60, TimeUnit.SECONDS); // throws a participant's failure
             }
-            long drain = System.nanoTime() - t0;
-            if (failure.get() != null) {
-                throw new RuntimeException(failure.get());
-            }
-            return String.valueOf(drain);
+            return String.valueOf(System.nanoTime() - t0);
         }
     }
 
@@ -288,30 +280,16 @@ public class CuratorBench {
     static final class Candidate {
         final CuratorFramework client;
         final LeaderLatch latch;
-        final CountDownLatch led = new CountDownLatch(1);
-        volatile long ledAt;
+        final Future<Long> ledAt; // System.nanoTime() once LeaderLatch.await returned
 
         Candidate(CuratorFramework client, String path) throws Exception {
             this.client = client;
             latch = new LeaderLatch(client, path);
-            latch.addListener(new LeaderLatchListener() {
-                @Override
-                public void isLeader() {
-                    ledAt = System.nanoTime();
-                    led.countDown();
-                }
-
-                @Override
-                public void notLeader() {
-                }
-            });
             latch.start();
-        }
-
-        void awaitLed() throws Exception {
-            if (!led.await(30, TimeUnit.SECONDS)) {
-                throw new IllegalStateException("no candidate led within 30 s");
-            }
+            ledAt = pool.submit(() -> {
+                latch.await();
+                return System.nanoTime();
+            });
         }
     }
 
@@ -321,9 +299,9 @@ public class CuratorBench {
     // leader leave, by closing its latch or its client (which ends its
     // session), and the follower take over; the one that left joins again
     // (after a session end, on a new client). They answer the nanoseconds
-    // from just before the close until the follower's
-    // LeaderLatchListener.isLeader was called. The Go side waits until the
-    // follower watches the leader's node before each hand-off.
+    // from just before the close until the follower's LeaderLatch.await
+    // returned. The Go side waits until the follower watches the leader's
+    // node before each hand-off.
     static final class Election implements Handler {
         final String path = System.getProperty("path");
         Candidate leader;
@@ -331,7 +309,7 @@ public class CuratorBench {
 
         Election() throws Exception {
             leader = new Candidate(newClient(), path);
-            leader.awaitLed();
+            leader.ledAt.get(30, TimeUnit.SECONDS);
             follower = new Candidate(newClient(), path);
         }
 
@@ -353,8 +331,7 @@ public class CuratorBench {
             } else {
                 old.latch.close();
             }
-            next.awaitLed();
-            long took = next.ledAt - t0;
+            long took = next.ledAt.get(30, TimeUnit.SECONDS) - t0;
             CuratorFramework c = old.client;
             if (bySession) {
                 clients.remove(c);
