@@ -113,13 +113,8 @@ func runTimed(ctx context.Context, workers []func(context.Context) error, d time
 	return r, context.Cause(ctx)
 }
 
-// rateValues are a timed loop's measures: its rate, and the client CPU and
-// server packets per acquisition.
-func rateValues(r repResult) map[string]float64 {
-	m := perAcquisition(r)
-	m["rate"] = float64(r.ops) / r.elapsed.Seconds()
-	return m
-}
+// rateValues adds a timed loop's rate to its measures.
+func rateValues(r repResult, m map[string]float64) { m["rate"] = float64(r.ops) / r.elapsed.Seconds() }
 
 // loopSetup says how a timed loop's repetitions ran.
 func (e *env) loopSetup() string {

@@ -33,7 +33,7 @@ type counts struct {
 	Reps      int           // measured repetitions (medians are reported)
 	WarmGo    time.Duration // warm-up of each Go implementation per scenario
 	WarmJava  time.Duration // warm-up (JIT) of the JVM per scenario
-	Duration  time.Duration // measured window of each throughput repetition
+	Duration  time.Duration // measured window of each timed loop repetition
 	S2Client  int           // sessions on the hot mutex: the scenario's headline
 	S2Sweep   []int         // the numbers of sessions of its sweep
 	S3Reader  int           // readers in the read-write queue

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"syscall"
 	"time"
 
@@ -13,8 +14,7 @@ import (
 
 // This file holds what the scenarios share: their env, the interleaved
 // repetitions of the implementations (entries, contenders, lineup), what
-// every repetition measures (server packets, client CPU), the timed loops
-// of the throughput scenarios, and waitFor.
+// every repetition measures (server packets, client CPU), and waitFor.
 
 // env is what every scenario runs with.
 type env struct {
@@ -38,7 +38,7 @@ type repResult struct {
 
 	lat        []time.Duration    // scenarios 1, 2, 4, 5: each cycle; 7: each hand-off after the leader's Close
 	latSession []time.Duration    // scenario 7: each hand-off after the leader's session ended
-	values     map[string]float64 // scenario 6: its own measures
+	values     map[string]float64 // measures of its own (scenario 6)
 }
 
 // errSkipped marks an implementation deliberately not measured; its
@@ -94,7 +94,7 @@ type lineup struct {
 
 // interleave sets the entries up, runs their repetitions (lineup.run) and
 // puts their rows into s.
-func (e *env) interleave(ctx context.Context, s *Scenario, entries []entry, values func(repResult) map[string]float64) {
+func (e *env) interleave(ctx context.Context, s *Scenario, entries []entry, values func(r repResult, m map[string]float64)) {
 	l := e.setUp(ctx, s, entries)
 	defer l.close()
 	s.Rows = l.run(ctx, 0, values)
@@ -143,10 +143,11 @@ func (l *lineup) close() {
 
 // run runs the repetitions round-robin (floor, gocurator, …, Curator,
 // floor, …) so that a change of load on the machine during the run falls
-// on all implementations alike, and never two at once; values turns a
-// repetition into its measures. It returns a row per implementation. One
+// on all implementations alike, and never two at once. A repetition's
+// measures are its client CPU and server packets per acquisition
+// (perAcquisition), its values, and what values adds (nil: nothing). It returns a row per implementation. One
 // whose repetition fails is closed, and its row says why.
-func (l *lineup) run(ctx context.Context, sessions int, values func(repResult) map[string]float64) map[string]Row {
+func (l *lineup) run(ctx context.Context, sessions int, values func(r repResult, m map[string]float64)) map[string]Row {
 	e, label := l.e, l.s.Key
 	if sessions > 0 {
 		label = fmt.Sprintf("%s, %d sessions", label, sessions)
@@ -166,7 +167,11 @@ func (l *lineup) run(ctx context.Context, sessions int, values func(repResult) m
 				l.cs[i] = nil
 				continue
 			}
-			v := values(res)
+			v := perAcquisition(res)
+			maps.Copy(v, res.values)
+			if values != nil {
+				values(res, v)
+			}
 			reps[i] = append(reps[i], v)
 			e.logf("scenario %s: %s: repetition %d in %s: %s", label, en.impl, r+1, time.Since(start).Round(time.Millisecond), summary(l.s.Measures, v))
 		}

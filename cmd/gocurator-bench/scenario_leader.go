@@ -37,11 +37,9 @@ func (e *env) scenario7(ctx context.Context) *Scenario {
 				return p.askNs(ctx, map[bool]string{false: "handoff close", true: "handoff session"}[bySession])
 			}})
 	}))
-	e.interleave(ctx, s, entries, func(r repResult) map[string]float64 {
-		m := perAcquisition(r)
+	e.interleave(ctx, s, entries, func(r repResult, m map[string]float64) {
 		latencyValues(m, "", r.lat)
 		latencyValues(m, "s", r.latSession)
-		return m
 	})
 	return s
 }

@@ -53,11 +53,9 @@ func (e *env) scenario3(ctx context.Context) *Scenario {
 			},
 			drain: func(ctx context.Context) (time.Duration, error) { return p.askNs(ctx, "drain") }}, "curator", pattern)
 	}, "pattern="+pattern))
-	e.interleave(ctx, s, entries, func(r repResult) map[string]float64 {
-		m := perAcquisition(r)
+	e.interleave(ctx, s, entries, func(r repResult, m map[string]float64) {
 		m["drain"] = float64(r.elapsed)
 		m["perWriter"] = float64(r.packets) / float64(strings.Count(pattern, "W"))
-		return m
 	})
 	return s
 }

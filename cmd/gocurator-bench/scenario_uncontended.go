@@ -9,10 +9,8 @@ func (e *env) scenario1(ctx context.Context, key, where string) *Scenario {
 	s := &Scenario{Key: key, Title: "Uncontended mutex acquire + release, one client" + where,
 		Setup:    "One session, acquire+release in a loop on one lock path; the latency of each whole cycle; " + e.loopSetup(),
 		Measures: append(latencyMeasures("", "acquire+release"), perMeasures("acquisition")...)}
-	e.interleave(ctx, s, e.loopEntries(key, []goImpl{implFloor, implLimit, implOurs}, loop{1, 1, 1, 0}), func(r repResult) map[string]float64 {
-		m := perAcquisition(r)
+	e.interleave(ctx, s, e.loopEntries(key, []goImpl{implFloor, implLimit, implOurs}, loop{1, 1, 1, 0}), func(r repResult, m map[string]float64) {
 		latencyValues(m, "", r.lat)
-		return m
 	})
 	return s
 }
