@@ -106,10 +106,6 @@ func (e *env) interleave(ctx context.Context, s *Scenario, entries []entry, valu
 func (e *env) setUp(ctx context.Context, s *Scenario, entries []entry) *lineup {
 	l := &lineup{e: e, s: s, entries: entries, cs: make([]*contender, len(entries)), status: make([]string, len(entries))}
 	for i, en := range entries {
-		if ctx.Err() != nil {
-			l.status[i] = statusOf(ctx.Err())
-			continue
-		}
 		e.logf("scenario %s: %s: setting up and warming up ...", s.Key, en.impl)
 		c, err := en.setup(ctx)
 		for until := time.Now().Add(en.warm); err == nil && time.Now().Before(until); {
