@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"log"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -65,16 +66,8 @@ func (e *env) counter(key string) (int64, error) {
 
 // watched reports whether some session watches path on the server (the
 // four-letter word wchp: every watched path, each followed by its
-// sessions, indented).
+// sessions' ids, indented).
 func (e *env) watched(path string) (bool, error) {
 	out, err := e.srv.FourLetterWord("wchp")
-	if err != nil {
-		return false, err
-	}
-	for _, line := range strings.Split(out, "\n") {
-		if strings.TrimRight(line, "\r") == path {
-			return true, nil
-		}
-	}
-	return false, nil
+	return slices.Contains(strings.Fields(out), path), err
 }
