@@ -23,13 +23,13 @@ var curatorBenchSource []byte
 type javaRunner struct {
 	java      string
 	classpath string
-	versions  versions // Java, Curator and ZKClient, from its first line
+	versions  *versions // where each JVM's first line sets Java, Curator and ZKClient
 }
 
-// newJavaRunner compiles CuratorBench with javac against Curator's jars. It
-// returns an error that says what to install when Java, javac or the
-// Curator jars are absent.
-func newJavaRunner(ctx context.Context) (*javaRunner, error) {
+// newJavaRunner compiles CuratorBench with javac against Curator's jars,
+// for JVMs that tell their versions into v. It returns an error that says
+// what to install when Java, javac or the Curator jars are absent.
+func newJavaRunner(ctx context.Context, v *versions) (*javaRunner, error) {
 	java, err := jvm.Tool("java")
 	if err != nil {
 		return nil, err
@@ -43,7 +43,7 @@ func newJavaRunner(ctx context.Context) (*javaRunner, error) {
 	if cp, err = jvm.Compile(cctx, "CuratorBench", curatorBenchSource, cp); err != nil {
 		return nil, err
 	}
-	return &javaRunner{java: java, classpath: cp}, nil
+	return &javaRunner{java: java, classpath: cp, versions: v}, nil
 }
 
 // javaProc is one CuratorBench JVM, set up for a scenario
@@ -70,7 +70,7 @@ func (j *javaRunner) start(ctx context.Context, setupLimit, repLimit time.Durati
 	p := &javaProc{proc: proc, limit: repLimit}
 	line, err := p.next(ctx, setupLimit)
 	if err == nil {
-		if err = json.Unmarshal([]byte(line), &j.versions); err == nil && j.versions.Java == "" {
+		if err = json.Unmarshal([]byte(line), j.versions); err == nil && j.versions.Java == "" {
 			err = fmt.Errorf("unexpected output %q", line)
 		}
 	}

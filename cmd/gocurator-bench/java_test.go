@@ -45,7 +45,7 @@ func TestJavaRunnerKillsAHungJVM(t *testing.T) {
 		t.Skip("no javac")
 	}
 	ctx := context.Background()
-	j, err := newJavaRunner(ctx)
+	j, err := newJavaRunner(ctx, &versions{})
 	if err != nil {
 		t.Fatal(err)
 	}

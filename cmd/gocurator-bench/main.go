@@ -137,7 +137,7 @@ func run(ctx context.Context, o options) error {
 	}
 	e := &env{c: c, logf: logf, base: "/gocurator-bench/" + strconv.FormatInt(began.UnixNano(), 36)}
 	if o.java {
-		j, err := newJavaRunner(ctx)
+		j, err := newJavaRunner(ctx, &res.Versions)
 		if err != nil {
 			res.JavaOff = err.Error()
 		}
@@ -191,10 +191,6 @@ func run(ctx context.Context, o options) error {
 		ens.Close()
 	}
 	res.LoadEnd = loadAverage()
-	if e.java != nil {
-		v := e.java.versions
-		res.Versions.Java, res.Versions.Curator, res.Versions.ZKClient = v.Java, v.Curator, v.ZKClient
-	}
 	res.Elapsed = time.Since(began)
 	results := strings.TrimSuffix(o.out, ".md") + ".json"
 	b, err := json.MarshalIndent(res, "", "  ")

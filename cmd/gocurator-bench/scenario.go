@@ -198,25 +198,19 @@ func (e *env) measure(ctx context.Context, c *contender, sessions int) (repResul
 			return repResult{}, err
 		}
 	}
-	p0, err := e.counter("zk_packets_sent")
-	if err != nil {
-		return repResult{}, err
-	}
-	c0, err := cpu()
-	if err != nil {
+	p0, errP := e.counter("zk_packets_sent")
+	c0, errC := cpu()
+	if err := cmp.Or(errP, errC); err != nil {
 		return repResult{}, err
 	}
 	r, err := c.rep(ctx, sessions)
 	if err != nil {
 		return r, err
 	}
-	c1, err := cpu()
-	if err != nil {
-		return r, err
-	}
-	p1, err := e.counter("zk_packets_sent")
+	c1, errC := cpu()
+	p1, errP := e.counter("zk_packets_sent")
 	r.cpu, r.packets = c1-c0, p1-p0
-	return r, err
+	return r, cmp.Or(errC, errP)
 }
 
 // processCPU is the CPU time (user and system) this process has used.

@@ -32,7 +32,7 @@ func TestScenariosSmoke(t *testing.T) {
 		S2Client: 3, S2Sweep: []int{1, 2}, S3Reader: 6, S3Group: 2, S4Client: 4, S4Leases: 2, S5Paths: 10, S5Worker: 4, S6Wait: 50, S7Handoff: 3,
 	}}
 	if _, err := jvm.Tool("javac"); err == nil {
-		if e.java, err = newJavaRunner(ctx); err != nil {
+		if e.java, err = newJavaRunner(ctx, &versions{}); err != nil {
 			t.Fatal(err)
 		}
 	} else {

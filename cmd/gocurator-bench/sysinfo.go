@@ -48,15 +48,11 @@ func moduleVersion(path string) string {
 func gitRevision() string {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	out, err := exec.CommandContext(ctx, "git", "rev-parse", "--short", "HEAD").Output()
+	out, err := exec.CommandContext(ctx, "git", "describe", "--always", "--dirty= with uncommitted changes").Output()
 	if err != nil {
 		return "unknown"
 	}
-	rev := strings.TrimSpace(string(out))
-	if st, err := exec.CommandContext(ctx, "git", "status", "--porcelain", "--untracked-files=no").Output(); err == nil && len(st) > 0 {
-		rev += " with uncommitted changes"
-	}
-	return rev
+	return strings.TrimSpace(string(out))
 }
 
 // loadAverage returns the 1, 5 and 15 minute load averages, nil if

@@ -76,10 +76,7 @@ public class CuratorBench {
             case "loop": h = loop(); break;
             case "s3": h = new ReadWriteQueue(); break;
             case "s7": h = new Election(); break;
-            default:
-                System.err.println("unknown scenario " + scenario);
-                System.exit(2);
-                return;
+            default: throw new IllegalArgumentException("unknown scenario " + scenario);
         }
         System.out.println("{\"Java\":\"" + System.getProperty("java.version") + "\",\"Curator\":\"" + curatorVersion()
                 + "\",\"ZKClient\":\"" + org.apache.zookeeper.Version.getFullVersion().replace("\"", "'") + "\"}");
@@ -202,11 +199,7 @@ public class CuratorBench {
         long durationMs = num("durationMs");
         return req -> {
             int n = Integer.parseInt(req.substring("rep ".length()));
-            n = n == 0 ? workers.size() : n;
-            if (n < 1 || n > workers.size()) {
-                throw new IllegalArgumentException(req + ": there are " + workers.size() + " workers");
-            }
-            return timed(workers.subList(0, n), durationMs);
+            return timed(workers.subList(0, n == 0 ? workers.size() : n), durationMs); // throws for n > the threads
         };
     }
 
