@@ -124,11 +124,11 @@ func (p *javaProc) askNs(ctx context.Context, request string) (time.Duration, er
 // cpu is the CPU time the JVM has used.
 func (p *javaProc) cpu() (time.Duration, error) { return p.askNs(context.Background(), "cpu") }
 
-// timedRep asks the JVM for a repetition of a timed loop ("rep <sessions>":
-// with the first sessions of its sessions, all for 0), which it answers
-// with the nanoseconds of the repetition and of each cycle.
-func (p *javaProc) timedRep(ctx context.Context, sessions int) (repResult, error) {
-	answer, err := p.ask(ctx, fmt.Sprintf("rep %d", sessions))
+// timedRep asks the JVM for a repetition of its timed loop ("rep <n>":
+// with its first n threads, all for 0), which it answers with the
+// nanoseconds of the repetition and of each cycle.
+func (p *javaProc) timedRep(ctx context.Context, n int) (repResult, error) {
+	answer, err := p.ask(ctx, fmt.Sprintf("rep %d", n))
 	if err != nil {
 		return repResult{}, err
 	}

@@ -32,7 +32,7 @@ func (e *env) path(key, impl string) string { return fmt.Sprintf("%s/s%s/%s", e.
 // repResult is what one repetition of one implementation measured.
 type repResult struct {
 	ops     int64         // acquisitions (leases, hand-offs) in the repetition
-	elapsed time.Duration // scenarios 2, 4, 5: the timed window; 3: the drain
+	elapsed time.Duration // scenarios 1, 2, 4, 5: the timed window; 3: the drain
 	cpu     time.Duration // the client process's CPU time (user + system)
 	packets int64         // server packets sent during the repetition
 
@@ -141,8 +141,9 @@ func (l *lineup) close() {
 // floor, …) so that a change of load on the machine during the run falls
 // on all implementations alike, and never two at once. A repetition's
 // measures are its client CPU and server packets per acquisition
-// (perAcquisition), its values, and what values adds (nil: nothing). It returns a row per implementation. One
-// whose repetition fails is closed, and its row says why.
+// (perAcquisition), its values, and what values adds (nil: nothing). It
+// returns a row per implementation. One whose repetition fails is closed,
+// and its row says why.
 func (l *lineup) run(ctx context.Context, sessions int, values func(r repResult, m map[string]float64)) map[string]Row {
 	e, label := l.e, l.s.Key
 	if sessions > 0 {
