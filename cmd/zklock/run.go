@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"flag"
@@ -131,16 +132,7 @@ func cmdRun(ctx context.Context, g *globalOptions, args []string, s streams, sig
 // may come before and after PATH; COMMAND starts at the first argument after
 // PATH that is not a flag, or after a "--".
 func parseRunArgs(fs *flag.FlagSet, args []string, o *runOptions) error {
-	parse := func(args []string) ([]string, error) {
-		if err := fs.Parse(args); err != nil {
-			if errors.Is(err, flag.ErrHelp) {
-				return nil, err
-			}
-			return nil, &statusError{code: exitUsage, err: err}
-		}
-		return fs.Args(), nil
-	}
-	rest, err := parse(args)
+	rest, err := parseFlags(fs, args)
 	if err != nil {
 		return err
 	}
@@ -148,7 +140,7 @@ func parseRunArgs(fs *flag.FlagSet, args []string, o *runOptions) error {
 		return usageErrorf("run wants PATH -- COMMAND [ARGS...]")
 	}
 	o.path = rest[0]
-	if o.argv, err = parse(rest[1:]); err != nil {
+	if o.argv, err = parseFlags(fs, rest[1:]); err != nil {
 		return err
 	}
 	if len(o.argv) == 0 {
@@ -243,13 +235,6 @@ type runEvent struct {
 	Message string `json:"message"`
 }
 
-// When the last line is printed in the human output (--json always prints it).
-const (
-	textAlways  = iota // it says why run failed
-	textVerbose        // only with -v
-	textNever          // the command's own status says it all
-)
-
 // reporter writes run's own messages to stderr, as text or JSON lines.
 type reporter struct {
 	w       io.Writer
@@ -299,49 +284,38 @@ func (r *reporter) fail(outcome string, status int, format string, args ...any) 
 	return status
 }
 
-// finish writes run's last line, with its outcome and the status it exits
-// with, and returns that status. commandStatus is the command's own status,
-// -1 if it did not run. text says when the human output shows the line.
-func (r *reporter) finish(name, outcome string, status, commandStatus, text int, format string, args ...any) int {
-	ev := runEvent{Event: name, Outcome: outcome, Status: &status, Message: fmt.Sprintf(format, args...)}
-	if commandStatus >= 0 {
-		ev.CommandStatus = &commandStatus
-	}
-	r.write(ev, text == textAlways || (text == textVerbose && r.verbose))
+// notRun writes run's last line when the command was not run: the
+// outcome, the status zklock exits with (returned) and why.
+func (r *reporter) notRun(name, outcome string, status int, format string, args ...any) int {
+	r.write(runEvent{Event: name, Outcome: outcome, Status: &status, Message: fmt.Sprintf(format, args...)}, true)
+	return status
+}
+
+// exited writes run's last line once the command exited with
+// commandStatus: the outcome and the status zklock exits with (returned).
+// The human output shows it only with -v, and not for outcome ok: the
+// command's own status says it all.
+func (r *reporter) exited(outcome string, status, commandStatus int) int {
+	ev := runEvent{Event: "exit", Outcome: outcome, Status: &status, CommandStatus: &commandStatus,
+		Message: fmt.Sprintf("the command exited with status %d", commandStatus)}
+	r.write(ev, r.verbose && outcome != outcomeOK)
 	return status
 }
 
 // held is a lock or lease run holds, whatever its recipe.
 type held struct {
-	kind    string
-	node    string
-	token   int64 // set by withToken
-	lost    <-chan struct{}
-	release func(ctx context.Context) error
+	kind         string
+	node         string
+	token        int64 // read by fencingToken once acquired
+	fencingToken func(context.Context) (int64, error)
+	lost         <-chan struct{}
+	release      func(ctx context.Context) error
 }
 
-// withToken reads the fencing token of h, just acquired (one round trip).
-// On failure it returns h, still held, with the error (wrapping
-// recipes.ErrLockLost if the lock was lost meanwhile): the command must not
-// run under a lock without a token.
-func withToken(ctx context.Context, h *held, token func(context.Context) (int64, error)) (*held, error) {
-	t, err := token(ctx)
-	if err != nil {
-		return h, err
-	}
-	h.token = t
-	return h, nil
-}
-
-// acquire takes the lock o describes, honouring --try-once, and reads its
-// fencing token; revoked gets a value when a revocable lock is asked to
-// release. The returned held is nil unless the lock is held; it is returned
-// with an error when the lock is held but its token could not be read.
+// acquire takes the lock o describes, honouring --try-once; revoked gets a
+// value when a revocable lock is asked to release. The returned held is nil
+// unless the lock is held.
 func acquire(ctx context.Context, client *framework.Client, o runOptions, revoked chan<- struct{}) (*held, error) {
-	var lockOpts []recipes.LockOption
-	if o.dataSet {
-		lockOpts = append(lockOpts, recipes.WithLockData([]byte(o.data)))
-	}
 	if o.kind == lockLease {
 		var semOpts []recipes.SemaphoreOption
 		if o.dataSet {
@@ -351,18 +325,21 @@ func acquire(ctx context.Context, client *framework.Client, o runOptions, revoke
 		if err != nil {
 			return nil, err
 		}
-		var lease *recipes.Lease
+		take := sem.Acquire
 		if o.tryOnce {
-			lease, err = sem.TryAcquire(ctx)
-		} else {
-			lease, err = sem.Acquire(ctx)
+			take = sem.TryAcquire
 		}
+		lease, err := take(ctx)
 		if err != nil {
 			return nil, err
 		}
-		return withToken(ctx, &held{kind: lockLease, node: lease.Path(), lost: lease.Done(), release: lease.Close}, lease.FencingToken)
+		return &held{kind: lockLease, node: lease.Path(), fencingToken: lease.FencingToken, lost: lease.Done(), release: lease.Close}, nil
 	}
 
+	var lockOpts []recipes.LockOption
+	if o.dataSet {
+		lockOpts = append(lockOpts, recipes.WithLockData([]byte(o.data)))
+	}
 	var h *recipes.Handle
 	switch o.kind {
 	case lockRead, lockWrite:
@@ -390,16 +367,14 @@ func acquire(ctx context.Context, client *framework.Client, o runOptions, revoke
 			}
 		})
 	}
-	var err error
+	take := h.Acquire
 	if o.tryOnce {
-		err = h.TryAcquire(ctx)
-	} else {
-		err = h.Acquire(ctx)
+		take = h.TryAcquire
 	}
-	if err != nil {
+	if err := take(ctx); err != nil {
 		return nil, err
 	}
-	return withToken(ctx, &held{kind: o.kind, node: h.LockPath(), lost: h.Done(), release: h.Release}, h.FencingToken)
+	return &held{kind: o.kind, node: h.LockPath(), fencingToken: h.FencingToken, lost: h.Done(), release: h.Release}, nil
 }
 
 // runLocked takes the lock o describes through client, runs o.argv under
@@ -421,6 +396,12 @@ func runLocked(ctx context.Context, client *framework.Client, o runOptions, s st
 	done := make(chan result, 1)
 	go func() {
 		h, err := acquire(actx, client, o, revoked)
+		if err == nil {
+			// One round trip. On failure h stays, still held, and the
+			// error wraps recipes.ErrLockLost if the lock was lost
+			// meanwhile: the command must not run without a token.
+			h.token, err = h.fencingToken(actx)
+		}
 		done <- result{h, err}
 	}()
 	var res result
@@ -433,7 +414,7 @@ func runLocked(ctx context.Context, client *framework.Client, o runOptions, s st
 			r.holding(res.h, client.SessionID())
 			releaseHeld(ctx, res.h, r)
 		}
-		return r.finish("interrupted", outcomeInterrupted, signalStatus(sig), -1, textAlways,
+		return r.notRun("interrupted", outcomeInterrupted, signalStatus(sig),
 			"got %v while waiting for %s; nothing was run", sig, o.path)
 	}
 	if res.h != nil {
@@ -443,7 +424,7 @@ func runLocked(ctx context.Context, client *framework.Client, o runOptions, s st
 		switch {
 		case res.h != nil && errors.Is(res.err, recipes.ErrLockLost):
 			// Not released, as a lock lost later is not (see below).
-			return r.finish("lost", outcomeLost, exitLost, -1, textAlways,
+			return r.notRun("lost", outcomeLost, exitLost,
 				"lost %s right after acquiring it, before its fencing token could be read (%v; connection %v); nothing was run",
 				o.path, res.err, client.State())
 		case res.h != nil:
@@ -451,14 +432,11 @@ func runLocked(ctx context.Context, client *framework.Client, o runOptions, s st
 			return r.fail(outcomeError, exitRunFailed,
 				"acquired %s but could not read its fencing token: %v; released it, nothing was run", o.path, res.err)
 		case errors.Is(res.err, recipes.ErrLocked) && o.kind == lockLease:
-			return r.finish("not-acquired", outcomeNotAcquired, exitNotAcquired, -1, textAlways,
-				"%s has no lease free now (--try-once)", o.path)
+			return r.notRun("not-acquired", outcomeNotAcquired, exitNotAcquired, "%s has no lease free now (--try-once)", o.path)
 		case errors.Is(res.err, recipes.ErrLocked):
-			return r.finish("not-acquired", outcomeNotAcquired, exitNotAcquired, -1, textAlways,
-				"%s is held by another participant (--try-once)", o.path)
+			return r.notRun("not-acquired", outcomeNotAcquired, exitNotAcquired, "%s is held by another participant (--try-once)", o.path)
 		case errors.Is(res.err, context.DeadlineExceeded) && ctx.Err() == nil:
-			return r.finish("not-acquired", outcomeNotAcquired, exitNotAcquired, -1, textAlways,
-				"%s was not acquired within %v", o.path, o.timeout)
+			return r.notRun("not-acquired", outcomeNotAcquired, exitNotAcquired, "%s was not acquired within %v", o.path, o.timeout)
 		default:
 			return r.fail(outcomeError, exitRunFailed, "acquiring %s: %v", o.path, res.err)
 		}
@@ -467,7 +445,7 @@ func runLocked(ctx context.Context, client *framework.Client, o runOptions, s st
 	select {
 	case <-h.lost:
 		// Not released: see below.
-		return r.finish("lost", outcomeLost, exitLost, -1, textAlways,
+		return r.notRun("lost", outcomeLost, exitLost,
 			"lost %s right after acquiring it (connection %v); nothing was run", o.path, client.State())
 	default:
 	}
@@ -496,7 +474,7 @@ func runLocked(ctx context.Context, client *framework.Client, o runOptions, s st
 
 	var (
 		outcome    = 0 // 0: ran to its end; else exitLost, exitRevoked or exitRunFailed
-		outcomeOf  = map[int]string{exitLost: outcomeLost, exitRevoked: outcomeRevoked, exitRunFailed: outcomeError}
+		outcomeOf  = map[int]string{0: outcomeOK, exitLost: outcomeLost, exitRevoked: outcomeRevoked, exitRunFailed: outcomeError}
 		graceTimer *time.Timer
 		grace      <-chan time.Time
 		lost       = h.lost
@@ -543,10 +521,7 @@ func runLocked(ctx context.Context, client *framework.Client, o runOptions, s st
 	if outcome != exitLost {
 		releaseHeld(ctx, h, r)
 	}
-	if outcome != 0 {
-		return r.finish("exit", outcomeOf[outcome], outcome, status, textVerbose, "the command exited with status %d", status)
-	}
-	return r.finish("exit", outcomeOK, status, status, textNever, "the command exited with status %d", status)
+	return r.exited(outcomeOf[outcome], cmp.Or(outcome, status), status)
 }
 
 // startChild starts cmd on a goroutine locked to its OS thread, which then
