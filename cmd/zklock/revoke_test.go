@@ -19,9 +19,9 @@ import (
 )
 
 func TestRevokeRevocableHolder(t *testing.T) {
-	ctx, path := testutil.Begin(t, server.Addr())
+	_, path := testutil.Begin(t, server.Addr())
 	conn := testutil.Connect(t, server.Addr())
-	h, asked := revocableHolder(t, newClient(t, ""), path)
+	h, asked := revocableHolder(t, newClient(t), path)
 
 	code, out, stderr := zklock(t, "--json", "revoke", h.LockPath())
 	if code != 0 {
@@ -34,11 +34,7 @@ func TestRevokeRevocableHolder(t *testing.T) {
 	if r.Node != h.LockPath() || !r.Revocable || r.Released || r.Event != eventRevokeRequested {
 		t.Errorf("result %+v", r)
 	}
-	select {
-	case <-asked:
-	case <-ctx.Done():
-		t.Fatal("the holder's revocation listener did not fire")
-	}
+	testutil.Recv(t, asked, "the holder's revocation listener")
 	data, _, err := conn.Get(h.LockPath())
 	if err != nil || string(data) != "__REVOKE__" {
 		t.Errorf("node data %q, %v", data, err)
@@ -73,7 +69,7 @@ func revocableHolder(t *testing.T, c *framework.Client, path string) (*recipes.H
 // releases it when asked to revoke; the channel hears that Release.
 func releasingHolder(ctx context.Context, t *testing.T, path string) (*recipes.Handle, <-chan error) {
 	t.Helper()
-	mu, err := recipes.NewInterProcessMutex(newClient(t, ""), path)
+	mu, err := recipes.NewInterProcessMutex(newClient(t), path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -86,13 +82,29 @@ func releasingHolder(ctx context.Context, t *testing.T, path string) (*recipes.H
 	return h, released
 }
 
+// revoke --wait waits until the holder has released: by NODE, printing
+// both steps; by PATH, with --json, one line once released.
 func TestRevokeWaitsForRelease(t *testing.T) {
 	ctx, path := testutil.Begin(t, server.Addr())
-	h, released := releasingHolder(ctx, t, path)
+	h, released := releasingHolder(ctx, t, path+"/node")
 	node := h.LockPath()
 	code, out, stderr := zklock(t, "revoke", "--wait", node)
 	if code != 0 || !strings.Contains(out, "revocation requested: "+node) || !strings.Contains(out, "released: "+node) {
 		t.Errorf("status %d, stdout %q, stderr %q", code, out, stderr)
+	}
+	if err := testutil.Recv(t, released, "the revocation listener's Release"); err != nil {
+		t.Error(err)
+	}
+
+	h, released = releasingHolder(ctx, t, path+"/path")
+	node = h.LockPath()
+	code, out, stderr = zklockBin(t, "--json", "revoke", "--wait", path+"/path")
+	lines := jsonLines(t, out)
+	if code != 0 || len(lines) != 1 {
+		t.Fatalf("status %d, stdout %q, stderr %q", code, out, stderr)
+	}
+	if bad := checkFields(lines[0], map[string]any{"event": eventRevokeRequested, "node": node, "path": path + "/path", "kind": "mutex", "released": true}); len(bad) > 0 {
+		t.Errorf("%v: %v", lines[0], bad)
 	}
 	if err := testutil.Recv(t, released, "the revocation listener's Release"); err != nil {
 		t.Error(err)
@@ -174,12 +186,10 @@ func TestRevokeNotRevocable(t *testing.T) {
 		t.Errorf("--wait --timeout: status %d, stderr %q", code, stderr)
 	}
 	// --wait, interrupted: 128+N.
-	p := startZklock(t, "revoke", "--force", "--wait", h.LockPath())
+	p := startZklock(t, false, "revoke", "--force", "--wait", h.LockPath())
 	p.stdout.waitFor(ctx, t, "revocation requested")
-	if err := p.cmd.Process.Signal(syscall.SIGINT); err != nil {
-		t.Fatal(err)
-	}
-	if code := p.wait(ctx, t); code != exitSignalBase+int(syscall.SIGINT) || !strings.Contains(p.stderr.String(), "interrupted") {
+	p.signal(syscall.SIGINT)
+	if code := p.wait(); code != exitSignalBase+int(syscall.SIGINT) || !strings.Contains(p.stderr.String(), "interrupted") {
 		t.Errorf("--wait, SIGINT: status %d, stderr %q", code, p.stderr.String())
 	}
 }
@@ -192,9 +202,8 @@ func TestRevokeNeedsCredentials(t *testing.T) {
 	path := testutil.Path(t)
 	lock := path + "/lock"
 	testutil.CleanupTreeAs(t, server.Addr(), path, "owner:s3cret")
-	ctx := testutil.Context(t)
 	creator := zk.AuthACL(zk.PermAll)
-	owner := newClient(t, "", framework.WithAuth("digest", []byte("owner:s3cret")),
+	owner := newClient(t, framework.WithAuth("digest", []byte("owner:s3cret")),
 		framework.WithACLProvider(framework.ACLProviderFunc(func(p string) []zk.ACL {
 			if strings.HasPrefix(p, lock) {
 				return creator
@@ -217,11 +226,7 @@ func TestRevokeNeedsCredentials(t *testing.T) {
 	if code, _, stderr := zklock(t, "--auth", "owner:s3cret", "revoke", h.LockPath()); code != 0 {
 		t.Fatalf("revoke with the owner's credentials: status %d, stderr %q", code, stderr)
 	}
-	select {
-	case <-asked:
-	case <-ctx.Done():
-		t.Fatal("the holder did not hear the owner's revocation")
-	}
+	testutil.Recv(t, asked, "the holder hearing the owner's revocation")
 }
 
 // revoke PATH asks the lock's current holders, by the lock's own rules,
@@ -229,7 +234,7 @@ func TestRevokeNeedsCredentials(t *testing.T) {
 func TestRevokeLockPath(t *testing.T) {
 	ctx, path := testutil.Begin(t, server.Addr())
 	conn := testutil.Connect(t, server.Addr())
-	client := newClient(t, "")
+	client := newClient(t)
 
 	// A mutex: its holder, not its waiter.
 	h, asked := revocableHolder(t, client, path+"/mutex")
@@ -242,11 +247,7 @@ func TestRevokeLockPath(t *testing.T) {
 	if code != 0 || strings.TrimSpace(out) != "revocation requested: "+h.LockPath()+" (session "+fmt.Sprintf("0x%x", client.SessionID())+")" {
 		t.Errorf("mutex: status %d, stdout %q, stderr %q; want only the holder %s asked", code, out, stderr, h.LockPath())
 	}
-	select {
-	case <-asked:
-	case <-ctx.Done():
-		t.Fatal("the holder did not hear the revocation")
-	}
+	testutil.Recv(t, asked, "the holder hearing the revocation")
 
 	// A read-write lock: both (revocable) readers hold; the writer waits.
 	rw, err := recipes.NewInterProcessReadWriteLock(client, path+"/rw")
@@ -320,24 +321,6 @@ func TestRevokeLockPath(t *testing.T) {
 	}
 	if data, _, err := conn.Get(path + "/latch/" + kids[0]); err != nil || string(data) != "p-1" {
 		t.Errorf("latch node data %q, %v; want the participant id untouched", data, err)
-	}
-}
-
-// revoke --wait PATH: the holder releases, and the JSON line says so.
-func TestRevokeLockPathWaits(t *testing.T) {
-	ctx, path := testutil.Begin(t, server.Addr())
-	h, released := releasingHolder(ctx, t, path)
-	node := h.LockPath()
-	code, out, stderr := zklockBin(t, "--json", "revoke", "--wait", path)
-	lines := jsonLines(t, out)
-	if code != 0 || len(lines) != 1 {
-		t.Fatalf("status %d, stdout %q, stderr %q", code, out, stderr)
-	}
-	if bad := checkFields(lines[0], map[string]any{"event": eventRevokeRequested, "node": node, "path": path, "kind": "mutex", "released": true}); len(bad) > 0 {
-		t.Errorf("%v: %v", lines[0], bad)
-	}
-	if err := testutil.Recv(t, released, "the revocation listener's Release"); err != nil {
-		t.Error(err)
 	}
 }
 

@@ -3,14 +3,12 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
-	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -24,8 +22,8 @@ import (
 
 // terminal is a tmux server of the test's own (on its own socket) showing
 // the built zklock in a pane of 200x60 characters, as an operator's
-// terminal shows it. zklock runs under sh, which says how it exited:
-// "[zklock exited N]" (sh ignores SIGINT; zklock gets Ctrl-C's).
+// terminal shows it. The pane stays once zklock has exited, with its exit
+// status.
 type terminal struct {
 	t    testing.TB
 	tmux string
@@ -49,19 +47,15 @@ func startTerminal(t testing.TB, args ...string) *terminal {
 	if err := os.WriteFile(conf, []byte("set -g remain-on-exit on\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	script := "trap '' INT; env ZK_SERVERS=" + server.Addr() + " " + zklockBinary(t)
-	for _, a := range args {
-		script += " '" + a + "'"
-	}
-	script += `; echo "[zklock exited $?]"`
-	if out, err := exec.Command(tmux, "-S", term.sock, "-f", conf, "new-session", "-d", "-x", "200", "-y", "60", "sh", "-c", script).CombinedOutput(); err != nil {
+	tmuxArgs := []string{"-S", term.sock, "-f", conf, "new-session", "-d", "-x", "200", "-y", "60", "-e", "ZK_SERVERS=" + server.Addr(), zklockBinary(t)}
+	if out, err := exec.Command(tmux, append(tmuxArgs, args...)...).CombinedOutput(); err != nil {
 		os.RemoveAll(dir)
 		t.Fatalf("tmux new-session: %v: %s", err, out)
 	}
-	serverPid, _ := strconv.Atoi(strings.TrimSpace(term.run("display-message", "-p", "#{pid}")))
+	var pids [2]int // tmux's and zklock's
+	fmt.Sscan(term.run("display-message", "-p", "#{pid} #{pane_pid}"), &pids[0], &pids[1])
 	t.Cleanup(func() {
-		pids := append(descendants(serverPid), serverPid) // sh, zklock (SIGHUP ends it), tmux
-		exec.Command(tmux, "-S", term.sock, "kill-server").Run()
+		exec.Command(tmux, "-S", term.sock, "kill-server").Run() // SIGHUP ends zklock
 		for _, pid := range pids {
 			for deadline := time.Now().Add(10 * time.Second); syscall.Kill(pid, 0) == nil; time.Sleep(10 * time.Millisecond) {
 				if time.Now().After(deadline) {
@@ -74,37 +68,6 @@ func startTerminal(t testing.TB, args ...string) *terminal {
 		os.RemoveAll(dir)
 	})
 	return term
-}
-
-// descendants returns the pids of pid's descendants, as /proc has them.
-func descendants(pid int) []int {
-	parent := map[int]int{}
-	dirs, _ := os.ReadDir("/proc")
-	for _, d := range dirs {
-		p, err := strconv.Atoi(d.Name())
-		if err != nil {
-			continue
-		}
-		b, err := os.ReadFile("/proc/" + d.Name() + "/stat")
-		if err != nil {
-			continue
-		}
-		// pid (comm) state ppid ...; comm may hold spaces and parentheses.
-		if f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:])); len(f) > 1 {
-			parent[p], _ = strconv.Atoi(f[1])
-		}
-	}
-	var out []int
-	for frontier := []int{pid}; len(frontier) > 0; {
-		var next []int
-		for c, pp := range parent {
-			if slices.Contains(frontier, pp) {
-				next = append(next, c)
-			}
-		}
-		out, frontier = append(out, next...), next
-	}
-	return out
 }
 
 // run runs a tmux command against the terminal and returns its output.
@@ -124,24 +87,30 @@ func (term *terminal) run(args ...string) string {
 // screen returns what the terminal shows now.
 func (term *terminal) screen() string { return term.run("capture-pane", "-p") }
 
-// waitScreen polls the screen, at most until ctx ends, until check accepts
-// it, and returns it. Polling is the only way to learn what a terminal
-// shows: it waits on a condition, not a time.
-func (term *terminal) waitScreen(ctx context.Context, what string, check func(screen string) bool) string {
+// poll calls get, at most until ctx ends, until check accepts what it
+// returns, and returns that. Polling is the only way to learn what a
+// terminal shows: it waits on a condition, not a time.
+func (term *terminal) poll(ctx context.Context, what string, get func() string, check func(string) bool) string {
 	term.t.Helper()
 	tick := time.NewTicker(20 * time.Millisecond)
 	defer tick.Stop()
 	for {
-		s := term.screen()
+		s := get()
 		if check(s) {
 			return s
 		}
 		select {
 		case <-tick.C:
 		case <-ctx.Done():
-			term.t.Fatalf("the screen never showed %s; it shows:\n%s", what, s)
+			term.t.Fatalf("never saw %s; last saw:\n%s", what, s)
 		}
 	}
+}
+
+// waitScreen waits until check accepts the screen, and returns it.
+func (term *terminal) waitScreen(ctx context.Context, what string, check func(screen string) bool) string {
+	term.t.Helper()
+	return term.poll(ctx, what, term.screen, check)
 }
 
 // waitFor waits until the screen shows every one of texts.
@@ -157,12 +126,17 @@ func (term *terminal) waitFor(ctx context.Context, texts ...string) string {
 	})
 }
 
-// waitExit waits until zklock has exited and returns its status.
+// waitExit waits until zklock has exited and returns its status (-1 if it
+// died of a signal).
 func (term *terminal) waitExit(ctx context.Context) int {
 	term.t.Helper()
-	exited := regexp.MustCompile(`\[zklock exited (\d+)\]`)
-	m := exited.FindStringSubmatch(term.waitScreen(ctx, "zklock's exit", exited.MatchString))
-	status, _ := strconv.Atoi(m[1])
+	dead := term.poll(ctx, "zklock's exit", func() string {
+		return term.run("display-message", "-p", "#{pane_dead} #{pane_dead_status}")
+	}, func(s string) bool { return strings.HasPrefix(s, "1") })
+	status, err := strconv.Atoi(strings.TrimSpace(strings.TrimPrefix(dead, "1")))
+	if err != nil {
+		return -1
+	}
 	return status
 }
 
@@ -187,7 +161,7 @@ func TestBinaryLsWatchMutex(t *testing.T) {
 	term := startTerminal(t, "ls", "--watch", path)
 	term.waitFor(ctx, "zklock ls --watch "+path, "connection CONNECTED", path+": no participants (no node there")
 
-	mu, err := recipes.NewInterProcessMutex(newClient(t, ""), path)
+	mu, err := recipes.NewInterProcessMutex(newClient(t), path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -242,7 +216,7 @@ func TestBinaryLsWatchSemaphore(t *testing.T) {
 	term := startTerminal(t, "ls", "--watch", "--max-leases", "2", path)
 	term.waitFor(ctx, path+": no participants (no node there")
 
-	sem, err := recipes.NewInterProcessSemaphoreV2(newClient(t, ""), path, 2)
+	sem, err := recipes.NewInterProcessSemaphoreV2(newClient(t), path, 2)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -274,14 +248,12 @@ func TestBinaryLsWatchSemaphore(t *testing.T) {
 // change; SIGINT ends it with status 0.
 func TestBinaryLsWatchJSON(t *testing.T) {
 	ctx, path := testutil.Begin(t, server.Addr())
-	p := startZklock(t, "--json", "ls", "--watch", path+"/lock")
+	p := startZklock(t, false, "--json", "ls", "--watch", path+"/lock")
 	p.stdout.waitFor(ctx, t, `"exists":false`)
 	h := holdMutex(ctx, t, path+"/lock")
 	p.stdout.waitFor(ctx, t, `"role":"holder"`)
-	if err := p.cmd.Process.Signal(syscall.SIGINT); err != nil {
-		t.Fatal(err)
-	}
-	if code := p.wait(ctx, t); code != 0 {
+	p.signal(syscall.SIGINT)
+	if code := p.wait(); code != 0 {
 		t.Errorf("SIGINT: status %d, stderr %q", code, p.stderr.String())
 	}
 	lines := jsonLines(t, p.stdout.String())
@@ -301,18 +273,16 @@ func TestBinaryLsWatchParentJSON(t *testing.T) {
 	conn := testutil.Connect(t, server.Addr())
 	createNode(t, conn, path)
 	holdMutex(ctx, t, path+"/app/a")
-	p := startZklock(t, "--json", "ls", "--watch", path)
+	p := startZklock(t, false, "--json", "ls", "--watch", path)
 	p.stdout.waitFor(ctx, t, `"recipe":"parent"`)
-	mu, err := recipes.NewInterProcessMutex(newClient(t, ""), path+"/app/a")
+	mu, err := recipes.NewInterProcessMutex(newClient(t), path+"/app/a")
 	if err != nil {
 		t.Fatal(err)
 	}
 	testutil.Queued(t, conn, path+"/app/a", 2, mu.NewHandle().Acquire)
 	p.stdout.waitFor(ctx, t, `"role":"waiting"`)
-	if err := p.cmd.Process.Signal(syscall.SIGINT); err != nil {
-		t.Fatal(err)
-	}
-	if code := p.wait(ctx, t); code != 0 {
+	p.signal(syscall.SIGINT)
+	if code := p.wait(); code != 0 {
 		t.Errorf("SIGINT: status %d, stderr %q", code, p.stderr.String())
 	}
 }
