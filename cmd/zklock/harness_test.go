@@ -101,15 +101,8 @@ func startZklock(t testing.TB, inProcess bool, args ...string) *process {
 	}
 	go func() {
 		defer close(p.done)
-		err := p.cmd.Wait()
-		var ee *exec.ExitError
-		switch {
-		case err == nil:
-		case errors.As(err, &ee):
-			p.code = ee.ExitCode()
-		default:
-			p.code = -1
-		}
+		p.cmd.Wait() // an error says no more than ProcessState
+		p.code = p.cmd.ProcessState.ExitCode()
 	}()
 	t.Cleanup(func() {
 		select {

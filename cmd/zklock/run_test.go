@@ -15,40 +15,48 @@ import (
 	"github.com/gocurator/curator/recipes"
 )
 
+// run passes the lock's fencing token, node, kind, path and session to the
+// command, and with --json -v reports them on every line: the last one
+// also has the outcome, the status zklock exits with and the command's
+// own. In-process and from the binary; the second run gets a higher token.
 func TestRunPassesTokenAndNode(t *testing.T) {
 	_, path := testutil.Begin(t, server.Addr())
 	conn := testutil.Connect(t, server.Addr())
-	code, out, stderr := zklock(t, "run", path, "--", "sh", "-c",
-		`echo "$ZKLOCK_TOKEN $ZKLOCK_NODE $ZKLOCK_KIND $ZKLOCK_PATH $ZKLOCK_SESSION"`)
-	if code != 0 {
-		t.Fatalf("status %d, stderr %q", code, stderr)
-	}
-	f := strings.Fields(out)
-	if len(f) != 5 {
-		t.Fatalf("env %q", out)
-	}
-	token, err := strconv.ParseInt(f[0], 10, 64)
-	if err != nil || token <= 0 {
-		t.Errorf("ZKLOCK_TOKEN %q", f[0])
-	}
-	parent, name := framework.SplitPath(f[1])
-	if parent != path || !framework.IsProtectedName(name) || !strings.Contains(name, "-lock-") {
-		t.Errorf("ZKLOCK_NODE %q is not a Curator mutex node under %s", f[1], path)
-	}
-	if f[2] != "mutex" || f[3] != path || !strings.HasPrefix(f[4], "0x") {
-		t.Errorf("ZKLOCK_KIND, _PATH, _SESSION: %q", f[2:])
-	}
-	if kids := rawChildren(t, conn, path); len(kids) != 0 {
-		t.Errorf("lock node left behind: %v", kids)
-	}
-
-	// A second run gets a higher token.
-	code, out, stderr = zklock(t, "run", path, "--", "sh", "-c", `echo "$ZKLOCK_TOKEN"`)
-	if code != 0 {
-		t.Fatalf("status %d, stderr %q", code, stderr)
-	}
-	if next, _ := strconv.ParseInt(strings.TrimSpace(out), 10, 64); next <= token {
-		t.Errorf("second token %d is not above %d", next, token)
+	var last int64
+	for _, inProcess := range []bool{true, false} {
+		code, out, stderr := startZklock(t, inProcess, "--json", "run", "-v", path, "--", "sh", "-c",
+			`echo "$ZKLOCK_TOKEN $ZKLOCK_NODE $ZKLOCK_KIND $ZKLOCK_PATH $ZKLOCK_SESSION"; exit 3`).result()
+		f, lines := strings.Fields(out), jsonLines(t, stderr)
+		if code != 3 || len(f) != 5 || len(lines) != 3 {
+			t.Fatalf("status %d, stdout %q, stderr %q; want 3, the environment, and acquired, released, exit", code, out, stderr)
+		}
+		token, err := strconv.ParseInt(f[0], 10, 64)
+		if err != nil || token <= last {
+			t.Errorf("ZKLOCK_TOKEN %q is not above the last run's %d", f[0], last)
+		}
+		last = token
+		parent, name := framework.SplitPath(f[1])
+		if parent != path || !framework.IsProtectedName(name) || !strings.Contains(name, "-lock-") {
+			t.Errorf("ZKLOCK_NODE %q is not a Curator mutex node under %s", f[1], path)
+		}
+		if f[2] != "mutex" || f[3] != path || !strings.HasPrefix(f[4], "0x") {
+			t.Errorf("ZKLOCK_KIND, _PATH, _SESSION: %q", f[2:])
+		}
+		for i, ev := range []string{"acquired", "released", "exit"} {
+			want := map[string]any{"event": ev, "path": path, "kind": "mutex", "node": f[1], "session": f[4], "token": anyValue, "message": anyValue}
+			if bad := checkFields(lines[i], want); len(bad) > 0 || lines[i]["token"] != float64(token) {
+				t.Errorf("line %d %v: %v, token not %d", i, lines[i], bad, token)
+			}
+		}
+		if bad := checkFields(lines[2], map[string]any{"outcome": "ok", "status": 3, "command_status": 3}); len(bad) > 0 {
+			t.Errorf("last line %v: %v", lines[2], bad)
+		}
+		if bad := checkFields(lines[0], map[string]any{"outcome": nil, "status": nil, "command_status": nil}); len(bad) > 0 {
+			t.Errorf("first line %v: %v", lines[0], bad)
+		}
+		if kids := rawChildren(t, conn, path); len(kids) != 0 {
+			t.Errorf("lock node left behind: %v", kids)
+		}
 	}
 }
 
@@ -80,11 +88,11 @@ func TestRunNoTokenRunsNothing(t *testing.T) {
 	testutil.WaitChildren(t, conn, path, 0)
 }
 
-// run's exit statuses, the same in-process and from the binary: the
-// command's own status, whatever it is, and zklock's reserved codes for a
-// command that cannot be run.
+// run's exit statuses: the command's own status, whatever it is, and
+// zklock's reserved codes for its own outcomes, the same in-process and
+// from the binary.
 func TestRunExitStatus(t *testing.T) {
-	_, path := testutil.Begin(t, server.Addr())
+	ctx, path := testutil.Begin(t, server.Addr())
 	for _, tc := range []struct {
 		argv []string
 		want int
@@ -107,16 +115,11 @@ func TestRunExitStatus(t *testing.T) {
 	if kids := rawChildren(t, conn, path); len(kids) != 0 {
 		t.Errorf("lock nodes left behind: %v", kids)
 	}
-}
 
-// A lock held by another is not acquired (124): at once with --try-once
-// (the same in-process and from the binary), after --timeout otherwise.
-// Nothing is run and no node is left.
-func TestRunNotAcquired(t *testing.T) {
-	ctx, path := testutil.Begin(t, server.Addr())
-	conn := testutil.Connect(t, server.Addr())
+	// Held by another: not acquired (124), at once with --try-once, after
+	// --timeout otherwise, or until a signal. Nothing is run and no node
+	// is left.
 	h := holdMutex(ctx, t, path)
-
 	code, out, stderr := both(t, "run", "--try-once", path, "--", "echo", "ran")
 	if code != exitNotAcquired || !strings.Contains(stderr, "held by another participant") || out != "" {
 		t.Errorf("status %d, stdout %q, stderr %q", code, out, stderr)
@@ -133,14 +136,9 @@ func TestRunNotAcquired(t *testing.T) {
 	if kids := rawChildren(t, conn, path); len(kids) != 1 {
 		t.Errorf("--timeout left %v", kids)
 	}
-}
 
-// A signal while waiting for the lock, in-process and to the binary:
-// 128+N, nothing run, the queued node removed.
-func TestRunSignalWhileWaiting(t *testing.T) {
-	ctx, path := testutil.Begin(t, server.Addr())
-	conn := testutil.Connect(t, server.Addr())
-	holdMutex(ctx, t, path)
+	// A signal while waiting, in-process and to the binary: 128+N, nothing
+	// run, the queued node removed.
 	for _, inProcess := range []bool{true, false} {
 		p := startZklock(t, inProcess, "--json", "run", path, "--", "true")
 		testutil.WaitChildren(t, conn, path, 2) // zklock is queued
@@ -273,40 +271,15 @@ func TestRunReadWriteAndSemaphore(t *testing.T) {
 	}
 }
 
-// run --json: every line carries the lock's fields, and the last one the
-// outcome, the status zklock exits with and the command's own status.
+// run --json when the command did not run (no node, no command status),
+// and when it was stopped (its own status apart).
 func TestRunJSON(t *testing.T) {
 	ctx, path := testutil.Begin(t, server.Addr())
 
-	// The command ran: its status, and the node, session and token it held.
-	code, _, stderr := zklockBin(t, "--json", "run", "-v", path+"/ok", "--", "sh", "-c", "exit 3")
-	lines := jsonLines(t, stderr)
-	if code != 3 || len(lines) != 3 {
-		t.Fatalf("status %d, stderr %q; want 3 and acquired, released, exit", code, stderr)
-	}
-	for i, ev := range []string{"acquired", "released", "exit"} {
-		want := map[string]any{"event": ev, "path": path + "/ok", "kind": "mutex", "node": anyValue, "session": anyValue, "token": anyValue, "message": anyValue}
-		if bad := checkFields(lines[i], want); len(bad) > 0 {
-			t.Errorf("line %d %v: %v", i, lines[i], bad)
-		}
-	}
-	if bad := checkFields(lines[2], map[string]any{"outcome": "ok", "status": 3, "command_status": 3}); len(bad) > 0 {
-		t.Errorf("last line %v: %v", lines[2], bad)
-	}
-	if bad := checkFields(lines[0], map[string]any{"outcome": nil, "status": nil, "command_status": nil}); len(bad) > 0 {
-		t.Errorf("first line %v: %v", lines[0], bad)
-	}
-	node, _ := lines[2]["node"].(string)
-	session, _ := lines[2]["session"].(string)
-	token, _ := lines[2]["token"].(float64)
-	if !strings.HasPrefix(node, path+"/ok/_c_") || !strings.HasPrefix(session, "0x") || token <= 0 {
-		t.Errorf("node %q, session %q, token %v", node, session, token)
-	}
-
 	// Not acquired: no node, no command status.
 	holdMutex(ctx, t, path+"/held")
-	code, _, stderr = zklockBin(t, "--json", "run", "--try-once", path+"/held", "--", "true")
-	lines = jsonLines(t, stderr)
+	code, _, stderr := zklockBin(t, "--json", "run", "--try-once", path+"/held", "--", "true")
+	lines := jsonLines(t, stderr)
 	if code != exitNotAcquired || len(lines) != 1 {
 		t.Fatalf("not acquired: status %d, stderr %q", code, stderr)
 	}
@@ -321,7 +294,7 @@ func TestRunJSON(t *testing.T) {
 	for _, inProcess := range []bool{true, false} {
 		p := startZklock(t, inProcess, "--json", "run", "--revocable", path+"/rev", "--", "sh", "-c", `echo "node=$ZKLOCK_NODE;"; exec sleep 60`)
 		out := p.stdout.waitFor(ctx, t, ";")
-		node = strings.TrimSuffix(strings.TrimPrefix(strings.TrimSpace(out), "node="), ";")
+		node := strings.TrimSuffix(strings.TrimPrefix(strings.TrimSpace(out), "node="), ";")
 		if code, rout, rerr := zklock(t, "revoke", "--wait", node); code != 0 || !strings.Contains(rout, "released: "+node) {
 			t.Errorf("revoke --wait: status %d, stdout %q, stderr %q", code, rout, rerr)
 		}
