@@ -73,10 +73,10 @@ func watchLs(ctx context.Context, client *framework.Client, path string, o lockq
 	}
 
 	v := view{w: w, json: asJSON, terminal: isTerminal(w), path: path}
-	var last *lsResult
+	var last *lockqueue.Listing
 	for {
 		err := arm(watchPaths(path, last))
-		var r *lsResult
+		var r *lockqueue.Listing
 		if err == nil {
 			r, err = list(wctx, client, path, o)
 		}
@@ -138,7 +138,7 @@ func watchNode(ctx context.Context, client *framework.Client, p string) (<-chan 
 // last listing r of path (nil before the first): path and its semaphore's
 // locks and leases, whatever path is now, and each lock r lists below a
 // parent of locks (with its locks and leases, for a semaphore).
-func watchPaths(path string, r *lsResult) []string {
+func watchPaths(path string, r *lockqueue.Listing) []string {
 	semaphore := func(p string) []string {
 		return []string{framework.JoinPath(p, locktree.SemaphoreLocks), framework.JoinPath(p, locktree.SemaphoreLeases)}
 	}
@@ -175,15 +175,15 @@ type view struct {
 }
 
 // show draws r, with a line that says when and in which connection state.
-func (v *view) show(r *lsResult, st state.ConnectionState) error {
+func (v *view) show(r *lockqueue.Listing, st state.ConnectionState) error {
 	v.state = st
 	if v.json {
-		return r.writeJSON(v.w)
+		return writeJSONLine(v.w, r)
 	}
 	now := time.Now()
 	var b bytes.Buffer
 	v.header(&b, now, st)
-	if err := r.writeText(&b, now); err != nil {
+	if err := r.WriteText(&b, now); err != nil {
 		return err
 	}
 	_, err := v.w.Write(b.Bytes())
