@@ -264,17 +264,14 @@ func subcommandOf(fs *flag.FlagSet, args []string) string {
 		if f == nil {
 			_, f = flagOwners(name) // a command's flag, given too early
 		}
-		if f != nil && takesValue(f) {
+		if f == nil {
+			continue
+		}
+		if b, ok := f.Value.(interface{ IsBoolFlag() bool }); !ok || !b.IsBoolFlag() {
 			i++ // the flag's value
 		}
 	}
 	return ""
-}
-
-// takesValue reports whether f is a flag with a value (not a bool flag).
-func takesValue(f *flag.Flag) bool {
-	b, ok := f.Value.(interface{ IsBoolFlag() bool })
-	return !ok || !b.IsBoolFlag()
 }
 
 // parseFlags parses fs over args up to the first positional argument (or

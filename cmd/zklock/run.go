@@ -155,21 +155,14 @@ func (o *runOptions) validate(g *globalOptions) error {
 	if err := validatePath("PATH", o.path); err != nil {
 		return err
 	}
+	if o.semaphore && o.maxLeases < 1 {
+		return usageErrorf("--semaphore wants a positive number of leases, not %d", o.maxLeases)
+	}
 	n := 0
 	o.kind = lockMutex
-	if o.read {
-		n++
-		o.kind = lockRead
-	}
-	if o.write {
-		n++
-		o.kind = lockWrite
-	}
-	if o.semaphore {
-		n++
-		o.kind = lockLease
-		if o.maxLeases < 1 {
-			return usageErrorf("--semaphore wants a positive number of leases, not %d", o.maxLeases)
+	for kind, given := range map[string]bool{lockRead: o.read, lockWrite: o.write, lockLease: o.semaphore} {
+		if given {
+			n, o.kind = n+1, kind
 		}
 	}
 	if n > 1 {
@@ -285,9 +278,10 @@ func (r *reporter) fail(outcome string, status int, format string, args ...any) 
 }
 
 // notRun writes run's last line when the command was not run: the
-// outcome, the status zklock exits with (returned) and why.
-func (r *reporter) notRun(name, outcome string, status int, format string, args ...any) int {
-	r.write(runEvent{Event: name, Outcome: outcome, Status: &status, Message: fmt.Sprintf(format, args...)}, true)
+// outcome (also its event), the status zklock exits with (returned) and
+// why.
+func (r *reporter) notRun(outcome string, status int, format string, args ...any) int {
+	r.write(runEvent{Event: outcome, Outcome: outcome, Status: &status, Message: fmt.Sprintf(format, args...)}, true)
 	return status
 }
 
@@ -414,7 +408,7 @@ func runLocked(ctx context.Context, client *framework.Client, o runOptions, s st
 			r.holding(res.h, client.SessionID())
 			releaseHeld(ctx, res.h, r)
 		}
-		return r.notRun("interrupted", outcomeInterrupted, signalStatus(sig),
+		return r.notRun(outcomeInterrupted, signalStatus(sig),
 			"got %v while waiting for %s; nothing was run", sig, o.path)
 	}
 	if res.h != nil {
@@ -424,7 +418,7 @@ func runLocked(ctx context.Context, client *framework.Client, o runOptions, s st
 		switch {
 		case res.h != nil && errors.Is(res.err, recipes.ErrLockLost):
 			// Not released, as a lock lost later is not (see below).
-			return r.notRun("lost", outcomeLost, exitLost,
+			return r.notRun(outcomeLost, exitLost,
 				"lost %s right after acquiring it, before its fencing token could be read (%v; connection %v); nothing was run",
 				o.path, res.err, client.State())
 		case res.h != nil:
@@ -432,11 +426,11 @@ func runLocked(ctx context.Context, client *framework.Client, o runOptions, s st
 			return r.fail(outcomeError, exitRunFailed,
 				"acquired %s but could not read its fencing token: %v; released it, nothing was run", o.path, res.err)
 		case errors.Is(res.err, recipes.ErrLocked) && o.kind == lockLease:
-			return r.notRun("not-acquired", outcomeNotAcquired, exitNotAcquired, "%s has no lease free now (--try-once)", o.path)
+			return r.notRun(outcomeNotAcquired, exitNotAcquired, "%s has no lease free now (--try-once)", o.path)
 		case errors.Is(res.err, recipes.ErrLocked):
-			return r.notRun("not-acquired", outcomeNotAcquired, exitNotAcquired, "%s is held by another participant (--try-once)", o.path)
+			return r.notRun(outcomeNotAcquired, exitNotAcquired, "%s is held by another participant (--try-once)", o.path)
 		case errors.Is(res.err, context.DeadlineExceeded) && ctx.Err() == nil:
-			return r.notRun("not-acquired", outcomeNotAcquired, exitNotAcquired, "%s was not acquired within %v", o.path, o.timeout)
+			return r.notRun(outcomeNotAcquired, exitNotAcquired, "%s was not acquired within %v", o.path, o.timeout)
 		default:
 			return r.fail(outcomeError, exitRunFailed, "acquiring %s: %v", o.path, res.err)
 		}
@@ -445,7 +439,7 @@ func runLocked(ctx context.Context, client *framework.Client, o runOptions, s st
 	select {
 	case <-h.lost:
 		// Not released: see below.
-		return r.notRun("lost", outcomeLost, exitLost,
+		return r.notRun(outcomeLost, exitLost,
 			"lost %s right after acquiring it (connection %v); nothing was run", o.path, client.State())
 	default:
 	}
@@ -473,14 +467,13 @@ func runLocked(ctx context.Context, client *framework.Client, o runOptions, s st
 	}
 
 	var (
-		outcome    = 0 // 0: ran to its end; else exitLost, exitRevoked or exitRunFailed
-		outcomeOf  = map[int]string{0: outcomeOK, exitLost: outcomeLost, exitRevoked: outcomeRevoked, exitRunFailed: outcomeError}
-		graceTimer *time.Timer
-		grace      <-chan time.Time
-		lost       = h.lost
-		ctxDone    = ctx.Done()
-		waitErr    error
-		finished   bool
+		outcome   = 0 // 0: ran to its end; else exitLost, exitRevoked or exitRunFailed
+		outcomeOf = map[int]string{0: outcomeOK, exitLost: outcomeLost, exitRevoked: outcomeRevoked, exitRunFailed: outcomeError}
+		grace     <-chan time.Time
+		lost      = h.lost
+		ctxDone   = ctx.Done()
+		waitErr   error
+		finished  bool
 	)
 	stop := func(why int, event, format string, args ...any) {
 		if outcome != 0 {
@@ -489,8 +482,7 @@ func runLocked(ctx context.Context, client *framework.Client, o runOptions, s st
 		outcome = why
 		r.event(event, format, args...)
 		signalGroup(cmd, syscall.SIGTERM)
-		graceTimer = time.NewTimer(o.grace)
-		grace = graceTimer.C
+		grace = time.After(o.grace) // collected unfired if the command exits first (go 1.23)
 	}
 	for !finished {
 		select {
@@ -511,9 +503,6 @@ func runLocked(ctx context.Context, client *framework.Client, o runOptions, s st
 			r.event("kill", "the command did not exit within %v: sending SIGKILL", o.grace)
 			signalGroup(cmd, syscall.SIGKILL)
 		}
-	}
-	if graceTimer != nil {
-		graceTimer.Stop()
 	}
 	status := commandStatus(cmd, waitErr)
 	// A lost lock is not released: the connection may be down, and Close

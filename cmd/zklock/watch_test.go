@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"syscall"
@@ -22,8 +23,8 @@ import (
 
 // terminal is a tmux server of the test's own (on its own socket) showing
 // the built zklock in a pane of 200x60 characters, as an operator's
-// terminal shows it. The pane stays once zklock has exited, with its exit
-// status.
+// terminal shows it. zklock runs under sh, which says how it exited:
+// "[zklock exited N]" (sh ignores SIGINT; zklock gets Ctrl-C's).
 type terminal struct {
 	t    testing.TB
 	tmux string
@@ -47,15 +48,27 @@ func startTerminal(t testing.TB, args ...string) *terminal {
 	if err := os.WriteFile(conf, []byte("set -g remain-on-exit on\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	tmuxArgs := []string{"-S", term.sock, "-f", conf, "new-session", "-d", "-x", "200", "-y", "60", "-e", "ZK_SERVERS=" + server.Addr(), zklockBinary(t)}
-	if out, err := exec.Command(tmux, append(tmuxArgs, args...)...).CombinedOutput(); err != nil {
+	script := "trap '' INT; '" + zklockBinary(t) + "'"
+	for _, a := range args {
+		script += " '" + a + "'"
+	}
+	script += `; echo "[zklock exited $?]"`
+	if out, err := exec.Command(tmux, "-S", term.sock, "-f", conf, "new-session", "-d", "-x", "200", "-y", "60",
+		"-e", "ZK_SERVERS="+server.Addr(), "sh", "-c", script).CombinedOutput(); err != nil {
 		os.RemoveAll(dir)
 		t.Fatalf("tmux new-session: %v: %s", err, out)
 	}
-	var pids [2]int // tmux's and zklock's
-	fmt.Sscan(term.run("display-message", "-p", "#{pid} #{pane_pid}"), &pids[0], &pids[1])
+	var serverPid, shPid int
+	fmt.Sscan(term.run("display-message", "-p", "#{pid} #{pane_pid}"), &serverPid, &shPid)
 	t.Cleanup(func() {
-		exec.Command(tmux, "-S", term.sock, "kill-server").Run() // SIGHUP ends zklock
+		// zklock, if it still runs, is sh's one child (SIGHUP ends it).
+		kids, _ := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/children", shPid, shPid))
+		pids := []int{shPid, serverPid}
+		for _, f := range strings.Fields(string(kids)) {
+			pid, _ := strconv.Atoi(f)
+			pids = append(pids, pid)
+		}
+		exec.Command(tmux, "-S", term.sock, "kill-server").Run()
 		for _, pid := range pids {
 			for deadline := time.Now().Add(10 * time.Second); syscall.Kill(pid, 0) == nil; time.Sleep(10 * time.Millisecond) {
 				if time.Now().After(deadline) {
@@ -87,30 +100,24 @@ func (term *terminal) run(args ...string) string {
 // screen returns what the terminal shows now.
 func (term *terminal) screen() string { return term.run("capture-pane", "-p") }
 
-// poll calls get, at most until ctx ends, until check accepts what it
-// returns, and returns that. Polling is the only way to learn what a
-// terminal shows: it waits on a condition, not a time.
-func (term *terminal) poll(ctx context.Context, what string, get func() string, check func(string) bool) string {
+// waitScreen polls the screen, at most until ctx ends, until check accepts
+// it, and returns it. Polling is the only way to learn what a terminal
+// shows: it waits on a condition, not a time.
+func (term *terminal) waitScreen(ctx context.Context, what string, check func(screen string) bool) string {
 	term.t.Helper()
 	tick := time.NewTicker(20 * time.Millisecond)
 	defer tick.Stop()
 	for {
-		s := get()
+		s := term.screen()
 		if check(s) {
 			return s
 		}
 		select {
 		case <-tick.C:
 		case <-ctx.Done():
-			term.t.Fatalf("never saw %s; last saw:\n%s", what, s)
+			term.t.Fatalf("the screen never showed %s; it shows:\n%s", what, s)
 		}
 	}
-}
-
-// waitScreen waits until check accepts the screen, and returns it.
-func (term *terminal) waitScreen(ctx context.Context, what string, check func(screen string) bool) string {
-	term.t.Helper()
-	return term.poll(ctx, what, term.screen, check)
 }
 
 // waitFor waits until the screen shows every one of texts.
@@ -126,17 +133,12 @@ func (term *terminal) waitFor(ctx context.Context, texts ...string) string {
 	})
 }
 
-// waitExit waits until zklock has exited and returns its status (-1 if it
-// died of a signal).
+// waitExit waits until zklock has exited and returns its status.
 func (term *terminal) waitExit(ctx context.Context) int {
 	term.t.Helper()
-	dead := term.poll(ctx, "zklock's exit", func() string {
-		return term.run("display-message", "-p", "#{pane_dead} #{pane_dead_status}")
-	}, func(s string) bool { return strings.HasPrefix(s, "1") })
-	status, err := strconv.Atoi(strings.TrimSpace(strings.TrimPrefix(dead, "1")))
-	if err != nil {
-		return -1
-	}
+	exited := regexp.MustCompile(`\[zklock exited (\d+)\]`)
+	m := exited.FindStringSubmatch(term.waitScreen(ctx, "zklock's exit", exited.MatchString))
+	status, _ := strconv.Atoi(m[1])
 	return status
 }
 
