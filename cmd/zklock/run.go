@@ -17,16 +17,9 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/gocurator/curator/framework"
+	"github.com/gocurator/curator/internal/lockqueue"
 	"github.com/gocurator/curator/recipes"
 	"github.com/gocurator/curator/state"
-)
-
-// Lock kinds run takes.
-const (
-	lockMutex = "mutex"
-	lockRead  = "read"
-	lockWrite = "write"
-	lockLease = "lease"
 )
 
 // releaseTimeout bounds how long run waits for its lock node's delete after
@@ -38,8 +31,8 @@ const releaseTimeout = 10 * time.Second
 type runOptions struct {
 	path        string
 	argv        []string
-	kind        string        // lockMutex, lockRead, lockWrite or lockLease
-	maxLeases   int           // lockLease: the semaphore's limit
+	kind        string        // mutex, read, write or lease: ls's kinds (lockqueue.KindMutex...)
+	maxLeases   int           // lease: the semaphore's limit
 	semaphore   bool          // --semaphore was given
 	timeout     time.Duration // give up acquiring after this long; 0: wait forever
 	tryOnce     bool          // give up at once if the lock is held
@@ -159,8 +152,8 @@ func (o *runOptions) validate(g *globalOptions) error {
 		return usageErrorf("--semaphore wants a positive number of leases, not %d", o.maxLeases)
 	}
 	n := 0
-	o.kind = lockMutex
-	for kind, given := range map[string]bool{lockRead: o.read, lockWrite: o.write, lockLease: o.semaphore} {
+	o.kind = lockqueue.KindMutex
+	for kind, given := range map[string]bool{lockqueue.KindRead: o.read, lockqueue.KindWrite: o.write, lockqueue.KindLease: o.semaphore} {
 		if given {
 			n, o.kind = n+1, kind
 		}
@@ -171,7 +164,7 @@ func (o *runOptions) validate(g *globalOptions) error {
 	if o.timeout < 0 || o.grace < 0 {
 		return usageErrorf("--timeout and --grace must not be negative")
 	}
-	if o.revocable && o.kind == lockLease {
+	if o.revocable && o.kind == lockqueue.KindLease {
 		return usageErrorf("--revocable works with mutex and read-write locks: Curator's semaphore leases cannot be revoked")
 	}
 	switch o.errorPolicy {
@@ -188,15 +181,19 @@ func (o *runOptions) validate(g *globalOptions) error {
 	return nil
 }
 
-// Outcomes of run, on the last line of its --json output (with those of
-// its error lines, outcomeError and others).
-const (
-	outcomeOK          = "ok"           // the command ran with the lock held to its end
-	outcomeLost        = "lost"         // exitLost
-	outcomeRevoked     = "revoked"      // exitRevoked
-	outcomeNotAcquired = "not-acquired" // exitNotAcquired
-	outcomeInterrupted = "interrupted"  // exitSignalBase+N: a signal while waiting for the lock
-)
+// runOutcomes name run's own exit statuses in its --json output
+// ("outcome"); a command's own status is "ok", and 128+N, a signal while
+// waiting for the lock, "interrupted".
+var runOutcomes = map[int]string{exitLost: "lost", exitRevoked: "revoked", exitNotAcquired: "not-acquired",
+	exitRunFailed: "error", exitCannotRun: "cannot-run", exitNotFound: "not-found"}
+
+// outcome names run's own exit status (runOutcomes).
+func outcome(status int) string {
+	if status > exitSignalBase {
+		return "interrupted"
+	}
+	return runOutcomes[status]
+}
 
 // runEvent is one line of run's --json output. A field that does not apply
 // is left out: node, session and token once the lock is held (token once
@@ -272,27 +269,33 @@ func (r *reporter) info(name, format string, args ...any) {
 
 // fail writes run's last line for a failure of its own, an errorLine, and
 // returns status.
-func (r *reporter) fail(outcome string, status int, format string, args ...any) int {
-	writeError(r.w, r.json, outcome, status, fmt.Sprintf(format, args...))
+func (r *reporter) fail(status int, format string, args ...any) int {
+	writeError(r.w, r.json, outcome(status), status, fmt.Sprintf(format, args...))
 	return status
 }
 
-// notRun writes run's last line when the command was not run: the
-// outcome (also its event), the status zklock exits with (returned) and
+// notRun writes run's last line when the command was not run: the outcome
+// of status (also its event), status (returned: zklock exits with it) and
 // why.
-func (r *reporter) notRun(outcome string, status int, format string, args ...any) int {
-	r.write(runEvent{Event: outcome, Outcome: outcome, Status: &status, Message: fmt.Sprintf(format, args...)}, true)
+func (r *reporter) notRun(status int, format string, args ...any) int {
+	name := outcome(status)
+	r.write(runEvent{Event: name, Outcome: name, Status: &status, Message: fmt.Sprintf(format, args...)}, true)
 	return status
 }
 
 // exited writes run's last line once the command exited with
-// commandStatus: the outcome and the status zklock exits with (returned).
-// The human output shows it only with -v, and not for outcome ok: the
-// command's own status says it all.
-func (r *reporter) exited(outcome string, status, commandStatus int) int {
-	ev := runEvent{Event: "exit", Outcome: outcome, Status: &status, CommandStatus: &commandStatus,
+// commandStatus, and returns the status zklock exits with: stopped, why
+// zklock stopped the command (exitLost, exitRevoked, exitRunFailed), or if
+// 0 (outcome ok) the command's own. The human output shows it only with
+// -v, and not for ok: the command's own status says it all.
+func (r *reporter) exited(stopped, commandStatus int) int {
+	status, name := cmp.Or(stopped, commandStatus), "ok"
+	if stopped != 0 {
+		name = outcome(stopped)
+	}
+	ev := runEvent{Event: "exit", Outcome: name, Status: &status, CommandStatus: &commandStatus,
 		Message: fmt.Sprintf("the command exited with status %d", commandStatus)}
-	r.write(ev, r.verbose && outcome != outcomeOK)
+	r.write(ev, r.verbose && stopped != 0)
 	return status
 }
 
@@ -310,7 +313,7 @@ type held struct {
 // value when a revocable lock is asked to release. The returned held is nil
 // unless the lock is held.
 func acquire(ctx context.Context, client *framework.Client, o runOptions, revoked chan<- struct{}) (*held, error) {
-	if o.kind == lockLease {
+	if o.kind == lockqueue.KindLease {
 		var semOpts []recipes.SemaphoreOption
 		if o.dataSet {
 			semOpts = append(semOpts, recipes.WithLeaseData([]byte(o.data)))
@@ -327,7 +330,7 @@ func acquire(ctx context.Context, client *framework.Client, o runOptions, revoke
 		if err != nil {
 			return nil, err
 		}
-		return &held{kind: lockLease, node: lease.Path(), fencingToken: lease.FencingToken, lost: lease.Done(), release: lease.Close}, nil
+		return &held{kind: lockqueue.KindLease, node: lease.Path(), fencingToken: lease.FencingToken, lost: lease.Done(), release: lease.Close}, nil
 	}
 
 	var lockOpts []recipes.LockOption
@@ -336,12 +339,12 @@ func acquire(ctx context.Context, client *framework.Client, o runOptions, revoke
 	}
 	var h *recipes.Handle
 	switch o.kind {
-	case lockRead, lockWrite:
+	case lockqueue.KindRead, lockqueue.KindWrite:
 		rw, err := recipes.NewInterProcessReadWriteLock(client, o.path, lockOpts...)
 		if err != nil {
 			return nil, err
 		}
-		if o.kind == lockRead {
+		if o.kind == lockqueue.KindRead {
 			h = rw.NewHandle().ReadLock()
 		} else {
 			h = rw.NewHandle().WriteLock()
@@ -408,7 +411,7 @@ func runLocked(ctx context.Context, client *framework.Client, o runOptions, s st
 			r.holding(res.h, client.SessionID())
 			releaseHeld(ctx, res.h, r)
 		}
-		return r.notRun(outcomeInterrupted, signalStatus(sig),
+		return r.notRun(signalStatus(sig),
 			"got %v while waiting for %s; nothing was run", sig, o.path)
 	}
 	if res.h != nil {
@@ -418,28 +421,28 @@ func runLocked(ctx context.Context, client *framework.Client, o runOptions, s st
 		switch {
 		case res.h != nil && errors.Is(res.err, recipes.ErrLockLost):
 			// Not released, as a lock lost later is not (see below).
-			return r.notRun(outcomeLost, exitLost,
+			return r.notRun(exitLost,
 				"lost %s right after acquiring it, before its fencing token could be read (%v; connection %v); nothing was run",
 				o.path, res.err, client.State())
 		case res.h != nil:
 			releaseHeld(ctx, res.h, r)
-			return r.fail(outcomeError, exitRunFailed,
+			return r.fail(exitRunFailed,
 				"acquired %s but could not read its fencing token: %v; released it, nothing was run", o.path, res.err)
-		case errors.Is(res.err, recipes.ErrLocked) && o.kind == lockLease:
-			return r.notRun(outcomeNotAcquired, exitNotAcquired, "%s has no lease free now (--try-once)", o.path)
+		case errors.Is(res.err, recipes.ErrLocked) && o.kind == lockqueue.KindLease:
+			return r.notRun(exitNotAcquired, "%s has no lease free now (--try-once)", o.path)
 		case errors.Is(res.err, recipes.ErrLocked):
-			return r.notRun(outcomeNotAcquired, exitNotAcquired, "%s is held by another participant (--try-once)", o.path)
+			return r.notRun(exitNotAcquired, "%s is held by another participant (--try-once)", o.path)
 		case errors.Is(res.err, context.DeadlineExceeded) && ctx.Err() == nil:
-			return r.notRun(outcomeNotAcquired, exitNotAcquired, "%s was not acquired within %v", o.path, o.timeout)
+			return r.notRun(exitNotAcquired, "%s was not acquired within %v", o.path, o.timeout)
 		default:
-			return r.fail(outcomeError, exitRunFailed, "acquiring %s: %v", o.path, res.err)
+			return r.fail(exitRunFailed, "acquiring %s: %v", o.path, res.err)
 		}
 	}
 	h := res.h
 	select {
 	case <-h.lost:
 		// Not released: see below.
-		return r.notRun(outcomeLost, exitLost,
+		return r.notRun(exitLost,
 			"lost %s right after acquiring it (connection %v); nothing was run", o.path, client.State())
 	default:
 	}
@@ -461,25 +464,24 @@ func runLocked(ctx context.Context, client *framework.Client, o runOptions, s st
 	if err != nil {
 		releaseHeld(ctx, h, r)
 		if errors.Is(err, exec.ErrNotFound) || errors.Is(err, os.ErrNotExist) {
-			return r.fail(outcomeNotFound, exitNotFound, "cannot run %s: %v", o.argv[0], err)
+			return r.fail(exitNotFound, "cannot run %s: %v", o.argv[0], err)
 		}
-		return r.fail(outcomeCannotRun, exitCannotRun, "cannot run %s: %v", o.argv[0], err)
+		return r.fail(exitCannotRun, "cannot run %s: %v", o.argv[0], err)
 	}
 
 	var (
-		outcome   = 0 // 0: ran to its end; else exitLost, exitRevoked or exitRunFailed
-		outcomeOf = map[int]string{0: outcomeOK, exitLost: outcomeLost, exitRevoked: outcomeRevoked, exitRunFailed: outcomeError}
-		grace     <-chan time.Time
-		lost      = h.lost
-		ctxDone   = ctx.Done()
-		waitErr   error
-		finished  bool
+		stopped  = 0 // 0: ran to its end; else exitLost, exitRevoked or exitRunFailed
+		grace    <-chan time.Time
+		lost     = h.lost
+		ctxDone  = ctx.Done()
+		waitErr  error
+		finished bool
 	)
 	stop := func(why int, event, format string, args ...any) {
-		if outcome != 0 {
+		if stopped != 0 {
 			return
 		}
-		outcome = why
+		stopped = why
 		r.event(event, format, args...)
 		signalGroup(cmd, syscall.SIGTERM)
 		grace = time.After(o.grace) // collected unfired if the command exits first (go 1.23)
@@ -507,10 +509,10 @@ func runLocked(ctx context.Context, client *framework.Client, o runOptions, s st
 	status := commandStatus(cmd, waitErr)
 	// A lost lock is not released: the connection may be down, and Close
 	// (deferred by the caller) ends the session, which removes the node.
-	if outcome != exitLost {
+	if stopped != exitLost {
 		releaseHeld(ctx, h, r)
 	}
-	return r.exited(outcomeOf[outcome], cmp.Or(outcome, status), status)
+	return r.exited(stopped, status)
 }
 
 // startChild starts cmd on a goroutine locked to its OS thread, which then
