@@ -49,11 +49,7 @@ type globalOptions struct {
 
 // newGlobalOptions returns the global flags' defaults; getenv gives $ZK_SERVERS.
 func newGlobalOptions(getenv func(string) string) *globalOptions {
-	g := &globalOptions{servers: getenv("ZK_SERVERS"), sessionTimeout: defaultSessionTimeout, connectTimeout: defaultConnectTimeout}
-	if g.servers == "" {
-		g.servers = defaultServers
-	}
-	return g
+	return &globalOptions{servers: cmp.Or(getenv("ZK_SERVERS"), defaultServers), sessionTimeout: defaultSessionTimeout, connectTimeout: defaultConnectTimeout}
 }
 
 // register adds the global flags to fs, with the options' current values as

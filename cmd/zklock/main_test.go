@@ -96,48 +96,38 @@ func TestHelpAndUsageErrors(t *testing.T) {
 		t.Errorf("--version: status %d, stdout %q, stderr %q", code, out, stderr)
 	}
 
-	// Help asked for goes to stdout and exits 0.
-	for _, tc := range []struct {
-		args []string
-		want string
-	}{
-		{[]string{"--help"}, "zklock [global flags] run"},
-		{[]string{"-h"}, "zklock [global flags] run"},
-		{[]string{"help"}, "zklock [global flags] run"},
-		{[]string{"help", "ls"}, "zklock ls [--watch]"},
-		{[]string{"run", "--help"}, "zklock run [--read"},
-		{[]string{"ls", "-h"}, "zklock ls [--watch]"},
-		{[]string{"--json", "revoke", "--help"}, "zklock revoke ["},
-	} {
-		code, out, stderr := both(t, tc.args...)
-		if code != 0 || !strings.Contains(out, "Usage:") || !strings.Contains(out, tc.want) || !strings.Contains(out, "-servers") || stderr != "" {
-			t.Errorf("%q: status %d, stdout %q, stderr %q; want 0 and the usage on stdout", tc.args, code, out, stderr)
-		}
+	// Help asked for goes to stdout and exits 0, with the global flags (the
+	// session timeout's default says why it is not the library's). Each
+	// command's lists its own flags (has), and no other command's (hasn).
+	if 2*defaultSessionTimeout != framework.DefaultSessionTimeout {
+		t.Errorf("--session-timeout's default %v is not half the library's %v", defaultSessionTimeout, framework.DefaultSessionTimeout)
 	}
-	// The session timeout's default, and why it differs from the library's.
-	if _, out, _ := zklockBin(t, "-h"); !strings.Contains(out, "half the library's 60s") || !strings.Contains(out, "(default 30s)") ||
-		2*defaultSessionTimeout != framework.DefaultSessionTimeout {
-		t.Errorf("--session-timeout's help does not give the reason for its default (%v, the library's %v):\n%s", defaultSessionTimeout, framework.DefaultSessionTimeout, out)
-	}
-	// Each command's help lists its own flags and the global ones, and no
-	// other command's.
 	for _, tc := range []struct {
-		cmd       string
+		args      []string
+		want      string
 		has, hasn []string
 	}{
-		{"run", []string{"-acl", "-semaphore", "-revocable", "-servers"}, []string{"-watch", "-force", "-recipe"}},
-		{"ls", []string{"-watch", "-recipe", "-max-leases", "-servers", "-json"}, []string{"-acl", "-force", "-data", "-grace"}},
-		{"revoke", []string{"-force", "-wait", "-timeout", "-servers", "-json"}, []string{"-acl", "-watch", "-data", "-grace"}},
+		{[]string{"--help"}, "zklock [global flags] run", nil, nil},
+		{[]string{"-h"}, "zklock [global flags] run", nil, nil},
+		{[]string{"help"}, "zklock [global flags] run", nil, nil},
+		{[]string{"help", "ls"}, "zklock ls [--watch]", nil, nil},
+		{[]string{"run", "--help"}, "zklock run [--read", []string{"-acl", "-semaphore", "-revocable", "-servers"}, []string{"-watch", "-force", "-recipe"}},
+		{[]string{"ls", "-h"}, "zklock ls [--watch]", []string{"-watch", "-recipe", "-max-leases", "-servers", "-json"}, []string{"-acl", "-force", "-data", "-grace"}},
+		{[]string{"--json", "revoke", "--help"}, "zklock revoke [", []string{"-force", "-wait", "-timeout", "-servers", "-json"}, []string{"-acl", "-watch", "-data", "-grace"}},
 	} {
-		_, out, _ := zklockBin(t, tc.cmd, "-h")
+		code, out, stderr := both(t, tc.args...)
+		if code != 0 || !strings.Contains(out, "Usage:") || !strings.Contains(out, tc.want) || !strings.Contains(out, "-servers") || stderr != "" ||
+			!strings.Contains(out, "half the library's 60s") || !strings.Contains(out, "(default 30s)") {
+			t.Errorf("%q: status %d, stdout %q, stderr %q; want 0 and the usage on stdout", tc.args, code, out, stderr)
+		}
 		for _, f := range tc.has {
 			if !strings.Contains(out, "  "+f+" ") && !strings.Contains(out, "  "+f+"\n") {
-				t.Errorf("%s -h does not list %s:\n%s", tc.cmd, f, out)
+				t.Errorf("%q does not list %s:\n%s", tc.args, f, out)
 			}
 		}
 		for _, f := range tc.hasn {
 			if strings.Contains(out, "  "+f+" ") || strings.Contains(out, "  "+f+"\n") {
-				t.Errorf("%s -h lists %s:\n%s", tc.cmd, f, out)
+				t.Errorf("%q lists %s:\n%s", tc.args, f, out)
 			}
 		}
 	}
