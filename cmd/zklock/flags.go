@@ -49,11 +49,7 @@ type globalOptions struct {
 
 // newGlobalOptions returns the global flags' defaults; getenv gives $ZK_SERVERS.
 func newGlobalOptions(getenv func(string) string) *globalOptions {
-	g := &globalOptions{servers: getenv("ZK_SERVERS"), sessionTimeout: defaultSessionTimeout, connectTimeout: defaultConnectTimeout}
-	if g.servers == "" {
-		g.servers = defaultServers
-	}
-	return g
+	return &globalOptions{servers: cmp.Or(getenv("ZK_SERVERS"), defaultServers), sessionTimeout: defaultSessionTimeout, connectTimeout: defaultConnectTimeout}
 }
 
 // register adds the global flags to fs, with the options' current values as
@@ -97,18 +93,6 @@ func (o *globalOptions) validate() error {
 	return nil
 }
 
-// clientOptions turns the global flags into framework options.
-func (o *globalOptions) clientOptions() []framework.Option {
-	opts := []framework.Option{framework.WithSessionTimeout(o.sessionTimeout)}
-	if o.namespace != "" {
-		opts = append(opts, framework.WithNamespace(o.namespace))
-	}
-	if o.auth != "" {
-		opts = append(opts, framework.WithAuth("digest", []byte(o.auth)))
-	}
-	return opts
-}
-
 // tlsDialer returns a dialer that speaks TLS from the first byte, as a
 // ZooKeeper secureClientPort expects, configured from the tls flags.
 func (o *globalOptions) tlsDialer() (zk.Dialer, error) {
@@ -139,7 +123,13 @@ func (o *globalOptions) tlsDialer() (zk.Dialer, error) {
 // connect makes a client from the global flags and waits for its first
 // connection, at most --connect-timeout.
 func (o *globalOptions) connect(ctx context.Context, extra ...framework.Option) (*framework.Client, error) {
-	opts := append(o.clientOptions(), extra...)
+	opts := append([]framework.Option{framework.WithSessionTimeout(o.sessionTimeout)}, extra...)
+	if o.namespace != "" {
+		opts = append(opts, framework.WithNamespace(o.namespace))
+	}
+	if o.auth != "" {
+		opts = append(opts, framework.WithAuth("digest", []byte(o.auth)))
+	}
 	if o.tls {
 		dial, err := o.tlsDialer()
 		if err != nil {
@@ -190,10 +180,15 @@ func flagOwners(name string) (owners []string, f *flag.Flag) {
 	return owners, f
 }
 
-// undefinedFlag returns the name in the flag package's error for a flag it
-// does not know.
-func undefinedFlag(err error) (string, bool) {
-	return strings.CutPrefix(err.Error(), "flag provided but not defined: -")
+// flagOfOthers returns, for the flag package's error about a flag it does
+// not know, the flag's name and the commands that have it.
+func flagOfOthers(err error) (name string, owners []string) {
+	name, ok := strings.CutPrefix(err.Error(), "flag provided but not defined: -")
+	if !ok {
+		return "", nil
+	}
+	owners, _ = flagOwners(name)
+	return name, owners
 }
 
 // printUsage writes fs's usage (its Usage function) to w.
@@ -214,30 +209,30 @@ func parseFailure(fs *flag.FlagSet, s streams, err error) error {
 	}
 	var se *statusError
 	if errors.As(err, &se) && se.code == exitUsage {
-		if name, ok := undefinedFlag(se.err); ok {
-			if owners, _ := flagOwners(name); len(owners) > 0 {
-				se.err = fmt.Errorf("%s has no flag -%s: it is a flag of %s", strings.TrimPrefix(fs.Name(), "zklock "), name, strings.Join(owners, " and "))
-			}
+		if name, owners := flagOfOthers(se.err); len(owners) > 0 {
+			se.err = fmt.Errorf("%s has no flag -%s: it is a flag of %s", strings.TrimPrefix(fs.Name(), "zklock "), name, strings.Join(owners, " and "))
 		}
 	}
 	return withHint(fs.Name(), err)
 }
 
 // topFlagError is the usage error for err, from parsing the global flags
-// in front of the command sub (if any): a flag that is a command's own says
-// so; the hint is to sub's --help.
-func topFlagError(err error, sub string) *statusError {
+// (fs) of args: a flag that is a command's own says so; the hint is to the
+// --help of the command in args, if any, and run's status is its own 125.
+func topFlagError(fs *flag.FlagSet, args []string, err error) *statusError {
 	se := &statusError{code: exitUsage, err: err}
-	if name, ok := undefinedFlag(err); ok {
-		if owners, _ := flagOwners(name); len(owners) > 0 {
-			se.err = fmt.Errorf("-%s is a flag of %s, not a global one: give it after the command", name, strings.Join(owners, " and "))
-		}
+	if name, owners := flagOfOthers(err); len(owners) > 0 {
+		se.err = fmt.Errorf("-%s is a flag of %s, not a global one: give it after the command", name, strings.Join(owners, " and "))
 	}
 	cmd := "zklock"
+	sub := subcommandOf(fs, args)
 	if sub == "run" || sub == "ls" || sub == "revoke" {
 		cmd += " " + sub
 	}
 	withHint(cmd, se)
+	if sub == "run" {
+		se.code = exitRunFailed // a status COMMAND could not have given
+	}
 	return se
 }
 
@@ -265,17 +260,26 @@ func subcommandOf(fs *flag.FlagSet, args []string) string {
 		if f == nil {
 			_, f = flagOwners(name) // a command's flag, given too early
 		}
-		if f != nil && takesValue(f) {
+		if f == nil {
+			continue
+		}
+		if b, ok := f.Value.(interface{ IsBoolFlag() bool }); !ok || !b.IsBoolFlag() {
 			i++ // the flag's value
 		}
 	}
 	return ""
 }
 
-// takesValue reports whether f is a flag with a value (not a bool flag).
-func takesValue(f *flag.Flag) bool {
-	b, ok := f.Value.(interface{ IsBoolFlag() bool })
-	return !ok || !b.IsBoolFlag()
+// parseFlags parses fs over args up to the first positional argument (or
+// after a "--") and returns the rest; a parse error is a usage error.
+func parseFlags(fs *flag.FlagSet, args []string) ([]string, error) {
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil, err
+		}
+		return nil, &statusError{code: exitUsage, err: err}
+	}
+	return fs.Args(), nil
 }
 
 // parseArgs parses fs over args, allowing flags after positional arguments
@@ -284,15 +288,9 @@ func takesValue(f *flag.Flag) bool {
 func parseArgs(fs *flag.FlagSet, args []string) ([]string, error) {
 	var pos []string
 	for {
-		if err := fs.Parse(args); err != nil {
-			if errors.Is(err, flag.ErrHelp) {
-				return nil, err
-			}
-			return nil, &statusError{code: exitUsage, err: err}
-		}
-		rest := fs.Args()
-		if len(rest) == 0 {
-			return pos, nil
+		rest, err := parseFlags(fs, args)
+		if err != nil || len(rest) == 0 {
+			return pos, err
 		}
 		// fs.Parse stopped at a positional argument, or after "--".
 		consumed := len(args) - len(rest)

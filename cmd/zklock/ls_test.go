@@ -20,7 +20,7 @@ import (
 func TestLsParentOfLocks(t *testing.T) {
 	ctx, path := testutil.Begin(t, server.Addr())
 	conn := testutil.Connect(t, server.Addr())
-	client := newClient(t, "")
+	client := newClient(t)
 	app := path + "/app"
 	createNode(t, conn, path)
 	createNode(t, conn, app)

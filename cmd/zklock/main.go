@@ -124,9 +124,6 @@ Global flags (also accepted after the command):
 // its exit status. signals are the signals zklock itself received: run
 // passes them on to its command; they interrupt ls and revoke.
 func zklockMain(ctx context.Context, args []string, s streams, signals <-chan os.Signal) int {
-	if s.getenv == nil {
-		s.getenv = func(string) string { return "" }
-	}
 	g := newGlobalOptions(s.getenv)
 	fs := flag.NewFlagSet("zklock", flag.ContinueOnError)
 	fs.SetOutput(io.Discard) // errors and usage are printed below
@@ -141,11 +138,7 @@ func zklockMain(ctx context.Context, args []string, s streams, signals <-chan os
 			printUsage(fs, s.stdout)
 			return exitOK
 		}
-		sub := subcommandOf(fs, args)
-		se := topFlagError(err, sub)
-		if sub == "run" {
-			se.code = exitRunFailed // a status COMMAND could not have given
-		}
+		se := topFlagError(fs, args, err)
 		reportError(s.stderr, g.json, se)
 		return se.code
 	}
@@ -186,7 +179,10 @@ func zklockMain(ctx context.Context, args []string, s streams, signals <-chan os
 		return exitOK
 	}
 	if err != nil {
-		err = interrupted(ctx, err)
+		var interrupted *statusError
+		if errors.As(context.Cause(ctx), &interrupted) {
+			err = interrupted // exits 128+N
+		}
 		reportError(s.stderr, g.json, err)
 	}
 	return exitCode(err)
@@ -203,14 +199,9 @@ func version() string {
 	return bi.Main.Version
 }
 
-// signalled is the cause of a context that interruptible ended.
-type signalled struct{ sig os.Signal }
-
-// Error says which signal it was.
-func (e *signalled) Error() string { return fmt.Sprintf("interrupted by %v", e.sig) }
-
-// interruptible returns ctx, ended with a *signalled cause when a signal
-// comes, and a function that stops listening (and waits until it has).
+// interruptible returns ctx, ended when a signal comes, with a cause that
+// exits 128+N for signal N, and a function that stops listening (and waits
+// until it has).
 func interruptible(ctx context.Context, signals <-chan os.Signal) (context.Context, func()) {
 	ctx, cancel := context.WithCancelCause(ctx)
 	done := make(chan struct{})
@@ -218,7 +209,7 @@ func interruptible(ctx context.Context, signals <-chan os.Signal) (context.Conte
 		defer close(done)
 		select {
 		case sig := <-signals:
-			cancel(&signalled{sig})
+			cancel(&statusError{code: signalStatus(sig), err: fmt.Errorf("interrupted by %v", sig)})
 		case <-ctx.Done():
 		}
 	}()
@@ -226,14 +217,4 @@ func interruptible(ctx context.Context, signals <-chan os.Signal) (context.Conte
 		cancel(nil)
 		<-done
 	}
-}
-
-// interrupted returns err, or if ctx ended by a signal, an error saying so
-// that exits 128+N for signal N.
-func interrupted(ctx context.Context, err error) error {
-	var s *signalled
-	if !errors.As(context.Cause(ctx), &s) {
-		return err
-	}
-	return &statusError{code: signalStatus(s.sig), err: s}
 }

@@ -1,13 +1,11 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"os"
-	"path/filepath"
+	"sort"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -31,21 +29,18 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// newClient connects to servers (the shared server if "") and closes the
-// client when the test ends.
-func newClient(t testing.TB, servers string, opts ...framework.Option) *framework.Client {
+// newClient connects to the shared server and closes the client when the
+// test ends.
+func newClient(t testing.TB, opts ...framework.Option) *framework.Client {
 	t.Helper()
-	if servers == "" {
-		servers = server.Addr()
-	}
-	return testclient.New(t, servers, opts...)
+	return testclient.New(t, server.Addr(), opts...)
 }
 
 // holdMutex takes the mutex at path on a client of its own, for the rest of
 // the test: it is released when the test ends.
 func holdMutex(ctx context.Context, t testing.TB, path string) *recipes.Handle {
 	t.Helper()
-	mu, err := recipes.NewInterProcessMutex(newClient(t, ""), path)
+	mu, err := recipes.NewInterProcessMutex(newClient(t), path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -73,78 +68,6 @@ func holdLease(ctx context.Context, t testing.TB, c *framework.Client, path stri
 	return lease
 }
 
-// syncBuffer is an io.Writer safe for the command's output copier and the
-// test at once, which can wait for a text to appear in it.
-type syncBuffer struct {
-	mu      sync.Mutex
-	buf     bytes.Buffer
-	changed chan struct{}
-}
-
-func newSyncBuffer() *syncBuffer { return &syncBuffer{changed: make(chan struct{})} }
-
-// Write appends p and wakes waitFor.
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	n, err := b.buf.Write(p)
-	close(b.changed)
-	b.changed = make(chan struct{})
-	return n, err
-}
-
-// String returns everything written so far.
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
-// waitFor waits until the output contains s, and returns the output.
-func (b *syncBuffer) waitFor(ctx context.Context, t testing.TB, s string) string {
-	t.Helper()
-	for {
-		b.mu.Lock()
-		out, ch := b.buf.String(), b.changed
-		b.mu.Unlock()
-		if strings.Contains(out, s) {
-			return out
-		}
-		select {
-		case <-ch:
-		case <-ctx.Done():
-			t.Fatalf("waiting for %q in output: %v; output so far:\n%s", s, ctx.Err(), out)
-		}
-	}
-}
-
-// invocation is one in-process run of zklock.
-type invocation struct {
-	stdout, stderr *syncBuffer
-	signals        chan os.Signal
-	env            map[string]string
-}
-
-func newInvocation() *invocation {
-	return &invocation{stdout: newSyncBuffer(), stderr: newSyncBuffer(), signals: make(chan os.Signal, 1), env: map[string]string{}}
-}
-
-// run runs zklock with args and returns its exit status.
-func (inv *invocation) run(ctx context.Context, args ...string) int {
-	s := streams{stdout: inv.stdout, stderr: inv.stderr, getenv: func(k string) string { return inv.env[k] }}
-	return zklockMain(ctx, args, s, inv.signals)
-}
-
-// zklock runs zklock against the shared server and returns its status,
-// stdout and stderr.
-func zklock(t testing.TB, args ...string) (int, string, string) {
-	t.Helper()
-	inv := newInvocation()
-	inv.env["ZK_SERVERS"] = server.Addr()
-	code := inv.run(testutil.Context(t), args...)
-	return code, inv.stdout.String(), inv.stderr.String()
-}
-
 // rawChildren lists path on the server; a missing path has none.
 func rawChildren(t testing.TB, conn *zk.Conn, path string) []string {
 	t.Helper()
@@ -165,62 +88,102 @@ func createNode(t testing.TB, conn *zk.Conn, path string) {
 	}
 }
 
-// tempFile returns a path in the test's temporary directory.
-func tempFile(t testing.TB, name string) string {
-	return filepath.Join(t.TempDir(), name)
-}
-
-func TestUsageErrors(t *testing.T) {
+// Version, help and usage errors, the same in-process and from the binary.
+func TestHelpAndUsageErrors(t *testing.T) {
 	testutil.CheckLeaks(t)
+	code, out, stderr := zklockBin(t, "--version")
+	if code != 0 || !strings.HasPrefix(out, "zklock ") || len(strings.Fields(out)) != 2 || stderr != "" {
+		t.Errorf("--version: status %d, stdout %q, stderr %q", code, out, stderr)
+	}
+
+	// Help asked for goes to stdout and exits 0, with the global flags (the
+	// session timeout's default says why it is not the library's). Each
+	// command's lists its own flags (has), and no other command's (hasn).
+	if 2*defaultSessionTimeout != framework.DefaultSessionTimeout {
+		t.Errorf("--session-timeout's default %v is not half the library's %v", defaultSessionTimeout, framework.DefaultSessionTimeout)
+	}
 	for _, tc := range []struct {
-		want int
-		args []string
+		args      []string
+		want      string
+		has, hasn []string
 	}{
-		{exitUsage, []string{}},
-		{exitUsage, []string{"frobnicate"}},
-		{exitUsage, []string{"--bogus", "ls", "/a"}},
-		{exitUsage, []string{"ls"}},
-		{exitUsage, []string{"ls", "/a", "/b"}},
-		{exitUsage, []string{"ls", "relative"}},
-		{exitUsage, []string{"ls", "--recipe", "queue", "/a"}},
-		{exitUsage, []string{"--auth", "nocolon", "ls", "/a"}},
-		{exitUsage, []string{"--acl", "creator", "ls", "/a"}},
-		{exitUsage, []string{"ls", "--acl", "open", "/a"}},
-		{exitUsage, []string{"revoke", "--acl", "open", "/a"}},
-		{exitUsage, []string{"--namespace", "/ns", "ls", "/a"}},
-		{exitUsage, []string{"revoke"}},
-		{exitUsage, []string{"revoke", "--timeout", "-1s", "/a/b"}},
-		// run's usage errors are its own failures: 125, never a status
-		// the command could have given.
-		{exitRunFailed, []string{"run", "/a"}},
-		{exitRunFailed, []string{"run", "/a", "--"}},
-		{exitRunFailed, []string{"run", "--read", "--write", "/a", "--", "true"}},
-		{exitRunFailed, []string{"run", "--semaphore", "-1", "/a", "--", "true"}},
-		{exitRunFailed, []string{"run", "--semaphore", "0", "/a", "--", "true"}},
-		{exitRunFailed, []string{"run", "--semaphore", "2", "--revocable", "/a", "--", "true"}},
-		{exitRunFailed, []string{"run", "--error-policy", "never", "/a", "--", "true"}},
-		{exitRunFailed, []string{"run", "--", "/a"}},
-		{exitRunFailed, []string{"--auth", "nocolon", "run", "/a", "--", "true"}},
-		{exitRunFailed, []string{"run", "--acl", "creator", "/a", "--", "true"}},
-		{exitRunFailed, []string{"run", "--acl", "secret", "/a", "--", "true"}},
-		{exitRunFailed, []string{"--bogus", "run", "/a", "--", "true"}},
-		{exitRunFailed, []string{"--session-timeout", "1s", "--bogus", "run", "/a", "--", "true"}},
-		{exitRunFailed, []string{"--session-timeout", "forever", "run", "/a", "--", "true"}},
+		{[]string{"--help"}, "zklock [global flags] run", nil, nil},
+		{[]string{"-h"}, "zklock [global flags] run", nil, nil},
+		{[]string{"help"}, "zklock [global flags] run", nil, nil},
+		{[]string{"help", "ls"}, "zklock ls [--watch]", nil, nil},
+		{[]string{"run", "--help"}, "zklock run [--read", []string{"-acl", "-semaphore", "-revocable", "-servers"}, []string{"-watch", "-force", "-recipe"}},
+		{[]string{"ls", "-h"}, "zklock ls [--watch]", []string{"-watch", "-recipe", "-max-leases", "-servers", "-json"}, []string{"-acl", "-force", "-data", "-grace"}},
+		{[]string{"--json", "revoke", "--help"}, "zklock revoke [", []string{"-force", "-wait", "-timeout", "-servers", "-json"}, []string{"-acl", "-watch", "-data", "-grace"}},
 	} {
-		args := tc.args
-		code, _, stderr := zklock(t, args...)
-		if code != tc.want {
-			t.Errorf("zklock %q: status %d, want %d (stderr %q)", args, code, tc.want, stderr)
+		code, out, stderr := both(t, tc.args...)
+		if code != 0 || !strings.Contains(out, "Usage:") || !strings.Contains(out, tc.want) || !strings.Contains(out, "-servers") || stderr != "" ||
+			!strings.Contains(out, "half the library's 60s") || !strings.Contains(out, "(default 30s)") {
+			t.Errorf("%q: status %d, stdout %q, stderr %q; want 0 and the usage on stdout", tc.args, code, out, stderr)
 		}
-		if strings.Contains(stderr, "Usage:") || !strings.HasSuffix(stderr, " --help' for usage.\n") {
-			t.Errorf("zklock %q: stderr %q; want the error and a hint, not the usage", args, stderr)
+		for _, f := range tc.has {
+			if !strings.Contains(out, "  "+f+" ") && !strings.Contains(out, "  "+f+"\n") {
+				t.Errorf("%q does not list %s:\n%s", tc.args, f, out)
+			}
+		}
+		for _, f := range tc.hasn {
+			if strings.Contains(out, "  "+f+" ") || strings.Contains(out, "  "+f+"\n") {
+				t.Errorf("%q lists %s:\n%s", tc.args, f, out)
+			}
 		}
 	}
-	if code, out, stderr := zklock(t, "ls", "-h"); code != exitOK || !strings.Contains(out, "Usage:") || stderr != "" {
-		t.Errorf("ls -h: status %d, stdout %q, stderr %q", code, out, stderr)
-	}
-	if code, out, _ := zklock(t, "help"); code != exitOK || !strings.Contains(out, "zklock [global flags] run") {
-		t.Errorf("help: status %d, output %q", code, out)
+
+	// A usage error: one line ("zklock: " and msg), then a hint (to the
+	// --help of the command it concerns, hint if given), on stderr, not
+	// the usage; nothing on stdout. It exits 2, or for run 125, never a
+	// status the command could have given. A command's flag given in the
+	// wrong place says whose it is.
+	for _, tc := range []struct {
+		args      []string
+		want      int
+		msg, hint string
+	}{
+		{[]string{}, exitUsage, "no command given", "zklock --help"},
+		{[]string{"frobnicate"}, exitUsage, "unknown command", "zklock --help"},
+		{[]string{"--bogus"}, exitUsage, "flag provided but not defined: -bogus", "zklock --help"},
+		{[]string{"ls"}, exitUsage, "zklock ls wants exactly one PATH", "zklock ls --help"},
+		{[]string{"--bogus", "ls", "/a"}, exitUsage, "flag provided but not defined: -bogus", "zklock ls --help"},
+		{[]string{"ls", "-x", "/a"}, exitUsage, "flag provided but not defined: -x", "zklock ls --help"},
+		{[]string{"--timeout", "1s", "revoke", "/a"}, exitUsage, "-timeout is a flag of run and revoke, not a global one", "zklock revoke --help"},
+		{[]string{"--acl", "creator", "ls", "/a"}, exitUsage, "-acl is a flag of run, not a global one", "zklock ls --help"},
+		{[]string{"ls", "--acl", "open", "/a"}, exitUsage, "ls has no flag -acl: it is a flag of run", "zklock ls --help"},
+		{[]string{"revoke", "--watch", "/a"}, exitUsage, "revoke has no flag -watch: it is a flag of ls", "zklock revoke --help"},
+		{[]string{"ls", "/a", "/b"}, exitUsage, "", ""},
+		{[]string{"ls", "relative"}, exitUsage, "", ""},
+		{[]string{"ls", "--recipe", "queue", "/a"}, exitUsage, "", ""},
+		{[]string{"--auth", "nocolon", "ls", "/a"}, exitUsage, "", ""},
+		{[]string{"revoke", "--acl", "open", "/a"}, exitUsage, "", ""},
+		{[]string{"--namespace", "/ns", "ls", "/a"}, exitUsage, "", ""},
+		{[]string{"revoke"}, exitUsage, "", ""},
+		{[]string{"revoke", "--timeout", "-1s", "/a/b"}, exitUsage, "", ""},
+		{[]string{"run", "-x", "/a", "--", "true"}, exitRunFailed, "flag provided but not defined: -x", "zklock run --help"},
+		{[]string{"-v", "run", "/a", "--", "true"}, exitRunFailed, "-v is a flag of run, not a global one: give it after the command", "zklock run --help"},
+		{[]string{"run", "--semaphore", "0", "/a", "--", "true"}, exitRunFailed, "--semaphore wants a positive number", "zklock run --help"},
+		{[]string{"run", "--acl", "creator", "/a", "--", "true"}, exitRunFailed, "--acl creator needs --auth", "zklock run --help"},
+		{[]string{"--bogus", "run", "/a", "--", "true"}, exitRunFailed, "flag provided but not defined: -bogus", "zklock run --help"},
+		{[]string{"run", "/a"}, exitRunFailed, "", ""},
+		{[]string{"run", "/a", "--"}, exitRunFailed, "", ""},
+		{[]string{"run", "--read", "--write", "/a", "--", "true"}, exitRunFailed, "", ""},
+		{[]string{"run", "--semaphore", "-1", "/a", "--", "true"}, exitRunFailed, "", ""},
+		{[]string{"run", "--semaphore", "2", "--revocable", "/a", "--", "true"}, exitRunFailed, "", ""},
+		{[]string{"run", "--error-policy", "never", "/a", "--", "true"}, exitRunFailed, "", ""},
+		{[]string{"run", "--", "/a"}, exitRunFailed, "", ""},
+		{[]string{"--auth", "nocolon", "run", "/a", "--", "true"}, exitRunFailed, "", ""},
+		{[]string{"run", "--acl", "secret", "/a", "--", "true"}, exitRunFailed, "", ""},
+		{[]string{"--session-timeout", "1s", "--bogus", "run", "/a", "--", "true"}, exitRunFailed, "", ""},
+		{[]string{"--session-timeout", "forever", "run", "/a", "--", "true"}, exitRunFailed, "", ""},
+	} {
+		code, out, stderr := both(t, tc.args...)
+		lines := strings.Split(stderr, "\n") // the message, the hint and "" after the last newline
+		if code != tc.want || out != "" || len(lines) != 3 || lines[2] != "" || strings.Contains(stderr, "Usage:") ||
+			!strings.HasPrefix(lines[0], "zklock: "+tc.msg) || !strings.HasSuffix(lines[1], " --help' for usage.") ||
+			(tc.hint != "" && lines[1] != "Run '"+tc.hint+"' for usage.") {
+			t.Errorf("%q: status %d, stdout %q, stderr %q; want %d, %q and a hint to %s", tc.args, code, out, stderr, tc.want, tc.msg, tc.hint)
+		}
 	}
 }
 
@@ -249,24 +212,60 @@ func TestParseArgsInterleaved(t *testing.T) {
 	}
 }
 
+// No server: an error for ls, zklock's own failure for run (125, not a
+// status the command could give).
 func TestConnectFailure(t *testing.T) {
 	testutil.CheckLeaks(t)
-	inv := newInvocation()
 	// A port nothing listens on: the proxy's, once closed.
 	p, err := zktest.StartProxy(server.Addr())
 	if err != nil {
 		t.Fatal(err)
 	}
-	addr := p.Addr()
+	closed := p.Addr()
 	p.Close()
-	code := inv.run(testutil.Context(t), "--servers", addr, "--connect-timeout", "300ms", "ls", "/a")
-	if code != exitError || !strings.Contains(inv.stderr.String(), "cannot connect") {
-		t.Errorf("ls: status %d, stderr %q", code, inv.stderr.String())
+	for _, tc := range []struct {
+		args []string
+		want int
+	}{
+		{[]string{"ls", "/a"}, exitError},
+		{[]string{"run", "/a", "--", "true"}, exitRunFailed},
+	} {
+		code, _, stderr := both(t, append([]string{"--servers", closed, "--connect-timeout", "300ms"}, tc.args...)...)
+		if code != tc.want || !strings.Contains(stderr, "cannot connect") {
+			t.Errorf("%q: status %d, stderr %q", tc.args, code, stderr)
+		}
 	}
-	// run: zklock's own failure, 125, not a status the command could give.
-	inv = newInvocation()
-	code = inv.run(testutil.Context(t), "--servers", addr, "--connect-timeout", "300ms", "run", "/a", "--", "true")
-	if code != exitRunFailed || !strings.Contains(inv.stderr.String(), "cannot connect") {
-		t.Errorf("run: status %d, stderr %q", code, inv.stderr.String())
+}
+
+// Every JSON error line, of every command and of the top level, has the
+// same fields, exactly, and its status is the status zklock exits with.
+func TestBinaryJSONErrorLines(t *testing.T) {
+	_, path := testutil.Begin(t, server.Addr())
+	for _, tc := range []struct {
+		args    []string
+		status  int
+		outcome string
+	}{
+		{[]string{"--json", "--bogus"}, exitUsage, "error"},
+		{[]string{"--json", "-v", "run", path, "--", "true"}, exitRunFailed, "error"},
+		{[]string{"--json", "run", "--semaphore", "0", path, "--", "true"}, exitRunFailed, "error"},
+		{[]string{"--json", "run", path, "--", "/nonexistent/zklock-test-command"}, exitNotFound, "not-found"},
+		{[]string{"--json", "ls"}, exitUsage, "error"},
+		{[]string{"--json", "ls", "--connect-timeout", "1ns", path}, exitError, "error"},
+		{[]string{"--json", "revoke"}, exitUsage, "error"},
+		{[]string{"--json", "revoke", path + "/none"}, exitError, "error"},
+	} {
+		code, _, stderr := zklockBin(t, tc.args...)
+		lines := jsonLines(t, stderr)
+		last := lines[len(lines)-1]
+		var keys []string
+		for k := range last {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		if code != tc.status || strings.Join(keys, ",") != "event,message,outcome,status" ||
+			last["event"] != "error" || last["outcome"] != tc.outcome || last["status"] != float64(tc.status) {
+			t.Errorf("%q: status %d, last line of stderr %v; want %d, and exactly event error, outcome %s, status and message", tc.args, code, last, tc.status, tc.outcome)
+		}
 	}
 }

@@ -48,14 +48,6 @@ func exitCode(err error) int {
 	return exitError
 }
 
-// Outcomes of an error line: run's failures of its own, and every other
-// command's errors.
-const (
-	outcomeError     = "error"      // zklock failed (run: exitRunFailed)
-	outcomeCannotRun = "cannot-run" // run: exitCannotRun
-	outcomeNotFound  = "not-found"  // run: exitNotFound
-)
-
 // errorLine is the JSON line of every error zklock reports, whatever the
 // command: the one shape of an error, defined here only.
 type errorLine struct {
@@ -83,7 +75,7 @@ func writeError(w io.Writer, asJSON bool, outcome string, status int, message st
 // reportError writes err to w (writeError), then, as text, the hint of a
 // usage error.
 func reportError(w io.Writer, asJSON bool, err error) {
-	writeError(w, asJSON, outcomeError, exitCode(err), err.Error())
+	writeError(w, asJSON, "error", exitCode(err), err.Error())
 	var se *statusError
 	if !asJSON && errors.As(err, &se) && se.hint != "" {
 		fmt.Fprintln(w, se.hint)

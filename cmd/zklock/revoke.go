@@ -99,25 +99,24 @@ func cmdRevoke(ctx context.Context, g *globalOptions, args []string, s streams) 
 		switch {
 		case r.Event == eventNotRevocable:
 			refused++
-		case !r.Released:
+		case !r.Released && o.wait:
 			asked = append(asked, r)
-		}
-		if !g.json || !o.wait || r.Released || r.Event == eventNotRevocable {
-			writeRevokeResult(s.stdout, g.json, r)
-		}
-	}
-	if o.wait {
-		for _, r := range asked {
-			err := waitReleased(ctx, client, r.Node)
-			r.Released = err == nil
 			if g.json {
-				writeJSONLine(s.stdout, r)
-			} else if r.Released {
-				fmt.Fprintf(s.stdout, "released: %s\n", r.Node)
+				continue // its one line comes once it is released
 			}
-			if err != nil {
-				return err
-			}
+		}
+		writeRevokeResult(s.stdout, g.json, r)
+	}
+	for _, r := range asked {
+		err := waitReleased(ctx, client, r.Node)
+		r.Released = err == nil
+		if g.json {
+			writeJSONLine(s.stdout, r)
+		} else if r.Released {
+			fmt.Fprintf(s.stdout, "released: %s\n", r.Node)
+		}
+		if err != nil {
+			return err
 		}
 	}
 	if refused > 0 {
@@ -207,18 +206,14 @@ func requestRevoke(ctx context.Context, client *framework.Client, path, node str
 	default:
 		r.Message = fmt.Sprintf("revocation requested: %s (session %s)", node, r.Session)
 	}
-	// Write only if the node is still the one we looked at, and still there.
-	if _, err := client.SetData(ctx, node, []byte(recipes.RevokeMessage), st.Version); err != nil {
-		if errors.Is(err, zk.ErrNoNode) {
-			return gone()
-		}
-		if !errors.Is(err, zk.ErrBadVersion) {
-			return nil, fmt.Errorf("revoking %s: %w", node, err)
-		}
-		// Changed in between (another revoker): write regardless, as Curator's Revoker does.
-		if err := recipes.Revoke(ctx, client, node); err != nil {
-			return nil, fmt.Errorf("revoking %s: %w", node, err)
-		}
+	// Whatever the node says by now (another revoker may have written), as
+	// Curator's Revoker does.
+	_, err = client.SetData(ctx, node, []byte(recipes.RevokeMessage), -1)
+	switch {
+	case errors.Is(err, zk.ErrNoNode):
+		return gone()
+	case err != nil:
+		return nil, fmt.Errorf("revoking %s: %w", node, err)
 	}
 	return r, nil
 }

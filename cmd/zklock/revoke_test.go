@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"path/filepath"
 	"slices"
@@ -18,47 +17,25 @@ import (
 	"github.com/gocurator/curator/recipes"
 )
 
-func TestRevokeRevocableHolder(t *testing.T) {
-	ctx, path := testutil.Begin(t, server.Addr())
-	conn := testutil.Connect(t, server.Addr())
-	h, asked := revocableHolder(t, newClient(t, ""), path)
-
-	code, out, stderr := zklock(t, "--json", "revoke", h.LockPath())
-	if code != 0 {
-		t.Fatalf("status %d, stderr %q", code, stderr)
-	}
-	var r revokeResult
-	if err := json.Unmarshal([]byte(out), &r); err != nil {
-		t.Fatalf("%v in %q", err, out)
-	}
-	if r.Node != h.LockPath() || !r.Revocable || r.Released || r.Event != eventRevokeRequested {
-		t.Errorf("result %+v", r)
-	}
-	select {
-	case <-asked:
-	case <-ctx.Done():
-		t.Fatal("the holder's revocation listener did not fire")
-	}
-	data, _, err := conn.Get(h.LockPath())
-	if err != nil || string(data) != "__REVOKE__" {
-		t.Errorf("node data %q, %v", data, err)
-	}
-}
-
 // revocableHolder takes a revocable mutex at path with client c, released
 // when the test ends, and returns its handle and a channel that hears the
-// revocation requests.
-func revocableHolder(t *testing.T, c *framework.Client, path string) (*recipes.Handle, <-chan struct{}) {
+// revocation requests: nil, or if release, the error of the Release the
+// holder makes when asked.
+func revocableHolder(t *testing.T, c *framework.Client, path string, release bool) (*recipes.Handle, <-chan error) {
 	t.Helper()
 	mu, err := recipes.NewInterProcessMutex(c, path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	h := mu.NewHandle()
-	asked := make(chan struct{}, 1)
+	asked := make(chan error, 1)
 	h.MakeRevocable(func() {
+		var err error
+		if release {
+			err = h.Release(context.Background())
+		}
 		select {
-		case asked <- struct{}{}:
+		case asked <- err:
 		default: // one request is heard already
 		}
 	})
@@ -69,30 +46,29 @@ func revocableHolder(t *testing.T, c *framework.Client, path string) (*recipes.H
 	return h, asked
 }
 
-// releasingHolder takes a mutex at path on a client of its own that
-// releases it when asked to revoke; the channel hears that Release.
-func releasingHolder(ctx context.Context, t *testing.T, path string) (*recipes.Handle, <-chan error) {
-	t.Helper()
-	mu, err := recipes.NewInterProcessMutex(newClient(t, ""), path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	h := mu.NewHandle()
-	released := make(chan error, 1)
-	h.MakeRevocable(func() { released <- h.Release(context.Background()) })
-	if err := h.Acquire(ctx); err != nil {
-		t.Fatal(err)
-	}
-	return h, released
-}
-
+// revoke --wait waits until the holder has released: by NODE, printing
+// both steps; by PATH, with --json, one line once released.
 func TestRevokeWaitsForRelease(t *testing.T) {
-	ctx, path := testutil.Begin(t, server.Addr())
-	h, released := releasingHolder(ctx, t, path)
+	_, path := testutil.Begin(t, server.Addr())
+	h, released := revocableHolder(t, newClient(t), path+"/node", true)
 	node := h.LockPath()
 	code, out, stderr := zklock(t, "revoke", "--wait", node)
 	if code != 0 || !strings.Contains(out, "revocation requested: "+node) || !strings.Contains(out, "released: "+node) {
 		t.Errorf("status %d, stdout %q, stderr %q", code, out, stderr)
+	}
+	if err := testutil.Recv(t, released, "the revocation listener's Release"); err != nil {
+		t.Error(err)
+	}
+
+	h, released = revocableHolder(t, newClient(t), path+"/path", true)
+	node = h.LockPath()
+	code, out, stderr = zklockBin(t, "--json", "revoke", "--wait", path+"/path")
+	lines := jsonLines(t, out)
+	if code != 0 || len(lines) != 1 {
+		t.Fatalf("status %d, stdout %q, stderr %q", code, out, stderr)
+	}
+	if bad := checkFields(lines[0], map[string]any{"event": eventRevokeRequested, "node": node, "path": path + "/path", "kind": "mutex", "released": true}); len(bad) > 0 {
+		t.Errorf("%v: %v", lines[0], bad)
 	}
 	if err := testutil.Recv(t, released, "the revocation listener's Release"); err != nil {
 		t.Error(err)
@@ -174,12 +150,10 @@ func TestRevokeNotRevocable(t *testing.T) {
 		t.Errorf("--wait --timeout: status %d, stderr %q", code, stderr)
 	}
 	// --wait, interrupted: 128+N.
-	p := startZklock(t, "revoke", "--force", "--wait", h.LockPath())
+	p := startZklock(t, false, "revoke", "--force", "--wait", h.LockPath())
 	p.stdout.waitFor(ctx, t, "revocation requested")
-	if err := p.cmd.Process.Signal(syscall.SIGINT); err != nil {
-		t.Fatal(err)
-	}
-	if code := p.wait(ctx, t); code != exitSignalBase+int(syscall.SIGINT) || !strings.Contains(p.stderr.String(), "interrupted") {
+	p.signal(syscall.SIGINT)
+	if code := p.wait(); code != exitSignalBase+int(syscall.SIGINT) || !strings.Contains(p.stderr.String(), "interrupted") {
 		t.Errorf("--wait, SIGINT: status %d, stderr %q", code, p.stderr.String())
 	}
 }
@@ -192,16 +166,15 @@ func TestRevokeNeedsCredentials(t *testing.T) {
 	path := testutil.Path(t)
 	lock := path + "/lock"
 	testutil.CleanupTreeAs(t, server.Addr(), path, "owner:s3cret")
-	ctx := testutil.Context(t)
 	creator := zk.AuthACL(zk.PermAll)
-	owner := newClient(t, "", framework.WithAuth("digest", []byte("owner:s3cret")),
+	owner := newClient(t, framework.WithAuth("digest", []byte("owner:s3cret")),
 		framework.WithACLProvider(framework.ACLProviderFunc(func(p string) []zk.ACL {
 			if strings.HasPrefix(p, lock) {
 				return creator
 			}
 			return framework.OpenACL // the parents stay open, for other tests
 		})))
-	h, asked := revocableHolder(t, owner, lock)
+	h, asked := revocableHolder(t, owner, lock, false)
 
 	for _, auth := range [][]string{nil, {"--auth", "owner:wrong"}} {
 		code, _, stderr := zklock(t, append(auth, "revoke", h.LockPath())...)
@@ -217,11 +190,7 @@ func TestRevokeNeedsCredentials(t *testing.T) {
 	if code, _, stderr := zklock(t, "--auth", "owner:s3cret", "revoke", h.LockPath()); code != 0 {
 		t.Fatalf("revoke with the owner's credentials: status %d, stderr %q", code, stderr)
 	}
-	select {
-	case <-asked:
-	case <-ctx.Done():
-		t.Fatal("the holder did not hear the owner's revocation")
-	}
+	testutil.Recv(t, asked, "the holder hearing the owner's revocation")
 }
 
 // revoke PATH asks the lock's current holders, by the lock's own rules,
@@ -229,24 +198,32 @@ func TestRevokeNeedsCredentials(t *testing.T) {
 func TestRevokeLockPath(t *testing.T) {
 	ctx, path := testutil.Begin(t, server.Addr())
 	conn := testutil.Connect(t, server.Addr())
-	client := newClient(t, "")
+	client := newClient(t)
 
-	// A mutex: its holder, not its waiter.
-	h, asked := revocableHolder(t, client, path+"/mutex")
+	// A mutex, by node: asked, and its listener runs.
+	h, asked := revocableHolder(t, client, path+"/mutex", false)
+	code, out, stderr := zklock(t, "--json", "revoke", h.LockPath())
+	if lines := jsonLines(t, out); code != 0 || len(lines) != 1 {
+		t.Errorf("mutex node: status %d, stdout %q, stderr %q", code, out, stderr)
+	} else if bad := checkFields(lines[0], map[string]any{"event": eventRevokeRequested, "node": h.LockPath(), "revocable": true, "released": false}); len(bad) > 0 {
+		t.Errorf("mutex node: %v", bad)
+	}
+	testutil.Recv(t, asked, "the holder's revocation listener")
+	if data, _, err := conn.Get(h.LockPath()); err != nil || string(data) != "__REVOKE__" {
+		t.Errorf("node data %q, %v", data, err)
+	}
+
+	// A mutex, by path: its holder (asked again), not its waiter.
 	mu, err := recipes.NewInterProcessMutex(client, path+"/mutex")
 	if err != nil {
 		t.Fatal(err)
 	}
 	testutil.Queued(t, conn, path+"/mutex", 2, mu.NewHandle().Acquire)
-	code, out, stderr := zklock(t, "revoke", path+"/mutex")
+	code, out, stderr = zklock(t, "revoke", path+"/mutex")
 	if code != 0 || strings.TrimSpace(out) != "revocation requested: "+h.LockPath()+" (session "+fmt.Sprintf("0x%x", client.SessionID())+")" {
 		t.Errorf("mutex: status %d, stdout %q, stderr %q; want only the holder %s asked", code, out, stderr, h.LockPath())
 	}
-	select {
-	case <-asked:
-	case <-ctx.Done():
-		t.Fatal("the holder did not hear the revocation")
-	}
+	testutil.Recv(t, asked, "the holder hearing the revocation")
 
 	// A read-write lock: both (revocable) readers hold; the writer waits.
 	rw, err := recipes.NewInterProcessReadWriteLock(client, path+"/rw")
@@ -320,24 +297,6 @@ func TestRevokeLockPath(t *testing.T) {
 	}
 	if data, _, err := conn.Get(path + "/latch/" + kids[0]); err != nil || string(data) != "p-1" {
 		t.Errorf("latch node data %q, %v; want the participant id untouched", data, err)
-	}
-}
-
-// revoke --wait PATH: the holder releases, and the JSON line says so.
-func TestRevokeLockPathWaits(t *testing.T) {
-	ctx, path := testutil.Begin(t, server.Addr())
-	h, released := releasingHolder(ctx, t, path)
-	node := h.LockPath()
-	code, out, stderr := zklockBin(t, "--json", "revoke", "--wait", path)
-	lines := jsonLines(t, out)
-	if code != 0 || len(lines) != 1 {
-		t.Fatalf("status %d, stdout %q, stderr %q", code, out, stderr)
-	}
-	if bad := checkFields(lines[0], map[string]any{"event": eventRevokeRequested, "node": node, "path": path, "kind": "mutex", "released": true}); len(bad) > 0 {
-		t.Errorf("%v: %v", lines[0], bad)
-	}
-	if err := testutil.Recv(t, released, "the revocation listener's Release"); err != nil {
-		t.Error(err)
 	}
 }
 

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"flag"
@@ -16,16 +17,9 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/gocurator/curator/framework"
+	"github.com/gocurator/curator/internal/lockqueue"
 	"github.com/gocurator/curator/recipes"
 	"github.com/gocurator/curator/state"
-)
-
-// Lock kinds run takes.
-const (
-	lockMutex = "mutex"
-	lockRead  = "read"
-	lockWrite = "write"
-	lockLease = "lease"
 )
 
 // releaseTimeout bounds how long run waits for its lock node's delete after
@@ -37,8 +31,8 @@ const releaseTimeout = 10 * time.Second
 type runOptions struct {
 	path        string
 	argv        []string
-	kind        string        // lockMutex, lockRead, lockWrite or lockLease
-	maxLeases   int           // lockLease: the semaphore's limit
+	kind        string        // mutex, read, write or lease: ls's kinds (lockqueue.KindMutex...)
+	maxLeases   int           // lease: the semaphore's limit
 	semaphore   bool          // --semaphore was given
 	timeout     time.Duration // give up acquiring after this long; 0: wait forever
 	tryOnce     bool          // give up at once if the lock is held
@@ -131,16 +125,7 @@ func cmdRun(ctx context.Context, g *globalOptions, args []string, s streams, sig
 // may come before and after PATH; COMMAND starts at the first argument after
 // PATH that is not a flag, or after a "--".
 func parseRunArgs(fs *flag.FlagSet, args []string, o *runOptions) error {
-	parse := func(args []string) ([]string, error) {
-		if err := fs.Parse(args); err != nil {
-			if errors.Is(err, flag.ErrHelp) {
-				return nil, err
-			}
-			return nil, &statusError{code: exitUsage, err: err}
-		}
-		return fs.Args(), nil
-	}
-	rest, err := parse(args)
+	rest, err := parseFlags(fs, args)
 	if err != nil {
 		return err
 	}
@@ -148,7 +133,7 @@ func parseRunArgs(fs *flag.FlagSet, args []string, o *runOptions) error {
 		return usageErrorf("run wants PATH -- COMMAND [ARGS...]")
 	}
 	o.path = rest[0]
-	if o.argv, err = parse(rest[1:]); err != nil {
+	if o.argv, err = parseFlags(fs, rest[1:]); err != nil {
 		return err
 	}
 	if len(o.argv) == 0 {
@@ -163,21 +148,14 @@ func (o *runOptions) validate(g *globalOptions) error {
 	if err := validatePath("PATH", o.path); err != nil {
 		return err
 	}
+	if o.semaphore && o.maxLeases < 1 {
+		return usageErrorf("--semaphore wants a positive number of leases, not %d", o.maxLeases)
+	}
 	n := 0
-	o.kind = lockMutex
-	if o.read {
-		n++
-		o.kind = lockRead
-	}
-	if o.write {
-		n++
-		o.kind = lockWrite
-	}
-	if o.semaphore {
-		n++
-		o.kind = lockLease
-		if o.maxLeases < 1 {
-			return usageErrorf("--semaphore wants a positive number of leases, not %d", o.maxLeases)
+	o.kind = lockqueue.KindMutex
+	for kind, given := range map[string]bool{lockqueue.KindRead: o.read, lockqueue.KindWrite: o.write, lockqueue.KindLease: o.semaphore} {
+		if given {
+			n, o.kind = n+1, kind
 		}
 	}
 	if n > 1 {
@@ -186,7 +164,7 @@ func (o *runOptions) validate(g *globalOptions) error {
 	if o.timeout < 0 || o.grace < 0 {
 		return usageErrorf("--timeout and --grace must not be negative")
 	}
-	if o.revocable && o.kind == lockLease {
+	if o.revocable && o.kind == lockqueue.KindLease {
 		return usageErrorf("--revocable works with mutex and read-write locks: Curator's semaphore leases cannot be revoked")
 	}
 	switch o.errorPolicy {
@@ -203,15 +181,19 @@ func (o *runOptions) validate(g *globalOptions) error {
 	return nil
 }
 
-// Outcomes of run, on the last line of its --json output (with those of
-// its error lines, outcomeError and others).
-const (
-	outcomeOK          = "ok"           // the command ran with the lock held to its end
-	outcomeLost        = "lost"         // exitLost
-	outcomeRevoked     = "revoked"      // exitRevoked
-	outcomeNotAcquired = "not-acquired" // exitNotAcquired
-	outcomeInterrupted = "interrupted"  // exitSignalBase+N: a signal while waiting for the lock
-)
+// runOutcomes name run's own exit statuses in its --json output
+// ("outcome"); a command's own status is "ok", and 128+N, a signal while
+// waiting for the lock, "interrupted".
+var runOutcomes = map[int]string{exitLost: "lost", exitRevoked: "revoked", exitNotAcquired: "not-acquired",
+	exitRunFailed: "error", exitCannotRun: "cannot-run", exitNotFound: "not-found"}
+
+// outcome names run's own exit status (runOutcomes).
+func outcome(status int) string {
+	if status > exitSignalBase {
+		return "interrupted"
+	}
+	return runOutcomes[status]
+}
 
 // runEvent is one line of run's --json output. A field that does not apply
 // is left out: node, session and token once the lock is held (token once
@@ -242,13 +224,6 @@ type runEvent struct {
 	// Message is the text the human output prints.
 	Message string `json:"message"`
 }
-
-// When the last line is printed in the human output (--json always prints it).
-const (
-	textAlways  = iota // it says why run failed
-	textVerbose        // only with -v
-	textNever          // the command's own status says it all
-)
 
 // reporter writes run's own messages to stderr, as text or JSON lines.
 type reporter struct {
@@ -294,55 +269,51 @@ func (r *reporter) info(name, format string, args ...any) {
 
 // fail writes run's last line for a failure of its own, an errorLine, and
 // returns status.
-func (r *reporter) fail(outcome string, status int, format string, args ...any) int {
-	writeError(r.w, r.json, outcome, status, fmt.Sprintf(format, args...))
+func (r *reporter) fail(status int, format string, args ...any) int {
+	writeError(r.w, r.json, outcome(status), status, fmt.Sprintf(format, args...))
 	return status
 }
 
-// finish writes run's last line, with its outcome and the status it exits
-// with, and returns that status. commandStatus is the command's own status,
-// -1 if it did not run. text says when the human output shows the line.
-func (r *reporter) finish(name, outcome string, status, commandStatus, text int, format string, args ...any) int {
-	ev := runEvent{Event: name, Outcome: outcome, Status: &status, Message: fmt.Sprintf(format, args...)}
-	if commandStatus >= 0 {
-		ev.CommandStatus = &commandStatus
+// notRun writes run's last line when the command was not run: the outcome
+// of status (also its event), status (returned: zklock exits with it) and
+// why.
+func (r *reporter) notRun(status int, format string, args ...any) int {
+	name := outcome(status)
+	r.write(runEvent{Event: name, Outcome: name, Status: &status, Message: fmt.Sprintf(format, args...)}, true)
+	return status
+}
+
+// exited writes run's last line once the command exited with
+// commandStatus, and returns the status zklock exits with: stopped, why
+// zklock stopped the command (exitLost, exitRevoked, exitRunFailed), or if
+// 0 (outcome ok) the command's own. The human output shows it only with
+// -v, and not for ok: the command's own status says it all.
+func (r *reporter) exited(stopped, commandStatus int) int {
+	status, name := cmp.Or(stopped, commandStatus), "ok"
+	if stopped != 0 {
+		name = outcome(stopped)
 	}
-	r.write(ev, text == textAlways || (text == textVerbose && r.verbose))
+	ev := runEvent{Event: "exit", Outcome: name, Status: &status, CommandStatus: &commandStatus,
+		Message: fmt.Sprintf("the command exited with status %d", commandStatus)}
+	r.write(ev, r.verbose && stopped != 0)
 	return status
 }
 
 // held is a lock or lease run holds, whatever its recipe.
 type held struct {
-	kind    string
-	node    string
-	token   int64 // set by withToken
-	lost    <-chan struct{}
-	release func(ctx context.Context) error
+	kind         string
+	node         string
+	token        int64 // read by fencingToken once acquired
+	fencingToken func(context.Context) (int64, error)
+	lost         <-chan struct{}
+	release      func(ctx context.Context) error
 }
 
-// withToken reads the fencing token of h, just acquired (one round trip).
-// On failure it returns h, still held, with the error (wrapping
-// recipes.ErrLockLost if the lock was lost meanwhile): the command must not
-// run under a lock without a token.
-func withToken(ctx context.Context, h *held, token func(context.Context) (int64, error)) (*held, error) {
-	t, err := token(ctx)
-	if err != nil {
-		return h, err
-	}
-	h.token = t
-	return h, nil
-}
-
-// acquire takes the lock o describes, honouring --try-once, and reads its
-// fencing token; revoked gets a value when a revocable lock is asked to
-// release. The returned held is nil unless the lock is held; it is returned
-// with an error when the lock is held but its token could not be read.
+// acquire takes the lock o describes, honouring --try-once; revoked gets a
+// value when a revocable lock is asked to release. The returned held is nil
+// unless the lock is held.
 func acquire(ctx context.Context, client *framework.Client, o runOptions, revoked chan<- struct{}) (*held, error) {
-	var lockOpts []recipes.LockOption
-	if o.dataSet {
-		lockOpts = append(lockOpts, recipes.WithLockData([]byte(o.data)))
-	}
-	if o.kind == lockLease {
+	if o.kind == lockqueue.KindLease {
 		var semOpts []recipes.SemaphoreOption
 		if o.dataSet {
 			semOpts = append(semOpts, recipes.WithLeaseData([]byte(o.data)))
@@ -351,26 +322,29 @@ func acquire(ctx context.Context, client *framework.Client, o runOptions, revoke
 		if err != nil {
 			return nil, err
 		}
-		var lease *recipes.Lease
+		take := sem.Acquire
 		if o.tryOnce {
-			lease, err = sem.TryAcquire(ctx)
-		} else {
-			lease, err = sem.Acquire(ctx)
+			take = sem.TryAcquire
 		}
+		lease, err := take(ctx)
 		if err != nil {
 			return nil, err
 		}
-		return withToken(ctx, &held{kind: lockLease, node: lease.Path(), lost: lease.Done(), release: lease.Close}, lease.FencingToken)
+		return &held{kind: lockqueue.KindLease, node: lease.Path(), fencingToken: lease.FencingToken, lost: lease.Done(), release: lease.Close}, nil
 	}
 
+	var lockOpts []recipes.LockOption
+	if o.dataSet {
+		lockOpts = append(lockOpts, recipes.WithLockData([]byte(o.data)))
+	}
 	var h *recipes.Handle
 	switch o.kind {
-	case lockRead, lockWrite:
+	case lockqueue.KindRead, lockqueue.KindWrite:
 		rw, err := recipes.NewInterProcessReadWriteLock(client, o.path, lockOpts...)
 		if err != nil {
 			return nil, err
 		}
-		if o.kind == lockRead {
+		if o.kind == lockqueue.KindRead {
 			h = rw.NewHandle().ReadLock()
 		} else {
 			h = rw.NewHandle().WriteLock()
@@ -390,16 +364,14 @@ func acquire(ctx context.Context, client *framework.Client, o runOptions, revoke
 			}
 		})
 	}
-	var err error
+	take := h.Acquire
 	if o.tryOnce {
-		err = h.TryAcquire(ctx)
-	} else {
-		err = h.Acquire(ctx)
+		take = h.TryAcquire
 	}
-	if err != nil {
+	if err := take(ctx); err != nil {
 		return nil, err
 	}
-	return withToken(ctx, &held{kind: o.kind, node: h.LockPath(), lost: h.Done(), release: h.Release}, h.FencingToken)
+	return &held{kind: o.kind, node: h.LockPath(), fencingToken: h.FencingToken, lost: h.Done(), release: h.Release}, nil
 }
 
 // runLocked takes the lock o describes through client, runs o.argv under
@@ -421,6 +393,12 @@ func runLocked(ctx context.Context, client *framework.Client, o runOptions, s st
 	done := make(chan result, 1)
 	go func() {
 		h, err := acquire(actx, client, o, revoked)
+		if err == nil {
+			// One round trip. On failure h stays, still held, and the
+			// error wraps recipes.ErrLockLost if the lock was lost
+			// meanwhile: the command must not run without a token.
+			h.token, err = h.fencingToken(actx)
+		}
 		done <- result{h, err}
 	}()
 	var res result
@@ -433,7 +411,7 @@ func runLocked(ctx context.Context, client *framework.Client, o runOptions, s st
 			r.holding(res.h, client.SessionID())
 			releaseHeld(ctx, res.h, r)
 		}
-		return r.finish("interrupted", outcomeInterrupted, signalStatus(sig), -1, textAlways,
+		return r.notRun(signalStatus(sig),
 			"got %v while waiting for %s; nothing was run", sig, o.path)
 	}
 	if res.h != nil {
@@ -443,31 +421,28 @@ func runLocked(ctx context.Context, client *framework.Client, o runOptions, s st
 		switch {
 		case res.h != nil && errors.Is(res.err, recipes.ErrLockLost):
 			// Not released, as a lock lost later is not (see below).
-			return r.finish("lost", outcomeLost, exitLost, -1, textAlways,
+			return r.notRun(exitLost,
 				"lost %s right after acquiring it, before its fencing token could be read (%v; connection %v); nothing was run",
 				o.path, res.err, client.State())
 		case res.h != nil:
 			releaseHeld(ctx, res.h, r)
-			return r.fail(outcomeError, exitRunFailed,
+			return r.fail(exitRunFailed,
 				"acquired %s but could not read its fencing token: %v; released it, nothing was run", o.path, res.err)
-		case errors.Is(res.err, recipes.ErrLocked) && o.kind == lockLease:
-			return r.finish("not-acquired", outcomeNotAcquired, exitNotAcquired, -1, textAlways,
-				"%s has no lease free now (--try-once)", o.path)
+		case errors.Is(res.err, recipes.ErrLocked) && o.kind == lockqueue.KindLease:
+			return r.notRun(exitNotAcquired, "%s has no lease free now (--try-once)", o.path)
 		case errors.Is(res.err, recipes.ErrLocked):
-			return r.finish("not-acquired", outcomeNotAcquired, exitNotAcquired, -1, textAlways,
-				"%s is held by another participant (--try-once)", o.path)
+			return r.notRun(exitNotAcquired, "%s is held by another participant (--try-once)", o.path)
 		case errors.Is(res.err, context.DeadlineExceeded) && ctx.Err() == nil:
-			return r.finish("not-acquired", outcomeNotAcquired, exitNotAcquired, -1, textAlways,
-				"%s was not acquired within %v", o.path, o.timeout)
+			return r.notRun(exitNotAcquired, "%s was not acquired within %v", o.path, o.timeout)
 		default:
-			return r.fail(outcomeError, exitRunFailed, "acquiring %s: %v", o.path, res.err)
+			return r.fail(exitRunFailed, "acquiring %s: %v", o.path, res.err)
 		}
 	}
 	h := res.h
 	select {
 	case <-h.lost:
 		// Not released: see below.
-		return r.finish("lost", outcomeLost, exitLost, -1, textAlways,
+		return r.notRun(exitLost,
 			"lost %s right after acquiring it (connection %v); nothing was run", o.path, client.State())
 	default:
 	}
@@ -489,30 +464,27 @@ func runLocked(ctx context.Context, client *framework.Client, o runOptions, s st
 	if err != nil {
 		releaseHeld(ctx, h, r)
 		if errors.Is(err, exec.ErrNotFound) || errors.Is(err, os.ErrNotExist) {
-			return r.fail(outcomeNotFound, exitNotFound, "cannot run %s: %v", o.argv[0], err)
+			return r.fail(exitNotFound, "cannot run %s: %v", o.argv[0], err)
 		}
-		return r.fail(outcomeCannotRun, exitCannotRun, "cannot run %s: %v", o.argv[0], err)
+		return r.fail(exitCannotRun, "cannot run %s: %v", o.argv[0], err)
 	}
 
 	var (
-		outcome    = 0 // 0: ran to its end; else exitLost, exitRevoked or exitRunFailed
-		outcomeOf  = map[int]string{exitLost: outcomeLost, exitRevoked: outcomeRevoked, exitRunFailed: outcomeError}
-		graceTimer *time.Timer
-		grace      <-chan time.Time
-		lost       = h.lost
-		ctxDone    = ctx.Done()
-		waitErr    error
-		finished   bool
+		stopped  = 0 // 0: ran to its end; else exitLost, exitRevoked or exitRunFailed
+		grace    <-chan time.Time
+		lost     = h.lost
+		ctxDone  = ctx.Done()
+		waitErr  error
+		finished bool
 	)
 	stop := func(why int, event, format string, args ...any) {
-		if outcome != 0 {
+		if stopped != 0 {
 			return
 		}
-		outcome = why
+		stopped = why
 		r.event(event, format, args...)
 		signalGroup(cmd, syscall.SIGTERM)
-		graceTimer = time.NewTimer(o.grace)
-		grace = graceTimer.C
+		grace = time.After(o.grace) // collected unfired if the command exits first (go 1.23)
 	}
 	for !finished {
 		select {
@@ -534,19 +506,13 @@ func runLocked(ctx context.Context, client *framework.Client, o runOptions, s st
 			signalGroup(cmd, syscall.SIGKILL)
 		}
 	}
-	if graceTimer != nil {
-		graceTimer.Stop()
-	}
 	status := commandStatus(cmd, waitErr)
 	// A lost lock is not released: the connection may be down, and Close
 	// (deferred by the caller) ends the session, which removes the node.
-	if outcome != exitLost {
+	if stopped != exitLost {
 		releaseHeld(ctx, h, r)
 	}
-	if outcome != 0 {
-		return r.finish("exit", outcomeOf[outcome], outcome, status, textVerbose, "the command exited with status %d", status)
-	}
-	return r.finish("exit", outcomeOK, status, status, textNever, "the command exited with status %d", status)
+	return r.exited(stopped, status)
 }
 
 // startChild starts cmd on a goroutine locked to its OS thread, which then

@@ -15,86 +15,84 @@ import (
 	"github.com/gocurator/curator/recipes"
 )
 
+// run passes the lock's fencing token, node, kind, path and session to the
+// command, and with --json -v reports them on every line: the last one
+// also has the outcome, the status zklock exits with and the command's
+// own. In-process and from the binary; the second run gets a higher token.
 func TestRunPassesTokenAndNode(t *testing.T) {
-	testutil.CheckLeaks(t)
-	path := testutil.Path(t)
-	testutil.CleanupTree(t, server.Addr(), path)
+	_, path := testutil.Begin(t, server.Addr())
 	conn := testutil.Connect(t, server.Addr())
-	out := tempFile(t, "env")
-	code, _, stderr := zklock(t, "run", path, "--", "sh", "-c",
-		`echo "$ZKLOCK_TOKEN $ZKLOCK_NODE $ZKLOCK_KIND $ZKLOCK_PATH $ZKLOCK_SESSION" > "$0"`, out)
-	if code != 0 {
-		t.Fatalf("status %d, stderr %q", code, stderr)
-	}
-	b, err := os.ReadFile(out)
-	if err != nil {
-		t.Fatal(err)
-	}
-	f := strings.Fields(string(b))
-	if len(f) != 5 {
-		t.Fatalf("env %q", b)
-	}
-	token, err := strconv.ParseInt(f[0], 10, 64)
-	if err != nil || token <= 0 {
-		t.Errorf("ZKLOCK_TOKEN %q", f[0])
-	}
-	parent, name := framework.SplitPath(f[1])
-	if parent != path || !framework.IsProtectedName(name) || !strings.Contains(name, "-lock-") {
-		t.Errorf("ZKLOCK_NODE %q is not a Curator mutex node under %s", f[1], path)
-	}
-	if f[2] != "mutex" || f[3] != path || !strings.HasPrefix(f[4], "0x") {
-		t.Errorf("ZKLOCK_KIND, _PATH, _SESSION: %q", f[2:])
-	}
-	if kids := rawChildren(t, conn, path); len(kids) != 0 {
-		t.Errorf("lock node left behind: %v", kids)
-	}
-
-	// A second run gets a higher token.
-	code, _, stderr = zklock(t, "run", path, "--", "sh", "-c", `echo "$ZKLOCK_TOKEN" > "$0"`, out)
-	if code != 0 {
-		t.Fatalf("status %d, stderr %q", code, stderr)
-	}
-	b, _ = os.ReadFile(out)
-	if next, _ := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64); next <= token {
-		t.Errorf("second token %d is not above %d", next, token)
+	var last int64
+	for _, inProcess := range []bool{true, false} {
+		code, out, stderr := startZklock(t, inProcess, "--json", "run", "-v", path, "--", "sh", "-c",
+			`echo "$ZKLOCK_TOKEN $ZKLOCK_NODE $ZKLOCK_KIND $ZKLOCK_PATH $ZKLOCK_SESSION"; exit 3`).result()
+		f, lines := strings.Fields(out), jsonLines(t, stderr)
+		if code != 3 || len(f) != 5 || len(lines) != 3 {
+			t.Fatalf("status %d, stdout %q, stderr %q; want 3, the environment, and acquired, released, exit", code, out, stderr)
+		}
+		token, err := strconv.ParseInt(f[0], 10, 64)
+		if err != nil || token <= last {
+			t.Errorf("ZKLOCK_TOKEN %q is not above the last run's %d", f[0], last)
+		}
+		last = token
+		parent, name := framework.SplitPath(f[1])
+		if parent != path || !framework.IsProtectedName(name) || !strings.Contains(name, "-lock-") {
+			t.Errorf("ZKLOCK_NODE %q is not a Curator mutex node under %s", f[1], path)
+		}
+		if f[2] != "mutex" || f[3] != path || !strings.HasPrefix(f[4], "0x") {
+			t.Errorf("ZKLOCK_KIND, _PATH, _SESSION: %q", f[2:])
+		}
+		for i, ev := range []string{"acquired", "released", "exit"} {
+			want := map[string]any{"event": ev, "path": path, "kind": "mutex", "node": f[1], "session": f[4], "token": anyValue, "message": anyValue}
+			if bad := checkFields(lines[i], want); len(bad) > 0 || lines[i]["token"] != float64(token) {
+				t.Errorf("line %d %v: %v, token not %d", i, lines[i], bad, token)
+			}
+		}
+		if bad := checkFields(lines[2], map[string]any{"outcome": "ok", "status": 3, "command_status": 3}); len(bad) > 0 {
+			t.Errorf("last line %v: %v", lines[2], bad)
+		}
+		if bad := checkFields(lines[0], map[string]any{"outcome": nil, "status": nil, "command_status": nil}); len(bad) > 0 {
+			t.Errorf("first line %v: %v", lines[0], bad)
+		}
+		if kids := rawChildren(t, conn, path); len(kids) != 0 {
+			t.Errorf("lock node left behind: %v", kids)
+		}
 	}
 }
 
 // A lock whose fencing token cannot be read after acquiring runs nothing.
 // Here the reply to the token's Exists is lost and the connection dropped,
-// so the lock is lost (SUSPENDED) before the token comes: zklock exits 4 and
-// the command does not run. With PATH already there, the token's is the
-// first Exists zklock sends (an uncontended acquire is a create and a
+// so the lock is lost (SUSPENDED) before the token comes: zklock exits 122
+// and the command does not run. With PATH already there, the token's is
+// the first Exists zklock sends (an uncontended acquire is a create and a
 // listing; only missing parents cost Exists calls). Closing the session
 // removes the node.
 func TestRunNoTokenRunsNothing(t *testing.T) {
-	ctx, path := testutil.Begin(t, server.Addr())
+	_, path := testutil.Begin(t, server.Addr())
 	conn := testutil.Connect(t, server.Addr())
 	createNode(t, conn, path)
 	proxy := zktest.NewProxy(t, server.Addr())
 	fired := proxy.LoseNextReply(zktest.OpExists)
-	out := tempFile(t, "ran")
-	inv := newInvocation()
-	code := inv.run(ctx, "--servers", proxy.Addr(), "run", path, "--", "sh", "-c", `echo ran > "$0"`, out)
+	code, out, stderr := zklock(t, "--servers", proxy.Addr(), "run", path, "--", "echo", "ran")
 	select {
 	case <-fired:
 	default:
-		t.Fatalf("no Exists reply was lost; status %d, stderr %q", code, inv.stderr.String())
+		t.Fatalf("no Exists reply was lost; status %d, stderr %q", code, stderr)
 	}
-	stderr := inv.stderr.String()
 	if code != exitLost || !strings.Contains(stderr, "fencing token") || !strings.Contains(stderr, "nothing was run") {
 		t.Errorf("status %d, stderr %q; want %d and a report that the token could not be read", code, stderr, exitLost)
 	}
-	if _, err := os.Stat(out); err == nil {
-		t.Error("the command ran without a fencing token")
+	if out != "" {
+		t.Errorf("the command ran without a fencing token: stdout %q", out)
 	}
 	testutil.WaitChildren(t, conn, path, 0)
 }
 
+// run's exit statuses: the command's own status, whatever it is, and
+// zklock's reserved codes for its own outcomes, the same in-process and
+// from the binary.
 func TestRunExitStatus(t *testing.T) {
-	testutil.CheckLeaks(t)
-	path := testutil.Path(t)
-	testutil.CleanupTree(t, server.Addr(), path)
+	ctx, path := testutil.Begin(t, server.Addr())
 	for _, tc := range []struct {
 		argv []string
 		want int
@@ -108,7 +106,7 @@ func TestRunExitStatus(t *testing.T) {
 		{[]string{"/nonexistent/zklock-test-command"}, exitNotFound},
 		{[]string{os.DevNull}, exitCannotRun},
 	} {
-		code, _, stderr := zklock(t, append([]string{"run", path, "--"}, tc.argv...)...)
+		code, _, stderr := both(t, append([]string{"run", path, "--"}, tc.argv...)...)
 		if code != tc.want {
 			t.Errorf("%q: status %d, want %d (stderr %q)", tc.argv, code, tc.want, stderr)
 		}
@@ -117,51 +115,45 @@ func TestRunExitStatus(t *testing.T) {
 	if kids := rawChildren(t, conn, path); len(kids) != 0 {
 		t.Errorf("lock nodes left behind: %v", kids)
 	}
-}
 
-func TestRunTryOnceOnHeldLock(t *testing.T) {
-	ctx, path := testutil.Begin(t, server.Addr())
-	conn := testutil.Connect(t, server.Addr())
+	// Held by another: not acquired (124), at once with --try-once, after
+	// --timeout otherwise, or until a signal. Nothing is run and no node
+	// is left.
 	h := holdMutex(ctx, t, path)
-
-	marker := tempFile(t, "ran")
-	code, _, stderr := zklock(t, "run", "--try-once", path, "--", "touch", marker)
-	if code != exitNotAcquired || !strings.Contains(stderr, "held by another participant") {
-		t.Errorf("status %d, stderr %q", code, stderr)
-	}
-	if _, err := os.Stat(marker); err == nil {
-		t.Error("the command ran without the lock")
+	code, out, stderr := both(t, "run", "--try-once", path, "--", "echo", "ran")
+	if code != exitNotAcquired || !strings.Contains(stderr, "held by another participant") || out != "" {
+		t.Errorf("status %d, stdout %q, stderr %q", code, out, stderr)
 	}
 	_, holder := framework.SplitPath(h.LockPath())
 	if kids := rawChildren(t, conn, path); len(kids) != 1 || kids[0] != holder {
 		t.Errorf("children %v, want only the holder %s", kids, holder)
 	}
 
-	// --timeout: the same, after waiting.
-	code, _, stderr = zklock(t, "run", "--timeout", "200ms", path, "--", "touch", marker)
-	if code != exitNotAcquired || !strings.Contains(stderr, "not acquired within") {
-		t.Errorf("--timeout: status %d, stderr %q", code, stderr)
+	code, out, stderr = zklock(t, "run", "--timeout", "200ms", path, "--", "echo", "ran")
+	if code != exitNotAcquired || !strings.Contains(stderr, "not acquired within") || out != "" {
+		t.Errorf("--timeout: status %d, stdout %q, stderr %q", code, out, stderr)
 	}
 	if kids := rawChildren(t, conn, path); len(kids) != 1 {
 		t.Errorf("--timeout left %v", kids)
 	}
-}
 
-func TestRunSignalWhileWaiting(t *testing.T) {
-	ctx, path := testutil.Begin(t, server.Addr())
-	conn := testutil.Connect(t, server.Addr())
-	holdMutex(ctx, t, path)
-
-	inv := newInvocation()
-	done := make(chan int, 1)
-	go func() { done <- inv.run(ctx, "--servers", server.Addr(), "run", path, "--", "true") }()
-	testutil.WaitChildren(t, conn, path, 2) // zklock is queued
-	inv.signals <- syscall.SIGTERM
-	if code := testutil.Recv(t, done, "zklock's exit"); code != 128+int(syscall.SIGTERM) {
-		t.Errorf("status %d, stderr %q", code, inv.stderr.String())
-	}
-	if kids := rawChildren(t, conn, path); len(kids) != 1 {
-		t.Errorf("zklock's node left behind: %v", kids)
+	// A signal while waiting, in-process and to the binary: 128+N, nothing
+	// run, the queued node removed.
+	for _, inProcess := range []bool{true, false} {
+		p := startZklock(t, inProcess, "--json", "run", path, "--", "true")
+		testutil.WaitChildren(t, conn, path, 2) // zklock is queued
+		p.signal(syscall.SIGTERM)
+		if code := p.wait(); code != 128+int(syscall.SIGTERM) {
+			t.Errorf("in-process %v: status %d, stderr %q", inProcess, code, p.stderr.String())
+		}
+		lines := jsonLines(t, p.stderr.String())
+		if bad := checkFields(lines[len(lines)-1], map[string]any{"event": "interrupted", "outcome": "interrupted",
+			"status": 128 + int(syscall.SIGTERM), "command_status": nil}); len(bad) > 0 {
+			t.Errorf("in-process %v: %v", inProcess, bad)
+		}
+		if kids := rawChildren(t, conn, path); len(kids) != 1 {
+			t.Errorf("in-process %v: zklock's node left behind: %v", inProcess, kids)
+		}
 	}
 }
 
@@ -173,26 +165,19 @@ func TestRunForwardsSignals(t *testing.T) {
 				// (a test binary started in the background ignores SIGINT).
 				t.Skipf("%v is ignored by this process, and so by the command", sig)
 			}
-			testutil.CheckLeaks(t)
-			path := testutil.Path(t)
-			testutil.CleanupTree(t, server.Addr(), path)
+			ctx, path := testutil.Begin(t, server.Addr())
 			conn := testutil.Connect(t, server.Addr())
-			ctx := testutil.Context(t)
-			inv := newInvocation()
-			done := make(chan int, 1)
 			// wait returns at once when a trapped signal arrives; the trap
 			// also ends the background sleep.
 			script := fmt.Sprintf(`sleep 60 & trap 'kill $!; echo got %s; exit 42' %s; echo ready; wait`, name, name)
-			go func() {
-				done <- inv.run(ctx, "--servers", server.Addr(), "run", path, "--", "sh", "-c", script)
-			}()
-			inv.stdout.waitFor(ctx, t, "ready")
-			inv.signals <- sig
-			if code := testutil.Recv(t, done, "zklock's exit"); code != 42 {
-				t.Errorf("status %d, want the command's 42; stdout %q stderr %q", code, inv.stdout.String(), inv.stderr.String())
+			p := startZklock(t, true, "run", path, "--", "sh", "-c", script)
+			p.stdout.waitFor(ctx, t, "ready")
+			p.signal(sig)
+			if code := p.wait(); code != 42 {
+				t.Errorf("status %d, want the command's 42; stdout %q stderr %q", code, p.stdout.String(), p.stderr.String())
 			}
-			if !strings.Contains(inv.stdout.String(), "got "+name) {
-				t.Errorf("the command did not see %v: %q", sig, inv.stdout.String())
+			if !strings.Contains(p.stdout.String(), "got "+name) {
+				t.Errorf("the command did not see %v: %q", sig, p.stdout.String())
 			}
 			if kids := rawChildren(t, conn, path); len(kids) != 0 {
 				t.Errorf("lock node left behind: %v", kids)
@@ -201,45 +186,55 @@ func TestRunForwardsSignals(t *testing.T) {
 	}
 }
 
-func TestRunLockLostSignalsCommand(t *testing.T) {
+// A lock lost while the command runs: SIGTERM to the command, SIGKILL
+// after --grace if it ignores that; 122, and with --json the command's own
+// status on the last line.
+func TestRunLockLost(t *testing.T) {
 	for _, tc := range []struct {
 		name, script, want string
+		inProcess, json    bool
 	}{
 		// The command exits on SIGTERM.
-		{"sigterm", `echo ready; exec sleep 60`, "sending SIGTERM"},
+		{"sigterm", `echo ready; exec sleep 60`, "sending SIGTERM", true, false},
 		// The command ignores SIGTERM: SIGKILL after the grace period.
-		{"sigkill", `trap '' TERM; echo ready; while :; do sleep 1; done`, "sending SIGKILL"},
+		{"sigkill", `trap '' TERM; echo ready; while :; do sleep 1; done`, "sending SIGKILL", true, false},
+		{"binary-json", `echo ready; exec sleep 60`, "sending SIGTERM", false, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			testutil.CheckLeaks(t)
-			path := testutil.Path(t)
-			testutil.CleanupTree(t, server.Addr(), path)
-			ctx := testutil.Context(t)
+			ctx, path := testutil.Begin(t, server.Addr())
 			proxy := zktest.NewProxy(t, server.Addr())
-			inv := newInvocation()
-			done := make(chan int, 1)
-			go func() {
-				done <- inv.run(ctx, "--servers", proxy.Addr(), "--session-timeout", "1s",
-					"run", "--grace", "200ms", path, "--", "sh", "-c", tc.script)
-			}()
-			inv.stdout.waitFor(ctx, t, "ready")
+			args := []string{"--servers", proxy.Addr(), "--session-timeout", "1s", "run", "--grace", "200ms", path, "--", "sh", "-c", tc.script}
+			if tc.json {
+				args = append([]string{"--json"}, args...)
+			}
+			p := startZklock(t, tc.inProcess, args...)
+			p.stdout.waitFor(ctx, t, "ready")
 			proxy.BlackHole() // SUSPENDED after ~2/3 of the session timeout: lost under the Standard policy
-			code := testutil.Recv(t, done, "zklock's exit")
-			if code != exitLost {
-				t.Errorf("status %d, want %d; stderr %q", code, exitLost, inv.stderr.String())
-			}
-			stderr := inv.stderr.String()
-			if !strings.Contains(stderr, "lost") || !strings.Contains(stderr, tc.want) {
-				t.Errorf("stderr %q, want a loss report with %q", stderr, tc.want)
-			}
+			code := p.wait()
 			proxy.Restore()
+			stderr := p.stderr.String()
+			if code != exitLost || !strings.Contains(stderr, "lost") || !strings.Contains(stderr, tc.want) {
+				t.Errorf("status %d, stderr %q; want %d and a loss report with %q", code, stderr, exitLost, tc.want)
+			}
+			if !tc.json {
+				return
+			}
+			lines := jsonLines(t, stderr)
+			last := lines[len(lines)-1]
+			if lines[0]["event"] != "lost" {
+				t.Errorf("first line %v, want event lost", lines[0])
+			}
+			if bad := checkFields(last, map[string]any{"event": "exit", "outcome": "lost", "status": exitLost,
+				"command_status": 128 + int(syscall.SIGTERM), "node": anyValue, "session": anyValue, "token": anyValue}); len(bad) > 0 {
+				t.Errorf("last line %v: %v", last, bad)
+			}
 		})
 	}
 }
 
 func TestRunReadWriteAndSemaphore(t *testing.T) {
 	ctx, path := testutil.Begin(t, server.Addr())
-	client := newClient(t, "")
+	client := newClient(t)
 	rw, err := recipes.NewInterProcessReadWriteLock(client, path+"/rw")
 	if err != nil {
 		t.Fatal(err)
@@ -276,22 +271,43 @@ func TestRunReadWriteAndSemaphore(t *testing.T) {
 	}
 }
 
-func TestRunRevocable(t *testing.T) {
+// run --json when the command did not run (no node, no command status),
+// and when it was stopped (its own status apart).
+func TestRunJSON(t *testing.T) {
 	ctx, path := testutil.Begin(t, server.Addr())
-	inv := newInvocation()
-	done := make(chan int, 1)
-	go func() {
-		done <- inv.run(ctx, "--servers", server.Addr(), "run", "--revocable", path, "--",
-			"sh", "-c", `echo "node=$ZKLOCK_NODE;"; exec sleep 60`)
-	}()
-	out := inv.stdout.waitFor(ctx, t, ";")
-	node := strings.TrimSuffix(strings.TrimPrefix(strings.TrimSpace(out), "node="), ";")
-	code, rout, rerr := zklock(t, "revoke", "--wait", node)
-	if code != 0 || !strings.Contains(rout, "released: "+node) {
-		t.Errorf("revoke --wait: status %d, stdout %q, stderr %q", code, rout, rerr)
+
+	// Not acquired: no node, no command status.
+	holdMutex(ctx, t, path+"/held")
+	code, _, stderr := zklockBin(t, "--json", "run", "--try-once", path+"/held", "--", "true")
+	lines := jsonLines(t, stderr)
+	if code != exitNotAcquired || len(lines) != 1 {
+		t.Fatalf("not acquired: status %d, stderr %q", code, stderr)
 	}
-	if code := testutil.Recv(t, done, "zklock's exit"); code != exitRevoked {
-		t.Errorf("run status %d, want %d; stderr %q", code, exitRevoked, inv.stderr.String())
+	if bad := checkFields(lines[0], map[string]any{"event": "not-acquired", "outcome": "not-acquired", "status": exitNotAcquired,
+		"path": path + "/held", "kind": "mutex", "node": nil, "command_status": nil, "message": anyValue}); len(bad) > 0 {
+		t.Errorf("not acquired: %v: %v", lines[0], bad)
+	}
+
+	// Revoked while the command ran (revoke --wait says when the node has
+	// gone), in-process and from the binary: stopped, exiting 123, its own
+	// status apart.
+	for _, inProcess := range []bool{true, false} {
+		p := startZklock(t, inProcess, "--json", "run", "--revocable", path+"/rev", "--", "sh", "-c", `echo "node=$ZKLOCK_NODE;"; exec sleep 60`)
+		out := p.stdout.waitFor(ctx, t, ";")
+		node := strings.TrimSuffix(strings.TrimPrefix(strings.TrimSpace(out), "node="), ";")
+		if code, rout, rerr := zklock(t, "revoke", "--wait", node); code != 0 || !strings.Contains(rout, "released: "+node) {
+			t.Errorf("revoke --wait: status %d, stdout %q, stderr %q", code, rout, rerr)
+		}
+		code = p.wait()
+		lines = jsonLines(t, p.stderr.String())
+		last := lines[len(lines)-1]
+		if code != exitRevoked || lines[0]["event"] != "revoked" {
+			t.Errorf("revoked, in-process %v: status %d, stderr %q", inProcess, code, p.stderr.String())
+		}
+		if bad := checkFields(last, map[string]any{"event": "exit", "outcome": "revoked", "status": exitRevoked,
+			"command_status": 128 + int(syscall.SIGTERM), "node": node, "kind": "mutex"}); len(bad) > 0 {
+			t.Errorf("revoked, in-process %v, last line %v: %v", inProcess, last, bad)
+		}
 	}
 }
 
@@ -308,25 +324,21 @@ func TestRunNamespaceAndAuth(t *testing.T) {
 		}
 	})
 	ctx := testutil.Context(t)
-	inv := newInvocation()
-	done := make(chan int, 1)
-	go func() {
-		done <- inv.run(ctx, "--servers", server.Addr(), "--namespace", ns, "--auth", "alice:secret",
-			"run", "--acl", "creator", "/lock", "--", "sh", "-c", `echo "$ZKLOCK_NODE $ZKLOCK_NAMESPACE ready"; exec sleep 60`)
-	}()
-	out := inv.stdout.waitFor(ctx, t, "ready")
+	p := startZklock(t, true, "--namespace", ns, "--auth", "alice:secret",
+		"run", "--acl", "creator", "/lock", "--", "sh", "-c", `echo "$ZKLOCK_NODE $ZKLOCK_NAMESPACE ready"; exec sleep 60`)
+	out := p.stdout.waitFor(ctx, t, "ready")
 	f := strings.Fields(out)
 	if len(f) != 3 || !strings.HasPrefix(f[0], "/lock/_c_") || f[1] != ns {
 		t.Fatalf("ZKLOCK_NODE, ZKLOCK_NAMESPACE: %q", out)
 	}
 	// The node is in the namespace, with the creator's ACL, as is its parent.
-	for _, p := range []string{"/" + ns + f[0], "/" + ns + "/lock"} {
-		acl, _, err := conn.GetACL(p)
+	for _, node := range []string{"/" + ns + f[0], "/" + ns + "/lock"} {
+		acl, _, err := conn.GetACL(node)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if len(acl) != 1 || acl[0].Scheme != "digest" || !strings.HasPrefix(acl[0].ID, "alice:") {
-			t.Errorf("ACL of %s: %+v", p, acl)
+			t.Errorf("ACL of %s: %+v", node, acl)
 		}
 	}
 	// ls through the namespace, with the auth that may read it.
@@ -334,8 +346,8 @@ func TestRunNamespaceAndAuth(t *testing.T) {
 	if code != 0 || !strings.Contains(lsOut, "/lock: mutex") || !strings.Contains(lsOut, "holder") {
 		t.Errorf("ls in the namespace: status %d, stdout %q, stderr %q", code, lsOut, stderr)
 	}
-	inv.signals <- syscall.SIGTERM
-	if code := testutil.Recv(t, done, "zklock's exit"); code != 128+int(syscall.SIGTERM) {
-		t.Errorf("status %d, stderr %q", code, inv.stderr.String())
+	p.signal(syscall.SIGTERM)
+	if code := p.wait(); code != 128+int(syscall.SIGTERM) {
+		t.Errorf("status %d, stderr %q", code, p.stderr.String())
 	}
 }

@@ -21,23 +21,19 @@ func TestTLS(t *testing.T) {
 	secure := zktest.NewServer(t, zktest.WithTLS(files)).SecureAddr()
 	tlsFlags := []string{"--servers", secure, "--tls-ca", files.CA, "--tls-cert", files.ClientCert, "--tls-key", files.ClientKey}
 
-	ctx := testutil.Context(t)
-	inv := newInvocation()
-	code := inv.run(ctx, append(tlsFlags, "run", "/tls/lock", "--", "sh", "-c", `echo "token=$ZKLOCK_TOKEN"`)...)
-	if code != 0 || !strings.HasPrefix(inv.stdout.String(), "token=") {
-		t.Fatalf("run over TLS: status %d, stdout %q, stderr %q", code, inv.stdout.String(), inv.stderr.String())
+	code, out, stderr := zklock(t, append(tlsFlags, "run", "/tls/lock", "--", "sh", "-c", `echo "token=$ZKLOCK_TOKEN"`)...)
+	if code != 0 || !strings.HasPrefix(out, "token=") {
+		t.Fatalf("run over TLS: status %d, stdout %q, stderr %q", code, out, stderr)
 	}
 
 	// Without a client certificate the server refuses the handshake.
-	inv = newInvocation()
-	code = inv.run(ctx, "--servers", secure, "--tls-ca", files.CA, "--connect-timeout", "500ms", "ls", "/tls")
-	if code != exitError || !strings.Contains(inv.stderr.String(), "cannot connect") {
-		t.Errorf("without a client certificate: status %d, stderr %q", code, inv.stderr.String())
+	code, _, stderr = zklock(t, "--servers", secure, "--tls-ca", files.CA, "--connect-timeout", "500ms", "ls", "/tls")
+	if code != exitError || !strings.Contains(stderr, "cannot connect") {
+		t.Errorf("without a client certificate: status %d, stderr %q", code, stderr)
 	}
 	// A bad CA file is an error before connecting.
-	inv = newInvocation()
-	code = inv.run(ctx, "--servers", secure, "--tls-ca", filepath.Join(t.TempDir(), "missing.pem"), "ls", "/tls")
-	if code != exitError || !strings.Contains(inv.stderr.String(), "--tls-ca") {
-		t.Errorf("missing CA file: status %d, stderr %q", code, inv.stderr.String())
+	code, _, stderr = zklock(t, "--servers", secure, "--tls-ca", filepath.Join(t.TempDir(), "missing.pem"), "ls", "/tls")
+	if code != exitError || !strings.Contains(stderr, "--tls-ca") {
+		t.Errorf("missing CA file: status %d, stderr %q", code, stderr)
 	}
 }

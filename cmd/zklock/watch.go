@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"sync"
 	"time"
 
@@ -73,10 +74,10 @@ func watchLs(ctx context.Context, client *framework.Client, path string, o lockq
 	}
 
 	v := view{w: w, json: asJSON, terminal: isTerminal(w), path: path}
-	var last *lsResult
+	var last *lockqueue.Listing
 	for {
 		err := arm(watchPaths(path, last))
-		var r *lsResult
+		var r *lockqueue.Listing
 		if err == nil {
 			r, err = list(wctx, client, path, o)
 		}
@@ -86,13 +87,13 @@ func watchLs(ctx context.Context, client *framework.Client, path string, o lockq
 		case err != nil && last == nil:
 			return err
 		case err != nil:
-			v.showError(err, client.State())
+			v.show(nil, err, client.State())
 		default:
 			last = r
-			if !allArmed(armed, watchPaths(path, r)) {
+			if slices.ContainsFunc(watchPaths(path, r), func(p string) bool { return !armed[p] }) {
 				continue // watch what this listing found, then list again
 			}
-			if err := v.show(r, client.State()); err != nil {
+			if err := v.show(r, nil, client.State()); err != nil {
 				return err
 			}
 		}
@@ -138,7 +139,7 @@ func watchNode(ctx context.Context, client *framework.Client, p string) (<-chan 
 // last listing r of path (nil before the first): path and its semaphore's
 // locks and leases, whatever path is now, and each lock r lists below a
 // parent of locks (with its locks and leases, for a semaphore).
-func watchPaths(path string, r *lsResult) []string {
+func watchPaths(path string, r *lockqueue.Listing) []string {
 	semaphore := func(p string) []string {
 		return []string{framework.JoinPath(p, locktree.SemaphoreLocks), framework.JoinPath(p, locktree.SemaphoreLeases)}
 	}
@@ -154,16 +155,6 @@ func watchPaths(path string, r *lsResult) []string {
 	return paths
 }
 
-// allArmed reports whether every one of paths has a watch outstanding.
-func allArmed(armed map[string]bool, paths []string) bool {
-	for _, p := range paths {
-		if !armed[p] {
-			return false
-		}
-	}
-	return true
-}
-
 // view draws the listings of ls --watch.
 type view struct {
 	w        io.Writer
@@ -174,45 +165,37 @@ type view struct {
 	state    state.ConnectionState // the connection state last shown
 }
 
-// show draws r, with a line that says when and in which connection state.
-func (v *view) show(r *lsResult, st state.ConnectionState) error {
+// show draws r, or err when listing failed (not in JSON: its lines are
+// listings), after a line that says when and in which connection state: on
+// a terminal in place of the last drawing, elsewhere after it. Only a
+// listing that cannot be written is an error.
+func (v *view) show(r *lockqueue.Listing, err error, st state.ConnectionState) error {
 	v.state = st
-	if v.json {
-		return r.writeJSON(v.w)
+	switch {
+	case v.json && err != nil:
+		return nil
+	case v.json:
+		return writeJSONLine(v.w, r)
 	}
 	now := time.Now()
 	var b bytes.Buffer
-	v.header(&b, now, st)
-	if err := r.writeText(&b, now); err != nil {
-		return err
-	}
-	_, err := v.w.Write(b.Bytes())
-	return err
-}
-
-// showError draws a failed listing (not in JSON: its lines are listings).
-func (v *view) showError(err error, st state.ConnectionState) {
-	v.state = st
-	if v.json {
-		return
-	}
-	var b bytes.Buffer
-	v.header(&b, time.Now(), st)
-	fmt.Fprintf(&b, "cannot list %s: %v\n(listing again at the next change of the tree or the connection)\n", v.path, err)
-	v.w.Write(b.Bytes())
-}
-
-// header starts a drawing: a cleared screen on a terminal, else a blank
-// line after the last drawing; then the time and the connection state.
-func (v *view) header(b *bytes.Buffer, now time.Time, st state.ConnectionState) {
-	switch {
-	case v.terminal:
+	if v.terminal {
 		b.WriteString(clearScreen)
-	case v.drawn:
+	} else if v.drawn {
 		b.WriteString("\n")
 	}
 	v.drawn = true
-	fmt.Fprintf(b, "%s  zklock ls --watch %s  (connection %v; Ctrl-C to stop)\n\n", now.Format("15:04:05"), v.path, st)
+	fmt.Fprintf(&b, "%s  zklock ls --watch %s  (connection %v; Ctrl-C to stop)\n\n", now.Format("15:04:05"), v.path, st)
+	if err != nil {
+		fmt.Fprintf(&b, "cannot list %s: %v\n(listing again at the next change of the tree or the connection)\n", v.path, err)
+		v.w.Write(b.Bytes())
+		return nil
+	}
+	if err := r.WriteText(&b, now); err != nil {
+		return err
+	}
+	_, err = v.w.Write(b.Bytes())
+	return err
 }
 
 // isTerminal reports whether w is a terminal (a character device).

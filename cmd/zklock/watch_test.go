@@ -3,14 +3,13 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -49,18 +48,26 @@ func startTerminal(t testing.TB, args ...string) *terminal {
 	if err := os.WriteFile(conf, []byte("set -g remain-on-exit on\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	script := "trap '' INT; env ZK_SERVERS=" + server.Addr() + " " + zklockBinary(t)
+	script := "trap '' INT; '" + zklockBinary(t) + "'"
 	for _, a := range args {
 		script += " '" + a + "'"
 	}
 	script += `; echo "[zklock exited $?]"`
-	if out, err := exec.Command(tmux, "-S", term.sock, "-f", conf, "new-session", "-d", "-x", "200", "-y", "60", "sh", "-c", script).CombinedOutput(); err != nil {
+	if out, err := exec.Command(tmux, "-S", term.sock, "-f", conf, "new-session", "-d", "-x", "200", "-y", "60",
+		"-e", "ZK_SERVERS="+server.Addr(), "sh", "-c", script).CombinedOutput(); err != nil {
 		os.RemoveAll(dir)
 		t.Fatalf("tmux new-session: %v: %s", err, out)
 	}
-	serverPid, _ := strconv.Atoi(strings.TrimSpace(term.run("display-message", "-p", "#{pid}")))
+	var serverPid, shPid int
+	fmt.Sscan(term.run("display-message", "-p", "#{pid} #{pane_pid}"), &serverPid, &shPid)
 	t.Cleanup(func() {
-		pids := append(descendants(serverPid), serverPid) // sh, zklock (SIGHUP ends it), tmux
+		// zklock, if it still runs, is sh's one child (SIGHUP ends it).
+		kids, _ := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/children", shPid, shPid))
+		pids := []int{shPid, serverPid}
+		for _, f := range strings.Fields(string(kids)) {
+			pid, _ := strconv.Atoi(f)
+			pids = append(pids, pid)
+		}
 		exec.Command(tmux, "-S", term.sock, "kill-server").Run()
 		for _, pid := range pids {
 			for deadline := time.Now().Add(10 * time.Second); syscall.Kill(pid, 0) == nil; time.Sleep(10 * time.Millisecond) {
@@ -74,37 +81,6 @@ func startTerminal(t testing.TB, args ...string) *terminal {
 		os.RemoveAll(dir)
 	})
 	return term
-}
-
-// descendants returns the pids of pid's descendants, as /proc has them.
-func descendants(pid int) []int {
-	parent := map[int]int{}
-	dirs, _ := os.ReadDir("/proc")
-	for _, d := range dirs {
-		p, err := strconv.Atoi(d.Name())
-		if err != nil {
-			continue
-		}
-		b, err := os.ReadFile("/proc/" + d.Name() + "/stat")
-		if err != nil {
-			continue
-		}
-		// pid (comm) state ppid ...; comm may hold spaces and parentheses.
-		if f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:])); len(f) > 1 {
-			parent[p], _ = strconv.Atoi(f[1])
-		}
-	}
-	var out []int
-	for frontier := []int{pid}; len(frontier) > 0; {
-		var next []int
-		for c, pp := range parent {
-			if slices.Contains(frontier, pp) {
-				next = append(next, c)
-			}
-		}
-		out, frontier = append(out, next...), next
-	}
-	return out
 }
 
 // run runs a tmux command against the terminal and returns its output.
@@ -187,7 +163,7 @@ func TestBinaryLsWatchMutex(t *testing.T) {
 	term := startTerminal(t, "ls", "--watch", path)
 	term.waitFor(ctx, "zklock ls --watch "+path, "connection CONNECTED", path+": no participants (no node there")
 
-	mu, err := recipes.NewInterProcessMutex(newClient(t, ""), path)
+	mu, err := recipes.NewInterProcessMutex(newClient(t), path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -242,7 +218,7 @@ func TestBinaryLsWatchSemaphore(t *testing.T) {
 	term := startTerminal(t, "ls", "--watch", "--max-leases", "2", path)
 	term.waitFor(ctx, path+": no participants (no node there")
 
-	sem, err := recipes.NewInterProcessSemaphoreV2(newClient(t, ""), path, 2)
+	sem, err := recipes.NewInterProcessSemaphoreV2(newClient(t), path, 2)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -274,14 +250,12 @@ func TestBinaryLsWatchSemaphore(t *testing.T) {
 // change; SIGINT ends it with status 0.
 func TestBinaryLsWatchJSON(t *testing.T) {
 	ctx, path := testutil.Begin(t, server.Addr())
-	p := startZklock(t, "--json", "ls", "--watch", path+"/lock")
+	p := startZklock(t, false, "--json", "ls", "--watch", path+"/lock")
 	p.stdout.waitFor(ctx, t, `"exists":false`)
 	h := holdMutex(ctx, t, path+"/lock")
 	p.stdout.waitFor(ctx, t, `"role":"holder"`)
-	if err := p.cmd.Process.Signal(syscall.SIGINT); err != nil {
-		t.Fatal(err)
-	}
-	if code := p.wait(ctx, t); code != 0 {
+	p.signal(syscall.SIGINT)
+	if code := p.wait(); code != 0 {
 		t.Errorf("SIGINT: status %d, stderr %q", code, p.stderr.String())
 	}
 	lines := jsonLines(t, p.stdout.String())
@@ -301,18 +275,16 @@ func TestBinaryLsWatchParentJSON(t *testing.T) {
 	conn := testutil.Connect(t, server.Addr())
 	createNode(t, conn, path)
 	holdMutex(ctx, t, path+"/app/a")
-	p := startZklock(t, "--json", "ls", "--watch", path)
+	p := startZklock(t, false, "--json", "ls", "--watch", path)
 	p.stdout.waitFor(ctx, t, `"recipe":"parent"`)
-	mu, err := recipes.NewInterProcessMutex(newClient(t, ""), path+"/app/a")
+	mu, err := recipes.NewInterProcessMutex(newClient(t), path+"/app/a")
 	if err != nil {
 		t.Fatal(err)
 	}
 	testutil.Queued(t, conn, path+"/app/a", 2, mu.NewHandle().Acquire)
 	p.stdout.waitFor(ctx, t, `"role":"waiting"`)
-	if err := p.cmd.Process.Signal(syscall.SIGINT); err != nil {
-		t.Fatal(err)
-	}
-	if code := p.wait(ctx, t); code != 0 {
+	p.signal(syscall.SIGINT)
+	if code := p.wait(); code != 0 {
 		t.Errorf("SIGINT: status %d, stderr %q", code, p.stderr.String())
 	}
 }

@@ -11,6 +11,36 @@ import (
 // findBudget bounds the listings one Find makes.
 const findBudget = 256
 
+// Bounds of ListParent's look below a parent of locks.
+const (
+	ParentDepth = 3  // levels below it
+	ParentMax   = 20 // locks listed
+)
+
+// ListParent lists the locks below l's path when l, List's listing of it,
+// found no lock there: a RecipeParent listing with each lock Find finds
+// (ParentDepth levels down, ParentMax locks at most) and its queue, a
+// semaphore's counted with maxLeases. It returns nil when there are none.
+func ListParent(ctx context.Context, client *framework.Client, l *Listing, maxLeases int) (*Listing, error) {
+	below, more, err := Find(ctx, client, l.Path, ParentDepth, ParentMax)
+	if err != nil || len(below) == 0 {
+		return nil, err
+	}
+	parent := &Listing{Path: l.Path, Exists: true, Recipe: RecipeParent, Children: l.Children, Participants: []Participant{}, MoreLocks: more}
+	for _, p := range below {
+		bl, err := List(ctx, client, p, Options{})
+		if err == nil && bl.Recipe == RecipeSemaphore && maxLeases > 0 {
+			// maxLeases is for the semaphores among them.
+			bl, err = List(ctx, client, p, Options{MaxLeases: maxLeases})
+		}
+		if err != nil {
+			return nil, err
+		}
+		parent.Locks = append(parent.Locks, bl)
+	}
+	return parent, nil
+}
+
 // Find returns the lock paths below path, nearest first and in name order
 // within a level: nodes at most depth levels below path that IsLock would
 // call locks, at most max of them. It does not look below a lock. more is

@@ -28,7 +28,7 @@ const (
 	RecipeReadWrite = "read-write"
 	RecipeSemaphore = "semaphore"
 	RecipeNone      = "none"   // no lock node among the children, or no children
-	RecipeParent    = "parent" // no lock, but locks below it (see Find)
+	RecipeParent    = "parent" // no lock, but locks below it (see ListParent)
 )
 
 // Roles of a child in its queue.
@@ -59,7 +59,7 @@ type Listing struct {
 	// since its container parent was reaped (or the path is wrong).
 	Exists bool `json:"exists"`
 	// Recipe is the layout found: mutex, leader-latch, read-write,
-	// semaphore or none.
+	// semaphore or none; parent for ListParent's listing.
 	Recipe string `json:"recipe"`
 	// Children counts Path's own children (a semaphore's locks and leases
 	// nodes among them).
@@ -67,10 +67,16 @@ type Listing struct {
 	// MaxLeases is the semaphore limit given with --max-leases, 0 if unknown.
 	MaxLeases int `json:"max_leases,omitempty"`
 	// Participants are the children, holders first, then waiters, in the
-	// order every participant computes.
+	// order every participant computes; empty, never nil.
 	Participants []Participant `json:"participants"`
 	// Warnings are the children (or the layout) that disturb the order.
 	Warnings []Warning `json:"warnings,omitempty"`
+	// Locks are, for a parent of locks (ListParent), the locks below
+	// Path, each with its queue.
+	Locks []*Listing `json:"locks,omitempty"`
+	// MoreLocks is true when ListParent stopped looking before it had
+	// seen everything below Path: there may be more locks than Locks.
+	MoreLocks bool `json:"more_locks,omitempty"`
 }
 
 // Participant is one child of a lock path (or of a semaphore's locks and
@@ -132,7 +138,7 @@ func List(ctx context.Context, client *framework.Client, path string, o Options)
 	if err != nil {
 		return nil, err
 	}
-	l := &Listing{Path: path, Exists: ok, Recipe: o.Recipe, MaxLeases: o.MaxLeases}
+	l := &Listing{Path: path, Exists: ok, Recipe: o.Recipe, MaxLeases: o.MaxLeases, Participants: []Participant{}}
 	if !ok {
 		l.Recipe = RecipeNone
 		return l, nil

@@ -75,8 +75,12 @@ func (l *Listing) Summary() string {
 }
 
 // WriteText prints l as `zklock ls` does: the summary, then a table,
-// holders first, with ages as of now, then the warnings.
+// holders first, with ages as of now, then the warnings; for a parent of
+// locks, each lock's.
 func (l *Listing) WriteText(w io.Writer, now time.Time) error {
+	if l.Recipe == RecipeParent {
+		return l.writeParent(w, now)
+	}
 	fmt.Fprintln(w, l.Summary())
 	if len(l.Participants) > 0 {
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
@@ -108,6 +112,23 @@ func (l *Listing) WriteText(w io.Writer, now time.Time) error {
 			fmt.Fprintf(w, "warning: %s: %s\n", wn.Node, wn.Message)
 		} else {
 			fmt.Fprintf(w, "warning: %s\n", wn.Message)
+		}
+	}
+	return nil
+}
+
+// writeParent prints a parent of locks: what it is, then each lock.
+func (l *Listing) writeParent(w io.Writer, now time.Time) error {
+	if l.MoreLocks {
+		fmt.Fprintf(w, "%s: not a lock, but a parent of locks; the first %d, looking %d levels down at most (there may be more: give a path further down):\n",
+			l.Path, len(l.Locks), ParentDepth)
+	} else {
+		fmt.Fprintf(w, "%s: not a lock, but a parent of %d locks (looking %d levels down at most):\n", l.Path, len(l.Locks), ParentDepth)
+	}
+	for _, lock := range l.Locks {
+		fmt.Fprintln(w)
+		if err := lock.WriteText(w, now); err != nil {
+			return err
 		}
 	}
 	return nil
