@@ -63,6 +63,7 @@ type grant struct {
 	endTold    atomic.Bool // its Released or Lost event has been told
 
 	mu          sync.Mutex
+	held        bool        // one of its client's holdings (hold)
 	released    bool        // given up by its owner: a clean-up of a loss is not needed
 	cancelLater func() bool // takes back a delete the clean-up of a loss scheduled, or nil
 }
@@ -91,10 +92,14 @@ func (g *grant) arm() {
 }
 
 // renew returns a new grant of the same node, for the next grant on it (a
-// leader latch's next term), its context made from the trust now; the
-// ended one is left as it is, for whoever still looks at it.
+// leader latch's next term), its context made from the trust now, and ends
+// this one (it is left otherwise as it is, for whoever still looks at it).
+// The node's owner is carried over, not taken from the trust: the node was
+// made in g's session, and if the client is in another one now, the next
+// look reads the node (and finds it not ours) rather than trusting it.
 func (g *grant) renew() *grant {
-	next := &grant{li: g.li, path: g.path, name: g.name, stopRevoke: g.stopRevoke}
+	g.end(errReleased)
+	next := &grant{li: g.li, path: g.path, name: g.name, own: &zk.Stat{EphemeralOwner: g.owner()}}
 	next.arm()
 	return next
 }
@@ -133,7 +138,12 @@ func (g *grant) lose() {
 // owner: a lock's or a lease's node is then deleted when the grant is lost
 // at SUSPENDED (see the package comment above; holdings.go). A latch's
 // grant does not call it.
-func (g *grant) hold() { holdingsOf(g.li.client).add(g) }
+func (g *grant) hold() {
+	g.mu.Lock()
+	g.held = true
+	g.mu.Unlock()
+	holdingsOf(g.li.client).add(g)
+}
 
 // cleanUp deletes the node of a grant lost when the trust it came from
 // ended with se (an error state of a live session), once the servers could
@@ -153,6 +163,13 @@ func (g *grant) cleanUp(se *framework.StateError) {
 	}
 }
 
+// isReleased reports whether the grant's owner has given it up.
+func (g *grant) isReleased() bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.released
+}
+
 // release ends the grant as given up by its owner (unless it had ended
 // already) and stops what watches it: the revocation watcher, the clean-up
 // of a loss, and a delete that clean-up scheduled (the owner deletes the
@@ -161,7 +178,7 @@ func (g *grant) release() bool {
 	g.mu.Lock()
 	first := !g.released
 	g.released = true
-	later := g.cancelLater
+	later, held := g.cancelLater, g.held
 	g.mu.Unlock()
 	if !first {
 		return false
@@ -169,7 +186,9 @@ func (g *grant) release() bool {
 	if g.ctx.Err() == nil {
 		g.ended(nil) // a loss was told when it came
 	}
-	holdingsOf(g.li.client).remove(g)
+	if held {
+		holdingsOf(g.li.client).remove(g)
+	}
 	if later != nil {
 		later()
 	}
@@ -184,8 +203,7 @@ func (g *grant) release() bool {
 // (lockInternals.createAndList), for its first look at the queue, and, for
 // a counting driver, the children watch set before it.
 type firstListing struct {
-	ok       bool
-	children []string
+	children []string // our node among them: never empty when there is one
 	watch    *sharedWatch
 }
 

@@ -78,10 +78,10 @@ func (h *holdings) trustEnded(client *framework.Client, trust context.Context) {
 	}
 	h.mu.Unlock()
 	for _, g := range lost {
-		g.ended(g.lostCause())
 		if stateEnded {
 			g.cleanUp(se)
 		}
+		g.ended(g.lostCause())
 	}
 }
 

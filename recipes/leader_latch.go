@@ -373,8 +373,10 @@ func (l *LeaderLatch) run(ctx context.Context) {
 		case l.clientClosed(err):
 			return
 		case errors.Is(err, errNodeVanished):
+			// Gone, or an older session's: that one goes when the session is
+			// closed (no sooner than the servers could have expired it, the
+			// margin its leader was promised), not now.
 			g.release()
-			l.li.deleteNode(ctx, g.path) // if it is there at all, it is an older session's
 			g = nil
 			continue
 		case err != nil:

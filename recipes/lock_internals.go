@@ -153,7 +153,7 @@ func (li *lockInternals) createAndList(ctx context.Context, a attempt, g *grant,
 		}
 		return "", err
 	}
-	g.first = firstListing{ok: true, children: l.Children, watch: live}
+	g.first = firstListing{children: l.Children, watch: live}
 	if counting && live == nil {
 		g.first.watch = adoptWatch(k, l.Watch)
 	}

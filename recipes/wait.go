@@ -81,7 +81,7 @@ func (li *lockInternals) list(ctx context.Context, a attempt, g *grant, ls *list
 	var err error
 	counting, isCounting := a.driver.(countingDriver)
 	switch first := g.first; {
-	case first.ok:
+	case first.children != nil:
 		g.first = firstListing{}
 		li.hear(listBehindCreate, ctx, 0)
 		if isCounting {
