@@ -3,6 +3,7 @@ package compat_test
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -17,10 +18,6 @@ import (
 // runLane injects a lane's faults in order. A failed fault ends the lane;
 // so does running over twice the duration and a minute.
 func (r *chaosRun) runLane(ctx context.Context, l *lane, d time.Duration, start time.Time) {
-	names := make([]string, len(r.clients))
-	for i, c := range r.clients {
-		names[i] = c.name
-	}
 	for i, f := range l.faults {
 		if over := time.Since(start); over > 2*d+time.Minute {
 			r.t.Errorf("chaos: lane %s ran %v, over twice its %v; stopped before fault %d of %d", l.name, over, d, i+1, len(l.faults))
@@ -34,7 +31,7 @@ func (r *chaosRun) runLane(ctx context.Context, l *lane, d time.Duration, start 
 		at := time.Since(start)
 		note, err := r.inject(ctx, f)
 		if err != nil {
-			r.t.Errorf("chaos: lane %s, fault %d (%s): %v", l.name, i+1, f.describe(names), err)
+			r.t.Errorf("chaos: lane %s, fault %d (%s): %v", l.name, i+1, f.describe(), err)
 			return
 		}
 		r.t.Logf("chaos: +%v %s %d/%d %s: %s", at.Round(time.Millisecond), l.name, i+1, len(l.faults), f.kind, note)
@@ -60,89 +57,102 @@ func (r *chaosRun) inject(ctx context.Context, f fault) (string, error) {
 	c := r.clients[f.target]
 	switch f.kind {
 	case faultBlackHole:
-		return r.blackHole(ctx, c, chaosSessionTimeout+f.length)
+		return r.blackHole(ctx, c, f.length)
 	case faultLoseCreate:
 		return r.loseReply(ctx, f.kind, c, c.createOpcode())
 	case faultLoseDelete:
 		return r.loseReply(ctx, f.kind, c, zktest.OpDelete)
 	case faultCancel:
-		n := c.goc.CancelAcquires()
+		n, err := c.send("-", "cancel-acquires", c.name)(ctx)
+		if err != nil {
+			return "", err
+		}
 		r.count(r.faults, f.kind)
-		return fmt.Sprintf("%s: %d acquires cancelled", c.name, n), nil
+		return fmt.Sprintf("%s: %s acquires cancelled", c.name, n), nil
 	case faultPause:
 		return r.pauseHolder(ctx, c)
 	}
-	inside, done := r.holdOn(c)
-	defer done()
+	x := r.holdOn(c)
+	defer x.done()
 	switch f.kind {
 	case faultDrop:
 		for _, p := range c.prox {
 			p.DropConnections()
 		}
 	case faultCloseClient:
-		if err := c.goc.Replace(); err != nil {
+		if _, err := c.send("-", "replace", c.name)(ctx); err != nil {
 			return "", fmt.Errorf("replace %s's client: %w", c.name, err)
 		}
 	default:
 		return "", fmt.Errorf("unknown fault %q", f.kind)
 	}
 	r.count(r.faults, f.kind)
-	return fmt.Sprintf("%s, %d holders inside", c.name, inside), nil
+	return fmt.Sprintf("%s, %d holders inside", c.name, x.held), nil
 }
 
 // blackHole partitions c from every member for length: a holder of c is
 // made to hold on until told, and its notice must come within the notice
 // bound of the partition's start.
 func (r *chaosRun) blackHole(ctx context.Context, c *chaosClient, length time.Duration) (string, error) {
-	_, done := r.holdOn(c)
-	defer done()
-	cut := r.beginCut([]*chaosClient{c})
+	x := r.holdOn(c)
+	defer x.done()
 	for _, p := range c.prox {
 		p.BlackHole()
 	}
 	r.count(r.faults, faultBlackHole)
-	cut.check(r, func(c *chaosClient) []*zktest.Proxy { return c.prox }, "black-holed", false)
-	done()
-	pause(ctx, time.Until(cut.at.Add(length)))
+	x.check(r, -1, "black-holed", false)
+	x.done()
+	pause(ctx, time.Until(x.at.Add(length)))
 	restored := time.Now()
 	for _, p := range c.prox {
 		p.Restore()
 	}
-	r.awaitReconnect(ctx, c, cut.at, restored)
-	return fmt.Sprintf("%s, states: %s", c.name, statesSince(c, cut.at)), nil
+	r.awaitReconnect(ctx, c, x.at, restored)
+	return fmt.Sprintf("%s, states: %s", c.name, statesSince(c, x.at)), nil
+}
+
+// A cut is the holding on of clients' holders before a fault cuts them off
+// (or disturbs them): when it began, and the holdings each client had
+// inside then, which it must tell.
+type cut struct {
+	at      time.Time
+	clients []*chaosClient
+	inside  map[*chaosClient][]*holdingRecord
+	held    int    // holdings inside, in all
+	done    func() // ends holding on; idempotent
 }
 
 // holdOn makes the holders of cs hold on, once inside, until told (at most
 // chaosLingerMax), and waits up to 3s for one to be inside, so that the
-// fault to come cuts off a holder. A paused client is left out. It returns
-// how many are inside, and the function (idempotent) that ends holding on:
-// a fault calls it as soon as its holders have been told, for a holder that
+// fault to come cuts off a holder. A paused client is left out. A fault
+// calls done as soon as its holders have been told, for a holder that
 // holds on blocks every other contender of its lock.
-func (r *chaosRun) holdOn(cs ...*chaosClient) (int, func()) {
-	var on []*chaosClient
+func (r *chaosRun) holdOn(cs ...*chaosClient) *cut {
+	x := &cut{inside: map[*chaosClient][]*holdingRecord{}}
 	for _, c := range cs {
-		if !r.isPaused(c) {
-			on = append(on, c)
+		if !c.paused.Load() {
+			x.clients = append(x.clients, c)
 			r.ref.linger(c.name, true)
 		}
 	}
 	var once sync.Once
-	done := func() {
+	on := slices.Clone(x.clients)
+	x.done = func() {
 		once.Do(func() {
 			for _, c := range on {
 				r.ref.linger(c.name, false)
 			}
 		})
 	}
-	for wait := time.Now().Add(3 * time.Second); ; {
-		inside := 0
+	for wait := time.Now().Add(3 * time.Second); ; time.Sleep(10 * time.Millisecond) { // polling until a holder is inside
+		x.at, x.held = time.Now(), 0
 		for _, c := range on {
-			inside += len(r.ref.insideOf(c.name))
+			x.inside[c] = r.ref.insideOf(c.name)
+			x.held += len(x.inside[c])
 		}
-		if inside > 0 || time.Now().After(wait) {
-			return inside, done
+		if x.held > 0 || time.Now().After(wait) {
+			return x
 		}
-		time.Sleep(10 * time.Millisecond) // polling until a holder is inside
 	}
 }
 
@@ -188,8 +198,8 @@ func (r *chaosRun) loseReply(ctx context.Context, kind faultKind, c *chaosClient
 // write the holder had due, which goes out as it resumes believing it
 // holds, to be refused.
 func (r *chaosRun) pauseHolder(ctx context.Context, c *chaosClient) (string, error) {
-	_, done := r.holdOn(c)
-	defer done()
+	x := r.holdOn(c)
+	defer x.done()
 	var writer *holdingRecord
 	for deadline := time.Now().Add(20 * time.Second); writer == nil; pause(ctx, 10*time.Millisecond) { // polling until a writer is inside
 		for _, h := range r.ref.insideOf(c.name) {
@@ -203,10 +213,10 @@ func (r *chaosRun) pauseHolder(ctx context.Context, c *chaosClient) (string, err
 			return "", fmt.Errorf("%s: no holder that writes was inside within 20s", c.name)
 		}
 	}
-	r.setPaused(c, true)
+	c.paused.Store(true)
 	w := pauseWindow{client: c.name, from: time.Now()}
 	if err := c.proc.Pause(); err != nil {
-		r.setPaused(c, false)
+		c.paused.Store(false)
 		return "", err
 	}
 	// Paused past the session timeout, until another holder has written;
@@ -224,14 +234,15 @@ func (r *chaosRun) pauseHolder(ctx context.Context, c *chaosClient) (string, err
 	err := c.proc.Resume()
 	w.to = time.Now()
 	r.ref.addPause(w)
-	r.setPaused(c, false)
-	done()
-	if err != nil {
+	c.paused.Store(false)
+	x.done()
+	what := fmt.Sprintf("%s paused %v while %s held %s (token %d)", c.name, w.to.Sub(w.from).Round(time.Millisecond),
+		writer.id, writer.resource, writer.token)
+	switch {
+	case err != nil:
 		return "", err
-	}
-	if takeover.IsZero() {
-		return "", fmt.Errorf("%s paused for %v while %s held %s (token %d): nobody else wrote to it",
-			c.name, w.to.Sub(w.from).Round(time.Millisecond), writer.id, writer.resource, writer.token)
+	case takeover.IsZero():
+		return "", fmt.Errorf("%s: nobody else wrote to it", what)
 	}
 	r.count(r.faults, faultPause)
 	refused := 0
@@ -244,21 +255,7 @@ func (r *chaosRun) pauseHolder(ctx context.Context, c *chaosClient) (string, err
 		r.mu.Unlock()
 	}
 	r.awaitReconnect(ctx, c, w.from, w.to)
-	return fmt.Sprintf("%s paused %v while %s held %s (token %d); taken over after %v; %d stale writes refused",
-		c.name, w.to.Sub(w.from).Round(time.Millisecond), writer.id, writer.resource, writer.token,
-		takeover.Sub(w.from).Round(time.Millisecond), refused), nil
-}
-
-func (r *chaosRun) setPaused(c *chaosClient, on bool) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.paused[c.name] = on
-}
-
-func (r *chaosRun) isPaused(c *chaosClient) bool {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.paused[c.name]
+	return fmt.Sprintf("%s; taken over after %v; %d stale writes refused", what, takeover.Sub(w.from).Round(time.Millisecond), refused), nil
 }
 
 // count counts a fault of kind k, injected or happened.

@@ -15,33 +15,20 @@ import (
 // quorum) tells its holders within the session timeout + 1 s of its last
 // contact with them.
 
-// A cut is a fault about to cut clients off from servers, and the holdings
-// each client had inside then, which it must tell.
-type cut struct {
-	at      time.Time
-	clients []*chaosClient
-	inside  [][]*holdingRecord
-}
-
-// beginCut notes, just before a fault cuts cs off, what each is to tell.
-func (r *chaosRun) beginCut(cs []*chaosClient) *cut {
-	x := &cut{at: time.Now(), clients: cs}
-	for _, c := range cs {
-		x.inside = append(x.inside, r.ref.insideOf(c.name))
-	}
-	return x
-}
-
 // check waits for every client's notice at once and checks it (see
-// checkNotice); via gives the proxies through which a client met the
-// servers cut off.
-func (x *cut) check(r *chaosRun, via func(*chaosClient) []*zktest.Proxy, what string, silenceOK bool) {
+// checkNotice), the servers cut off being member's (every member's if
+// member < 0).
+func (x *cut) check(r *chaosRun, member int, what string, silenceOK bool) {
 	var wg sync.WaitGroup
-	for k, c := range x.clients {
+	for _, c := range x.clients {
+		via := c.prox
+		if member >= 0 {
+			via = c.prox[member : member+1]
+		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			r.checkNotice(c, x.at, via(c), x.inside[k], what, silenceOK)
+			r.checkNotice(c, x.at, via, x.inside[c], what, silenceOK)
 		}()
 	}
 	wg.Wait()
@@ -88,14 +75,11 @@ func (r *chaosRun) notice(c *chaosClient, t0 time.Time, inside []*holdingRecord,
 
 // checkNotice waits for c's loss notice, cut off at t0 by what, records it,
 // and records it as late unless it came within the notice bound of c's last
-// contact with the servers it was cut off from: the last reply that one of
-// via passed it, or t0 if that was earlier. A client may hear from them
-// after t0: a slow member's replies arrive late, and a partitioned member
-// answers until it notices. Some clients have nothing to be told: one that
-// had left the cut-off member before the cut; with silenceOK (a slow
-// server), one that heard nothing at all, its connection never lapsing;
-// and, under the Session policy, one that came back to its session
-// (RECONNECTED) before its notice.
+// contact with the servers it was cut off from (the last reply one of via
+// passed it, or t0 if earlier). Some clients have nothing to be told (see
+// docs/guarantees.md): one that had left the cut-off member before the cut;
+// with silenceOK (a slow server), one whose connection never lapsed; and a
+// Session-policy client back in its session before its notice.
 func (r *chaosRun) checkNotice(c *chaosClient, t0 time.Time, via []*zktest.Proxy, inside []*holdingRecord, what string, silenceOK bool) {
 	contact := func() time.Time {
 		last := t0

@@ -81,8 +81,6 @@ func newReferee(t testing.TB) *referee {
 	return r
 }
 
-func (r *referee) url() string { return r.srv.URL }
-
 func (r *referee) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	q := req.URL.Query()
 	num := func(k string) int64 {

@@ -21,20 +21,11 @@ import (
 	"github.com/gocurator/curator/internal/testutil"
 )
 
-// The chaos suite (issues #7, #16, #21 and #22; docs/guarantees.md, "The
-// chaos suite"): gocurator and Java Curator contenders take a mutex, a
-// read-write lock and a semaphore, and stand in two elections, on a 3-member
-// ensemble while a seeded schedule of faults runs in lanes, each client
-// behind fault proxies of its own, the members behind proxies on their
-// quorum and election ports. Files: chaos_test.go (the test, its settings
-// and its summary), chaos_clients_test.go (the clients and their
-// contenders), chaos_referee_test.go (what every holding reports to, and the
-// checks of it), chaos_schedule_test.go (the fault schedule and its lanes),
-// chaos_faults_test.go (the faults to a client, the paused holder),
-// chaos_server_faults_test.go (the faults to the ensemble) and
-// chaos_notice_test.go (the loss-notice check). The contenders are
-// compat_test/chaoscontender, run in the test and in compat_test/gopeer, and
-// internal/curatorpeer/CuratorPeer.java's chaos verb.
+// The chaos suite (docs/guarantees.md, "The chaos suite"): this file holds
+// the test, its settings, its summary and its look at the tree; the other
+// chaos_*_test.go files are named by their jobs. The contenders are
+// compat_test/chaoscontender (in the test and in compat_test/gopeer) and
+// CuratorPeer.java's chaos verb.
 
 var (
 	chaosSeedFlag = flag.Int64("chaos.seed", 0,
@@ -48,10 +39,8 @@ const (
 	chaosTick            = 100 * time.Millisecond
 	// chaosSessionTimeout is short, so that a short run expires sessions.
 	chaosSessionTimeout = 3 * time.Second
-	// chaosInitLimit is the ensemble's initLimit: ZooKeeper can take that
-	// long to settle an election (a peer LEADING that no one follows waits
-	// initLimit before it looks again); the default 10s would stall every
-	// contender that long.
+	// chaosInitLimit is the ensemble's initLimit, which an election can
+	// take (the default 10s would stall every contender that long).
 	chaosInitLimit = 3 * time.Second
 	// chaosNoticeBound: a cut-off holder is told within it of its client's
 	// last contact (G3).
@@ -86,7 +75,6 @@ type chaosRun struct {
 	counts         map[string]map[string]int64 // the contenders' reports: "test" (in-process) or "processes", then key
 	injected       map[faultKind]int
 	faults         map[faultKind]int
-	paused         map[string]bool
 	worst          map[string]time.Duration // the worst loss notice, by policy (see chaosClient.policy)
 	notices        int
 	lateNotices    []string // failures: late notices of Go clients, and clients never told
@@ -108,24 +96,20 @@ func TestChaos(t *testing.T) {
 	if seed == 0 {
 		seed = time.Now().UnixNano()
 	}
-	names := []string{"g1", "g2", "p1", "p2", "j1", "j2"}
-	lanes := chaosSchedule(seed, duration, names)
+	lanes := chaosSchedule(seed, duration)
 	var plan strings.Builder
 	for _, l := range lanes {
 		fmt.Fprintf(&plan, "\n lane %s:", l.name)
 		for i, f := range l.faults {
-			fmt.Fprintf(&plan, "\n  %3d %s", i+1, f.describe(names))
+			fmt.Fprintf(&plan, "\n  %3d %s", i+1, f.describe())
 		}
 	}
 	t.Logf("chaos: seed %d, %v of faults (replay: -chaos.seed=%d -chaos.duration=%v); schedule:%s",
 		seed, duration, seed, duration, plan.String())
 
-	r := startChaos(t, names)
-	ctx, stopContenders := context.WithCancel(context.Background())
-	defer stopContenders()
-	var contenders sync.WaitGroup
+	r := startChaos(t)
 	for _, c := range r.clients {
-		c.startContenders(ctx, &contenders, r.ref.url(), r.reporter(c))
+		c.startContenders(r.ref.srv.URL)
 	}
 	start := time.Now()
 	var lanesDone sync.WaitGroup
@@ -133,7 +117,7 @@ func TestChaos(t *testing.T) {
 		lanesDone.Add(1)
 		go func() {
 			defer lanesDone.Done()
-			r.runLane(ctx, l, duration, start)
+			r.runLane(t.Context(), l, duration, start)
 		}()
 	}
 	lanesDone.Wait()
@@ -142,10 +126,8 @@ func TestChaos(t *testing.T) {
 	// Heal, stop every contender, and look for orphans while every session
 	// is still open (closing one would delete its nodes and hide them).
 	r.heal()
-	stopContenders()
-	r.stopAll(&contenders)
+	r.stopAll()
 	orphans, curatorOrphans := r.orphans()
-	r.closeClients()
 	if err := testutil.DeleteTree(r.checker, chaosBase); err != nil {
 		t.Errorf("cleaning up %s: %v", chaosBase, err)
 	}
@@ -153,46 +135,21 @@ func TestChaos(t *testing.T) {
 }
 
 // startChaos starts the ensemble, the referee and every client.
-func startChaos(t *testing.T, names []string) *chaosRun {
+func startChaos(t *testing.T) *chaosRun {
 	ens := zktest.NewEnsemble(t, 3, zktest.WithTickTime(chaosTick), zktest.WithPeerLinks(),
 		zktest.WithConfig("initLimit", strconv.Itoa(int(chaosInitLimit/chaosTick))),
 		zktest.WithContainerCheckInterval(500*time.Millisecond))
 	r := &chaosRun{t: t, ens: ens, checker: testutil.Connect(t, ens.ConnectString()), ref: newReferee(t),
 		counts: map[string]map[string]int64{"test": {}, "processes": {}}, injected: map[faultKind]int{},
-		faults: map[faultKind]int{}, paused: map[string]bool{}, worst: map[string]time.Duration{}}
+		faults: map[faultKind]int{}, worst: map[string]time.Duration{}}
 	logs := t.TempDir()
 	keepOnFailure(t, filepath.Dir(logs)) // the Java peers' logs are in directories of their own
 	bin := buildGoPeer(t, logs)
 	t.Cleanup(func() { os.Remove(bin) }) // after the processes have stopped, before keepOnFailure
-	for _, name := range names {
+	for _, name := range chaosNames {
 		r.clients = append(r.clients, startClient(t, ens, name, bin, logs))
 	}
 	return r
-}
-
-// reporter returns what adds up the reports of c's contenders (an
-// election candidate's acquisitions are its terms).
-func (r *chaosRun) reporter(c *chaosClient) func(label, reply string) {
-	group := "processes"
-	if c.goc != nil {
-		group = "test"
-	}
-	return func(label, reply string) {
-		r.mu.Lock()
-		defer r.mu.Unlock()
-		for _, kv := range strings.Fields(reply) {
-			k, v, _ := strings.Cut(kv, "=")
-			n, err := strconv.ParseInt(v, 10, 64)
-			if err != nil {
-				r.t.Errorf("chaos: %s's report %q", label, reply)
-				return
-			}
-			if k == "acquisitions" && (strings.Contains(label, "-latch-") || strings.Contains(label, "-selector-")) {
-				k = "terms"
-			}
-			r.counts[group][k] += n
-		}
-	}
 }
 
 // labels returns every contender's label.
@@ -204,14 +161,13 @@ func (r *chaosRun) labels() []string {
 	return out
 }
 
-// heal restarts any member that is down, restores every proxy and waits
+// heal restores every proxy, restarts any member that is down and waits
 // for the quorum.
 func (r *chaosRun) heal() {
+	var down []*zktest.Server
 	for _, m := range r.ens.Members() {
 		if !m.Running() {
-			if err := m.Restart(); err != nil {
-				r.t.Errorf("chaos: restart member %d: %v", m.ID(), err)
-			}
+			down = append(down, m)
 		}
 	}
 	for _, c := range r.clients {
@@ -219,34 +175,49 @@ func (r *chaosRun) heal() {
 			p.Restore()
 		}
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	if err := r.ens.WaitForQuorum(ctx); err != nil {
+	if err := r.restore(context.Background(), down...); err != nil {
 		r.t.Errorf("chaos: after the faults: %v", err)
 	}
 }
 
-// stopAll stops the processes' contenders, waits for the Go contenders
-// (whose context has ended), then waits until every client is connected.
-func (r *chaosRun) stopAll(goContenders *sync.WaitGroup) {
+// stopAll stops every contender and adds up their reports (an election
+// candidate's acquisitions are its terms), then waits until every client is
+// connected.
+func (r *chaosRun) stopAll() {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	for _, c := range r.clients {
-		if c.proc != nil {
-			if err := c.stopContenders(ctx, r.reporter(c)); err != nil {
-				r.t.Errorf("chaos: stopping %s's contenders: %v", c.name, err)
+		for _, l := range c.labels {
+			if _, err := c.send("-", "chaos-stop", l)(ctx); err != nil && !strings.Contains(err.Error(), "no chaos loop") {
+				r.t.Errorf("chaos: %v", err)
 			}
 		}
 	}
-	stopped := make(chan struct{})
-	go func() {
-		goContenders.Wait()
-		close(stopped)
-	}()
-	select {
-	case <-stopped:
-	case <-ctx.Done():
-		r.t.Fatalf("chaos: the Go contenders did not stop within 2 minutes (%s)", dumpStacks("stop"))
+	for _, c := range r.clients {
+		group := "processes"
+		if c.host != nil {
+			group = "test"
+		}
+		for i, wait := range c.reports {
+			reply, err := wait(ctx)
+			if err != nil {
+				r.t.Errorf("chaos: %s: %v", c.labels[i], err)
+			}
+			for _, kv := range strings.Fields(reply) {
+				k, v, _ := strings.Cut(kv, "=")
+				n, err := strconv.ParseInt(v, 10, 64)
+				if err != nil {
+					r.t.Errorf("chaos: %s's report %q", c.labels[i], reply)
+				}
+				if k == "acquisitions" && (strings.Contains(c.labels[i], "-latch-") || strings.Contains(c.labels[i], "-selector-")) {
+					k = "terms"
+				}
+				r.counts[group][k] += n
+			}
+		}
+	}
+	if ctx.Err() != nil {
+		r.t.Fatalf("chaos: the contenders did not stop within 2 minutes (%s)", dumpStacks("stop"))
 	}
 	for _, c := range r.clients {
 		if err := c.waitConnected(ctx, time.Time{}); err != nil {
@@ -256,13 +227,9 @@ func (r *chaosRun) stopAll(goContenders *sync.WaitGroup) {
 }
 
 // orphans waits (up to 30s: guaranteed deletes finish in the background)
-// until no ephemeral node is left under the lock paths, and otherwise
-// returns what is left, with the client owning each: the nodes of Go
-// clients' sessions and of no client's, which are failures; and apart, those
-// of Java peers' sessions, which only Curator can have left (Curator 5.4
-// loses track of a lock node whose create it retried across a lost
-// connection, and its acquire fails with "Path cannot be null":
-// docs/mixed-fleets.md).
+// until no ephemeral node is left under the lock paths, and returns those
+// left then, with the client owning each: apart, those of Java peers'
+// sessions, which only Curator can have left (docs/mixed-fleets.md).
 func (r *chaosRun) orphans() (ours, curators []string) {
 	ctx := context.Background()
 	owners := map[int64]*chaosClient{}
@@ -311,50 +278,33 @@ type ephemeralNode struct {
 	owner int64
 }
 
-// ephemeralsUnder lists the ephemeral nodes (lock and lease nodes) under
-// path, after a sync so that the server answering is up to date.
+// ephemeralsUnder lists the ephemeral nodes (lock, lease and latch nodes)
+// under path, after a sync so that the server answering is up to date.
 func ephemeralsUnder(conn *zk.Conn, path string) ([]ephemeralNode, error) {
 	if _, err := conn.Sync(path); err != nil && !errors.Is(err, zk.ErrNoNode) {
 		return nil, err
 	}
-	var walk func(p string) ([]ephemeralNode, error)
-	walk = func(p string) ([]ephemeralNode, error) {
+	var out []ephemeralNode
+	for todo := []string{path}; len(todo) > 0; {
+		p := todo[len(todo)-1]
+		todo = todo[:len(todo)-1]
 		ok, st, err := conn.Exists(p)
-		if err != nil || !ok {
+		switch {
+		case err != nil:
 			return nil, err
-		}
-		if st.EphemeralOwner != 0 {
-			return []ephemeralNode{{p, st.EphemeralOwner}}, nil
-		}
-		kids, _, err := conn.Children(p)
-		if errors.Is(err, zk.ErrNoNode) {
-			return nil, nil
-		}
-		if err != nil {
-			return nil, err
-		}
-		var out []ephemeralNode
-		for _, k := range kids {
-			n, err := walk(p + "/" + k)
-			if err != nil {
+		case ok && st.EphemeralOwner != 0:
+			out = append(out, ephemeralNode{p, st.EphemeralOwner})
+		case ok:
+			kids, _, err := conn.Children(p)
+			if err != nil && !errors.Is(err, zk.ErrNoNode) {
 				return nil, err
 			}
-			out = append(out, n...)
-		}
-		return out, nil
-	}
-	return walk(path)
-}
-
-// closeClients closes every client.
-func (r *chaosRun) closeClients() {
-	for _, c := range r.clients {
-		if c.goc != nil {
-			c.goc.Close()
-		} else if _, err := c.proc.send("-", "close-client", c.name).Wait(testutil.Context(r.t)); err != nil {
-			r.t.Errorf("chaos: %v", err)
+			for _, k := range kids {
+				todo = append(todo, p+"/"+k)
+			}
 		}
 	}
+	return out, nil
 }
 
 // judge checks the run and logs its summary line.

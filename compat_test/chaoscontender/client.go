@@ -1,14 +1,9 @@
 // Package chaoscontender is the chaos suite's Go contender
-// (compat_test/chaos_test.go): a gocurator client whose contenders take a
-// lock (a mutex, a read-write lock's half, a semaphore lease) or stand in an
-// election (a LeaderLatch, a LeaderSelector) again and again, and tell the
-// suite's referee, over HTTP, about every holding: when it enters, each step
-// it takes inside (a fenced write for the holders that write), when it is
-// told its lock can no longer be trusted, and when it leaves. The suite runs
-// it in the test's own process, where -race sees it, and in processes of its
-// own (compat_test/gopeer), which a fault can pause as a whole. The Java
-// peer's chaos verb (internal/curatorpeer/CuratorPeer.java) is the same
-// contender in Curator.
+// (compat_test/chaos_test.go; docs/guarantees.md, "The chaos suite"): a
+// gocurator client whose contenders take a lock or stand in an election
+// again and again, and tell the suite's referee, over HTTP, about every
+// holding. The suite runs it in the test's own process and in
+// compat_test/gopeer; CuratorPeer.java's chaos verb is its Java twin.
 package chaoscontender
 
 import (
@@ -34,8 +29,8 @@ type Config struct {
 	// told at LOST only), else under the default state.StandardErrorPolicy
 	// (at SUSPENDED or LOST).
 	Session  bool
-	Logger   *zap.Logger    // nil for none
-	Listener state.Listener // hears every connection state; nil for none
+	Logger   *zap.Logger
+	Listener state.Listener // hears every connection state
 }
 
 // Client is a client position: its current gocurator client, which Replace
@@ -73,13 +68,8 @@ func Open(cfg Config) (*Client, error) {
 }
 
 func (c *Client) open() (*generation, error) {
-	opts := []framework.Option{framework.WithSessionTimeout(c.cfg.SessionTimeout), framework.WithConnectionTimeout(c.cfg.SessionTimeout)}
-	if c.cfg.Listener != nil {
-		opts = append(opts, framework.WithListener(c.cfg.Listener))
-	}
-	if c.cfg.Logger != nil {
-		opts = append(opts, framework.WithLogger(c.cfg.Logger))
-	}
+	opts := []framework.Option{framework.WithSessionTimeout(c.cfg.SessionTimeout), framework.WithConnectionTimeout(c.cfg.SessionTimeout),
+		framework.WithListener(c.cfg.Listener), framework.WithLogger(c.cfg.Logger)}
 	if c.cfg.Session {
 		opts = append(opts, framework.WithErrorPolicy(state.SessionErrorPolicy{}))
 	}
@@ -89,9 +79,6 @@ func (c *Client) open() (*generation, error) {
 	}
 	return &generation{fc: fc, locks: map[string]any{}, replaced: make(chan struct{})}, nil
 }
-
-// Framework returns the current gocurator client.
-func (c *Client) Framework() *framework.Client { return c.current().fc }
 
 func (c *Client) current() *generation {
 	c.mu.Lock()
@@ -133,16 +120,13 @@ func (c *Client) Close() error {
 
 // owner returns a new owner of ct's lock on the current client, and the
 // client's generation. The locks are made on first use, one per path and
-// client, shared by its contenders as a process shares them.
+// client (a read-write lock's halves share one), shared by its contenders
+// as a process shares them.
 func (c *Client) owner(ct Contender) (owner, *generation, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	g := c.gen
-	key := ct.Path + " " + string(ct.Role)
-	if ct.Role == Read || ct.Role == Write {
-		key = ct.Path + " rw"
-	}
-	l, ok := g.locks[key]
+	l, ok := g.locks[ct.Path]
 	if !ok {
 		var err error
 		switch ct.Role {
@@ -156,7 +140,7 @@ func (c *Client) owner(ct Contender) (owner, *generation, error) {
 		if err != nil {
 			return nil, g, err
 		}
-		g.locks[key] = l
+		g.locks[ct.Path] = l
 	}
 	switch l := l.(type) {
 	case *recipes.InterProcessMutex:

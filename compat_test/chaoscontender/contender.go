@@ -73,9 +73,6 @@ type run struct {
 // Run runs the contender until ctx ends, and returns its counts.
 func (c *Client) Run(ctx context.Context, ct Contender) *Counts {
 	r := &run{c: c, ct: ct, n: &Counts{}, log: c.cfg.Logger}
-	if r.log == nil {
-		r.log = zap.NewNop()
-	}
 	for ctx.Err() == nil {
 		switch ct.Role {
 		case Latch:
@@ -108,10 +105,8 @@ func (r *run) failed(ctx context.Context, what string, err error, g *generation)
 			r.log.Info("chaos contender: "+what+" failed", zap.String("contender", r.ct.Label), zap.Error(err))
 		}
 	}
-	t := time.NewTimer(20 * time.Millisecond) // pacing after a failure
-	defer t.Stop()
 	select {
-	case <-t.C:
+	case <-time.After(20 * time.Millisecond): // pacing after a failure
 	case <-ctx.Done():
 	}
 }
@@ -221,7 +216,7 @@ func (t turn) Err() error            { return context.Cause(t.ctx) }
 // short), or its fencing token says it is lost; untold, it enters the
 // referee's guard and holds (see inside). The caller releases after.
 func (r *run) hold(ctx context.Context, t term, began time.Time, token func(context.Context) (int64, error)) {
-	h := &holding{id: fmt.Sprintf("%s.%d", r.ct.Label, r.n.Acquisitions.Add(1)), ref: referee{url: r.ct.Referee, http: r.c.http}}
+	h := &holding{id: fmt.Sprintf("%s.%d", r.ct.Label, r.n.Acquisitions.Add(1)), r: r}
 	finished := make(chan struct{})
 	defer func() {
 		if h.end() {
@@ -259,14 +254,11 @@ func (r *run) hold(ctx context.Context, t term, began time.Time, token func(cont
 // inside enters the guard and takes Writes steps (fenced writes, for a
 // holder that writes) Hold apart, then, while the referee says to linger,
 // one every 20 ms, until told (or Linger has passed). It leaves the guard
-// before it returns.
-//
-// Before it looks at whether it was told, a holder checks how long its last
-// nap took: far longer than asked means its process was paused (SIGSTOP)
-// in between, and the step that was due goes out first, without looking,
-// as work resumed after a pause does: the fenced resource must refuse it.
+// before it returns. A nap far longer than asked means the process was
+// paused in it: the step that was due goes out first, without looking at
+// whether it was told, and the fenced resource must refuse it.
 func (r *run) inside(h *holding, began time.Time, token int64) {
-	reply, err := h.ref.call("enter?h=%s&b=%d&t=%d", h.id, began.UnixMicro(), token)
+	reply, err := r.call("enter?h=%s&b=%d&t=%d", h.id, began.UnixMicro(), token)
 	if err != nil {
 		r.n.GuardErrors.Add(1)
 		r.log.Warn("chaos contender: entering the guard failed", zap.String("holding", h.id), zap.Error(err))
@@ -276,7 +268,7 @@ func (r *run) inside(h *holding, began time.Time, token int64) {
 		return
 	}
 	defer func() {
-		if _, err := h.ref.call("leave?h=%s", h.id); err != nil {
+		if _, err := r.call("leave?h=%s", h.id); err != nil {
 			r.n.GuardErrors.Add(1)
 			r.log.Warn("chaos contender: leaving the guard failed", zap.String("holding", h.id), zap.Error(err))
 		}
@@ -286,7 +278,7 @@ func (r *run) inside(h *holding, began time.Time, token int64) {
 	for i := 0; ; i++ {
 		if r.ct.Fenced && i > 0 && time.Since(looked) > nap+pauseGap {
 			r.n.StaleTries.Add(1)
-			if reply, err := h.ref.call("step?h=%s", h.id); err == nil && reply == "fenced" {
+			if reply, err := r.call("step?h=%s", h.id); err == nil && reply == "fenced" {
 				r.n.Fenced.Add(1)
 				return
 			}
@@ -295,7 +287,7 @@ func (r *run) inside(h *holding, began time.Time, token int64) {
 			return
 		}
 		looked = time.Now()
-		reply, err := h.ref.call("step?h=%s", h.id)
+		reply, err := r.call("step?h=%s", h.id)
 		switch {
 		case err != nil:
 			r.n.Failures.Add(1)
