@@ -177,19 +177,14 @@ func (c *chaosClient) currentProxy() *zktest.Proxy {
 	return best
 }
 
-// waitConnected waits until the last state c heard since since is a
-// connection (a process may not have noticed yet that the one before is
-// gone).
-func (c *chaosClient) waitConnected(ctx context.Context, since time.Time) error {
-	for {
-		if evs := c.states(since); len(evs) > 0 && slices.Contains([]string{"CONNECTED", "RECONNECTED"}, evs[len(evs)-1].state) {
-			return nil
-		}
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
-		pause(ctx, 20*time.Millisecond) // polling the recorded states
-	}
+// waitConnected waits until deadline for the last state c heard since
+// since to be a connection (a process may not have noticed yet that the
+// one before is gone), and reports whether it came.
+func (c *chaosClient) waitConnected(ctx context.Context, since, deadline time.Time) bool {
+	return poll(ctx, deadline, 20*time.Millisecond, func() bool {
+		evs := c.states(since)
+		return len(evs) > 0 && slices.Contains([]string{"CONNECTED", "RECONNECTED"}, evs[len(evs)-1].state)
+	})
 }
 
 // firstState returns the first of states c heard since t.
@@ -202,17 +197,13 @@ func firstState(c *chaosClient, since time.Time, states ...string) (stateEvent, 
 	return stateEvent{}, false
 }
 
-// waitState polls c's states until one of states has come since t.
-func waitState(ctx context.Context, c *chaosClient, since time.Time, states ...string) (stateEvent, error) {
-	for {
-		if ev, ok := firstState(c, since, states...); ok {
-			return ev, nil
-		}
-		if ctx.Err() != nil {
-			return stateEvent{}, ctx.Err()
-		}
-		pause(ctx, 10*time.Millisecond) // polling the recorded states
-	}
+// waitState waits until deadline for one of states to come since since.
+func waitState(ctx context.Context, c *chaosClient, since, deadline time.Time, states ...string) (ev stateEvent, ok bool) {
+	poll(ctx, deadline, 10*time.Millisecond, func() bool {
+		ev, ok = firstState(c, since, states...)
+		return ok
+	})
+	return ev, ok
 }
 
 // statesSince lists c's states since t, for logs.
@@ -312,4 +303,16 @@ func pause(ctx context.Context, d time.Duration) {
 	case <-time.After(d):
 	case <-ctx.Done():
 	}
+}
+
+// poll asks done every interval until it says yes, and reports whether it
+// did before deadline and the end of ctx.
+func poll(ctx context.Context, deadline time.Time, every time.Duration, done func() bool) bool {
+	for !done() {
+		if !time.Now().Before(deadline) || ctx.Err() != nil {
+			return false
+		}
+		pause(ctx, every)
+	}
+	return true
 }

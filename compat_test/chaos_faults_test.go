@@ -132,28 +132,24 @@ func (r *chaosRun) holdOn(cs ...*chaosClient) *cut {
 	for _, c := range cs {
 		if !c.paused.Load() {
 			x.clients = append(x.clients, c)
-			r.ref.linger(c.name, true)
+			r.ref.linger(c.name, 1)
 		}
 	}
-	var once sync.Once
 	on := slices.Clone(x.clients)
-	x.done = func() {
-		once.Do(func() {
-			for _, c := range on {
-				r.ref.linger(c.name, false)
-			}
-		})
-	}
-	for wait := time.Now().Add(3 * time.Second); ; time.Sleep(10 * time.Millisecond) { // polling until a holder is inside
+	x.done = sync.OnceFunc(func() {
+		for _, c := range on {
+			r.ref.linger(c.name, -1)
+		}
+	})
+	poll(context.Background(), time.Now().Add(3*time.Second), 10*time.Millisecond, func() bool {
 		x.at, x.held = time.Now(), 0
 		for _, c := range on {
 			x.inside[c] = r.ref.insideOf(c.name)
 			x.held += len(x.inside[c])
 		}
-		if x.held > 0 || time.Now().After(wait) {
-			return x
-		}
-	}
+		return x.held > 0
+	})
+	return x
 }
 
 // loseReply makes the server apply c's next request of opcode op while c
@@ -164,10 +160,8 @@ func (r *chaosRun) loseReply(ctx context.Context, kind faultKind, c *chaosClient
 	for _, p := range c.prox {
 		fired = append(fired, p.LoseNextReply(op))
 	}
-	wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
 	hit := -1
-	for hit < 0 && wctx.Err() == nil {
+	poll(ctx, time.Now().Add(30*time.Second), 5*time.Millisecond, func() bool {
 		for i, ch := range fired {
 			select {
 			case <-ch:
@@ -175,10 +169,8 @@ func (r *chaosRun) loseReply(ctx context.Context, kind faultKind, c *chaosClient
 			default:
 			}
 		}
-		if hit < 0 {
-			pause(wctx, 5*time.Millisecond) // polling the arms
-		}
-	}
+		return hit >= 0
+	})
 	for i, p := range c.prox {
 		if i != hit && !p.Disarm(fired[i]) {
 			hit = i // fired meanwhile: lost too
@@ -201,7 +193,7 @@ func (r *chaosRun) pauseHolder(ctx context.Context, c *chaosClient) (string, err
 	x := r.holdOn(c)
 	defer x.done()
 	var writer *holdingRecord
-	for deadline := time.Now().Add(20 * time.Second); writer == nil; pause(ctx, 10*time.Millisecond) { // polling until a writer is inside
+	if !poll(ctx, time.Now().Add(20*time.Second), 10*time.Millisecond, func() bool {
 		for _, h := range r.ref.insideOf(c.name) {
 			// Not one that another holder has superseded already (it was
 			// told, and the referee has yet to hear it).
@@ -209,9 +201,9 @@ func (r *chaosRun) pauseHolder(ctx context.Context, c *chaosClient) (string, err
 				writer = h
 			}
 		}
-		if writer == nil && (time.Now().After(deadline) || ctx.Err() != nil) {
-			return "", fmt.Errorf("%s: no holder that writes was inside within 20s", c.name)
-		}
+		return writer != nil
+	}) {
+		return "", fmt.Errorf("%s: no holder that writes was inside within 20s", c.name)
 	}
 	c.paused.Store(true)
 	w := pauseWindow{client: c.name, from: time.Now()}
@@ -223,14 +215,12 @@ func (r *chaosRun) pauseHolder(ctx context.Context, c *chaosClient) (string, err
 	// whatever happens, resumed, and the pause recorded: its holdings
 	// spanned it.
 	var takeover time.Time
-	for wait := w.from.Add(chaosSessionTimeout + 20*time.Second); time.Now().Before(wait) && ctx.Err() == nil; pause(ctx, 20*time.Millisecond) { // polling the resource
+	poll(ctx, w.from.Add(chaosSessionTimeout+20*time.Second), 20*time.Millisecond, func() bool {
 		if takeover.IsZero() && r.ref.highestNow(writer.resource) > writer.token {
 			takeover = time.Now()
 		}
-		if !takeover.IsZero() && time.Since(w.from) > chaosSessionTimeout+time.Second {
-			break
-		}
-	}
+		return !takeover.IsZero() && time.Since(w.from) > chaosSessionTimeout+time.Second
+	})
 	err := c.proc.Resume()
 	w.to = time.Now()
 	r.ref.addPause(w)
@@ -246,10 +236,10 @@ func (r *chaosRun) pauseHolder(ctx context.Context, c *chaosClient) (string, err
 	}
 	r.count(r.faults, faultPause)
 	refused := 0
-	for deadline := time.Now().Add(10 * time.Second); refused == 0 && time.Now().Before(deadline); pause(ctx, 10*time.Millisecond) { // polling the resource
+	if !poll(ctx, time.Now().Add(10*time.Second), 10*time.Millisecond, func() bool {
 		refused = r.ref.refusedOf(writer)
-	}
-	if refused == 0 {
+		return refused > 0
+	}) {
 		r.mu.Lock()
 		r.unrefused++
 		r.mu.Unlock()

@@ -34,43 +34,37 @@ func (x *cut) check(r *chaosRun, member int, what string, silenceOK bool) {
 	wg.Wait()
 }
 
-// notice waits (until deadline) for c, cut off at t0, to tell the holdings
-// it had inside then, and returns the delay of the last: a holding may
-// also have ended untold. With none inside, c's notice is the first state
-// since t0 in which it tells its holders (see chaosClient.lossStates); a
-// client already in one at t0 had told them: a delay of 0.
-func (r *chaosRun) notice(c *chaosClient, t0 time.Time, inside []*holdingRecord, deadline time.Time) (time.Duration, bool, string) {
+// notice returns c's notice so far, cut off at t0: when it told the last
+// of the holdings it had inside then (one may also have ended untold), or,
+// with none inside, when it first came to a state in which it tells its
+// holders (see chaosClient.lossStates): one it was in at t0 already counts
+// as told then.
+func (r *chaosRun) notice(c *chaosClient, t0 time.Time, inside []*holdingRecord) (delay time.Duration, ok bool, detail string) {
 	if len(inside) > 0 {
-		var worst time.Duration
 		for _, h := range inside {
-			told, left := r.ref.settle(h, deadline)
+			told, left := r.ref.outcome(h)
 			switch {
 			case !told.IsZero():
-				worst = max(worst, told.Sub(t0))
+				delay = max(delay, told.Sub(t0))
 			case left.IsZero():
-				return 0, false, fmt.Sprintf("holding %s was not told by +%v", h.id, deadline.Sub(t0))
+				return 0, false, "holding " + h.id + " was not told"
 			}
 		}
-		return worst, true, fmt.Sprintf("%d holdings told", len(inside))
+		return delay, true, fmt.Sprintf("%d holdings told", len(inside))
 	}
-	if evs := c.states(time.Time{}); len(evs) > 0 {
-		var last stateEvent
-		for _, ev := range evs {
-			if ev.at.Before(t0) {
-				last = ev
-			}
-		}
-		if slices.Contains(c.lossStates(), last.state) {
-			return 0, true, "client " + last.state + " already, at -" + t0.Sub(last.at).Round(time.Millisecond).String()
+	var last stateEvent
+	for _, ev := range c.states(time.Time{}) {
+		if ev.at.Before(t0) {
+			last = ev
 		}
 	}
-	ctx, cancel := context.WithDeadline(context.Background(), deadline)
-	defer cancel()
-	ev, err := waitState(ctx, c, t0, c.lossStates()...)
-	if err != nil {
-		return 0, false, fmt.Sprintf("no %v: %v", c.lossStates(), err)
+	if slices.Contains(c.lossStates(), last.state) {
+		return 0, true, "client " + last.state + " already, at -" + t0.Sub(last.at).Round(time.Millisecond).String()
 	}
-	return ev.at.Sub(t0), true, "client " + ev.state
+	if ev, ok := firstState(c, t0, c.lossStates()...); ok {
+		return ev.at.Sub(t0), true, "client " + ev.state
+	}
+	return 0, false, fmt.Sprintf("no %v", c.lossStates())
 }
 
 // checkNotice waits for c's loss notice, cut off at t0 by what, records it,
@@ -90,16 +84,13 @@ func (r *chaosRun) checkNotice(c *chaosClient, t0 time.Time, via []*zktest.Proxy
 		}
 		return last
 	}
-	deadline := t0.Add(chaosNoticeBound + time.Second)
-	delay, ok, detail := r.notice(c, t0, inside, deadline)
-	for !ok {
-		later := contact().Add(chaosNoticeBound + time.Second)
-		if !later.After(deadline) {
-			break
-		}
-		deadline = later
-		delay, ok, detail = r.notice(c, t0, inside, deadline)
-	}
+	var delay time.Duration
+	var ok bool
+	var detail string
+	poll(context.Background(), t0.Add(time.Minute), 10*time.Millisecond, func() bool {
+		delay, ok, detail = r.notice(c, t0, inside)
+		return ok || time.Now().After(contact().Add(chaosNoticeBound+time.Second))
+	})
 	// Read at once: once told, the client has left these servers, and a
 	// reply passed after its notice would be of a later connection.
 	last := min(contact().Sub(t0), delay)
@@ -146,10 +137,8 @@ func (r *chaosRun) checkNotice(c *chaosClient, t0 time.Time, via []*zktest.Proxy
 // awaitReconnect waits (30s at most) for c to be connected after since, and
 // logs it if it is not.
 func (r *chaosRun) awaitReconnect(ctx context.Context, c *chaosClient, t0, since time.Time) {
-	cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-	if err := c.waitConnected(cctx, since); err != nil {
-		r.t.Logf("chaos: %s did not reconnect within 30s of +%v: %v; its states since: %s",
-			c.name, since.Sub(t0).Round(time.Millisecond), err, statesSince(c, t0))
+	if !c.waitConnected(ctx, since, time.Now().Add(30*time.Second)) {
+		r.t.Logf("chaos: %s did not reconnect within 30s of +%v; its states since: %s",
+			c.name, since.Sub(t0).Round(time.Millisecond), statesSince(c, t0))
 	}
 }

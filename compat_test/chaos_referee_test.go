@@ -56,7 +56,6 @@ type holdingRecord struct {
 	token             int64
 	marker            int // in its guard; 0 when not inside
 	began, told, left time.Time
-	settled           chan struct{} // closed once told or left
 }
 
 // fencedWrite is one write to a fenced resource (its holding's).
@@ -121,7 +120,7 @@ func (r *referee) recordLocked(id string) (*holdingRecord, error) {
 		return nil, fmt.Errorf("bad holding %q", id)
 	}
 	ro, fam := chaosRoles[i], familyOf(client)
-	h := &holdingRecord{id: id, client: client, label: label, role: ro, guard: ro.guard + "-" + fam, settled: make(chan struct{})}
+	h := &holdingRecord{id: id, client: client, label: label, role: ro, guard: ro.guard + "-" + fam}
 	if ro.fenced {
 		h.resource = role + "-" + fam
 	}
@@ -193,23 +192,14 @@ func (r *referee) out(id string, at time.Time, told bool) (string, error) {
 		r.guards[h.guard].leave(h.marker)
 		h.marker = 0
 	}
-	select {
-	case <-h.settled:
-	default:
-		close(h.settled)
-	}
 	return "ok", nil
 }
 
-// linger counts who wants client's holders to hold on.
-func (r *referee) linger(client string, on bool) {
+// linger adds by to the faults that want client's holders to hold on.
+func (r *referee) linger(client string, by int) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if on {
-		r.lingering[client]++
-	} else {
-		r.lingering[client]--
-	}
+	r.lingering[client] += by
 }
 
 // insideOf returns client's holdings inside a guard now.
@@ -227,15 +217,9 @@ func (r *referee) insideOf(client string) []*holdingRecord {
 	return out
 }
 
-// settle waits (until deadline) for h to be told or to leave, and returns
-// when it was told and when it left (zero if it was not, or did not).
-func (r *referee) settle(h *holdingRecord, deadline time.Time) (told, left time.Time) {
-	t := time.NewTimer(time.Until(deadline))
-	defer t.Stop()
-	select {
-	case <-h.settled:
-	case <-t.C:
-	}
+// outcome returns when h was told and when it left (zero if it was not, or
+// did not).
+func (r *referee) outcome(h *holdingRecord) (told, left time.Time) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return h.told, h.left
@@ -453,7 +437,7 @@ func TestChaosRefereeSeesViolations(t *testing.T) {
 		t.Fatalf("steps: %q, %q", a, b)
 	}
 	must(r.enter("j1-mutex-1.3", time.Now(), 3))
-	r.linger("j1", true)
+	r.linger("j1", 1)
 	if a, b := must(r.step("j1-mutex-1.3")), must(r.step("j1-read-0.1")); a != "fenced" || b != "linger" {
 		t.Fatalf("steps: %q, %q", a, b)
 	}

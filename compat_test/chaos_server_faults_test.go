@@ -157,19 +157,16 @@ func (r *chaosRun) quorumLoss(ctx context.Context, f fault) (string, error) {
 // awaitProgress waits until every contender of labels has had a holding
 // inside since since, or until deadline, and returns how long the last one
 // took, and those that did not.
-func (r *chaosRun) awaitProgress(ctx context.Context, labels []string, since, deadline time.Time) (time.Duration, []string) {
-	for {
-		worst, stuck := r.ref.progress(labels, since)
-		if len(stuck) == 0 {
-			return worst, nil
-		}
-		if time.Now().After(deadline) || ctx.Err() != nil {
-			slices.Sort(stuck)
-			return time.Since(since), []string{fmt.Sprintf("contenders %s did not hold their locks within %v of the quorum's return (%s)",
-				strings.Join(stuck, ","), deadline.Sub(since), dumpStacks("stuck"))}
-		}
-		pause(ctx, 50*time.Millisecond) // polling the progress notes
+func (r *chaosRun) awaitProgress(ctx context.Context, labels []string, since, deadline time.Time) (worst time.Duration, stuck []string) {
+	if poll(ctx, deadline, 50*time.Millisecond, func() bool {
+		worst, stuck = r.ref.progress(labels, since)
+		return len(stuck) == 0
+	}) {
+		return worst, nil
 	}
+	slices.Sort(stuck)
+	return time.Since(since), []string{fmt.Sprintf("contenders %s did not hold their locks within %v of the quorum's return (%s)",
+		strings.Join(stuck, ","), deadline.Sub(since), dumpStacks("stuck"))}
 }
 
 // clientsOn returns the clients (not paused) connected to each member.
@@ -225,25 +222,25 @@ func (r *chaosRun) partitionMember(ctx context.Context, f fault) (string, error)
 	}
 	defer heal()
 	r.count(r.faults, faultPartition)
-	for mode, err := m.Mode(); err != nil || mode == "leader" || mode == "follower"; mode, err = m.Mode() {
-		if time.Since(t0) > 20*time.Second {
-			return "", fmt.Errorf("member %d still serves (%q, %v) 20s after its partition", m.ID(), mode, err)
-		}
-		pause(ctx, 20*time.Millisecond) // polling the member
+	var mode string
+	if !poll(ctx, t0.Add(20*time.Second), 20*time.Millisecond, func() bool {
+		mode, err = m.Mode()
+		return err == nil && mode != "leader" && mode != "follower"
+	}) {
+		return "", fmt.Errorf("member %d still serves (%q, %v) 20s after its partition", m.ID(), mode, err)
 	}
 	stopped := time.Since(t0)
 	x.check(r, i, fmt.Sprintf("on partitioned member %d", m.ID()), false)
 	x.done()
-	mctx, cancel := context.WithTimeout(ctx, 20*time.Second)
-	defer cancel()
+	moveBy := time.Now().Add(20 * time.Second)
 	var names []string
 	var stuck []error
 	for _, c := range x.clients {
 		names = append(names, c.name)
 		if ev, left := firstState(c, t0, "SUSPENDED", "LOST"); left {
-			if _, err := waitState(mctx, c, ev.at, "CONNECTED", "RECONNECTED"); err != nil {
-				stuck = append(stuck, fmt.Errorf("%s did not move on from partitioned member %d in 20s: %w (states: %s)",
-					c.name, m.ID(), err, statesSince(c, t0)))
+			if _, ok := waitState(ctx, c, ev.at, moveBy, "CONNECTED", "RECONNECTED"); !ok {
+				stuck = append(stuck, fmt.Errorf("%s did not move on from partitioned member %d in 20s (states: %s)",
+					c.name, m.ID(), statesSince(c, t0)))
 			}
 		}
 	}

@@ -219,9 +219,10 @@ func (r *chaosRun) stopAll() {
 	if ctx.Err() != nil {
 		r.t.Fatalf("chaos: the contenders did not stop within 2 minutes (%s)", dumpStacks("stop"))
 	}
+	connectBy := time.Now().Add(time.Minute)
 	for _, c := range r.clients {
-		if err := c.waitConnected(ctx, time.Time{}); err != nil {
-			r.t.Errorf("chaos: %s is not connected after the faults: %v", c.name, err)
+		if !c.waitConnected(ctx, time.Time{}, connectBy) {
+			r.t.Errorf("chaos: %s is not connected a minute after the faults", c.name)
 		}
 	}
 }
@@ -262,15 +263,13 @@ func (r *chaosRun) orphans() (ours, curators []string) {
 // ephemeralsLeft polls the ephemeral nodes (lock, lease and latch nodes)
 // under the chaos tree until none is left of a session that of counts, or
 // until deadline, and returns those left then.
-func (r *chaosRun) ephemeralsLeft(ctx context.Context, of func(session int64) bool, deadline time.Time) ([]ephemeralNode, error) {
-	for {
-		nodes, err := ephemeralsUnder(r.checker, chaosBase)
-		left := slices.DeleteFunc(nodes, func(n ephemeralNode) bool { return !of(n.owner) })
-		if err == nil && len(left) == 0 || time.Now().After(deadline) || ctx.Err() != nil {
-			return left, err
-		}
-		pause(ctx, 50*time.Millisecond) // polling the tree
-	}
+func (r *chaosRun) ephemeralsLeft(ctx context.Context, of func(session int64) bool, deadline time.Time) (left []ephemeralNode, err error) {
+	poll(ctx, deadline, 50*time.Millisecond, func() bool {
+		left, err = ephemeralsUnder(r.checker, chaosBase)
+		left = slices.DeleteFunc(left, func(n ephemeralNode) bool { return !of(n.owner) })
+		return err == nil && len(left) == 0
+	})
+	return left, err
 }
 
 type ephemeralNode struct {

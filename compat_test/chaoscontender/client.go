@@ -18,27 +18,16 @@ import (
 	"github.com/gocurator/curator/framework"
 	"github.com/gocurator/curator/recipes"
 	"github.com/gocurator/curator/retry"
-	"github.com/gocurator/curator/state"
 )
-
-// Config is what a Client is opened with.
-type Config struct {
-	Connect        string
-	SessionTimeout time.Duration
-	// Session runs the client under state.SessionErrorPolicy (a holder is
-	// told at LOST only), else under the default state.StandardErrorPolicy
-	// (at SUSPENDED or LOST).
-	Session  bool
-	Logger   *zap.Logger
-	Listener state.Listener // hears every connection state
-}
 
 // Client is a client position: its current gocurator client, which Replace
 // swaps for a new one (a new session) while contenders wait on the old, and
 // the contenders' waits, which CancelAcquires cuts short.
 type Client struct {
-	cfg  Config
-	http *http.Client // to the referee
+	connect string
+	opts    []framework.Option
+	log     *zap.Logger
+	http    *http.Client // to the referee
 
 	mu      sync.Mutex
 	gen     *generation
@@ -55,9 +44,11 @@ type generation struct {
 	replaced chan struct{} // closed when Replace has made a newer one
 }
 
-// Open opens a client; it connects in the background.
-func Open(cfg Config) (*Client, error) {
-	c := &Client{cfg: cfg, http: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 16}, Timeout: 5 * time.Second}}
+// Open opens a client on connect, with opts; it connects in the
+// background.
+func Open(connect string, log *zap.Logger, opts ...framework.Option) (*Client, error) {
+	c := &Client{connect: connect, opts: append(opts, framework.WithLogger(log)), log: log,
+		http: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 16}, Timeout: 5 * time.Second}}
 	c.cancel, c.cancelF = context.WithCancel(context.Background())
 	g, err := c.open()
 	if err != nil {
@@ -68,16 +59,8 @@ func Open(cfg Config) (*Client, error) {
 }
 
 func (c *Client) open() (*generation, error) {
-	opts := []framework.Option{framework.WithSessionTimeout(c.cfg.SessionTimeout), framework.WithConnectionTimeout(c.cfg.SessionTimeout),
-		framework.WithListener(c.cfg.Listener), framework.WithLogger(c.cfg.Logger)}
-	if c.cfg.Session {
-		opts = append(opts, framework.WithErrorPolicy(state.SessionErrorPolicy{}))
-	}
-	fc, err := framework.New(c.cfg.Connect, retry.NewExponentialBackoff(20*time.Millisecond, 10, retry.WithMaxSleep(time.Second)), opts...)
-	if err != nil {
-		return nil, err
-	}
-	return &generation{fc: fc, locks: map[string]any{}, replaced: make(chan struct{})}, nil
+	fc, err := framework.New(c.connect, retry.NewExponentialBackoff(20*time.Millisecond, 10, retry.WithMaxSleep(time.Second)), c.opts...)
+	return &generation{fc: fc, locks: map[string]any{}, replaced: make(chan struct{})}, err
 }
 
 func (c *Client) current() *generation {

@@ -72,7 +72,7 @@ type run struct {
 
 // Run runs the contender until ctx ends, and returns its counts.
 func (c *Client) Run(ctx context.Context, ct Contender) *Counts {
-	r := &run{c: c, ct: ct, n: &Counts{}, log: c.cfg.Logger}
+	r := &run{c: c, ct: ct, n: &Counts{}, log: c.log}
 	for ctx.Err() == nil {
 		switch ct.Role {
 		case Latch:

@@ -10,6 +10,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/gocurator/curator/framework"
 	"github.com/gocurator/curator/state"
 )
 
@@ -60,8 +61,11 @@ func (h *Host) Handle(verb string, args []string) (string, error) {
 	h.mu.Unlock()
 	switch {
 	case verb == "client" && len(pos) == 2:
-		return h.open(name, Config{Connect: pos[1], SessionTimeout: ms("session"), Session: opt["policy"] == "session",
-			Logger: h.log.With(zap.String("client", name))})
+		opts := []framework.Option{framework.WithSessionTimeout(ms("session")), framework.WithConnectionTimeout(ms("session"))}
+		if opt["policy"] == "session" {
+			opts = append(opts, framework.WithErrorPolicy(state.SessionErrorPolicy{}))
+		}
+		return h.open(name, pos[1], opts)
 	case verb == "chaos-stop" && stop != nil:
 		stop()
 		return "stopping", nil
@@ -93,11 +97,11 @@ func (h *Host) Handle(verb string, args []string) (string, error) {
 }
 
 // open opens a client, waits for its session and returns its id.
-func (h *Host) open(name string, cfg Config) (string, error) {
-	cfg.Listener = state.ListenerFunc(func(s state.ConnectionState) {
+func (h *Host) open(name, connect string, opts []framework.Option) (string, error) {
+	opts = append(opts, framework.WithListener(state.ListenerFunc(func(s state.ConnectionState) {
 		h.emit(fmt.Sprintf("state %s %s %d", name, s, time.Now().UnixMicro()))
-	})
-	c, err := Open(cfg)
+	})))
+	c, err := Open(connect, h.log.With(zap.String("client", name)), opts...)
 	if err != nil {
 		return "", err
 	}
@@ -105,7 +109,7 @@ func (h *Host) open(name string, cfg Config) (string, error) {
 	defer cancel()
 	if err := c.current().fc.BlockUntilConnected(ctx); err != nil {
 		c.Close()
-		return "", fmt.Errorf("no connection to %s: %w", cfg.Connect, err)
+		return "", fmt.Errorf("no connection to %s: %w", connect, err)
 	}
 	h.mu.Lock()
 	h.clients[name] = c
