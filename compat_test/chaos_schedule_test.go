@@ -96,29 +96,16 @@ func (f fault) describe() string {
 	return s
 }
 
-// estimate is how long the fault is planned to take, gap included: a lane
-// is as long as the duration asked for, by these estimates.
+// overhead is how long a fault takes beyond its gap and its length (a
+// pause: its session timeout), as measured in 10-minute runs with -race:
+// holders inside, restarts and elections, checks, reconnects. A lane is as
+// long as the duration asked for, by these estimates.
+var overhead = map[faultKind]time.Duration{faultFollower: 4500 * time.Millisecond, faultLeader: 4 * time.Second,
+	faultQuorum: 8 * time.Second, faultPartition: 3 * time.Second, faultSlow: time.Second, faultBlackHole: time.Second,
+	faultPause: chaosSessionTimeout + 3*time.Second, faultLoseCreate: 300 * time.Millisecond}
+
 func (f fault) estimate() time.Duration {
-	d := f.gap
-	switch f.kind { // as measured in 10-minute runs with -race
-	case faultFollower:
-		d += f.length + 4500*time.Millisecond // holders inside, restart, quorum
-	case faultLeader:
-		d += f.length + 4*time.Second // holders inside, election, restart, quorum
-	case faultQuorum:
-		d += f.length + 8*time.Second // restart, quorum, expiry and progress checks
-	case faultPartition:
-		d += f.length + 3*time.Second // holders inside, rejoin
-	case faultSlow, faultBlackHole:
-		d += f.length + time.Second // holders inside, reconnect
-	case faultPause:
-		d += chaosSessionTimeout + 3*time.Second // a writer inside, take-over, stale write, reconnect
-	case faultLoseCreate:
-		d += 300 * time.Millisecond
-	default:
-		d += 100 * time.Millisecond
-	}
-	return d
+	return f.gap + f.length + max(overhead[f.kind], 100*time.Millisecond)
 }
 
 // chaosSchedule plans the lanes' faults for a seed and a duration: the

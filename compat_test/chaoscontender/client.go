@@ -139,7 +139,7 @@ func (c *Client) owner(ct Contender) (owner, *generation, error) {
 
 // owner is one acquisition's owner, whatever the recipe.
 type owner interface {
-	term
+	Done() <-chan struct{}
 	Acquire(ctx context.Context) error
 	Release(ctx context.Context) error
 	FencingToken(ctx context.Context) (int64, error)
@@ -157,5 +157,4 @@ func (o *lease) Acquire(ctx context.Context) (err error) {
 }
 func (o *lease) Release(ctx context.Context) error               { return o.l.Close(ctx) }
 func (o *lease) Done() <-chan struct{}                           { return o.l.Done() }
-func (o *lease) Err() error                                      { return o.l.Err() }
 func (o *lease) FencingToken(ctx context.Context) (int64, error) { return o.l.FencingToken(ctx) }

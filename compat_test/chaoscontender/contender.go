@@ -142,7 +142,7 @@ func (r *run) lockOnce(ctx context.Context) {
 	if !r.wait(ctx, g, "acquire", o.Acquire) {
 		return
 	}
-	r.hold(ctx, o, began, o.FencingToken)
+	r.hold(ctx, o.Done(), began, o.FencingToken)
 	rctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	if err := o.Release(rctx); err != nil && !errors.Is(err, recipes.ErrLockLost) {
@@ -164,7 +164,7 @@ func (r *run) latchTerm(ctx context.Context) {
 	}
 	began := time.Now()
 	if r.wait(ctx, g, "latch await", l.Await) {
-		r.hold(ctx, l, began, l.FencingToken)
+		r.hold(ctx, l.Done(), began, l.FencingToken)
 	}
 	if err := l.Close(); err != nil && !errors.Is(err, framework.ErrClosed) {
 		r.failed(ctx, "latch close", err, g)
@@ -178,7 +178,7 @@ func (r *run) selectorTurns(ctx context.Context) {
 	began := time.Now() // when the wait for the next turn began
 	var sel *recipes.LeaderSelector
 	sel, err := recipes.NewLeaderSelector(g.fc, r.ct.Path, func(tctx context.Context) error {
-		r.hold(ctx, turn{tctx}, began, sel.FencingToken)
+		r.hold(ctx, tctx.Done(), began, sel.FencingToken)
 		began = time.Now()
 		return nil
 	}, recipes.WithParticipantID(r.ct.Label), recipes.WithAutoRequeue())
@@ -198,24 +198,11 @@ func (r *run) selectorTurns(ctx context.Context) {
 	}
 }
 
-// term is what a holding holds: an acquisition, or a term of leadership.
-// Done closes, and Err says why, when it ends.
-type term interface {
-	Done() <-chan struct{}
-	Err() error
-}
-
-// turn is a selector's turn as a term: its context ends when the turn does.
-type turn struct{ ctx context.Context }
-
-func (t turn) Done() <-chan struct{} { return t.ctx.Done() }
-func (t turn) Err() error            { return context.Cause(t.ctx) }
-
-// hold is one holding of what t holds, just granted (its wait began at
-// began). It is told as soon as t ends (Done closes: a loss, a term cut
-// short), or its fencing token says it is lost; untold, it enters the
+// hold is one holding, just granted (its wait began at began), of what
+// stays held until done closes (a loss, a term cut short): it is told then,
+// or when its fencing token says it is lost; untold, it enters the
 // referee's guard and holds (see inside). The caller releases after.
-func (r *run) hold(ctx context.Context, t term, began time.Time, token func(context.Context) (int64, error)) {
+func (r *run) hold(ctx context.Context, done <-chan struct{}, began time.Time, token func(context.Context) (int64, error)) {
 	h := &holding{id: fmt.Sprintf("%s.%d", r.ct.Label, r.n.Acquisitions.Add(1)), r: r}
 	finished := make(chan struct{})
 	defer func() {
@@ -226,7 +213,7 @@ func (r *run) hold(ctx context.Context, t term, began time.Time, token func(cont
 	}()
 	go func() {
 		select {
-		case <-t.Done():
+		case <-done:
 			h.tell()
 		case <-finished:
 		}
