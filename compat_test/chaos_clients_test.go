@@ -95,15 +95,6 @@ func (c *chaosClient) lossStates() []string {
 	return []string{"SUSPENDED", "LOST"}
 }
 
-// createOpcode is the opcode of the client's creates: go-zookeeper sends
-// create, ZooKeeper's Java client (as Curator calls it) create2.
-func (c *chaosClient) createOpcode() int32 {
-	if c.curator() {
-		return zktest.OpCreate2
-	}
-	return zktest.OpCreate
-}
-
 // states lists the client's connection states since t, from its host's
 // events: "state <client> <STATE> <µs>".
 func (c *chaosClient) states(since time.Time) []stateEvent {
@@ -161,22 +152,6 @@ func (c *chaosClient) sessionID(ctx context.Context) (int64, error) {
 	return strconv.ParseInt(reply, 10, 64)
 }
 
-// currentProxy returns the proxy the client is connected through, or nil:
-// the one that passed it a reply last, within half a session timeout (a
-// connected client hears from its server at least every third of it).
-func (c *chaosClient) currentProxy() *zktest.Proxy {
-	var best *zktest.Proxy
-	for _, p := range c.prox {
-		if best == nil || p.LastReply().After(best.LastReply()) {
-			best = p
-		}
-	}
-	if time.Since(best.LastReply()) > chaosSessionTimeout/2 {
-		return nil
-	}
-	return best
-}
-
 // waitConnected waits until deadline for the last state c heard since
 // since to be a connection (a process may not have noticed yet that the
 // one before is gone), and reports whether it came.
@@ -195,15 +170,6 @@ func firstState(c *chaosClient, since time.Time, states ...string) (stateEvent, 
 		}
 	}
 	return stateEvent{}, false
-}
-
-// waitState waits until deadline for one of states to come since since.
-func waitState(ctx context.Context, c *chaosClient, since, deadline time.Time, states ...string) (ev stateEvent, ok bool) {
-	poll(ctx, deadline, 10*time.Millisecond, func() bool {
-		ev, ok = firstState(c, since, states...)
-		return ok
-	})
-	return ev, ok
 }
 
 // statesSince lists c's states since t, for logs.

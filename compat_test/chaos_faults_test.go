@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"strings"
 	"sync"
 	"time"
 
@@ -58,8 +57,12 @@ func (r *chaosRun) inject(ctx context.Context, f fault) (string, error) {
 	switch f.kind {
 	case faultBlackHole:
 		return r.blackHole(ctx, c, f.length)
-	case faultLoseCreate:
-		return r.loseReply(ctx, f.kind, c, c.createOpcode())
+	case faultLoseCreate: // go-zookeeper sends create, ZooKeeper's Java client create2
+		op := zktest.OpCreate
+		if c.curator() {
+			op = zktest.OpCreate2
+		}
+		return r.loseReply(ctx, f.kind, c, op)
 	case faultLoseDelete:
 		return r.loseReply(ctx, f.kind, c, zktest.OpDelete)
 	case faultCancel:
@@ -253,21 +256,4 @@ func (r *chaosRun) count(m map[faultKind]int, k faultKind) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	m[k]++
-}
-
-// faultSummary is the total of faults that happened and "kind=n ..." in
-// faultKinds order; missing lists each kind that was injected and never
-// happened, or happened fewer times than injected.
-func (r *chaosRun) faultSummary() (total int, byKind string, missing []string) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	var parts []string
-	for _, k := range faultKinds {
-		total += r.faults[k]
-		parts = append(parts, fmt.Sprintf("%s=%d", k, r.faults[k]))
-		if r.faults[k] < r.injected[k] {
-			missing = append(missing, fmt.Sprintf("%s: %d injected, %d happened", k, r.injected[k], r.faults[k]))
-		}
-	}
-	return total, strings.Join(parts, " "), missing
 }

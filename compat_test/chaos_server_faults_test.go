@@ -139,8 +139,17 @@ func (r *chaosRun) quorumLoss(ctx context.Context, f fault) (string, error) {
 		findings = append(findings, fmt.Sprintf("%s of session 0x%x, which %s gave up, still there %v after the quorum came back",
 			n.path, n.owner, gaveUp[n.owner], expiry.Round(time.Millisecond)))
 	}
-	recovery, stuck := r.awaitProgress(ctx, r.labels(), q, q.Add(chaosRecoveryBound))
-	findings = append(findings, stuck...)
+	var recovery time.Duration
+	var stuck []string
+	if !poll(ctx, q.Add(chaosRecoveryBound), 50*time.Millisecond, func() bool {
+		recovery, stuck = r.ref.progress(r.labels(), q)
+		return len(stuck) == 0
+	}) {
+		slices.Sort(stuck)
+		recovery = time.Since(q)
+		findings = append(findings, fmt.Sprintf("contenders %s did not hold their locks within %v of the quorum's return (%s)",
+			strings.Join(stuck, ","), chaosRecoveryBound, dumpStacks("stuck")))
+	}
 	if err := <-restored; err != nil {
 		return "", err
 	}
@@ -154,26 +163,19 @@ func (r *chaosRun) quorumLoss(ctx context.Context, f fault) (string, error) {
 		len(gaveUp), expiry.Round(time.Millisecond), recovery.Round(time.Millisecond)), nil
 }
 
-// awaitProgress waits until every contender of labels has had a holding
-// inside since since, or until deadline, and returns how long the last one
-// took, and those that did not.
-func (r *chaosRun) awaitProgress(ctx context.Context, labels []string, since, deadline time.Time) (worst time.Duration, stuck []string) {
-	if poll(ctx, deadline, 50*time.Millisecond, func() bool {
-		worst, stuck = r.ref.progress(labels, since)
-		return len(stuck) == 0
-	}) {
-		return worst, nil
-	}
-	slices.Sort(stuck)
-	return time.Since(since), []string{fmt.Sprintf("contenders %s did not hold their locks within %v of the quorum's return (%s)",
-		strings.Join(stuck, ","), deadline.Sub(since), dumpStacks("stuck"))}
-}
-
-// clientsOn returns the clients (not paused) connected to each member.
+// clientsOn returns the clients (not paused) connected to each member:
+// through the proxy that passed them a reply last, within half a session
+// timeout (a connected client hears from its server every third of it).
 func (r *chaosRun) clientsOn() [][]*chaosClient {
 	on := make([][]*chaosClient, len(r.ens.Members()))
 	for _, c := range r.clients {
-		if i := slices.Index(c.prox, c.currentProxy()); i >= 0 && !c.paused.Load() {
+		i := 0
+		for k, p := range c.prox {
+			if p.LastReply().After(c.prox[i].LastReply()) {
+				i = k
+			}
+		}
+		if time.Since(c.prox[i].LastReply()) <= chaosSessionTimeout/2 && !c.paused.Load() {
 			on[i] = append(on[i], c)
 		}
 	}
@@ -237,11 +239,9 @@ func (r *chaosRun) partitionMember(ctx context.Context, f fault) (string, error)
 	var stuck []error
 	for _, c := range x.clients {
 		names = append(names, c.name)
-		if ev, left := firstState(c, t0, "SUSPENDED", "LOST"); left {
-			if _, ok := waitState(ctx, c, ev.at, moveBy, "CONNECTED", "RECONNECTED"); !ok {
-				stuck = append(stuck, fmt.Errorf("%s did not move on from partitioned member %d in 20s (states: %s)",
-					c.name, m.ID(), statesSince(c, t0)))
-			}
+		if ev, left := firstState(c, t0, "SUSPENDED", "LOST"); left && !c.waitConnected(ctx, ev.at, moveBy) {
+			stuck = append(stuck, fmt.Errorf("%s did not move on from partitioned member %d in 20s (states: %s)",
+				c.name, m.ID(), statesSince(c, t0)))
 		}
 	}
 	pause(ctx, time.Until(t0.Add(f.length)))

@@ -312,15 +312,23 @@ func (r *chaosRun) judge(seed int64, elapsed time.Duration, orphans, curatorOrph
 	locks, twoLeaders, overlaps := r.ref.judge()
 	fenceViolations, staleAccepted, accepted, refused := r.ref.audit()
 	violations := append(locks, fenceViolations...)
-	nFaults, byKind, missing := r.faultSummary()
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	var nFaults int
+	var byKind, missing []string
+	for _, k := range faultKinds {
+		nFaults += r.faults[k]
+		byKind = append(byKind, fmt.Sprintf("%s=%d", k, r.faults[k]))
+		if r.faults[k] < r.injected[k] {
+			missing = append(missing, fmt.Sprintf("%s: %d injected, %d happened", k, r.injected[k], r.faults[k]))
+		}
+	}
 	test, procs := r.counts["test"], r.counts["processes"]
 	ms := func(d time.Duration) time.Duration { return d.Round(time.Millisecond) }
 	summary := fmt.Sprintf("chaos: seed=%d duration=%v acquisitions=%d leader-terms=%d faults=%d %s violations=%d "+
 		"two-leader-moments=%d orphans=%d curator-orphans=%d stale-writes-refused=%d stale-writes-accepted=%d worst-loss-notice=%v "+
 		"worst-loss-notice-session=%v curator-worst-loss-notice=%v curator-late-notices=%d quorum-node-expiry=%v quorum-recovery=%v",
-		seed, elapsed.Round(time.Second), test["acquisitions"]+procs["acquisitions"], test["terms"]+procs["terms"], nFaults, byKind,
+		seed, elapsed.Round(time.Second), test["acquisitions"]+procs["acquisitions"], test["terms"]+procs["terms"], nFaults, strings.Join(byKind, " "),
 		len(violations)+len(r.quorumFindings), len(twoLeaders), len(orphans), len(curatorOrphans), refused, len(staleAccepted),
 		ms(r.worst["standard"]), ms(r.worst["session"]), ms(r.worst["curator"]), len(r.curatorLate), ms(r.nodeExpiry), ms(r.recovery))
 	t.Logf("chaos: contenders in the test: %v; in processes: %v; %d accepted writes; %d guard overlaps, all but %d excused; "+

@@ -44,20 +44,8 @@ type generation struct {
 	replaced chan struct{} // closed when Replace has made a newer one
 }
 
-// Open opens a client on connect, with opts; it connects in the
-// background.
-func Open(connect string, log *zap.Logger, opts ...framework.Option) (*Client, error) {
-	c := &Client{connect: connect, opts: append(opts, framework.WithLogger(log)), log: log,
-		http: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 16}, Timeout: 5 * time.Second}}
-	c.cancel, c.cancelF = context.WithCancel(context.Background())
-	g, err := c.open()
-	if err != nil {
-		return nil, err
-	}
-	c.gen = g
-	return c, nil
-}
-
+// open opens a new gocurator client on the client position; it connects in
+// the background.
 func (c *Client) open() (*generation, error) {
 	fc, err := framework.New(c.connect, retry.NewExponentialBackoff(20*time.Millisecond, 10, retry.WithMaxSleep(time.Second)), c.opts...)
 	return &generation{fc: fc, locks: map[string]any{}, replaced: make(chan struct{})}, err

@@ -3,6 +3,7 @@ package chaoscontender
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"strconv"
 	"strings"
 	"sync"
@@ -98,11 +99,15 @@ func (h *Host) Handle(verb string, args []string) (string, error) {
 
 // open opens a client, waits for its session and returns its id.
 func (h *Host) open(name, connect string, opts []framework.Option) (string, error) {
-	opts = append(opts, framework.WithListener(state.ListenerFunc(func(s state.ConnectionState) {
+	listener := state.ListenerFunc(func(s state.ConnectionState) {
 		h.emit(fmt.Sprintf("state %s %s %d", name, s, time.Now().UnixMicro()))
-	})))
-	c, err := Open(connect, h.log.With(zap.String("client", name)), opts...)
-	if err != nil {
+	})
+	log := h.log.With(zap.String("client", name))
+	c := &Client{connect: connect, opts: append(opts, framework.WithLogger(log), framework.WithListener(listener)), log: log,
+		http: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 16}, Timeout: 5 * time.Second}}
+	c.cancel, c.cancelF = context.WithCancel(context.Background())
+	var err error
+	if c.gen, err = c.open(); err != nil {
 		return "", err
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
