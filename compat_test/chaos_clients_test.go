@@ -87,14 +87,6 @@ type stateEvent struct {
 
 func (c *chaosClient) curator() bool { return c.policy == "curator" }
 
-// lossStates are the states at which the client's holders are told.
-func (c *chaosClient) lossStates() []string {
-	if c.policy == "session" {
-		return []string{"LOST"}
-	}
-	return []string{"SUSPENDED", "LOST"}
-}
-
 // states lists the client's connection states since t, from its host's
 // events: "state <client> <STATE> <µs>".
 func (c *chaosClient) states(since time.Time) []stateEvent {
@@ -229,19 +221,6 @@ func startClient(t *testing.T, ens *zktest.Ensemble, name, bin, logs string) *ch
 		t.Fatal(err)
 	}
 	return c
-}
-
-// buildGoPeer builds the Go contender process and returns the binary's
-// path. It is built as a service would be, without the race detector (the
-// Go clients in the test's own process run under it when the test does).
-func buildGoPeer(t testing.TB, dir string) string {
-	t.Helper()
-	bin := filepath.Join(dir, "gopeer")
-	build := exec.CommandContext(testutil.Context(t), "go", "build", "-o", bin, "./gopeer")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("building the Go contender process: %v\n%s", err, out)
-	}
-	return bin
 }
 
 // startContenders starts every contender of the client, each running until

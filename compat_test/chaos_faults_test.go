@@ -14,8 +14,9 @@ import (
 // made to one client; those made to the ensemble are in
 // chaos_server_faults_test.go.
 
-// runLane injects a lane's faults in order. A failed fault ends the lane;
-// so does running over twice the duration and a minute.
+// runLane injects a lane's faults in order, and counts each that happened.
+// A fault that failed, or did not happen, ends the lane; so does running
+// over twice the duration and a minute.
 func (r *chaosRun) runLane(ctx context.Context, l *lane, d time.Duration, start time.Time) {
 	for i, f := range l.faults {
 		if over := time.Since(start); over > 2*d+time.Minute {
@@ -26,13 +27,15 @@ func (r *chaosRun) runLane(ctx context.Context, l *lane, d time.Duration, start 
 		if ctx.Err() != nil {
 			return
 		}
-		r.count(r.injected, f.kind)
 		at := time.Since(start)
 		note, err := r.inject(ctx, f)
 		if err != nil {
 			r.t.Errorf("chaos: lane %s, fault %d (%s): %v", l.name, i+1, f.describe(), err)
 			return
 		}
+		r.mu.Lock()
+		r.faults[f.kind]++
+		r.mu.Unlock()
 		r.t.Logf("chaos: +%v %s %d/%d %s: %s", at.Round(time.Millisecond), l.name, i+1, len(l.faults), f.kind, note)
 	}
 }
@@ -70,7 +73,6 @@ func (r *chaosRun) inject(ctx context.Context, f fault) (string, error) {
 		if err != nil {
 			return "", err
 		}
-		r.count(r.faults, f.kind)
 		return fmt.Sprintf("%s: %s acquires cancelled", c.name, n), nil
 	case faultPause:
 		return r.pauseHolder(ctx, c)
@@ -89,7 +91,6 @@ func (r *chaosRun) inject(ctx context.Context, f fault) (string, error) {
 	default:
 		return "", fmt.Errorf("unknown fault %q", f.kind)
 	}
-	r.count(r.faults, f.kind)
 	return fmt.Sprintf("%s, %d holders inside", c.name, x.held), nil
 }
 
@@ -102,7 +103,6 @@ func (r *chaosRun) blackHole(ctx context.Context, c *chaosClient, length time.Du
 	for _, p := range c.prox {
 		p.BlackHole()
 	}
-	r.count(r.faults, faultBlackHole)
 	x.check(r, -1, "black-holed", false)
 	x.done()
 	pause(ctx, time.Until(x.at.Add(length)))
@@ -182,16 +182,13 @@ func (r *chaosRun) loseReply(ctx context.Context, kind faultKind, c *chaosClient
 	if hit < 0 {
 		return "", fmt.Errorf("%s: no %s request in 30s", c.name, kind)
 	}
-	r.count(r.faults, kind)
 	return c.name + " through " + c.prox[hit].Target(), nil
 }
 
 // pauseHolder is the fault every lock paper starts from: it pauses c's
-// process (SIGSTOP) while a holding of c that writes to a fenced resource
-// is inside, until c's session timeout has passed and another holder has
-// written with a higher token, then resumes it (SIGCONT) and waits for the
-// write the holder had due, which goes out as it resumes believing it
-// holds, to be refused.
+// process (SIGSTOP) while a holding of c that writes is inside, past the
+// session timeout until another holder has written, then resumes it
+// (SIGCONT) and waits for the holder's due write to be refused.
 func (r *chaosRun) pauseHolder(ctx context.Context, c *chaosClient) (string, error) {
 	x := r.holdOn(c)
 	defer x.done()
@@ -237,7 +234,6 @@ func (r *chaosRun) pauseHolder(ctx context.Context, c *chaosClient) (string, err
 	case takeover.IsZero():
 		return "", fmt.Errorf("%s: nobody else wrote to it", what)
 	}
-	r.count(r.faults, faultPause)
 	refused := 0
 	if !poll(ctx, time.Now().Add(10*time.Second), 10*time.Millisecond, func() bool {
 		refused = r.ref.refusedOf(writer)
@@ -249,11 +245,4 @@ func (r *chaosRun) pauseHolder(ctx context.Context, c *chaosClient) (string, err
 	}
 	r.awaitReconnect(ctx, c, w.from, w.to)
 	return fmt.Sprintf("%s; taken over after %v; %d stale writes refused", what, takeover.Sub(w.from).Round(time.Millisecond), refused), nil
-}
-
-// count counts a fault of kind k, injected or happened.
-func (r *chaosRun) count(m map[faultKind]int, k faultKind) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	m[k]++
 }

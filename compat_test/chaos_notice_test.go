@@ -36,9 +36,8 @@ func (x *cut) check(r *chaosRun, member int, what string, silenceOK bool) {
 
 // notice returns c's notice so far, cut off at t0: when it told the last
 // of the holdings it had inside then (one may also have ended untold), or,
-// with none inside, when it first came to a state in which it tells its
-// holders (see chaosClient.lossStates): one it was in at t0 already counts
-// as told then.
+// with none inside, when it first came to a state in which its policy tells
+// its holders (one it was in at t0 already counts as told then).
 func (r *chaosRun) notice(c *chaosClient, t0 time.Time, inside []*holdingRecord) (delay time.Duration, ok bool, detail string) {
 	if len(inside) > 0 {
 		for _, h := range inside {
@@ -52,28 +51,29 @@ func (r *chaosRun) notice(c *chaosClient, t0 time.Time, inside []*holdingRecord)
 		}
 		return delay, true, fmt.Sprintf("%d holdings told", len(inside))
 	}
+	loss := []string{"SUSPENDED", "LOST"}
+	if c.policy == "session" {
+		loss = loss[1:]
+	}
 	var last stateEvent
 	for _, ev := range c.states(time.Time{}) {
 		if ev.at.Before(t0) {
 			last = ev
 		}
 	}
-	if slices.Contains(c.lossStates(), last.state) {
+	if slices.Contains(loss, last.state) {
 		return 0, true, "client " + last.state + " already, at -" + t0.Sub(last.at).Round(time.Millisecond).String()
 	}
-	if ev, ok := firstState(c, t0, c.lossStates()...); ok {
+	if ev, ok := firstState(c, t0, loss...); ok {
 		return ev.at.Sub(t0), true, "client " + ev.state
 	}
-	return 0, false, fmt.Sprintf("no %v", c.lossStates())
+	return 0, false, fmt.Sprintf("no %v", loss)
 }
 
 // checkNotice waits for c's loss notice, cut off at t0 by what, records it,
 // and records it as late unless it came within the notice bound of c's last
-// contact with the servers it was cut off from (the last reply one of via
-// passed it, or t0 if earlier). Some clients have nothing to be told (see
-// docs/guarantees.md): one that had left the cut-off member before the cut;
-// with silenceOK (a slow server), one whose connection never lapsed; and a
-// Session-policy client back in its session before its notice.
+// contact with the servers of via (docs/guarantees.md, which also says who
+// has nothing to be told; silenceOK: a slow server's client may not).
 func (r *chaosRun) checkNotice(c *chaosClient, t0 time.Time, via []*zktest.Proxy, inside []*holdingRecord, what string, silenceOK bool) {
 	contact := func() time.Time {
 		last := t0

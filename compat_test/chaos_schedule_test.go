@@ -35,12 +35,10 @@ const (
 var faultKinds = []faultKind{faultFollower, faultLeader, faultQuorum, faultPartition, faultSlow,
 	faultDrop, faultBlackHole, faultLoseCreate, faultLoseDelete, faultCloseClient, faultCancel, faultPause}
 
-// The rounds of a lane: each its kinds in an order the seed shuffles. The
-// faults that end a session (a black hole, a pause) or the quorum block the
-// cut-off clients' locks until the session expires, so they come less often
-// than the quick ones, which come twice a round: a client lane has a black
-// hole in one round, a pause in the next; the server lane loses the quorum
-// in its first round and then at most every chaosQuorumEvery of its plan.
+// The rounds of a lane, each its kinds in an order the seed shuffles. The
+// faults that end sessions come less often: a client lane has a black hole
+// in one round, a pause in the next; the server lane loses the quorum in its
+// first round and then at most every chaosQuorumEvery of its plan.
 var (
 	serverRound = []faultKind{faultFollower, faultLeader, faultPartition, faultSlow}
 	clientRound = []faultKind{faultDrop, faultDrop, faultLoseCreate, faultLoseCreate,
@@ -109,11 +107,10 @@ func (f fault) estimate() time.Duration {
 }
 
 // chaosSchedule plans the lanes' faults for a seed and a duration: the
-// server lane, then one lane per family (g1, p1 and j1 make clients-1).
-// Each has rounds in an order drawn from the seed, with pauses, targets and
-// lengths drawn from it too, until the estimates fill the duration, but
-// whole first rounds (the server lane's first, a client lane's first two),
-// so that every kind comes however short the run.
+// server lane, then one lane per family (g1, p1 and j1 make clients-1),
+// each rounds drawn from the seed until the estimates fill the duration,
+// but whole first rounds (the server lane's first, a client lane's first
+// two), so that every kind comes however short the run.
 func chaosSchedule(seed int64, d time.Duration) []*lane {
 	lanes := []*lane{{name: "server"}, {name: "clients-1"}, {name: "clients-2"}}
 	for i, n := range chaosNames {

@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime"
 	"slices"
@@ -73,7 +74,6 @@ type chaosRun struct {
 
 	mu             sync.Mutex
 	counts         map[string]map[string]int64 // the contenders' reports: "test" (in-process) or "processes", then key
-	injected       map[faultKind]int
 	faults         map[faultKind]int
 	worst          map[string]time.Duration // the worst loss notice, by policy (see chaosClient.policy)
 	notices        int
@@ -140,11 +140,16 @@ func startChaos(t *testing.T) *chaosRun {
 		zktest.WithConfig("initLimit", strconv.Itoa(int(chaosInitLimit/chaosTick))),
 		zktest.WithContainerCheckInterval(500*time.Millisecond))
 	r := &chaosRun{t: t, ens: ens, checker: testutil.Connect(t, ens.ConnectString()), ref: newReferee(t),
-		counts: map[string]map[string]int64{"test": {}, "processes": {}}, injected: map[faultKind]int{},
+		counts: map[string]map[string]int64{"test": {}, "processes": {}},
 		faults: map[faultKind]int{}, worst: map[string]time.Duration{}}
 	logs := t.TempDir()
 	keepOnFailure(t, filepath.Dir(logs)) // the Java peers' logs are in directories of their own
-	bin := buildGoPeer(t, logs)
+	// The Go contender process is built as a service would be, without the
+	// race detector (the Go clients in the test's process run under it).
+	bin := filepath.Join(logs, "gopeer")
+	if out, err := exec.CommandContext(testutil.Context(t), "go", "build", "-o", bin, "./gopeer").CombinedOutput(); err != nil {
+		t.Fatalf("building the Go contender process: %v\n%s", err, out)
+	}
 	t.Cleanup(func() { os.Remove(bin) }) // after the processes have stopped, before keepOnFailure
 	for _, name := range chaosNames {
 		r.clients = append(r.clients, startClient(t, ens, name, bin, logs))
@@ -315,13 +320,10 @@ func (r *chaosRun) judge(seed int64, elapsed time.Duration, orphans, curatorOrph
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	var nFaults int
-	var byKind, missing []string
+	var byKind []string
 	for _, k := range faultKinds {
 		nFaults += r.faults[k]
 		byKind = append(byKind, fmt.Sprintf("%s=%d", k, r.faults[k]))
-		if r.faults[k] < r.injected[k] {
-			missing = append(missing, fmt.Sprintf("%s: %d injected, %d happened", k, r.injected[k], r.faults[k]))
-		}
 	}
 	test, procs := r.counts["test"], r.counts["processes"]
 	ms := func(d time.Duration) time.Duration { return d.Round(time.Millisecond) }
@@ -359,7 +361,6 @@ func (r *chaosRun) judge(seed int64, elapsed time.Duration, orphans, curatorOrph
 			len(r.curatorLate), strings.Join(r.curatorLate, "\n"))
 	}
 	report("stale writes accepted", staleAccepted)
-	report("fault kinds that did not happen as often as injected", missing)
 	if n := r.faults[faultPause]; n > 0 && refused == 0 {
 		t.Errorf("%d holders paused, and the fenced resources refused no write: the check did not fire", n)
 	}
@@ -387,9 +388,9 @@ func dumpStacks(why string) string {
 	return "the test's goroutines are in " + f.Name()
 }
 
-// keepOnFailure copies dir (the test's temporary files: every client's log)
-// somewhere that outlives the test if it fails, and says where. Registered before the processes start,
-// it runs after they have stopped.
+// keepOnFailure copies dir (every client's log) somewhere that outlives a
+// failed test, and says where; registered before the clients start, it
+// runs after they have stopped.
 func keepOnFailure(t *testing.T, dir string) {
 	t.Cleanup(func() {
 		if !t.Failed() {

@@ -64,15 +64,14 @@ func (n *Counts) String() string {
 
 // run is one contender running on a client.
 type run struct {
-	c   *Client
-	ct  Contender
-	n   *Counts
-	log *zap.Logger
+	c  *Client
+	ct Contender
+	n  *Counts
 }
 
 // Run runs the contender until ctx ends, and returns its counts.
 func (c *Client) Run(ctx context.Context, ct Contender) *Counts {
-	r := &run{c: c, ct: ct, n: &Counts{}, log: c.log}
+	r := &run{c: c, ct: ct, n: &Counts{}}
 	for ctx.Err() == nil {
 		switch ct.Role {
 		case Latch:
@@ -102,7 +101,7 @@ func (r *run) failed(ctx context.Context, what string, err error, g *generation)
 			r.n.Cancelled.Add(1)
 		default:
 			r.n.Failures.Add(1)
-			r.log.Info("chaos contender: "+what+" failed", zap.String("contender", r.ct.Label), zap.Error(err))
+			r.c.log.Info("chaos contender: "+what+" failed", zap.String("contender", r.ct.Label), zap.Error(err))
 		}
 	}
 	select {
@@ -240,15 +239,13 @@ func (r *run) hold(ctx context.Context, done <-chan struct{}, began time.Time, t
 
 // inside enters the guard and takes Writes steps (fenced writes, for a
 // holder that writes) Hold apart, then, while the referee says to linger,
-// one every 20 ms, until told (or Linger has passed). It leaves the guard
-// before it returns. A nap far longer than asked means the process was
-// paused in it: the step that was due goes out first, without looking at
-// whether it was told, and the fenced resource must refuse it.
+// one every 20 ms, until told (or Linger has passed), and leaves. After a
+// nap far longer than asked (a pause) the due step goes out unchecked.
 func (r *run) inside(h *holding, began time.Time, token int64) {
 	reply, err := r.call("enter?h=%s&b=%d&t=%d", h.id, began.UnixMicro(), token)
 	if err != nil {
 		r.n.GuardErrors.Add(1)
-		r.log.Warn("chaos contender: entering the guard failed", zap.String("holding", h.id), zap.Error(err))
+		r.c.log.Warn("chaos contender: entering the guard failed", zap.String("holding", h.id), zap.Error(err))
 		return
 	}
 	if reply == "told" {
@@ -257,7 +254,7 @@ func (r *run) inside(h *holding, began time.Time, token int64) {
 	defer func() {
 		if _, err := r.call("leave?h=%s", h.id); err != nil {
 			r.n.GuardErrors.Add(1)
-			r.log.Warn("chaos contender: leaving the guard failed", zap.String("holding", h.id), zap.Error(err))
+			r.c.log.Warn("chaos contender: leaving the guard failed", zap.String("holding", h.id), zap.Error(err))
 		}
 	}()
 	linger := reply == "linger"
@@ -278,7 +275,7 @@ func (r *run) inside(h *holding, began time.Time, token int64) {
 		switch {
 		case err != nil:
 			r.n.Failures.Add(1)
-			r.log.Info("chaos contender: step failed", zap.String("holding", h.id), zap.Error(err))
+			r.c.log.Info("chaos contender: step failed", zap.String("holding", h.id), zap.Error(err))
 			return
 		case reply == "fenced":
 			r.n.Fenced.Add(1)
