@@ -342,25 +342,23 @@ func (r *chaosRun) judge(seed int64, elapsed time.Duration, orphans, curatorOrph
 		fmt.Fprintln(os.Stderr, summary)
 	}
 
-	report := func(what string, list []string) {
+	report := func(fail bool, what string, list []string) { // a failure, or Curator's own
+		say := t.Logf
+		if fail {
+			say = t.Errorf
+		}
 		if len(list) > 0 {
-			t.Errorf("%d %s (seed %d):\n%s", len(list), what, seed, strings.Join(list[:min(len(list), 30)], "\n"))
+			say("chaos: %d %s (seed %d):\n%s", len(list), what, seed, strings.Join(list[:min(len(list), 30)], "\n"))
 		}
 	}
-	report("violations", violations)
-	report("moments of two leaders", twoLeaders)
-	report("quorum-loss findings", r.quorumFindings)
-	report("orphan nodes", orphans)
-	if len(curatorOrphans) > 0 {
-		t.Logf("chaos: %d nodes Curator left behind (its own; see docs/mixed-fleets.md):\n%s",
-			len(curatorOrphans), strings.Join(curatorOrphans, "\n"))
-	}
-	report(fmt.Sprintf("late loss notices of Go clients (bound: %v after the last contact)", chaosNoticeBound), r.lateNotices)
-	if len(r.curatorLate) > 0 {
-		t.Logf("chaos: %d late loss notices of Java Curator clients (Curator's; see docs/guarantees.md):\n%s",
-			len(r.curatorLate), strings.Join(r.curatorLate, "\n"))
-	}
-	report("stale writes accepted", staleAccepted)
+	report(true, "violations", violations)
+	report(true, "moments of two leaders", twoLeaders)
+	report(true, "quorum-loss findings", r.quorumFindings)
+	report(true, "orphan nodes", orphans)
+	report(false, "nodes Curator left behind (its own; see docs/mixed-fleets.md)", curatorOrphans)
+	report(true, fmt.Sprintf("late loss notices of Go clients (bound: %v after the last contact)", chaosNoticeBound), r.lateNotices)
+	report(false, "late loss notices of Java Curator clients (Curator's; see docs/guarantees.md)", r.curatorLate)
+	report(true, "stale writes accepted", staleAccepted)
 	if n := r.faults[faultPause]; n > 0 && refused == 0 {
 		t.Errorf("%d holders paused, and the fenced resources refused no write: the check did not fire", n)
 	}

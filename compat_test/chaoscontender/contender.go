@@ -26,24 +26,19 @@ const (
 	Selector  Role = "selector"
 )
 
-// Contender is one contender's settings; the chaos verb of the Java peer
-// and of compat_test/gopeer takes the same, as options of the same names.
+// Contender is one contender's settings; CuratorPeer's chaos verb and
+// Host's take the same, as options of the same names.
 type Contender struct {
 	Label   string // its holdings are <Label>.<n>
 	Role    Role
-	Path    string // the lock's, or the election's
-	Leases  int    // a semaphore's
-	Referee string // the referee's URL
-	// Fenced: its holders read their fencing token and write it at each
-	// step, to a resource the referee keeps.
-	Fenced bool
-	Hold   time.Duration // time inside, over Writes steps
-	Writes int
-	// Acquire bounds each wait for the lock (or for a term).
-	Acquire time.Duration
-	// Linger bounds how long a holder holds on, stepping, while the
-	// referee asks its client's holders to.
-	Linger time.Duration
+	Path    string        // the lock's, or the election's
+	Leases  int           // a semaphore's
+	Referee string        // the referee's URL
+	Fenced  bool          // its holders write their fencing token at each step
+	Hold    time.Duration // time inside, over Writes steps
+	Writes  int
+	Acquire time.Duration // bounds each wait for the lock (or for a term)
+	Linger  time.Duration // bounds a holder's holding on while the referee asks
 }
 
 // pauseGap is how much longer than asked a holder's nap must have taken for
@@ -88,21 +83,22 @@ func (c *Client) Run(ctx context.Context, ct Contender) *Counts {
 // failed counts a failed call of generation g by why it failed, and paces
 // the loop.
 func (r *run) failed(ctx context.Context, what string, err error, g *generation) {
+	replaced := false
 	select {
 	case <-g.replaced:
-		r.n.Closed.Add(1)
+		replaced = true
 	default:
-		switch {
-		case errors.Is(err, framework.ErrClosed):
-			r.n.Closed.Add(1)
-		case errors.Is(err, context.DeadlineExceeded):
-			r.n.Timeouts.Add(1)
-		case errors.Is(err, context.Canceled):
-			r.n.Cancelled.Add(1)
-		default:
-			r.n.Failures.Add(1)
-			r.c.log.Info("chaos contender: "+what+" failed", zap.String("contender", r.ct.Label), zap.Error(err))
-		}
+	}
+	switch {
+	case replaced || errors.Is(err, framework.ErrClosed):
+		r.n.Closed.Add(1)
+	case errors.Is(err, context.DeadlineExceeded):
+		r.n.Timeouts.Add(1)
+	case errors.Is(err, context.Canceled):
+		r.n.Cancelled.Add(1)
+	default:
+		r.n.Failures.Add(1)
+		r.c.log.Info("chaos contender: "+what+" failed", zap.String("contender", r.ct.Label), zap.Error(err))
 	}
 	select {
 	case <-time.After(20 * time.Millisecond): // pacing after a failure
