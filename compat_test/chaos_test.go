@@ -169,12 +169,7 @@ func (r *chaosRun) labels() []string {
 // heal restores every proxy, restarts any member that is down and waits
 // for the quorum.
 func (r *chaosRun) heal() {
-	var down []*zktest.Server
-	for _, m := range r.ens.Members() {
-		if !m.Running() {
-			down = append(down, m)
-		}
-	}
+	down := slices.DeleteFunc(r.ens.Members(), (*zktest.Server).Running)
 	for _, c := range r.clients {
 		for _, p := range c.prox {
 			p.Restore()
