@@ -11,56 +11,12 @@
 //	zklock [global flags] revoke [--force] [--wait [--timeout D]] NODE|PATH
 //	zklock --version
 //
-// run takes the lock at PATH (an InterProcessMutex; --read or --write for
-// an InterProcessReadWriteLock, --semaphore N for a lease of an
-// InterProcessSemaphoreV2), runs COMMAND with the lock's fencing token and
-// node in its environment (ZKLOCK_TOKEN, ZKLOCK_NODE, ZKLOCK_PATH,
-// ZKLOCK_KIND, ZKLOCK_SESSION, ZKLOCK_NAMESPACE), releases the lock when
-// COMMAND exits and exits with COMMAND's status. COMMAND is not run if the
-// token cannot be read. If the lock can no longer be trusted while COMMAND
-// runs (SUSPENDED or LOST; --error-policy session: LOST only), or is
-// revoked (--revocable), COMMAND's process group gets SIGTERM, then SIGKILL
-// after --grace. Signals sent to zklock are passed on to that group.
-//
-// ls prints the queue at PATH as every participant computes it (holders
-// first, then waiters), or each lock below a PATH that is a parent of
-// locks, and warns about children that disturb the order. ls --watch
-// redraws it at every change, by ZooKeeper watches, through PATH being
-// made and reaped, until interrupted (then it exits 0).
-//
-// revoke writes Curator's "__REVOKE__" to NODE, or to the holders of the
-// lock at PATH (Curator's Revoker.attemptRevoke). Curator creates a
-// revocable holder's node empty: a node with data is not asked (exit 1)
-// unless --force. A PATH without a holder, there or reaped, is an error; a
-// NODE already gone is not.
-//
-// Global flags (also accepted after the command): --servers (default
-// $ZK_SERVERS, else 127.0.0.1:2181), --namespace, --auth user:password,
-// --session-timeout (default 30s, half the library's: a zklock that dies
-// unclosed holds its lock until its session expires), --connect-timeout,
-// --json, and --tls, --tls-ca, --tls-cert, --tls-key, --tls-server-name.
-//
-// With --json, output is JSON lines, and every error, of any command, is
-// one line {"event":"error","outcome":...,"status":...,"message":...}. A
-// usage error prints one line and a hint to the command's --help; a flag
-// given before the command it belongs to says so.
-//
-// Exit status. ls and revoke exit 0 on success, 1 on an error, 2 on a
-// usage error, 128+N when interrupted by signal N. run passes COMMAND's
-// status on and keeps, as timeout(1) and env(1) do, the high codes for its
-// own outcomes (with --json, the last line's outcome tells them apart from
-// a COMMAND's own):
-//
-//	122       the lock was lost (before COMMAND started: it is not run)
-//	123       COMMAND was stopped because the lock was revoked (--revocable)
-//	124       the lock was not acquired: --try-once found it held, or
-//	          --timeout passed
-//	125       zklock itself failed: a usage error, no connection, a ZooKeeper
-//	          error, a fencing token that could not be read
-//	126       COMMAND was found but could not be run
-//	127       COMMAND was not found
-//	128+N     COMMAND died of signal N, or zklock got signal N while waiting
-//	          for the lock (then nothing was run)
+// run takes the lock at PATH and runs COMMAND under it, with the lock's
+// fencing token and node in its environment; ls prints a lock's queue
+// (--watch: at every change); revoke asks a lock's holders to release, as
+// Curator's Revoker does. The global flags, each command's flags, the JSON
+// lines and the exit statuses (run's own: the consts below) are in
+// docs/operations.md.
 package main
 
 import (
