@@ -49,13 +49,6 @@ func zklockBinary(t testing.TB) string {
 	return binPath
 }
 
-// removeBinary removes what zklockBinary built.
-func removeBinary() {
-	if binDir != "" {
-		os.RemoveAll(binDir)
-	}
-}
-
 // process is one run of zklock with ZK_SERVERS pointing at the shared
 // server: the built binary, or zklockMain in-process (where the test's
 // goroutine-leak check covers zklock too).
@@ -144,6 +137,28 @@ func (p *process) result() (int, string, string) {
 	p.t.Helper()
 	code := p.wait()
 	return code, p.stdout.String(), p.stderr.String()
+}
+
+// fails waits until zklock has exited and fails the test unless it exited
+// with status want and stderr says msg.
+func (p *process) fails(want int, msg string) {
+	p.t.Helper()
+	if code, out, stderr := p.result(); code != want || !strings.Contains(stderr, msg) {
+		p.t.Errorf("zklock %q: status %d, stdout %q, stderr %q; want %d and %q", p.args, code, out, stderr, want, msg)
+	}
+}
+
+// succeeds waits until zklock has exited and fails the test unless it
+// exited 0 and stdout says each of texts; it returns stdout.
+func (p *process) succeeds(texts ...string) string {
+	p.t.Helper()
+	code, out, stderr := p.result()
+	for _, text := range texts {
+		if code != 0 || !strings.Contains(out, text) {
+			p.t.Errorf("zklock %q: status %d, stdout %q, stderr %q; want 0 and %q", p.args, code, out, stderr, text)
+		}
+	}
+	return out
 }
 
 // zklock runs zklockMain with args to its end and returns its exit status,

@@ -37,26 +37,17 @@ func TestLsParentOfLocks(t *testing.T) {
 	t.Cleanup(func() { reader.Release(context.Background()) })
 	holdLease(ctx, t, client, app+"/sem", 2)
 
-	code, out, stderr := zklock(t, "ls", app)
-	if code != 0 {
-		t.Fatalf("status %d, stderr %q", code, stderr)
-	}
-	for _, want := range []string{
-		app + ": not a lock, but a parent of 3 locks",
-		app + "/orders: mutex (InterProcessMutex, or a LeaderSelector: the data is its participant id); 1 holding",
-		app + "/sem: semaphore",
-		app + "/billing/eu: read-write lock (InterProcessReadWriteLock); 1 holding",
-	} {
-		if !strings.Contains(out, want) {
-			t.Errorf("no %q in:\n%s", want, out)
-		}
-	}
+	out := startZklock(t, true, "ls", app).succeeds(
+		app+": not a lock, but a parent of 3 locks",
+		app+"/orders: mutex (InterProcessMutex, or a LeaderSelector: the data is its participant id); 1 holding",
+		app+"/sem: semaphore",
+		app+"/billing/eu: read-write lock (InterProcessReadWriteLock); 1 holding")
 	if strings.Contains(out, "warning") || strings.Contains(out, "foreign") {
 		t.Errorf("warnings about the locks' parents:\n%s", out)
 	}
 
 	// JSON, through the program: the locks, each with its participants.
-	code, out, stderr = zklockBin(t, "--json", "ls", app)
+	code, out, stderr := zklockBin(t, "--json", "ls", app)
 	if code != 0 {
 		t.Fatalf("--json: status %d, stderr %q", code, stderr)
 	}
@@ -87,10 +78,7 @@ func TestLsParentOfLocks(t *testing.T) {
 
 	// A real lock's foreign child is still warned about.
 	createNode(t, conn, app+"/orders/0-foreign")
-	code, out, _ = zklock(t, "ls", app+"/orders")
-	if code != 0 || !strings.Contains(out, "warning: "+app+"/orders/0-foreign") {
-		t.Errorf("foreign child of a lock: status %d, output\n%s", code, out)
-	}
+	startZklock(t, true, "ls", app+"/orders").succeeds("warning: " + app + "/orders/0-foreign")
 }
 
 // ls of a path that is a lock only inside a namespace says that a
@@ -101,14 +89,9 @@ func TestLsNamespaceHint(t *testing.T) {
 	rel := strings.TrimPrefix(path, testutil.Root) + "/lock" // path/lock inside the namespace
 	holdMutex(ctx, t, path+"/lock")
 
-	code, out, stderr := zklock(t, "ls", rel)
-	want := fmt.Sprintf("no lock at %s; %s has one: a --namespace may be missing (--namespace %s)", rel, path+"/lock", ns)
-	if code != 0 || !strings.Contains(out, want) {
-		t.Errorf("status %d, stdout %q, stderr %q; want %q", code, out, stderr, want)
-	}
-	code, out, stderr = zklock(t, "--namespace", ns, "ls", rel)
-	if code != 0 || !strings.Contains(out, "1 holding") || strings.Contains(out, "warning") {
-		t.Errorf("with the namespace: status %d, stdout %q, stderr %q", code, out, stderr)
+	startZklock(t, true, "ls", rel).succeeds(fmt.Sprintf("no lock at %s; %s has one: a --namespace may be missing (--namespace %s)", rel, path+"/lock", ns))
+	if out := startZklock(t, true, "--namespace", ns, "ls", rel).succeeds("1 holding"); strings.Contains(out, "warning") {
+		t.Errorf("with the namespace: %q", out)
 	}
 }
 

@@ -25,7 +25,7 @@ var server *zktest.Server
 func TestMain(m *testing.M) {
 	code := testutil.Main(m, &server, zktest.WithTickTime(100*time.Millisecond),
 		zktest.WithSessionTimeoutRange(200*time.Millisecond, 30*time.Second))
-	removeBinary()
+	os.RemoveAll(binDir) // what zklockBinary built, if it did
 	os.Exit(code)
 }
 

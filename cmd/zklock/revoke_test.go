@@ -46,23 +46,13 @@ func revocableHolder(t *testing.T, c *framework.Client, path string, release boo
 	return h, asked
 }
 
-// revoke --wait waits until the holder has released: by NODE, printing
-// both steps; by PATH, with --json, one line once released.
+// revoke --wait by PATH, with --json, prints one line once the holder has
+// released (by NODE, as text: TestRunJSON).
 func TestRevokeWaitsForRelease(t *testing.T) {
 	_, path := testutil.Begin(t, server.Addr())
-	h, released := revocableHolder(t, newClient(t), path+"/node", true)
+	h, released := revocableHolder(t, newClient(t), path+"/path", true)
 	node := h.LockPath()
-	code, out, stderr := zklock(t, "revoke", "--wait", node)
-	if code != 0 || !strings.Contains(out, "revocation requested: "+node) || !strings.Contains(out, "released: "+node) {
-		t.Errorf("status %d, stdout %q, stderr %q", code, out, stderr)
-	}
-	if err := testutil.Recv(t, released, "the revocation listener's Release"); err != nil {
-		t.Error(err)
-	}
-
-	h, released = revocableHolder(t, newClient(t), path+"/path", true)
-	node = h.LockPath()
-	code, out, stderr = zklockBin(t, "--json", "revoke", "--wait", path+"/path")
+	code, out, stderr := zklockBin(t, "--json", "revoke", "--wait", path+"/path")
 	lines := jsonLines(t, out)
 	if code != 0 || len(lines) != 1 {
 		t.Fatalf("status %d, stdout %q, stderr %q", code, out, stderr)
@@ -83,11 +73,8 @@ func TestRevokeNoHolder(t *testing.T) {
 	conn := testutil.Connect(t, server.Addr())
 
 	gone := path + "/_c_2eebaa23-ba28-47fe-ba10-3a5d37d41840-lock-0000000007"
-	code, out, stderr := zklockBin(t, "revoke", gone)
-	if code != 0 || !strings.Contains(out, "already gone: "+gone) {
-		t.Errorf("missing node: status %d, stdout %q, stderr %q", code, out, stderr)
-	}
-	code, out, stderr = zklockBin(t, "--json", "revoke", "--wait", gone)
+	startZklock(t, false, "revoke", gone).succeeds("already gone: " + gone)
+	code, out, stderr := zklockBin(t, "--json", "revoke", "--wait", gone)
 	lines := jsonLines(t, out)
 	if code != 0 || len(lines) != 1 {
 		t.Fatalf("missing node, --json: status %d, stdout %q, stderr %q", code, out, stderr)
@@ -107,10 +94,7 @@ func TestRevokeNoHolder(t *testing.T) {
 	}
 	testutil.WaitGone(t, conn, path+"/reaped")
 	for _, p := range []string{path + "/empty", path + "/reaped"} {
-		code, _, stderr = zklockBin(t, "revoke", p)
-		if code != exitError || !strings.Contains(stderr, "no holder to revoke at "+p) {
-			t.Errorf("%s: status %d, stderr %q", p, code, stderr)
-		}
+		startZklock(t, false, "revoke", p).fails(exitError, "no holder to revoke at "+p)
 	}
 }
 
@@ -137,18 +121,12 @@ func TestRevokeNotRevocable(t *testing.T) {
 	if bad := checkFields(lines[0], map[string]any{"event": eventNotRevocable, "node": h.LockPath(), "revocable": false, "released": false}); len(bad) > 0 {
 		t.Errorf("--json: %v", bad)
 	}
-	code, out, stderr = zklockBin(t, "revoke", "--force", path)
-	if code != 0 || !strings.Contains(out, "revocation requested: "+h.LockPath()) || !strings.Contains(out, "forced") {
-		t.Errorf("--force: status %d, stdout %q, stderr %q", code, out, stderr)
-	}
+	startZklock(t, false, "revoke", "--force", path).succeeds("revocation requested: "+h.LockPath(), "forced")
 	if data, _, err := conn.Get(h.LockPath()); err != nil || string(data) != "__REVOKE__" {
 		t.Errorf("node data %q, %v after --force", data, err)
 	}
 	// --wait with a timeout on a holder that does not release.
-	code, _, stderr = zklockBin(t, "revoke", "--force", "--wait", "--timeout", "200ms", h.LockPath())
-	if code != exitError || !strings.Contains(stderr, "deadline exceeded") {
-		t.Errorf("--wait --timeout: status %d, stderr %q", code, stderr)
-	}
+	startZklock(t, false, "revoke", "--force", "--wait", "--timeout", "200ms", h.LockPath()).fails(exitError, "deadline exceeded")
 	// --wait, interrupted: 128+N.
 	p := startZklock(t, false, "revoke", "--force", "--wait", h.LockPath())
 	p.stdout.waitFor(ctx, t, "revocation requested")
@@ -177,19 +155,14 @@ func TestRevokeNeedsCredentials(t *testing.T) {
 	h, asked := revocableHolder(t, owner, lock, false)
 
 	for _, auth := range [][]string{nil, {"--auth", "owner:wrong"}} {
-		code, _, stderr := zklock(t, append(auth, "revoke", h.LockPath())...)
-		if code != exitError || !strings.Contains(stderr, zk.ErrNoAuth.Error()) {
-			t.Errorf("revoke with %q: status %d, stderr %q", auth, code, stderr)
-		}
+		startZklock(t, true, append(auth, "revoke", h.LockPath())...).fails(exitError, zk.ErrNoAuth.Error())
 	}
 	select {
 	case <-asked:
 		t.Fatal("a revocation without the owner's credentials reached the holder")
 	default:
 	}
-	if code, _, stderr := zklock(t, "--auth", "owner:s3cret", "revoke", h.LockPath()); code != 0 {
-		t.Fatalf("revoke with the owner's credentials: status %d, stderr %q", code, stderr)
-	}
+	startZklock(t, true, "--auth", "owner:s3cret", "revoke", h.LockPath()).succeeds()
 	testutil.Recv(t, asked, "the holder hearing the owner's revocation")
 }
 
@@ -258,20 +231,9 @@ func TestRevokeLockPath(t *testing.T) {
 		t.Errorf("rw: asked %v, want the readers %v", nodes, readers)
 	}
 
-	// A semaphore: leases cannot be revoked, by path or by node (whose data
-	// stays as it was).
+	// A semaphore and a leader latch: no revocation, by path or by node;
+	// the latch node's participant id stays.
 	lease := holdLease(ctx, t, client, path+"/sem", 1)
-	code, _, stderr = zklock(t, "revoke", path+"/sem")
-	if code != exitError || !strings.Contains(stderr, "cannot be revoked") {
-		t.Errorf("semaphore: status %d, stderr %q", code, stderr)
-	}
-	code, _, stderr = zklock(t, "revoke", lease.Path())
-	if code != exitError || !strings.Contains(stderr, "lease node, which cannot be revoked") {
-		t.Errorf("lease node: status %d, stderr %q", code, stderr)
-	}
-
-	// A leader latch: no revocation, by path or by node; its participant id
-	// stays.
 	latch, err := recipes.NewLeaderLatch(client, path+"/latch", recipes.WithParticipantID("p-1"))
 	if err != nil {
 		t.Fatal(err)
@@ -283,17 +245,17 @@ func TestRevokeLockPath(t *testing.T) {
 	if err := latch.Await(ctx); err != nil {
 		t.Fatal(err)
 	}
-	code, _, stderr = zklock(t, "revoke", path+"/latch")
-	if code != exitError || !strings.Contains(stderr, "leader latch") {
-		t.Errorf("latch: status %d, stderr %q", code, stderr)
-	}
 	kids, _, err := conn.Children(path + "/latch")
 	if err != nil || len(kids) != 1 {
 		t.Fatalf("latch children %v, %v", kids, err)
 	}
-	code, _, stderr = zklock(t, "revoke", path+"/latch/"+kids[0])
-	if code != exitError || !strings.Contains(stderr, "latch node, which cannot be revoked") {
-		t.Errorf("latch node: status %d, stderr %q", code, stderr)
+	for target, msg := range map[string]string{
+		path + "/sem":              "is a semaphore: Curator's semaphore leases cannot be revoked",
+		lease.Path():               "lease node, which cannot be revoked",
+		path + "/latch":            "leader latch",
+		path + "/latch/" + kids[0]: "latch node, which cannot be revoked",
+	} {
+		startZklock(t, true, "revoke", target).fails(exitError, msg)
 	}
 	if data, _, err := conn.Get(path + "/latch/" + kids[0]); err != nil || string(data) != "p-1" {
 		t.Errorf("latch node data %q, %v; want the participant id untouched", data, err)
@@ -344,9 +306,7 @@ func TestBinaryRevokeCuratorHolders(t *testing.T) {
 		t.Fatalf("Curator's plain lock node has data %q (%v), want its address", ip, err)
 	}
 
-	if code, out, stderr := zklockBin(t, "revoke", path+"/rev"); code != 0 || !strings.HasPrefix(out, "revocation requested: "+path+"/rev/") {
-		t.Errorf("revocable: status %d, stdout %q, stderr %q", code, out, stderr)
-	}
+	startZklock(t, false, "revoke", path+"/rev").succeeds("revocation requested: " + path + "/rev/")
 	if err := peer.WaitEvent(ctx, "revoked rev"); err != nil {
 		t.Error(err)
 	}
@@ -356,9 +316,7 @@ func TestBinaryRevokeCuratorHolders(t *testing.T) {
 	if data, _, err := conn.Get(plain); err != nil || string(data) != string(ip) {
 		t.Errorf("not revocable: node data %q, %v; want %q untouched", data, err, ip)
 	}
-	if code, _, stderr := zklockBin(t, "revoke", "--force", plain); code != 0 {
-		t.Errorf("--force: status %d, stderr %q", code, stderr)
-	}
+	startZklock(t, false, "revoke", "--force", plain).succeeds()
 	if data, _, err := conn.Get(plain); err != nil || string(data) != "__REVOKE__" {
 		t.Errorf("--force: node data %q, %v", data, err)
 	}
