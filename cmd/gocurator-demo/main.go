@@ -116,8 +116,8 @@ func run(ctx context.Context, c config) error {
 	}()
 
 	// Set every worker up first, so that they all start queueing at once.
-	var starts []func()
-	var sessions []string
+	var rounds []func() error // a worker's round: by index, the worker of names[i]
+	var names, sessions []string
 	if c.java {
 		fmt.Println("starting a Java Curator worker (a JVM running Curator 5.4's InterProcessMutex) ...")
 		peer, err := curatorpeer.Start(ctx, "java-worker", curatorpeer.Options{})
@@ -129,34 +129,42 @@ func run(ctx context.Context, c config) error {
 				fmt.Fprintln(os.Stderr, "gocurator-demo:", err)
 			}
 		}()
-		start, session, err := d.javaWorker(ctx, peer, "java-worker")
+		round, session, err := d.javaWorker(ctx, peer, "java-worker")
 		if err != nil {
 			return err
 		}
-		starts = append(starts, start)
+		rounds, names = append(rounds, round), append(names, "java-worker")
 		sessions = append(sessions, fmt.Sprintf("%-12s Java Curator 5.4  session %s", "java-worker", session))
 	}
 	for w := 1; w <= c.workers; w++ {
 		name := fmt.Sprintf("go-worker-%d", w)
-		start, session, err := d.goWorker(ctx, name)
+		round, session, err := d.goWorker(ctx, name)
 		if err != nil {
 			return err
 		}
-		starts = append(starts, start)
+		rounds, names = append(rounds, round), append(names, name)
 		sessions = append(sessions, fmt.Sprintf("%-12s gocurator         session %s", name, session))
 	}
 	fmt.Printf("ZooKeeper at %s; %d workers, each with its own session, take %s in turn, %d rounds:\n  %s\n\n",
-		c.servers, len(starts), c.path, c.rounds, strings.Join(sessions, "\n  "))
+		c.servers, len(rounds), c.path, c.rounds, strings.Join(sessions, "\n  "))
 
 	done := make(chan struct{})
 	queueShown := make(chan struct{})
 	go func() {
 		defer close(queueShown)
-		d.showQueue(ctx, len(starts), done)
+		d.showQueue(ctx, len(rounds), done)
 	}()
-	for _, start := range starts {
+	for i, round := range rounds {
 		d.wg.Add(1)
-		go start()
+		go func() {
+			defer d.wg.Done()
+			for range c.rounds {
+				if err := round(); err != nil {
+					d.errs <- fmt.Errorf("%s: %w", names[i], err)
+					return
+				}
+			}
+		}()
 	}
 	d.wg.Wait()
 	close(done)
@@ -205,9 +213,9 @@ func (d *demo) work(ctx context.Context, name string) error {
 	return nil
 }
 
-// goWorker connects a Go worker and returns the function that runs it, and
-// its session id.
-func (d *demo) goWorker(ctx context.Context, name string) (func(), string, error) {
+// goWorker connects a Go worker and returns its round (take the lock, work,
+// release), and its session id.
+func (d *demo) goWorker(ctx context.Context, name string) (func() error, string, error) {
 	client, err := connect(ctx, d.servers)
 	if err != nil {
 		return nil, "", err
@@ -217,32 +225,25 @@ func (d *demo) goWorker(ctx context.Context, name string) (func(), string, error
 	if err != nil {
 		return nil, "", err
 	}
-	return func() {
-		defer d.wg.Done()
-		h := mu.NewHandle()
-		for r := 0; r < d.rounds; r++ {
-			err := recipes.WithLock(ctx, h, func(ctx context.Context) error {
-				token, err := h.FencingToken(ctx) // no token, no work: the lock is not to be trusted
-				if err != nil {
-					return err
-				}
-				_, node := framework.SplitPath(h.LockPath())
-				d.say("%-12s holds the lock  token %d  node %s", name, token, node)
-				return d.work(ctx, name)
-			})
+	h := mu.NewHandle()
+	return func() error {
+		return recipes.WithLock(ctx, h, func(ctx context.Context) error {
+			token, err := h.FencingToken(ctx) // no token, no work: the lock is not to be trusted
 			if err != nil {
-				d.errs <- fmt.Errorf("%s: %w", name, err)
-				return
+				return err
 			}
-		}
+			_, node := framework.SplitPath(h.LockPath())
+			d.say("%-12s holds the lock  token %d  node %s", name, token, node)
+			return d.work(ctx, name)
+		})
 	}, fmt.Sprintf("0x%x", client.SessionID()), nil
 }
 
 // javaWorker opens a Curator client and an InterProcessMutex in peer and
-// returns the function that runs the Java worker, and its session id.
+// returns the Java worker's round, and its session id.
 // Curator does not report the fencing token, so the worker reads it, and
 // its node, from the queue.
-func (d *demo) javaWorker(ctx context.Context, peer *curatorpeer.Peer, name string) (func(), string, error) {
+func (d *demo) javaWorker(ctx context.Context, peer *curatorpeer.Peer, name string) (func() error, string, error) {
 	sid, err := peer.Client(ctx, "jc", d.servers)
 	if err != nil {
 		return nil, "", fmt.Errorf("%s: %w", name, err)
@@ -251,7 +252,7 @@ func (d *demo) javaWorker(ctx context.Context, peer *curatorpeer.Peer, name stri
 		return nil, "", fmt.Errorf("%s: %w", name, err)
 	}
 	session := fmt.Sprintf("0x%x", sid)
-	round := func() error {
+	return func() error {
 		reply, err := peer.Call(ctx, "w", "acquire", "m") // Curator's acquire() on the peer's thread "w"
 		if err != nil {
 			return err
@@ -273,15 +274,6 @@ func (d *demo) javaWorker(ctx context.Context, peer *curatorpeer.Peer, name stri
 		}
 		_, err = peer.Call(ctx, "w", "release", "m")
 		return err
-	}
-	return func() {
-		defer d.wg.Done()
-		for r := 0; r < d.rounds; r++ {
-			if err := round(); err != nil {
-				d.errs <- fmt.Errorf("%s: %w", name, err)
-				return
-			}
-		}
 	}, session, nil
 }
 
