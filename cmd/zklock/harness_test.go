@@ -161,6 +161,19 @@ func (p *process) succeeds(texts ...string) string {
 	return out
 }
 
+// jsonLine waits until zklock has exited and fails the test unless it
+// exited with status want and wrote one JSON line to stdout, with the
+// fields fields (checkFields).
+func (p *process) jsonLine(want int, fields map[string]any) {
+	p.t.Helper()
+	code, out, _ := p.result()
+	if lines := jsonLines(p.t, out); code != want || len(lines) != 1 {
+		p.t.Errorf("zklock %q: status %d, output %q; want %d and one line", p.args, code, out, want)
+	} else if bad := checkFields(lines[0], fields); len(bad) > 0 {
+		p.t.Errorf("zklock %q: %v: %v", p.args, lines[0], bad)
+	}
+}
+
 // zklock runs zklockMain with args to its end and returns its exit status,
 // stdout and stderr.
 func zklock(t testing.TB, args ...string) (int, string, string) {

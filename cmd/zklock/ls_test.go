@@ -108,10 +108,7 @@ func TestBinaryLsEmptyLocksContainer(t *testing.T) {
 	if code != 0 || strings.Contains(out, "semaphore") || !strings.HasPrefix(out, root+": no participants (its one child is no lock node)") {
 		t.Errorf("status %d, stdout %q, stderr %q", code, out, stderr)
 	}
-	code, out, _ = zklockBin(t, "--json", "ls", root)
-	if lines := jsonLines(t, out); code != 0 || len(lines) != 1 || lines[0]["recipe"] != lockqueue.RecipeNone {
-		t.Errorf("--json: status %d, stdout %q", code, out)
-	}
+	startZklock(t, false, "--json", "ls", root).jsonLine(0, map[string]any{"recipe": lockqueue.RecipeNone})
 	// No node there: an empty list of participants, not null.
 	code, out, stderr = zklockBin(t, "--json", "ls", root+"/none")
 	if code != 0 || !strings.Contains(out, `"participants":[]`) || strings.Count(out, "\n") != 1 {

@@ -51,15 +51,8 @@ func revocableHolder(t *testing.T, c *framework.Client, path string, release boo
 func TestRevokeWaitsForRelease(t *testing.T) {
 	_, path := testutil.Begin(t, server.Addr())
 	h, released := revocableHolder(t, newClient(t), path+"/path", true)
-	node := h.LockPath()
-	code, out, stderr := zklockBin(t, "--json", "revoke", "--wait", path+"/path")
-	lines := jsonLines(t, out)
-	if code != 0 || len(lines) != 1 {
-		t.Fatalf("status %d, stdout %q, stderr %q", code, out, stderr)
-	}
-	if bad := checkFields(lines[0], map[string]any{"event": eventRevokeRequested, "node": node, "path": path + "/path", "kind": "mutex", "released": true}); len(bad) > 0 {
-		t.Errorf("%v: %v", lines[0], bad)
-	}
+	startZklock(t, false, "--json", "revoke", "--wait", path+"/path").jsonLine(0,
+		map[string]any{"event": eventRevokeRequested, "node": h.LockPath(), "path": path + "/path", "kind": "mutex", "released": true})
 	if err := testutil.Recv(t, released, "the revocation listener's Release"); err != nil {
 		t.Error(err)
 	}
@@ -74,14 +67,7 @@ func TestRevokeNoHolder(t *testing.T) {
 
 	gone := path + "/_c_2eebaa23-ba28-47fe-ba10-3a5d37d41840-lock-0000000007"
 	startZklock(t, false, "revoke", gone).succeeds("already gone: " + gone)
-	code, out, stderr := zklockBin(t, "--json", "revoke", "--wait", gone)
-	lines := jsonLines(t, out)
-	if code != 0 || len(lines) != 1 {
-		t.Fatalf("missing node, --json: status %d, stdout %q, stderr %q", code, out, stderr)
-	}
-	if bad := checkFields(lines[0], map[string]any{"event": eventAlreadyGone, "node": gone, "released": true}); len(bad) > 0 {
-		t.Errorf("missing node, --json: %v", bad)
-	}
+	startZklock(t, false, "--json", "revoke", "--wait", gone).jsonLine(0, map[string]any{"event": eventAlreadyGone, "node": gone, "released": true})
 
 	// An empty lock path (here a persistent node, as a container is until
 	// the server reaps it), and a lock path that was held, released and
@@ -113,14 +99,8 @@ func TestRevokeNotRevocable(t *testing.T) {
 			t.Fatalf("node data %q, %v: written without --force", data, err)
 		}
 	}
-	code, out, stderr := zklockBin(t, "--json", "revoke", path)
-	lines := jsonLines(t, out)
-	if code != exitError || len(lines) != 1 {
-		t.Fatalf("--json: status %d, stdout %q, stderr %q", code, out, stderr)
-	}
-	if bad := checkFields(lines[0], map[string]any{"event": eventNotRevocable, "node": h.LockPath(), "revocable": false, "released": false}); len(bad) > 0 {
-		t.Errorf("--json: %v", bad)
-	}
+	startZklock(t, false, "--json", "revoke", path).jsonLine(exitError,
+		map[string]any{"event": eventNotRevocable, "node": h.LockPath(), "revocable": false, "released": false})
 	startZklock(t, false, "revoke", "--force", path).succeeds("revocation requested: "+h.LockPath(), "forced")
 	if data, _, err := conn.Get(h.LockPath()); err != nil || string(data) != "__REVOKE__" {
 		t.Errorf("node data %q, %v after --force", data, err)
@@ -175,12 +155,8 @@ func TestRevokeLockPath(t *testing.T) {
 
 	// A mutex, by node: asked, and its listener runs.
 	h, asked := revocableHolder(t, client, path+"/mutex", false)
-	code, out, stderr := zklock(t, "--json", "revoke", h.LockPath())
-	if lines := jsonLines(t, out); code != 0 || len(lines) != 1 {
-		t.Errorf("mutex node: status %d, stdout %q, stderr %q", code, out, stderr)
-	} else if bad := checkFields(lines[0], map[string]any{"event": eventRevokeRequested, "node": h.LockPath(), "revocable": true, "released": false}); len(bad) > 0 {
-		t.Errorf("mutex node: %v", bad)
-	}
+	startZklock(t, true, "--json", "revoke", h.LockPath()).jsonLine(0,
+		map[string]any{"event": eventRevokeRequested, "node": h.LockPath(), "revocable": true, "released": false})
 	testutil.Recv(t, asked, "the holder's revocation listener")
 	if data, _, err := conn.Get(h.LockPath()); err != nil || string(data) != "__REVOKE__" {
 		t.Errorf("node data %q, %v", data, err)
@@ -192,7 +168,7 @@ func TestRevokeLockPath(t *testing.T) {
 		t.Fatal(err)
 	}
 	testutil.Queued(t, conn, path+"/mutex", 2, mu.NewHandle().Acquire)
-	code, out, stderr = zklock(t, "revoke", path+"/mutex")
+	code, out, stderr := zklock(t, "revoke", path+"/mutex")
 	if code != 0 || strings.TrimSpace(out) != "revocation requested: "+h.LockPath()+" (session "+fmt.Sprintf("0x%x", client.SessionID())+")" {
 		t.Errorf("mutex: status %d, stdout %q, stderr %q; want only the holder %s asked", code, out, stderr, h.LockPath())
 	}
