@@ -5,7 +5,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"io"
 	"time"
 
 	"github.com/go-zookeeper/zk"
@@ -105,7 +104,11 @@ func cmdRevoke(ctx context.Context, g *globalOptions, args []string, s streams) 
 				continue // its one line comes once it is released
 			}
 		}
-		writeRevokeResult(s.stdout, g.json, r)
+		if g.json {
+			writeJSONLine(s.stdout, r)
+		} else {
+			fmt.Fprintln(s.stdout, r.Message)
+		}
 	}
 	for _, r := range asked {
 		err := waitReleased(ctx, client, r.Node)
@@ -234,14 +237,4 @@ func waitReleased(ctx context.Context, client *framework.Client, node string) er
 			return fmt.Errorf("waiting for %s to be released: %w", node, ctx.Err())
 		}
 	}
-}
-
-// writeRevokeResult prints what revoke did to one node: its message, or
-// one JSON line.
-func writeRevokeResult(w io.Writer, asJSON bool, r *revokeResult) {
-	if asJSON {
-		writeJSONLine(w, r)
-		return
-	}
-	fmt.Fprintln(w, r.Message)
 }
