@@ -36,15 +36,8 @@
 //
 // 1e and 2e are scenarios 1 and 2 (without the sweep) on the ensemble,
 // where every write goes through a quorum, as in production. Every
-// scenario measures the client's CPU time per acquisition too.
-//
-// The Java side (java/CuratorBench.java, embedded) is compiled with javac
-// (once: internal/jvm caches the classes) and run as one child JVM per
-// scenario, which sets up, then answers each request on stdin (run a
-// repetition, add to a queue, hand leadership over, tell its CPU time) with
-// one line. Every implementation is warmed up with unmeasured repetitions;
-// then, within a scenario, the repetitions of all implementations
-// alternate, one at a time.
+// scenario measures the client's CPU time per acquisition too. How the
+// implementations take turns: scenario.go; the Java side: java.go.
 package main
 
 import (
