@@ -150,7 +150,9 @@ func rowOf(measures []Measure, reps []map[string]float64) Row {
 		case "max":
 			r.Value[m.Key] = slices.Max(xs)
 		case "sum":
-			r.Value[m.Key] = sum(xs)
+			for _, x := range xs {
+				r.Value[m.Key] += x
+			}
 		default:
 			r.Value[m.Key] = median(xs)
 		}

@@ -33,14 +33,6 @@ func median(xs []float64) float64 {
 	return (s[n/2-1] + s[n/2]) / 2
 }
 
-func sum(xs []float64) float64 {
-	t := 0.0
-	for _, x := range xs {
-		t += x
-	}
-	return t
-}
-
 // slowCycle is the time above which a cycle counts as a stall: the
 // latencies' "over 100 ms" measure.
 const slowCycle = 100 * time.Millisecond

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"cmp"
 	"context"
 	"fmt"
 	"os"
@@ -12,21 +11,17 @@ import (
 	"time"
 )
 
-// cpuModel describes the machine's CPUs.
+// cpuModel describes the machine's CPUs: /proc/cpuinfo's first model name.
 func cpuModel() string {
-	return fmt.Sprintf("%s, %d logical CPUs", cmp.Or(procValue("/proc/cpuinfo", "model name"), "unknown"), runtime.NumCPU())
-}
-
-// procValue returns what follows the colon on the first line of file whose
-// key (before the colon) is key, "" if none.
-func procValue(file, key string) string {
-	b, _ := os.ReadFile(file)
+	model := "unknown"
+	b, _ := os.ReadFile("/proc/cpuinfo")
 	for _, line := range strings.Split(string(b), "\n") {
-		if k, v, ok := strings.Cut(line, ":"); ok && strings.TrimSpace(k) == key {
-			return strings.TrimSpace(v)
+		if k, v, ok := strings.Cut(line, ":"); ok && strings.TrimSpace(k) == "model name" {
+			model = strings.TrimSpace(v)
+			break
 		}
 	}
-	return ""
+	return fmt.Sprintf("%s, %d logical CPUs", model, runtime.NumCPU())
 }
 
 // moduleVersion returns the version of a dependency built into this binary.
