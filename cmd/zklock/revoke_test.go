@@ -9,8 +9,6 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/go-zookeeper/zk"
-
 	"github.com/gocurator/curator/framework"
 	"github.com/gocurator/curator/internal/curatorpeer"
 	"github.com/gocurator/curator/internal/testutil"
@@ -114,36 +112,6 @@ func TestRevokeNotRevocable(t *testing.T) {
 	if code := p.wait(); code != exitSignalBase+int(syscall.SIGINT) || !strings.Contains(p.stderr.String(), "interrupted") {
 		t.Errorf("--wait, SIGINT: status %d, stderr %q", code, p.stderr.String())
 	}
-}
-
-// Against lock nodes with a creator-only ACL, zklock revoke needs the
-// holder's credentials: without them, or with a wrong password, it fails
-// (zk.ErrNoAuth) and the holder hears nothing.
-func TestRevokeNeedsCredentials(t *testing.T) {
-	testutil.CheckLeaks(t)
-	path := testutil.Path(t)
-	lock := path + "/lock"
-	testutil.CleanupTreeAs(t, server.Addr(), path, "owner:s3cret")
-	creator := zk.AuthACL(zk.PermAll)
-	owner := newClient(t, framework.WithAuth("digest", []byte("owner:s3cret")),
-		framework.WithACLProvider(framework.ACLProviderFunc(func(p string) []zk.ACL {
-			if strings.HasPrefix(p, lock) {
-				return creator
-			}
-			return framework.OpenACL // the parents stay open, for other tests
-		})))
-	h, asked := revocableHolder(t, owner, lock, false)
-
-	for _, auth := range [][]string{nil, {"--auth", "owner:wrong"}} {
-		startZklock(t, true, append(auth, "revoke", h.LockPath())...).fails(exitError, zk.ErrNoAuth.Error())
-	}
-	select {
-	case <-asked:
-		t.Fatal("a revocation without the owner's credentials reached the holder")
-	default:
-	}
-	startZklock(t, true, "--auth", "owner:s3cret", "revoke", h.LockPath()).succeeds()
-	testutil.Recv(t, asked, "the holder hearing the owner's revocation")
 }
 
 // revoke PATH asks the lock's current holders, by the lock's own rules,

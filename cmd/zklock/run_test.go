@@ -9,6 +9,8 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/go-zookeeper/zk"
+
 	"github.com/gocurator/curator/framework"
 	"github.com/gocurator/curator/framework/zktest"
 	"github.com/gocurator/curator/internal/testutil"
@@ -291,6 +293,10 @@ func TestRunJSON(t *testing.T) {
 	}
 }
 
+// run in a namespace, with --acl creator: the nodes it makes are the
+// creator's, so that ls needs its credentials, and so does revoke: without
+// them, or with a wrong password, revoke fails (zk.ErrNoAuth) and the
+// command runs on; with them, the command is stopped (123).
 func TestRunNamespaceAndAuth(t *testing.T) {
 	testutil.CheckLeaks(t)
 	ns := strings.TrimPrefix(testutil.Path(t), "/")
@@ -305,7 +311,7 @@ func TestRunNamespaceAndAuth(t *testing.T) {
 	})
 	ctx := testutil.Context(t)
 	p := startZklock(t, true, "--namespace", ns, "--auth", "alice:secret",
-		"run", "--acl", "creator", "/lock", "--", "sh", "-c", `echo "$ZKLOCK_NODE $ZKLOCK_NAMESPACE ready"; exec sleep 60`)
+		"run", "--acl", "creator", "--revocable", "/lock", "--", "sh", "-c", `echo "$ZKLOCK_NODE $ZKLOCK_NAMESPACE ready"; exec sleep 60`)
 	out := p.stdout.waitFor(ctx, t, "ready")
 	f := strings.Fields(out)
 	if len(f) != 3 || !strings.HasPrefix(f[0], "/lock/_c_") || f[1] != ns {
@@ -321,10 +327,18 @@ func TestRunNamespaceAndAuth(t *testing.T) {
 			t.Errorf("ACL of %s: %+v", node, acl)
 		}
 	}
-	// ls through the namespace, with the auth that may read it.
+	// ls and revoke through the namespace, with the auth that may read it.
 	startZklock(t, true, "--namespace", ns, "--auth", "alice:secret", "ls", "/lock").succeeds("/lock: mutex", "holder")
-	p.signal(syscall.SIGTERM)
-	if code := p.wait(); code != 128+int(syscall.SIGTERM) {
+	for _, auth := range [][]string{nil, {"--auth", "alice:wrong"}} {
+		startZklock(t, true, append(auth, "--namespace", ns, "revoke", f[0])...).fails(exitError, zk.ErrNoAuth.Error())
+	}
+	select {
+	case <-p.done:
+		t.Fatalf("a revocation without the creator's credentials stopped the command: stderr %q", p.stderr.String())
+	default:
+	}
+	startZklock(t, true, "--namespace", ns, "--auth", "alice:secret", "revoke", f[0]).succeeds()
+	if code := p.wait(); code != exitRevoked {
 		t.Errorf("status %d, stderr %q", code, p.stderr.String())
 	}
 }
