@@ -49,16 +49,12 @@ func exitCode(err error) int {
 }
 
 // errorLine is the JSON line of every error zklock reports, whatever the
-// command: the one shape of an error, defined here only.
+// command: the one shape of an error, defined here only, its fields as
+// docs/operations.md (zklock) describes them.
 type errorLine struct {
-	// Event is "error".
-	Event string `json:"event"`
-	// Outcome is error, or for run's COMMAND that could not be started,
-	// cannot-run or not-found.
+	Event   string `json:"event"` // "error"
 	Outcome string `json:"outcome"`
-	// Status is the status zklock exits with.
-	Status int `json:"status"`
-	// Message says what went wrong.
+	Status  int    `json:"status"`
 	Message string `json:"message"`
 }
 

@@ -38,29 +38,18 @@ const (
 	eventNotRevocable    = "not-revocable"    // not asked: the holder did not make its lock revocable
 )
 
-// revokeResult is what revoke reports about one node, one JSON line each.
+// revokeResult is what revoke reports about one node, one JSON line each,
+// its fields as docs/operations.md (zklock revoke) describes them.
 type revokeResult struct {
-	// Event is revoke-requested; already-gone when there was no node;
-	// not-revocable when the node was not asked (no --force).
-	Event string `json:"event"`
-	// Path is the lock path: the PATH given, or NODE's parent.
-	Path string `json:"path,omitempty"`
-	// Kind is the node's kind by its name: mutex, read or write.
-	Kind string `json:"kind,omitempty"`
-	// Node is the node (without the namespace).
-	Node string `json:"node"`
-	// Session is the node's ephemeralOwner, in hex.
-	Session string `json:"session"`
-	// Token is the node's czxid, the fencing token its holder has.
-	Token int64 `json:"token,omitempty"`
-	// Revocable is false when the node had data: its holder did not make
-	// its lock revocable (Curator creates revocable lock nodes empty).
-	Revocable bool `json:"revocable"`
-	// Released is true when the node is gone: --wait saw it go, or it was
-	// gone already.
-	Released bool `json:"released"`
-	// Message is the text the human output prints.
-	Message string `json:"message"`
+	Event     string `json:"event"`
+	Path      string `json:"path,omitempty"`
+	Kind      string `json:"kind,omitempty"` // by the node's name
+	Node      string `json:"node"`           // without the namespace
+	Session   string `json:"session"`
+	Token     int64  `json:"token,omitempty"`
+	Revocable bool   `json:"revocable"`
+	Released  bool   `json:"released"`
+	Message   string `json:"message"`
 }
 
 // cmdRevoke parses revoke's arguments, connects and revokes.

@@ -195,34 +195,22 @@ func outcome(status int) string {
 	return runOutcomes[status]
 }
 
-// runEvent is one line of run's --json output. A field that does not apply
-// is left out: node, session and token once the lock is held (token once
-// read); outcome, status and command_status on the last line only,
-// command_status only if the command ran.
+// runEvent is one line of run's --json output, its fields as
+// docs/operations.md (zklock run) describes them; a field that does not
+// apply is left out. Besides the events the manual lists, a failed release
+// is "release" and the end of zklockMain's context "cancelled"; an error
+// is an errorLine.
 type runEvent struct {
-	// Event names what happened (an error is an errorLine): acquired, lost,
-	// revoked, not-acquired, kill, release, released, cancelled, interrupted,
-	// exit.
-	Event string `json:"event"`
-	// Path is the lock path.
-	Path string `json:"path,omitempty"`
-	// Kind is mutex, read, write or lease.
-	Kind string `json:"kind,omitempty"`
-	// Node is the lock (or lease) node's path.
-	Node string `json:"node,omitempty"`
-	// Session is the session holding the node, 0x-prefixed hex.
-	Session string `json:"session,omitempty"`
-	// Token is the fencing token (the node's czxid).
-	Token int64 `json:"token,omitempty"`
-	// Outcome is how run ended: ok, lost, revoked, not-acquired, error,
-	// cannot-run, not-found or interrupted.
-	Outcome string `json:"outcome,omitempty"`
-	// Status is the status zklock exits with.
-	Status *int `json:"status,omitempty"`
-	// CommandStatus is the command's own status (128+N for signal N).
-	CommandStatus *int `json:"command_status,omitempty"`
-	// Message is the text the human output prints.
-	Message string `json:"message"`
+	Event         string `json:"event"`
+	Path          string `json:"path,omitempty"`
+	Kind          string `json:"kind,omitempty"`
+	Node          string `json:"node,omitempty"`
+	Session       string `json:"session,omitempty"`
+	Token         int64  `json:"token,omitempty"`
+	Outcome       string `json:"outcome,omitempty"`
+	Status        *int   `json:"status,omitempty"`
+	CommandStatus *int   `json:"command_status,omitempty"`
+	Message       string `json:"message"`
 }
 
 // reporter writes run's own messages to stderr, as text or JSON lines.
