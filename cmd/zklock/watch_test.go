@@ -246,36 +246,16 @@ func TestBinaryLsWatchSemaphore(t *testing.T) {
 	}
 }
 
-// ls --watch --json, to a pipe: one JSON object per line, a line per
-// change; SIGINT ends it with status 0.
+// ls --watch --json, to a pipe, of a PATH that is not there yet and then
+// becomes a parent of locks: one JSON object per line, a line per change,
+// of a lock below PATH too, not only of PATH's own children; SIGINT ends
+// it with status 0.
 func TestBinaryLsWatchJSON(t *testing.T) {
 	ctx, path := testutil.Begin(t, server.Addr())
-	p := startZklock(t, false, "--json", "ls", "--watch", path+"/lock")
-	p.stdout.waitFor(ctx, t, `"exists":false`)
-	h := holdMutex(ctx, t, path+"/lock")
-	p.stdout.waitFor(ctx, t, `"role":"holder"`)
-	p.signal(syscall.SIGINT)
-	if code := p.wait(); code != 0 {
-		t.Errorf("SIGINT: status %d, stderr %q", code, p.stderr.String())
-	}
-	lines := jsonLines(t, p.stdout.String())
-	last := lines[len(lines)-1]
-	if len(lines) < 2 || lines[0]["exists"] != false || last["recipe"] != "mutex" || p.stderr.String() != "" {
-		t.Fatalf("lines %v, stderr %q", lines, p.stderr.String())
-	}
-	if ps, _ := last["participants"].([]any); len(ps) != 1 || ps[0].(map[string]any)["path"] != h.LockPath() {
-		t.Errorf("last line's participants %v, want the holder %s", last["participants"], h.LockPath())
-	}
-}
-
-// ls --watch of a parent of locks redraws when a lock below it changes,
-// not only when PATH's own children do.
-func TestBinaryLsWatchParentJSON(t *testing.T) {
-	ctx, path := testutil.Begin(t, server.Addr())
 	conn := testutil.Connect(t, server.Addr())
-	createNode(t, conn, path)
-	holdMutex(ctx, t, path+"/app/a")
 	p := startZklock(t, false, "--json", "ls", "--watch", path)
+	p.stdout.waitFor(ctx, t, `"exists":false`)
+	h := holdMutex(ctx, t, path+"/app/a")
 	p.stdout.waitFor(ctx, t, `"recipe":"parent"`)
 	mu, err := recipes.NewInterProcessMutex(newClient(t), path+"/app/a")
 	if err != nil {
@@ -284,7 +264,12 @@ func TestBinaryLsWatchParentJSON(t *testing.T) {
 	testutil.Queued(t, conn, path+"/app/a", 2, mu.NewHandle().Acquire)
 	p.stdout.waitFor(ctx, t, `"role":"waiting"`)
 	p.signal(syscall.SIGINT)
-	if code := p.wait(); code != 0 {
+	if code := p.wait(); code != 0 || p.stderr.String() != "" {
 		t.Errorf("SIGINT: status %d, stderr %q", code, p.stderr.String())
+	}
+	lines := jsonLines(t, p.stdout.String())
+	if last := lines[len(lines)-1]; len(lines) < 3 || lines[0]["exists"] != false || last["recipe"] != "parent" ||
+		!strings.Contains(fmt.Sprint(last["locks"]), h.LockPath()) {
+		t.Errorf("lines %v, want a missing path first and, last, the parent with the holder %s", lines, h.LockPath())
 	}
 }
