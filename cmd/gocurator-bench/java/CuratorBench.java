@@ -18,16 +18,10 @@
 // scenario, "cpu" answers the CPU time this JVM has used, in nanoseconds
 // (all its threads: Curator's, ZooKeeper's client, the JIT, the GC).
 //
-// Scenarios, their keys (system properties; all take path=<base path>) and
-// requests:
-//
-//     loop  locks in a loop (see loop)  clients=<n> threads=<n> paths=<n> leases=<n> durationMs=<ms>
-//           "rep <n>": the first n (0: all) threads acquire and release in a loop for durationMs
-//           -> <ns of the repetition> <ns of each cycle>...
-//     s3    read-write lock queue       pattern=<W or R for each participant>
-//           "add <path> <i>" -> "added"; "drain" -> <ns> (see ReadWriteQueue)
-//     s7    leader hand-off, two candidates
-//           "leader" -> <path>; "handoff close|session" -> <ns> (see Election)
+// The scenarios, "loop" (timed loops: loop), "s3" (a read-write lock
+// queue: ReadWriteQueue) and "s7" (a leader hand-off: Election), each
+// document their keys (system properties; all take path=<base path>) and
+// requests.
 
 import java.io.BufferedReader;
 import java.io.InputStream;
@@ -167,7 +161,8 @@ public class CuratorBench {
     // clients, each cycle of a thread an acquire and release of a lock (a
     // lease of an InterProcessSemaphoreV2 of leases leases, if leases > 0)
     // chosen at random among paths paths below path. Each repetition, "rep
-    // <n>", runs the first n threads (0: all) for durationMs.
+    // <n>", runs the first n threads (0: all) for durationMs, answered as
+    // timed returns.
     static Handler loop() throws Exception {
         int clients = num("clients");
         int paths = num("paths");
