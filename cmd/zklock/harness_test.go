@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -162,11 +163,13 @@ func (p *process) succeeds(texts ...string) string {
 }
 
 // jsonLine waits until zklock has exited and fails the test unless it
-// exited with status want and wrote one JSON line to stdout, with the
-// fields fields (checkFields).
+// exited with status want and wrote one JSON line, with the fields fields
+// (checkFields), to stdout, or if it wrote nothing there, to stderr (run's
+// own lines: its stdout is its command's).
 func (p *process) jsonLine(want int, fields map[string]any) {
 	p.t.Helper()
-	code, out, _ := p.result()
+	code, out, stderr := p.result()
+	out = cmp.Or(out, stderr)
 	if lines := jsonLines(p.t, out); code != want || len(lines) != 1 {
 		p.t.Errorf("zklock %q: status %d, output %q; want %d and one line", p.args, code, out, want)
 	} else if bad := checkFields(lines[0], fields); len(bad) > 0 {

@@ -118,14 +118,16 @@ func TestRunExitStatus(t *testing.T) {
 		t.Errorf("lock nodes left behind: %v", kids)
 	}
 
-	// Held by another: not acquired (124), at once with --try-once, after
-	// --timeout otherwise, or until a signal. Nothing is run and no node
-	// is left.
+	// Held by another: not acquired (124), at once with --try-once (with
+	// --json: no node, no command status), after --timeout otherwise, or
+	// until a signal. Nothing is run and no node is left.
 	h := holdMutex(ctx, t, path)
 	code, out, stderr := both(t, "run", "--try-once", path, "--", "echo", "ran")
 	if code != exitNotAcquired || !strings.Contains(stderr, "held by another participant") || out != "" {
 		t.Errorf("status %d, stdout %q, stderr %q", code, out, stderr)
 	}
+	startZklock(t, false, "--json", "run", "--try-once", path, "--", "true").jsonLine(exitNotAcquired, map[string]any{"event": "not-acquired",
+		"outcome": "not-acquired", "status": exitNotAcquired, "path": path, "kind": "mutex", "node": nil, "command_status": nil, "message": anyValue})
 	_, holder := framework.SplitPath(h.LockPath())
 	if kids := rawChildren(t, conn, path); len(kids) != 1 || kids[0] != holder {
 		t.Errorf("children %v, want only the holder %s", kids, holder)
@@ -255,22 +257,10 @@ func TestRunReadWriteAndSemaphore(t *testing.T) {
 	startZklock(t, true, "run", "--semaphore", "1", "--try-once", path+"/sem", "--", "true").fails(exitNotAcquired, "no lease free now")
 }
 
-// run --json when the command did not run (no node, no command status),
-// and when it was stopped (its own status apart).
+// run --json when the command was stopped (its own status apart; when it
+// did not run: TestRunExitStatus).
 func TestRunJSON(t *testing.T) {
 	ctx, path := testutil.Begin(t, server.Addr())
-
-	// Not acquired: no node, no command status.
-	holdMutex(ctx, t, path+"/held")
-	code, _, stderr := zklockBin(t, "--json", "run", "--try-once", path+"/held", "--", "true")
-	lines := jsonLines(t, stderr)
-	if code != exitNotAcquired || len(lines) != 1 {
-		t.Fatalf("not acquired: status %d, stderr %q", code, stderr)
-	}
-	if bad := checkFields(lines[0], map[string]any{"event": "not-acquired", "outcome": "not-acquired", "status": exitNotAcquired,
-		"path": path + "/held", "kind": "mutex", "node": nil, "command_status": nil, "message": anyValue}); len(bad) > 0 {
-		t.Errorf("not acquired: %v: %v", lines[0], bad)
-	}
 
 	// Revoked while the command ran (revoke --wait NODE says it asked, then
 	// that the node has gone), in-process and from the binary: stopped,
@@ -280,8 +270,8 @@ func TestRunJSON(t *testing.T) {
 		out := p.stdout.waitFor(ctx, t, ";")
 		node := strings.TrimSuffix(strings.TrimPrefix(strings.TrimSpace(out), "node="), ";")
 		startZklock(t, true, "revoke", "--wait", node).succeeds("revocation requested: "+node, "released: "+node)
-		code = p.wait()
-		lines = jsonLines(t, p.stderr.String())
+		code := p.wait()
+		lines := jsonLines(t, p.stderr.String())
 		last := lines[len(lines)-1]
 		if code != exitRevoked || lines[0]["event"] != "revoked" {
 			t.Errorf("revoked, in-process %v: status %d, stderr %q", inProcess, code, p.stderr.String())
