@@ -171,39 +171,30 @@ func summary(measures []Measure, v map[string]float64) string {
 // "Curator", "floor", "limit".
 func short(name string) string { return strings.Fields(name)[0] }
 
+// fmtValue formats x of unit for the report: a time in the unit that
+// suits it, bytes as KiB from 1 KiB on.
 func fmtValue(unit string, x float64) string {
+	d := time.Duration(x)
 	switch {
 	case math.IsNaN(x) || math.IsInf(x, 0):
 		return "—"
+	case unit == unitTime && d < time.Millisecond:
+		return fmt.Sprintf("%.1f µs", float64(d)/float64(time.Microsecond))
+	case unit == unitTime && d < 10*time.Millisecond:
+		return fmt.Sprintf("%.2f ms", float64(d)/float64(time.Millisecond))
+	case unit == unitTime && d < time.Second:
+		return fmt.Sprintf("%.1f ms", float64(d)/float64(time.Millisecond))
 	case unit == unitTime:
-		return fmtDur(time.Duration(x))
+		return fmt.Sprintf("%.2f s", d.Seconds())
+	case unit == unitBytes && math.Abs(x) >= 1024:
+		return fmt.Sprintf("%.2f KiB", x/1024)
 	case unit == unitBytes:
-		return fmtBytes(x)
+		return fmt.Sprintf("%.0f B", x)
 	case unit == unitRate || unit == unitCount:
 		return fmt.Sprintf("%.0f", x)
 	default:
 		return fmt.Sprintf("%.2f", x)
 	}
-}
-
-func fmtDur(d time.Duration) string {
-	switch {
-	case d < time.Millisecond:
-		return fmt.Sprintf("%.1f µs", float64(d)/float64(time.Microsecond))
-	case d < 10*time.Millisecond:
-		return fmt.Sprintf("%.2f ms", float64(d)/float64(time.Millisecond))
-	case d < time.Second:
-		return fmt.Sprintf("%.1f ms", float64(d)/float64(time.Millisecond))
-	default:
-		return fmt.Sprintf("%.2f s", d.Seconds())
-	}
-}
-
-func fmtBytes(x float64) string {
-	if math.Abs(x) >= 1024 {
-		return fmt.Sprintf("%.2f KiB", x/1024)
-	}
-	return fmt.Sprintf("%.0f B", x)
 }
 
 func fmtRatio(x float64) string {
