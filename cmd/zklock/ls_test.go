@@ -51,11 +51,7 @@ func TestLsParentOfLocks(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("--json: status %d, stderr %q", code, stderr)
 	}
-	var doc struct {
-		lockqueue.Listing
-		Locks     []lockqueue.Listing `json:"locks"`
-		MoreLocks bool                `json:"more_locks"`
-	}
+	var doc lockqueue.Listing
 	if err := json.Unmarshal([]byte(out), &doc); err != nil {
 		t.Fatalf("%v in %s", err, out)
 	}
