@@ -9,52 +9,10 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/gocurator/curator/framework"
 	"github.com/gocurator/curator/internal/curatorpeer"
 	"github.com/gocurator/curator/internal/testutil"
 	"github.com/gocurator/curator/recipes"
 )
-
-// revocableHolder takes a revocable mutex at path with client c, released
-// when the test ends, and returns its handle and a channel that hears the
-// revocation requests: nil, or if release, the error of the Release the
-// holder makes when asked.
-func revocableHolder(t *testing.T, c *framework.Client, path string, release bool) (*recipes.Handle, <-chan error) {
-	t.Helper()
-	mu, err := recipes.NewInterProcessMutex(c, path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	h := mu.NewHandle()
-	asked := make(chan error, 1)
-	h.MakeRevocable(func() {
-		var err error
-		if release {
-			err = h.Release(context.Background())
-		}
-		select {
-		case asked <- err:
-		default: // one request is heard already
-		}
-	})
-	if err := h.Acquire(testutil.Context(t)); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { h.Release(context.Background()) })
-	return h, asked
-}
-
-// revoke --wait by PATH, with --json, prints one line once the holder has
-// released (by NODE, as text: TestRunJSON).
-func TestRevokeWaitsForRelease(t *testing.T) {
-	_, path := testutil.Begin(t, server.Addr())
-	h, released := revocableHolder(t, newClient(t), path+"/path", true)
-	startZklock(t, false, "--json", "revoke", "--wait", path+"/path").jsonLine(0,
-		map[string]any{"event": eventRevokeRequested, "node": h.LockPath(), "path": path + "/path", "kind": "mutex", "released": true})
-	if err := testutil.Recv(t, released, "the revocation listener's Release"); err != nil {
-		t.Error(err)
-	}
-}
 
 // revoke of what has no holder, through the program: a lock node that is
 // gone is nothing to revoke (0), a lock path without a holder is an error
@@ -115,14 +73,29 @@ func TestRevokeNotRevocable(t *testing.T) {
 }
 
 // revoke PATH asks the lock's current holders, by the lock's own rules,
-// and names the nodes it asked.
+// and names the nodes it asked; with --wait and --json, it prints each
+// one's line once released.
 func TestRevokeLockPath(t *testing.T) {
 	ctx, path := testutil.Begin(t, server.Addr())
 	conn := testutil.Connect(t, server.Addr())
 	client := newClient(t)
 
 	// A mutex, by node: asked, and its listener runs.
-	h, asked := revocableHolder(t, client, path+"/mutex", false)
+	mu, err := recipes.NewInterProcessMutex(client, path+"/mutex")
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, asked := mu.NewHandle(), make(chan struct{}, 1)
+	h.MakeRevocable(func() {
+		select {
+		case asked <- struct{}{}:
+		default: // one request is heard already
+		}
+	})
+	if err := h.Acquire(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { h.Release(context.Background()) })
 	startZklock(t, true, "--json", "revoke", h.LockPath()).jsonLine(0,
 		map[string]any{"event": eventRevokeRequested, "node": h.LockPath(), "revocable": true, "released": false})
 	testutil.Recv(t, asked, "the holder's revocation listener")
@@ -131,10 +104,6 @@ func TestRevokeLockPath(t *testing.T) {
 	}
 
 	// A mutex, by path: its holder (asked again), not its waiter.
-	mu, err := recipes.NewInterProcessMutex(client, path+"/mutex")
-	if err != nil {
-		t.Fatal(err)
-	}
 	testutil.Queued(t, conn, path+"/mutex", 2, mu.NewHandle().Acquire)
 	code, out, stderr := zklock(t, "revoke", path+"/mutex")
 	if code != 0 || strings.TrimSpace(out) != "revocation requested: "+h.LockPath()+" (session "+fmt.Sprintf("0x%x", client.SessionID())+")" {
@@ -142,7 +111,8 @@ func TestRevokeLockPath(t *testing.T) {
 	}
 	testutil.Recv(t, asked, "the holder hearing the revocation")
 
-	// A read-write lock: both (revocable) readers hold; the writer waits.
+	// A read-write lock: both revocable readers hold, and release when
+	// asked; the writer waits. --wait: their lines once released.
 	rw, err := recipes.NewInterProcessReadWriteLock(client, path+"/rw")
 	if err != nil {
 		t.Fatal(err)
@@ -150,7 +120,7 @@ func TestRevokeLockPath(t *testing.T) {
 	var readers []string
 	for i := 0; i < 2; i++ {
 		r := rw.NewHandle().ReadLock()
-		r.MakeRevocable(func() {})
+		r.MakeRevocable(func() { r.Release(context.Background()) })
 		if err := r.Acquire(ctx); err != nil {
 			t.Fatal(err)
 		}
@@ -158,7 +128,7 @@ func TestRevokeLockPath(t *testing.T) {
 		readers = append(readers, r.LockPath())
 	}
 	testutil.Queued(t, conn, path+"/rw", 3, rw.NewHandle().WriteLock().Acquire)
-	code, out, stderr = zklockBin(t, "--json", "revoke", path+"/rw")
+	code, out, stderr = zklockBin(t, "--json", "revoke", "--wait", path+"/rw")
 	if code != 0 {
 		t.Fatalf("rw: status %d, stderr %q", code, stderr)
 	}
@@ -166,7 +136,7 @@ func TestRevokeLockPath(t *testing.T) {
 	var nodes []string
 	for _, l := range lines {
 		if bad := checkFields(l, map[string]any{"event": eventRevokeRequested, "path": path + "/rw", "kind": "read",
-			"session": anyValue, "token": anyValue, "message": anyValue, "released": false}); len(bad) > 0 {
+			"session": anyValue, "token": anyValue, "message": anyValue, "released": true}); len(bad) > 0 {
 			t.Errorf("rw: %v: %v", l, bad)
 		}
 		nodes = append(nodes, fmt.Sprint(l["node"]))
