@@ -189,22 +189,15 @@ func TestHelpAndUsageErrors(t *testing.T) {
 
 func TestParseArgsInterleaved(t *testing.T) {
 	testutil.CheckLeaks(t)
-	// Everything after PATH is COMMAND for a run without "--" (flags may
-	// follow PATH for ls: TestBinaryLsEmptyLocksContainer).
-	var o runOptions
-	fs := runFlags(&globalOptions{}, &o)
-	if err := parseRunArgs(fs, []string{"--write", "/p", "ls", "-l", "--", "x"}, &o); err != nil {
-		t.Fatal(err)
-	}
-	if o.path != "/p" || strings.Join(o.argv, " ") != "ls -l -- x" {
-		t.Errorf("without --: path %q argv %q", o.path, o.argv)
-	}
-	o = runOptions{}
-	if err := parseRunArgs(fs, []string{"/p", "--write", "--", "ls", "-l"}, &o); err != nil {
-		t.Fatal(err)
-	}
-	if o.path != "/p" || strings.Join(o.argv, " ") != "ls -l" {
-		t.Errorf("with --: path %q argv %q", o.path, o.argv)
+	// Flags may follow run's PATH; then everything from the first argument
+	// that is not a flag, or after a "--", is COMMAND (flags may follow
+	// PATH for ls: TestBinaryLsEmptyLocksContainer).
+	for args, argv := range map[string]string{"--write /p ls -l -- x": "ls -l -- x", "/p --write -- ls -l": "ls -l"} {
+		var o runOptions
+		err := parseRunArgs(runFlags(&globalOptions{}, &o), strings.Fields(args), &o)
+		if err != nil || o.path != "/p" || strings.Join(o.argv, " ") != argv || !o.write {
+			t.Errorf("%s: path %q, argv %q, --write %v, %v", args, o.path, o.argv, o.write, err)
+		}
 	}
 }
 
