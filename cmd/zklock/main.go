@@ -2,14 +2,7 @@
 // ZooKeeper locks from the shell. The locks are the very trees Curator 5.x
 // and gocurator write, so a shell script, a Java Curator service and a Go
 // service can all contend for one lock. Its manual is docs/operations.md;
-// `zklock COMMAND -h` lists a command's flags.
-//
-// Usage:
-//
-//	zklock [global flags] run [flags] PATH -- COMMAND [ARGS...]
-//	zklock [global flags] ls [--watch] [flags] PATH
-//	zklock [global flags] revoke [--force] [--wait [--timeout D]] NODE|PATH
-//	zklock --version
+// `zklock -h` prints its usage (topUsage), `zklock COMMAND -h` a command's.
 //
 // run takes the lock at PATH and runs COMMAND under it, with the lock's
 // fencing token and node in its environment; ls prints a lock's queue
