@@ -179,7 +179,8 @@ func TestRevokeLockPath(t *testing.T) {
 // What revoke calls revocable, against Java Curator 5.4's own holders: one
 // that made its mutex revocable (makeRevocable: an empty node) is asked,
 // and its listener runs; one that did not (the client's IP address as
-// data) is not asked, and its node stays as it was, unless --force.
+// data) is not asked, and its node stays as it was (--force: as against a
+// Go holder, TestRevokeNotRevocable).
 func TestBinaryRevokeCuratorHolders(t *testing.T) {
 	ctx, path := testutil.Begin(t, server.Addr())
 	conn := testutil.Connect(t, server.Addr())
@@ -229,10 +230,6 @@ func TestBinaryRevokeCuratorHolders(t *testing.T) {
 	}
 	if data, _, err := conn.Get(plain); err != nil || string(data) != string(ip) {
 		t.Errorf("not revocable: node data %q, %v; want %q untouched", data, err, ip)
-	}
-	startZklock(t, false, "revoke", "--force", plain).succeeds()
-	if data, _, err := conn.Get(plain); err != nil || string(data) != "__REVOKE__" {
-		t.Errorf("--force: node data %q, %v", data, err)
 	}
 	for _, lock := range []string{"rev", "plain"} {
 		call("w-"+lock, "release", lock)
