@@ -7,6 +7,7 @@ import (
 
 	"github.com/gocurator/curator/framework/zktest"
 	"github.com/gocurator/curator/internal/testutil"
+	"github.com/gocurator/curator/retry"
 )
 
 // CreateAndList's listing goes right behind its create: one create and one
@@ -95,6 +96,53 @@ func TestCreateAndListFallsBack(t *testing.T) {
 			kids, _, err := c.Children(ctx, parent)
 			if err != nil || len(kids) != 1 || kids[0] != name {
 				t.Fatalf("children of the parent: %v, %v; want %s alone", kids, err, name)
+			}
+		})
+	}
+}
+
+// A listing's Written hook may come late (go-zookeeper's writer had taken
+// the hook when CreateAndList gave up) or twice: a late one's listing is
+// dropped, a second one starts none, and no runner is left behind: Close
+// returns, and no goroutine outlives the test.
+func TestCreateAndListLateOrRepeatedWrite(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		run  func(p *pipelined, z *conn)
+	}{
+		{"written after the create gave up", func(p *pipelined, z *conn) {
+			p.drop()
+			p.Written(z.Conn)
+		}},
+		{"written after the listing was taken", func(p *pipelined, z *conn) {
+			if _, ok := p.take(testutil.Context(t), "n"); ok {
+				t.Fatal("a listing taken before any was sent")
+			}
+			p.Written(z.Conn)
+		}},
+		{"written twice", func(p *pipelined, z *conn) {
+			p.Written(z.Conn)
+			p.Written(z.Conn)
+			p.drop()
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			testutil.CheckLeaks(t)
+			_, base := testutil.Begin(t, server.Addr())
+			c, err := New(server.Addr(), retry.NewExponentialBackoff(20*time.Millisecond, 5))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := c.BlockUntilConnected(testutil.Context(t)); err != nil {
+				t.Fatal(err)
+			}
+			p := &pipelined{c: c}
+			p.job = callJob[nodeResult]{a: listChildren(false), arg: base}
+			tc.run(p, c.zk())
+			closed := make(chan error, 1)
+			go func() { closed <- c.Close() }()
+			if err := testutil.Recv(t, closed, "Close, with no runner left out of the pool"); err != nil {
+				t.Fatal(err)
 			}
 		})
 	}
