@@ -11,9 +11,9 @@ import (
 )
 
 // CreateAndList's listing goes right behind its create: one create and one
-// listing pass the proxy (its delay makes each round trip long, so that a
-// listing sent after the create's reply would be a second one), and the
-// listing shows the node, plain or protected, with a watch or without.
+// listing pass the proxy, the listing returned is the one sent behind the
+// create (not one sent after its reply), and it shows the node, plain or
+// protected, with a watch or without.
 func TestCreateAndListSendsTheListingBehindTheCreate(t *testing.T) {
 	ctx, base := testutil.Begin(t, server.Addr())
 	proxy := zktest.NewProxy(t, server.Addr())
@@ -41,6 +41,9 @@ func TestCreateAndListSendsTheListingBehindTheCreate(t *testing.T) {
 		}
 		if n := proxy.Requests(zktest.OpGetChildren2) - lists; n != 1 {
 			t.Fatalf("%d listings, want the one sent behind the create", n)
+		}
+		if !l.pipelined {
+			t.Fatal("the listing returned is not the one sent behind the create")
 		}
 		if watched := l.Watch != nil; watched != (len(opts) == 3) {
 			t.Fatalf("a watch with the listing: %v, asked for: %v", watched, len(opts) == 3)
@@ -85,6 +88,9 @@ func TestCreateAndListFallsBack(t *testing.T) {
 			}
 			if fired != nil {
 				testutil.Recv(t, fired, "the fault")
+			}
+			if l.pipelined {
+				t.Fatal("the listing returned is the one sent behind the create, want it dropped")
 			}
 			if n := proxy.Requests(zktest.OpGetChildren2) - lists; n < 2 {
 				t.Fatalf("%d listings: the one behind the create was taken, want it dropped", n)
