@@ -112,7 +112,7 @@ func New(connectString string, policy retry.Policy, opts ...Option) (*Client, er
 		if c.events != nil {
 			c.events.Close()
 		}
-		return nil, invalidArgument("connect string %q: %v", connectString, err)
+		return nil, invalidArgument("connect string %q: %w", connectString, err)
 	}
 	return c, nil
 }
@@ -134,7 +134,7 @@ func parseConnectString(s string) ([]string, error) {
 		host, port, err := net.SplitHostPort(part)
 		if err != nil {
 			if !strings.Contains(err.Error(), "missing port") {
-				return nil, invalidArgument("connect string %q: %v", s, err)
+				return nil, invalidArgument("connect string %q: %w", s, err)
 			}
 			host, port = strings.Trim(part, "[]"), "2181"
 		}

@@ -148,19 +148,34 @@ func (c *Conn) Forget(id uint64) { c.written.forget(id) }
 func (c *Conn) Close() { c.close(false) }
 
 // Abandon closes the connection without closing its session: the TCP
-// connection goes first, and no other is made, so go-zookeeper has none to
-// send closeSession on (it would, on one it made in the meantime). The
-// session lives on the servers until it expires or CloseSession closes it.
-// Like Close, it waits for go-zookeeper's goroutines.
+// connection goes first (Cut), and no other is made, so go-zookeeper has
+// none to send closeSession on (it would, on one it made in the meantime).
+// The session lives on the servers until it expires or CloseSession closes
+// it. Like Close, it waits for go-zookeeper's goroutines.
 func (c *Conn) Abandon() { c.close(true) }
 
-func (c *Conn) close(abandon bool) {
+// Cut is the first step of Abandon, which does not wait: it closes the TCP
+// connection and makes the dialer refuse any other, so that no request
+// reaches a server through c from the moment it returns (a request made
+// later fails once go-zookeeper sees the connection gone). Abandon must
+// still be called, to end go-zookeeper's goroutines.
+func (c *Conn) Cut() {
 	c.mu.Lock()
-	c.closing = true // the dialer refuses from now on
-	if abandon && c.tcp != nil {
+	defer c.mu.Unlock()
+	c.closing = true
+	if c.tcp != nil {
 		c.tcp.Close()
 	}
-	c.mu.Unlock()
+}
+
+func (c *Conn) close(abandon bool) {
+	if abandon {
+		c.Cut()
+	} else {
+		c.mu.Lock()
+		c.closing = true // the dialer refuses from now on
+		c.mu.Unlock()
+	}
 	c.containers.drain(containerDrainWait)
 	c.Conn.Close()
 	c.mu.Lock()

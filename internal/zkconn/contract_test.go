@@ -266,3 +266,21 @@ func TestContainerCreateAfterClose(t *testing.T) {
 		t.Fatalf("CreateContainer after Close = %v, want zk.ErrConnectionClosed", err)
 	}
 }
+
+// Cut stops the connection at once, without waiting: a request made once
+// it has returned reaches no server (go-zookeeper dials again, and the
+// dialer refuses), so an abandoned session cannot be resumed through it.
+func TestCutSendsNothingMore(t *testing.T) {
+	testutil.CheckLeaks(t)
+	c, _ := dialed(t, &wireCheck{}, []string{server.Addr()}, 5*time.Second)
+	base := testutil.Path(t)
+	testutil.CleanupTree(t, server.Addr(), base)
+	c.Cut()
+	if _, err := c.Create(base, nil, 0, zk.WorldACL(zk.PermAll)); err == nil {
+		t.Fatal("a create made after Cut succeeded")
+	}
+	raw := testutil.Connect(t, server.Addr())
+	if ok, _, err := raw.Exists(base); err != nil || ok {
+		t.Fatalf("the node of a create made after Cut: exists %v, %v", ok, err)
+	}
+}
