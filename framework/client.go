@@ -2,6 +2,7 @@ package framework
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"strconv"
@@ -229,22 +230,11 @@ func (c *Client) BlockUntilConnected(ctx context.Context) error {
 	if !c.usable() {
 		return errUnusable
 	}
-	for {
-		c.mu.Lock()
-		closed, connected, changed := c.closed, c.cur.IsConnected(), c.changed
-		c.mu.Unlock()
-		switch {
-		case closed:
-			return ErrClosed
-		case connected:
-			return nil
-		}
-		select {
-		case <-changed:
-		case <-ctx.Done():
-			return errs.Errorf("waiting for a connection: %w", ctx.Err())
-		}
+	err := c.awaitConnected(ctx, 0)
+	if err != nil && !errors.Is(err, ErrClosed) {
+		return errs.Errorf("waiting for a connection: %w", err)
 	}
+	return err
 }
 
 // AddListener registers l to hear every later connection state change.

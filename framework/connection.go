@@ -196,6 +196,13 @@ func (c *Client) tell(s state.ConnectionState) {
 // the attempt with connection loss (zk.ErrNoServer), which the retry policy
 // may retry.
 func (c *Client) waitConnected(ctx context.Context) error {
+	return c.awaitConnected(ctx, c.cfg.connectionTimeout)
+}
+
+// awaitConnected waits until the client is connected, and returns nil, or
+// closed (ErrClosed), or ctx ends (ctx.Err()), or limit has passed
+// (zk.ErrNoServer; 0: no limit). A client connected already costs no timer.
+func (c *Client) awaitConnected(ctx context.Context, limit time.Duration) error {
 	var timeout <-chan time.Time
 	for {
 		c.mu.Lock()
@@ -207,8 +214,8 @@ func (c *Client) waitConnected(ctx context.Context) error {
 		case connected:
 			return nil
 		}
-		if timeout == nil {
-			t := time.NewTimer(c.cfg.connectionTimeout)
+		if timeout == nil && limit > 0 {
+			t := time.NewTimer(limit)
 			defer t.Stop()
 			timeout = t.C
 		}
