@@ -251,7 +251,7 @@ func (c *Client) AddListener(l state.Listener) (remove func()) {
 }
 
 // Close ends the session and stops the client. The session's ephemeral
-// nodes, and so its locks, go at once; the trust context (Trust) ends,
+// nodes, and so its locks, go at once (when a server answers, see below); the trust context (Trust) ends,
 // background work stops, and Close waits for the client's goroutines and
 // go-zookeeper's to end. Listeners hear every change posted before Close,
 // and Close waits for them, but for one case: if a listener call is under
@@ -259,6 +259,12 @@ func (c *Client) AddListener(l state.Listener) (remove func()) {
 // caller: a listener may close its client, as in Curator's "on LOST, close
 // and build a new client"); the changes still queued are delivered after
 // that call returns. Close is idempotent.
+//
+// The session is closed on the servers only if a server answers Close's
+// closeSession, which go-zookeeper sends on the connection it has: a
+// client closed while SUSPENDED (no server answering) leaves its session,
+// and its ephemeral nodes, to the servers, which expire it a session
+// timeout after they last heard from the client.
 func (c *Client) Close() error {
 	if !c.usable() {
 		return errUnusable

@@ -35,14 +35,17 @@ type Listing struct {
 // textbook recipe (create, then list once the create has returned) needs
 // two; the requests on the wire, and their order, are the same.
 //
-// The listing returned always shows the new node. The one sent behind the
-// create is dropped if it does not (the create was retried, or the
+// The listing sent behind the create is used only if it shows the new
+// node. It is dropped if it does not (the create was retried, or the
 // connection changed between the two requests, or the parent had to be
 // made first) or if it failed; the parent is then listed again, after the
 // create, as the textbook recipe does. (A children watch that a dropped
-// listing set stays until it fires, as every go-zookeeper watch.) A missing
-// parent once the node is made (another client deleted it) lists as no
-// children, with the error of the listing.
+// listing set stays until it fires, as every go-zookeeper watch.) That
+// second listing is what the servers hold by then, which need not show the
+// node: another client may have deleted it, or the parent (a missing parent
+// lists as no children, with the error of the listing); and if the second
+// listing fails (ctx ended, retries exhausted), the error is returned with
+// the node's Path and no Children.
 func (c *Client) CreateAndList(ctx context.Context, path string, data []byte, opts ...CreateOption) (Listing, error) {
 	if !c.usable() {
 		return Listing{}, opError("create", path, errUnusable)
