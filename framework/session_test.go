@@ -102,7 +102,7 @@ func TestCloseFromAListener(t *testing.T) {
 	closed := make(chan error, 1)
 	c.AddListener(state.ListenerFunc(func(s state.ConnectionState) {
 		if s == state.Suspended {
-			closed <- c.Close()
+			send(closed, c.Close())
 		}
 	}))
 	proxy.DropConnections()

@@ -19,22 +19,23 @@ func TestInflightDrain(t *testing.T) {
 		defer close(drained)
 		f.drain(time.Minute)
 	}()
-	for {
+	deadline := time.Now().Add(testutil.Timeout)
+	for waiting := false; !waiting; {
 		f.mu.Lock()
-		closing := f.closing
+		waiting = f.idle != nil // drain has refused new creates and waits for this one
 		f.mu.Unlock()
-		if closing {
-			break
+		if !waiting && time.Now().After(deadline) {
+			t.Fatalf("drain has not begun to wait within %v", testutil.Timeout)
 		}
-		time.Sleep(time.Millisecond) // polling until drain has begun
+		time.Sleep(time.Millisecond) // polling, bounded by deadline
 	}
 	if f.enter() {
 		t.Fatal("enter while closing accepted")
 	}
 	select {
-	case <-drained:
+	case <-drained: // it waits for idle (closed by leave) or a minute: it cannot have returned
 		t.Fatal("drain returned with a create under way")
-	case <-time.After(50 * time.Millisecond):
+	default:
 	}
 	f.leave()
 	testutil.Recv(t, drained, "drain after the last create left")
