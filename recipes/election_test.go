@@ -423,7 +423,14 @@ func TestAwaitEndsWhenTheClientCloses(t *testing.T) {
 				}
 			} else {
 				waitForChildren(t, c, base, 2)
-				go func() { pending <- l.Await(ctx) }()
+				ended := make(chan struct{})
+				go func() {
+					pending <- l.Await(ctx)
+					close(ended)
+				}()
+				if !testutil.WaitBlocked(t, "recipes.(*LeaderLatch).Await", ended) {
+					t.Fatalf("Await returned before the client closed: %v", <-pending)
+				}
 			}
 			if err := c.Close(); err != nil {
 				t.Fatal(err)
@@ -442,18 +449,22 @@ func TestAwaitEndsWhenTheClientCloses(t *testing.T) {
 // Close of a leading selector cancels its function's context (the cause
 // wraps framework.ErrClosed) and returns only once the function has
 // returned and the node is deleted; HasLeadership is false from then on.
-// The function here takes its time after it is told, so that a Close that
-// did not wait would return first.
+// The function, told, goes on until the test has seen Close blocked (its
+// goroutine parked in Close), and notes if Close returned meanwhile.
 func TestLeaderSelectorCloseWaitsForTheFunction(t *testing.T) {
 	_, base := testutil.Begin(t, server.Addr())
-	leading, told, proceed := make(chan struct{}), make(chan error, 1), make(chan struct{})
-	var returned atomic.Bool
+	leading, told := make(chan struct{}), make(chan error, 1)
+	proceed, closeReturned := make(chan struct{}), make(chan struct{})
+	var early atomic.Bool // Close returned while the function still ran
 	s, err := NewLeaderSelector(newClient(t, ""), base, func(lctx context.Context) error {
 		close(leading)
 		<-lctx.Done()
 		told <- context.Cause(lctx)
-		<-proceed
-		returned.Store(true)
+		select {
+		case <-closeReturned:
+			early.Store(true)
+		case <-proceed:
+		}
 		return nil
 	})
 	if err != nil {
@@ -466,14 +477,18 @@ func TestLeaderSelectorCloseWaitsForTheFunction(t *testing.T) {
 	if !s.HasLeadership() {
 		t.Fatal("no leadership while the function runs")
 	}
+	closed := make(chan error, 1)
 	go func() {
-		testutil.ErrorIs(t, <-told, framework.ErrClosed)
-		close(proceed)
+		closed <- s.Close()
+		close(closeReturned)
 	}()
-	if err := s.Close(); err != nil {
+	testutil.ErrorIs(t, testutil.Recv(t, told, "the function told of the close"), framework.ErrClosed)
+	blocked := testutil.WaitBlocked(t, "recipes.(*LeaderSelector).Close", closeReturned)
+	close(proceed)
+	if err := testutil.Recv(t, closed, "Close"); err != nil {
 		t.Fatal(err)
 	}
-	if !returned.Load() {
+	if !blocked || early.Load() {
 		t.Fatal("Close returned while the leadership function still ran")
 	}
 	if s.HasLeadership() {
