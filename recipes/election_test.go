@@ -231,7 +231,7 @@ func TestLeaderSelectorTurns(t *testing.T) {
 	if err := x.Start(); err != nil {
 		t.Fatal(err)
 	}
-	if got := <-leading; got != "x" || !x.HasLeadership() {
+	if got := testutil.Recv(t, leading, "the first turn"); got != "x" || !x.HasLeadership() {
 		t.Fatalf("%s leads first, want x", got)
 	}
 	if err := y.Start(); err != nil {
@@ -246,31 +246,31 @@ func TestLeaderSelectorTurns(t *testing.T) {
 		t.Fatalf("a follower's fencing token: %v, want ErrNotLeader", err)
 	}
 	x.InterruptLeadership()
-	if cause := <-causes; !errors.Is(cause, ErrLeadershipInterrupted) {
+	if cause := testutil.Recv(t, causes, "x's interrupted turn"); !errors.Is(cause, ErrLeadershipInterrupted) {
 		t.Fatalf("cause %v, want ErrLeadershipInterrupted", cause)
 	}
-	if got := <-leading; got != "y" {
+	if got := testutil.Recv(t, leading, "the second turn"); got != "y" {
 		t.Fatalf("%s leads second, want y", got)
 	}
 	waitForChildren(t, c, base, 2) // x queued again behind y
 	if err := y.Close(); err != nil {
 		t.Fatal(err)
 	}
-	<-causes
-	if got := <-leading; got != "x" {
+	testutil.Recv(t, causes, "y's closed turn")
+	if got := testutil.Recv(t, leading, "the third turn"); got != "x" {
 		t.Fatalf("%s leads third, want x again", got)
 	}
 	proxy.DropConnections()
-	if cause := <-causes; !errors.Is(cause, ErrLockLost) {
+	if cause := testutil.Recv(t, causes, "x's turn lost at SUSPENDED"); !errors.Is(cause, ErrLockLost) {
 		t.Fatalf("cause at SUSPENDED %v, want ErrLockLost", cause)
 	}
-	if got := <-leading; got != "x" { // requeued, and alone
+	if got := testutil.Recv(t, leading, "the turn after the blip"); got != "x" { // requeued, and alone
 		t.Fatalf("%s leads after the blip, want x", got)
 	}
 	if err := x.Close(); err != nil {
 		t.Fatal(err)
 	}
-	<-causes
+	testutil.Recv(t, causes, "x's closed turn")
 	if err := x.Close(); err != nil {
 		t.Fatalf("second Close = %v, want nil (Close is idempotent)", err)
 	}
