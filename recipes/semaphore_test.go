@@ -392,23 +392,31 @@ func TestSemaphoreLeaseListingLost(t *testing.T) {
 	ctx, base := testutil.Begin(t, server.Addr())
 	proxy := zktest.NewProxy(t, server.Addr())
 	s := mustSemaphore(t, newClient(t, proxy.Addr()), base, 1)
-	proxy.SetDelay(20 * time.Millisecond) // time to arm the proxy between the two listings
-	listed := proxy.Requests(zktest.OpGetChildren2)
-	got := make(chan error, 1)
+	// The internal lock's listing comes first; once the lock has taken it
+	// (the hook, on the acquiring goroutine), the next listing is the
+	// leases', behind the lease's create: its reply is lost.
+	var lost <-chan struct{}
+	armed := make(chan struct{})
+	var arm sync.Once
+	s.locks.listHook = func(ev listEvent, _ context.Context, _ uint64) {
+		if ev == listBehindCreate {
+			arm.Do(func() {
+				lost = proxy.LoseNextReply(zktest.OpGetChildren2)
+				close(armed)
+			})
+		}
+	}
 	var l *Lease
+	got := make(chan error, 1)
 	go func() {
 		var err error
 		l, err = s.Acquire(ctx)
 		got <- err
 	}()
-	// the internal lock's listing, then the leases' behind the create
-	if err := proxy.WaitRequests(ctx, zktest.OpGetChildren2, listed+1); err != nil {
+	if err := testutil.Recv(t, got, "the lease"); err != nil {
 		t.Fatal(err)
 	}
-	lost := proxy.LoseNextReply(zktest.OpGetChildren2)
-	if err := <-got; err != nil {
-		t.Fatal(err)
-	}
+	testutil.Recv(t, armed, "the internal lock's listing")
 	select {
 	case <-lost:
 	default:
