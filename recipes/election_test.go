@@ -27,6 +27,20 @@ func mustLatch(t *testing.T, c *framework.Client, path, id string, opts ...Elect
 	return l
 }
 
+// startInOrder starts the latches one after the other, each once the one
+// before has its node (seen through c), so that they queue in that order;
+// each is closed when the test ends.
+func startInOrder(t *testing.T, c *framework.Client, path string, latches ...*LeaderLatch) {
+	t.Helper()
+	for i, l := range latches {
+		if err := l.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { l.Close() })
+		waitForChildren(t, c, path, i+1)
+	}
+}
+
 // leaderOf waits until exactly one latch leads and returns it.
 func leaderOf(ctx context.Context, t *testing.T, latches []*LeaderLatch) *LeaderLatch {
 	t.Helper()
@@ -137,13 +151,7 @@ func TestLeaderLatchThroughFaults(t *testing.T) {
 	rec := testutil.NewStateRecorder()
 	c, other := newClient(t, proxy.Addr(), framework.WithListener(rec)), newClient(t, "")
 	a, b := mustLatch(t, c, base, "a"), mustLatch(t, other, base, "b")
-	for i, l := range []*LeaderLatch{a, b} {
-		if err := l.Start(); err != nil {
-			t.Fatal(err)
-		}
-		defer l.Close()
-		waitForChildren(t, other, base, i+1) // a queues first
-	}
+	startInOrder(t, other, base, a, b)
 	if err := a.Await(ctx); err != nil {
 		t.Fatal(err)
 	}

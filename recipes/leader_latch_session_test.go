@@ -83,14 +83,8 @@ func TestLeaderLatchAcrossASessionChange(t *testing.T) {
 	w := newLeadershipWatch()
 	w.watch(a, b)
 	w.watch(b, a)
-	defer w.check(t)
-	for i, l := range []*LeaderLatch{a, b} {
-		if err := l.Start(); err != nil {
-			t.Fatal(err)
-		}
-		defer l.Close()
-		waitForChildren(t, other, path, i+1) // a queues first
-	}
+	t.Cleanup(func() { w.check(t) }) // once the latches are closed
+	startInOrder(t, other, path, a, b)
 	if err := a.Await(ctx); err != nil {
 		t.Fatal(err)
 	}
