@@ -3,7 +3,7 @@ package compat_test
 import (
 	"context"
 	"fmt"
-	"strings"
+	"slices"
 	"sync"
 	"time"
 
@@ -14,13 +14,10 @@ import (
 // made to one client; those made to the ensemble are in
 // chaos_server_faults_test.go.
 
-// runLane injects a lane's faults in order. A failed fault ends the lane;
-// so does running over twice the duration and a minute.
+// runLane injects a lane's faults in order, and counts each that happened.
+// A fault that failed, or did not happen, ends the lane; so does running
+// over twice the duration and a minute.
 func (r *chaosRun) runLane(ctx context.Context, l *lane, d time.Duration, start time.Time) {
-	names := make([]string, len(r.clients))
-	for i, c := range r.clients {
-		names[i] = c.name
-	}
 	for i, f := range l.faults {
 		if over := time.Since(start); over > 2*d+time.Minute {
 			r.t.Errorf("chaos: lane %s ran %v, over twice its %v; stopped before fault %d of %d", l.name, over, d, i+1, len(l.faults))
@@ -30,13 +27,15 @@ func (r *chaosRun) runLane(ctx context.Context, l *lane, d time.Duration, start 
 		if ctx.Err() != nil {
 			return
 		}
-		r.count(r.injected, f.kind)
 		at := time.Since(start)
 		note, err := r.inject(ctx, f)
 		if err != nil {
-			r.t.Errorf("chaos: lane %s, fault %d (%s): %v", l.name, i+1, f.describe(names), err)
+			r.t.Errorf("chaos: lane %s, fault %d (%s): %v", l.name, i+1, f.describe(), err)
 			return
 		}
+		r.mu.Lock()
+		r.faults[f.kind]++
+		r.mu.Unlock()
 		r.t.Logf("chaos: +%v %s %d/%d %s: %s", at.Round(time.Millisecond), l.name, i+1, len(l.faults), f.kind, note)
 	}
 }
@@ -60,90 +59,100 @@ func (r *chaosRun) inject(ctx context.Context, f fault) (string, error) {
 	c := r.clients[f.target]
 	switch f.kind {
 	case faultBlackHole:
-		return r.blackHole(ctx, c, chaosSessionTimeout+f.length)
-	case faultLoseCreate:
-		return r.loseReply(ctx, f.kind, c, c.createOpcode())
+		return r.blackHole(ctx, c, f.length)
+	case faultLoseCreate: // go-zookeeper sends create, ZooKeeper's Java client create2
+		op := zktest.OpCreate
+		if c.curator() {
+			op = zktest.OpCreate2
+		}
+		return r.loseReply(ctx, f.kind, c, op)
 	case faultLoseDelete:
 		return r.loseReply(ctx, f.kind, c, zktest.OpDelete)
 	case faultCancel:
-		n := c.goc.CancelAcquires()
-		r.count(r.faults, f.kind)
-		return fmt.Sprintf("%s: %d acquires cancelled", c.name, n), nil
+		n, err := c.send("-", "cancel-acquires", c.name)(ctx)
+		if err != nil {
+			return "", err
+		}
+		return fmt.Sprintf("%s: %s acquires cancelled", c.name, n), nil
 	case faultPause:
 		return r.pauseHolder(ctx, c)
 	}
-	inside, done := r.holdOn(c)
-	defer done()
+	x := r.holdOn(c)
+	defer x.done()
 	switch f.kind {
 	case faultDrop:
 		for _, p := range c.prox {
 			p.DropConnections()
 		}
 	case faultCloseClient:
-		if err := c.goc.Replace(); err != nil {
+		if _, err := c.send("-", "replace", c.name)(ctx); err != nil {
 			return "", fmt.Errorf("replace %s's client: %w", c.name, err)
 		}
 	default:
 		return "", fmt.Errorf("unknown fault %q", f.kind)
 	}
-	r.count(r.faults, f.kind)
-	return fmt.Sprintf("%s, %d holders inside", c.name, inside), nil
+	return fmt.Sprintf("%s, %d holders inside", c.name, x.held), nil
 }
 
 // blackHole partitions c from every member for length: a holder of c is
 // made to hold on until told, and its notice must come within the notice
 // bound of the partition's start.
 func (r *chaosRun) blackHole(ctx context.Context, c *chaosClient, length time.Duration) (string, error) {
-	_, done := r.holdOn(c)
-	defer done()
-	cut := r.beginCut([]*chaosClient{c})
+	x := r.holdOn(c)
+	defer x.done()
 	for _, p := range c.prox {
 		p.BlackHole()
 	}
-	r.count(r.faults, faultBlackHole)
-	cut.check(r, func(c *chaosClient) []*zktest.Proxy { return c.prox }, "black-holed", false)
-	done()
-	pause(ctx, time.Until(cut.at.Add(length)))
+	x.check(r, -1, "black-holed", false)
+	x.done()
+	pause(ctx, time.Until(x.at.Add(length)))
 	restored := time.Now()
 	for _, p := range c.prox {
 		p.Restore()
 	}
-	r.awaitReconnect(ctx, c, cut.at, restored)
-	return fmt.Sprintf("%s, states: %s", c.name, statesSince(c, cut.at)), nil
+	r.awaitReconnect(ctx, c, x.at, restored)
+	return fmt.Sprintf("%s, states: %s", c.name, statesSince(c, x.at)), nil
+}
+
+// A cut is the holding on of clients' holders before a fault cuts them off
+// (or disturbs them): when it began, and the holdings each client had
+// inside then, which it must tell.
+type cut struct {
+	at      time.Time
+	clients []*chaosClient
+	inside  map[*chaosClient][]*holdingRecord
+	held    int    // holdings inside, in all
+	done    func() // ends holding on; idempotent
 }
 
 // holdOn makes the holders of cs hold on, once inside, until told (at most
 // chaosLingerMax), and waits up to 3s for one to be inside, so that the
-// fault to come cuts off a holder. A paused client is left out. It returns
-// how many are inside, and the function (idempotent) that ends holding on:
-// a fault calls it as soon as its holders have been told, for a holder that
+// fault to come cuts off a holder. A paused client is left out. A fault
+// calls done as soon as its holders have been told, for a holder that
 // holds on blocks every other contender of its lock.
-func (r *chaosRun) holdOn(cs ...*chaosClient) (int, func()) {
-	var on []*chaosClient
+func (r *chaosRun) holdOn(cs ...*chaosClient) *cut {
+	x := &cut{inside: map[*chaosClient][]*holdingRecord{}}
 	for _, c := range cs {
-		if !r.isPaused(c) {
-			on = append(on, c)
-			r.ref.linger(c.name, true)
+		if !c.paused.Load() {
+			x.clients = append(x.clients, c)
+			r.ref.linger(c.name, 1)
 		}
 	}
-	var once sync.Once
-	done := func() {
-		once.Do(func() {
-			for _, c := range on {
-				r.ref.linger(c.name, false)
-			}
-		})
-	}
-	for wait := time.Now().Add(3 * time.Second); ; {
-		inside := 0
+	on := slices.Clone(x.clients)
+	x.done = sync.OnceFunc(func() {
 		for _, c := range on {
-			inside += len(r.ref.insideOf(c.name))
+			r.ref.linger(c.name, -1)
 		}
-		if inside > 0 || time.Now().After(wait) {
-			return inside, done
+	})
+	poll(context.Background(), time.Now().Add(3*time.Second), 10*time.Millisecond, func() bool {
+		x.at, x.held = time.Now(), 0
+		for _, c := range on {
+			x.inside[c] = r.ref.insideOf(c.name)
+			x.held += len(x.inside[c])
 		}
-		time.Sleep(10 * time.Millisecond) // polling until a holder is inside
-	}
+		return x.held > 0
+	})
+	return x
 }
 
 // loseReply makes the server apply c's next request of opcode op while c
@@ -154,10 +163,8 @@ func (r *chaosRun) loseReply(ctx context.Context, kind faultKind, c *chaosClient
 	for _, p := range c.prox {
 		fired = append(fired, p.LoseNextReply(op))
 	}
-	wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
 	hit := -1
-	for hit < 0 && wctx.Err() == nil {
+	poll(ctx, time.Now().Add(30*time.Second), 5*time.Millisecond, func() bool {
 		for i, ch := range fired {
 			select {
 			case <-ch:
@@ -165,10 +172,8 @@ func (r *chaosRun) loseReply(ctx context.Context, kind faultKind, c *chaosClient
 			default:
 			}
 		}
-		if hit < 0 {
-			pause(wctx, 5*time.Millisecond) // polling the arms
-		}
-	}
+		return hit >= 0
+	})
 	for i, p := range c.prox {
 		if i != hit && !p.Disarm(fired[i]) {
 			hit = i // fired meanwhile: lost too
@@ -177,21 +182,18 @@ func (r *chaosRun) loseReply(ctx context.Context, kind faultKind, c *chaosClient
 	if hit < 0 {
 		return "", fmt.Errorf("%s: no %s request in 30s", c.name, kind)
 	}
-	r.count(r.faults, kind)
 	return c.name + " through " + c.prox[hit].Target(), nil
 }
 
 // pauseHolder is the fault every lock paper starts from: it pauses c's
-// process (SIGSTOP) while a holding of c that writes to a fenced resource
-// is inside, until c's session timeout has passed and another holder has
-// written with a higher token, then resumes it (SIGCONT) and waits for the
-// write the holder had due, which goes out as it resumes believing it
-// holds, to be refused.
+// process (SIGSTOP) while a holding of c that writes is inside, past the
+// session timeout until another holder has written, then resumes it
+// (SIGCONT) and waits for the holder's due write to be refused.
 func (r *chaosRun) pauseHolder(ctx context.Context, c *chaosClient) (string, error) {
-	_, done := r.holdOn(c)
-	defer done()
+	x := r.holdOn(c)
+	defer x.done()
 	var writer *holdingRecord
-	for deadline := time.Now().Add(20 * time.Second); writer == nil; pause(ctx, 10*time.Millisecond) { // polling until a writer is inside
+	if !poll(ctx, time.Now().Add(20*time.Second), 10*time.Millisecond, func() bool {
 		for _, h := range r.ref.insideOf(c.name) {
 			// Not one that another holder has superseded already (it was
 			// told, and the referee has yet to hear it).
@@ -199,88 +201,48 @@ func (r *chaosRun) pauseHolder(ctx context.Context, c *chaosClient) (string, err
 				writer = h
 			}
 		}
-		if writer == nil && (time.Now().After(deadline) || ctx.Err() != nil) {
-			return "", fmt.Errorf("%s: no holder that writes was inside within 20s", c.name)
-		}
+		return writer != nil
+	}) {
+		return "", fmt.Errorf("%s: no holder that writes was inside within 20s", c.name)
 	}
-	r.setPaused(c, true)
+	c.paused.Store(true)
 	w := pauseWindow{client: c.name, from: time.Now()}
 	if err := c.proc.Pause(); err != nil {
-		r.setPaused(c, false)
+		c.paused.Store(false)
 		return "", err
 	}
 	// Paused past the session timeout, until another holder has written;
 	// whatever happens, resumed, and the pause recorded: its holdings
 	// spanned it.
 	var takeover time.Time
-	for wait := w.from.Add(chaosSessionTimeout + 20*time.Second); time.Now().Before(wait) && ctx.Err() == nil; pause(ctx, 20*time.Millisecond) { // polling the resource
+	poll(ctx, w.from.Add(chaosSessionTimeout+20*time.Second), 20*time.Millisecond, func() bool {
 		if takeover.IsZero() && r.ref.highestNow(writer.resource) > writer.token {
 			takeover = time.Now()
 		}
-		if !takeover.IsZero() && time.Since(w.from) > chaosSessionTimeout+time.Second {
-			break
-		}
-	}
+		return !takeover.IsZero() && time.Since(w.from) > chaosSessionTimeout+time.Second
+	})
 	err := c.proc.Resume()
 	w.to = time.Now()
 	r.ref.addPause(w)
-	r.setPaused(c, false)
-	done()
-	if err != nil {
+	c.paused.Store(false)
+	x.done()
+	what := fmt.Sprintf("%s paused %v while %s held %s (token %d)", c.name, w.to.Sub(w.from).Round(time.Millisecond),
+		writer.id, writer.resource, writer.token)
+	switch {
+	case err != nil:
 		return "", err
+	case takeover.IsZero():
+		return "", fmt.Errorf("%s: nobody else wrote to it", what)
 	}
-	if takeover.IsZero() {
-		return "", fmt.Errorf("%s paused for %v while %s held %s (token %d): nobody else wrote to it",
-			c.name, w.to.Sub(w.from).Round(time.Millisecond), writer.id, writer.resource, writer.token)
-	}
-	r.count(r.faults, faultPause)
 	refused := 0
-	for deadline := time.Now().Add(10 * time.Second); refused == 0 && time.Now().Before(deadline); pause(ctx, 10*time.Millisecond) { // polling the resource
+	if !poll(ctx, time.Now().Add(10*time.Second), 10*time.Millisecond, func() bool {
 		refused = r.ref.refusedOf(writer)
-	}
-	if refused == 0 {
+		return refused > 0
+	}) {
 		r.mu.Lock()
 		r.unrefused++
 		r.mu.Unlock()
 	}
 	r.awaitReconnect(ctx, c, w.from, w.to)
-	return fmt.Sprintf("%s paused %v while %s held %s (token %d); taken over after %v; %d stale writes refused",
-		c.name, w.to.Sub(w.from).Round(time.Millisecond), writer.id, writer.resource, writer.token,
-		takeover.Sub(w.from).Round(time.Millisecond), refused), nil
-}
-
-func (r *chaosRun) setPaused(c *chaosClient, on bool) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.paused[c.name] = on
-}
-
-func (r *chaosRun) isPaused(c *chaosClient) bool {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.paused[c.name]
-}
-
-// count counts a fault of kind k, injected or happened.
-func (r *chaosRun) count(m map[faultKind]int, k faultKind) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	m[k]++
-}
-
-// faultSummary is the total of faults that happened and "kind=n ..." in
-// faultKinds order; missing lists each kind that was injected and never
-// happened, or happened fewer times than injected.
-func (r *chaosRun) faultSummary() (total int, byKind string, missing []string) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	var parts []string
-	for _, k := range faultKinds {
-		total += r.faults[k]
-		parts = append(parts, fmt.Sprintf("%s=%d", k, r.faults[k]))
-		if r.faults[k] < r.injected[k] {
-			missing = append(missing, fmt.Sprintf("%s: %d injected, %d happened", k, r.injected[k], r.faults[k]))
-		}
-	}
-	return total, strings.Join(parts, " "), missing
+	return fmt.Sprintf("%s; taken over after %v; %d stale writes refused", what, takeover.Sub(w.from).Round(time.Millisecond), refused), nil
 }

@@ -15,87 +15,65 @@ import (
 // quorum) tells its holders within the session timeout + 1 s of its last
 // contact with them.
 
-// A cut is a fault about to cut clients off from servers, and the holdings
-// each client had inside then, which it must tell.
-type cut struct {
-	at      time.Time
-	clients []*chaosClient
-	inside  [][]*holdingRecord
-}
-
-// beginCut notes, just before a fault cuts cs off, what each is to tell.
-func (r *chaosRun) beginCut(cs []*chaosClient) *cut {
-	x := &cut{at: time.Now(), clients: cs}
-	for _, c := range cs {
-		x.inside = append(x.inside, r.ref.insideOf(c.name))
-	}
-	return x
-}
-
 // check waits for every client's notice at once and checks it (see
-// checkNotice); via gives the proxies through which a client met the
-// servers cut off.
-func (x *cut) check(r *chaosRun, via func(*chaosClient) []*zktest.Proxy, what string, silenceOK bool) {
+// checkNotice), the servers cut off being member's (every member's if
+// member < 0).
+func (x *cut) check(r *chaosRun, member int, what string, silenceOK bool) {
 	var wg sync.WaitGroup
-	for k, c := range x.clients {
+	for _, c := range x.clients {
+		via := c.prox
+		if member >= 0 {
+			via = c.prox[member : member+1]
+		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			r.checkNotice(c, x.at, via(c), x.inside[k], what, silenceOK)
+			r.checkNotice(c, x.at, via, x.inside[c], what, silenceOK)
 		}()
 	}
 	wg.Wait()
 }
 
-// notice waits (until deadline) for c, cut off at t0, to tell the holdings
-// it had inside then, and returns the delay of the last: a holding may
-// also have ended untold. With none inside, c's notice is the first state
-// since t0 in which it tells its holders (see chaosClient.lossStates); a
-// client already in one at t0 had told them: a delay of 0.
-func (r *chaosRun) notice(c *chaosClient, t0 time.Time, inside []*holdingRecord, deadline time.Time) (time.Duration, bool, string) {
+// notice returns c's notice so far, cut off at t0: when it told the last
+// of the holdings it had inside then (one may also have ended untold), or,
+// with none inside, when it first came to a state in which its policy tells
+// its holders (one it was in at t0 already counts as told then).
+func (r *chaosRun) notice(c *chaosClient, t0 time.Time, inside []*holdingRecord) (delay time.Duration, ok bool, detail string) {
 	if len(inside) > 0 {
-		var worst time.Duration
 		for _, h := range inside {
-			told, left := r.ref.settle(h, deadline)
+			told, left := r.ref.outcome(h)
 			switch {
 			case !told.IsZero():
-				worst = max(worst, told.Sub(t0))
+				delay = max(delay, told.Sub(t0))
 			case left.IsZero():
-				return 0, false, fmt.Sprintf("holding %s was not told by +%v", h.id, deadline.Sub(t0))
+				return 0, false, "holding " + h.id + " was not told"
 			}
 		}
-		return worst, true, fmt.Sprintf("%d holdings told", len(inside))
+		return delay, true, fmt.Sprintf("%d holdings told", len(inside))
 	}
-	if evs := c.states(time.Time{}); len(evs) > 0 {
-		var last stateEvent
-		for _, ev := range evs {
-			if ev.at.Before(t0) {
-				last = ev
-			}
+	loss := []string{"SUSPENDED", "LOST"}
+	if c.policy == "session" {
+		loss = loss[1:]
+	}
+	var last stateEvent
+	for _, ev := range c.states(time.Time{}) {
+		if ev.at.Before(t0) {
+			last = ev
 		}
-		if slices.Contains(c.lossStates(), last.state) {
-			return 0, true, "client " + last.state + " already, at -" + t0.Sub(last.at).Round(time.Millisecond).String()
-		}
 	}
-	ctx, cancel := context.WithDeadline(context.Background(), deadline)
-	defer cancel()
-	ev, err := waitState(ctx, c, t0, c.lossStates()...)
-	if err != nil {
-		return 0, false, fmt.Sprintf("no %v: %v", c.lossStates(), err)
+	if slices.Contains(loss, last.state) {
+		return 0, true, "client " + last.state + " already, at -" + t0.Sub(last.at).Round(time.Millisecond).String()
 	}
-	return ev.at.Sub(t0), true, "client " + ev.state
+	if ev, ok := firstState(c, t0, loss...); ok {
+		return ev.at.Sub(t0), true, "client " + ev.state
+	}
+	return 0, false, fmt.Sprintf("no %v", loss)
 }
 
 // checkNotice waits for c's loss notice, cut off at t0 by what, records it,
 // and records it as late unless it came within the notice bound of c's last
-// contact with the servers it was cut off from: the last reply that one of
-// via passed it, or t0 if that was earlier. A client may hear from them
-// after t0: a slow member's replies arrive late, and a partitioned member
-// answers until it notices. Some clients have nothing to be told: one that
-// had left the cut-off member before the cut; with silenceOK (a slow
-// server), one that heard nothing at all, its connection never lapsing;
-// and, under the Session policy, one that came back to its session
-// (RECONNECTED) before its notice.
+// contact with the servers of via (docs/guarantees.md, which also says who
+// has nothing to be told; silenceOK: a slow server's client may not).
 func (r *chaosRun) checkNotice(c *chaosClient, t0 time.Time, via []*zktest.Proxy, inside []*holdingRecord, what string, silenceOK bool) {
 	contact := func() time.Time {
 		last := t0
@@ -106,16 +84,13 @@ func (r *chaosRun) checkNotice(c *chaosClient, t0 time.Time, via []*zktest.Proxy
 		}
 		return last
 	}
-	deadline := t0.Add(chaosNoticeBound + time.Second)
-	delay, ok, detail := r.notice(c, t0, inside, deadline)
-	for !ok {
-		later := contact().Add(chaosNoticeBound + time.Second)
-		if !later.After(deadline) {
-			break
-		}
-		deadline = later
-		delay, ok, detail = r.notice(c, t0, inside, deadline)
-	}
+	var delay time.Duration
+	var ok bool
+	var detail string
+	poll(context.Background(), t0.Add(time.Minute), 10*time.Millisecond, func() bool {
+		delay, ok, detail = r.notice(c, t0, inside)
+		return ok || time.Now().After(contact().Add(chaosNoticeBound+time.Second))
+	})
 	// Read at once: once told, the client has left these servers, and a
 	// reply passed after its notice would be of a later connection.
 	last := min(contact().Sub(t0), delay)
@@ -162,10 +137,8 @@ func (r *chaosRun) checkNotice(c *chaosClient, t0 time.Time, via []*zktest.Proxy
 // awaitReconnect waits (30s at most) for c to be connected after since, and
 // logs it if it is not.
 func (r *chaosRun) awaitReconnect(ctx context.Context, c *chaosClient, t0, since time.Time) {
-	cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-	if err := c.waitConnected(cctx, since); err != nil {
-		r.t.Logf("chaos: %s did not reconnect within 30s of +%v: %v; its states since: %s",
-			c.name, since.Sub(t0).Round(time.Millisecond), err, statesSince(c, t0))
+	if !c.waitConnected(ctx, since, time.Now().Add(30*time.Second)) {
+		r.t.Logf("chaos: %s did not reconnect within 30s of +%v; its states since: %s",
+			c.name, since.Sub(t0).Round(time.Millisecond), statesSince(c, t0))
 	}
 }

@@ -1,7 +1,6 @@
 package compat_test
 
 import (
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -56,7 +55,6 @@ type holdingRecord struct {
 	token             int64
 	marker            int // in its guard; 0 when not inside
 	began, told, left time.Time
-	settled           chan struct{} // closed once told or left
 }
 
 // fencedWrite is one write to a fenced resource (its holding's).
@@ -81,8 +79,6 @@ func newReferee(t testing.TB) *referee {
 	return r
 }
 
-func (r *referee) url() string { return r.srv.URL }
-
 func (r *referee) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	q := req.URL.Query()
 	num := func(k string) int64 {
@@ -90,45 +86,48 @@ func (r *referee) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 		return n
 	}
 	var reply string
-	var err error
-	switch id := q.Get("h"); req.URL.Path {
-	case "/enter":
-		reply, err = r.enter(id, time.UnixMicro(num("b")), num("t"))
-	case "/step":
-		reply, err = r.step(id)
-	case "/told":
-		reply, err = r.out(id, time.UnixMicro(num("at")), true)
-	case "/leave":
-		reply, err = r.out(id, time.Now(), false)
+	switch id := q.Get("h"); {
+	case holdingOf(id) == nil:
+		http.Error(w, "bad holding "+id, http.StatusBadRequest)
+		return
+	case req.URL.Path == "/enter":
+		reply = r.enter(id, time.UnixMicro(num("b")), num("t"))
+	case req.URL.Path == "/step":
+		reply = r.step(id)
+	case req.URL.Path == "/told":
+		reply = r.out(id, time.UnixMicro(num("at")), true)
+	case req.URL.Path == "/leave":
+		reply = r.out(id, time.Now(), false)
 	default:
-		err = errors.New("no such verb")
-	}
-	if err != nil {
-		http.Error(w, err.Error(), http.StatusBadRequest)
+		http.Error(w, "no such verb", http.StatusBadRequest)
 		return
 	}
 	io.WriteString(w, reply)
 }
 
-// recordLocked returns the record of holding id, made on first use.
-func (r *referee) recordLocked(id string) (*holdingRecord, error) {
-	if h, ok := r.holdings[id]; ok {
-		return h, nil
-	}
-	label, _, _ := strings.Cut(id, ".")
+// holdingOf returns a new record of holding id, or nil if id is not one.
+func holdingOf(id string) *holdingRecord {
+	label, _, dot := strings.Cut(id, ".")
 	client, role, _ := strings.Cut(label, "-")
 	role, _, _ = strings.Cut(role, "-")
 	i := slices.IndexFunc(chaosRoles, func(ro chaosRole) bool { return string(ro.role) == role })
-	if i < 0 || !strings.Contains(id, ".") {
-		return nil, fmt.Errorf("bad holding %q", id)
+	if i < 0 || !dot {
+		return nil
 	}
 	ro, fam := chaosRoles[i], familyOf(client)
-	h := &holdingRecord{id: id, client: client, label: label, role: ro, guard: ro.guard + "-" + fam, settled: make(chan struct{})}
+	h := &holdingRecord{id: id, client: client, label: label, role: ro, guard: ro.guard + "-" + fam}
 	if ro.fenced {
 		h.resource = role + "-" + fam
 	}
-	r.holdings[id] = h
-	return h, nil
+	return h
+}
+
+// recordLocked returns the record of holding id, made on first use.
+func (r *referee) recordLocked(id string) *holdingRecord {
+	if r.holdings[id] == nil {
+		r.holdings[id] = holdingOf(id)
+	}
+	return r.holdings[id]
 }
 
 // lingerLocked is "linger" if h's client's holders are to hold on, else "ok".
@@ -139,12 +138,12 @@ func (r *referee) lingerLocked(h *holdingRecord) string {
 	return "ok"
 }
 
-func (r *referee) enter(id string, began time.Time, token int64) (string, error) {
+func (r *referee) enter(id string, began time.Time, token int64) string {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	h, err := r.recordLocked(id)
-	if err != nil || !h.told.IsZero() {
-		return "told", err
+	h := r.recordLocked(id)
+	if !h.told.IsZero() {
+		return "told"
 	}
 	h.began, h.token = began, token
 	g := r.guards[h.guard]
@@ -154,37 +153,31 @@ func (r *referee) enter(id string, began time.Time, token int64) (string, error)
 	}
 	h.marker = g.enter(h.role.kind, h.role.max, id)
 	r.entered[h.label] = append(r.entered[h.label], time.Now())
-	return r.lingerLocked(h), nil
+	return r.lingerLocked(h)
 }
 
-func (r *referee) step(id string) (string, error) {
+func (r *referee) step(id string) string {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	h, err := r.recordLocked(id)
-	if err != nil {
-		return "", err
-	}
+	h := r.recordLocked(id)
 	if h.resource == "" {
-		return r.lingerLocked(h), nil
+		return r.lingerLocked(h)
 	}
 	w := fencedWrite{h: h, token: h.token, highest: r.highest[h.resource], at: time.Now()}
 	w.refused = w.token < w.highest
 	r.writes = append(r.writes, w)
 	if w.refused {
-		return "fenced", nil
+		return "fenced"
 	}
 	r.highest[h.resource] = w.token
-	return r.lingerLocked(h), nil
+	return r.lingerLocked(h)
 }
 
 // out takes holding id out of its guard: told at at, or left.
-func (r *referee) out(id string, at time.Time, told bool) (string, error) {
+func (r *referee) out(id string, at time.Time, told bool) string {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	h, err := r.recordLocked(id)
-	if err != nil {
-		return "", err
-	}
+	h := r.recordLocked(id)
 	switch {
 	case told && h.told.IsZero():
 		h.told = at
@@ -195,23 +188,14 @@ func (r *referee) out(id string, at time.Time, told bool) (string, error) {
 		r.guards[h.guard].leave(h.marker)
 		h.marker = 0
 	}
-	select {
-	case <-h.settled:
-	default:
-		close(h.settled)
-	}
-	return "ok", nil
+	return "ok"
 }
 
-// linger counts who wants client's holders to hold on.
-func (r *referee) linger(client string, on bool) {
+// linger adds by to the faults that want client's holders to hold on.
+func (r *referee) linger(client string, by int) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if on {
-		r.lingering[client]++
-	} else {
-		r.lingering[client]--
-	}
+	r.lingering[client] += by
 }
 
 // insideOf returns client's holdings inside a guard now.
@@ -229,15 +213,9 @@ func (r *referee) insideOf(client string) []*holdingRecord {
 	return out
 }
 
-// settle waits (until deadline) for h to be told or to leave, and returns
-// when it was told and when it left (zero if it was not, or did not).
-func (r *referee) settle(h *holdingRecord, deadline time.Time) (told, left time.Time) {
-	t := time.NewTimer(time.Until(deadline))
-	defer t.Stop()
-	select {
-	case <-h.settled:
-	case <-t.C:
-	}
+// outcome returns when h was told and when it left (zero if it was not, or
+// did not).
+func (r *referee) outcome(h *holdingRecord) (told, left time.Time) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return h.told, h.left
@@ -286,15 +264,10 @@ func (r *referee) addPause(p pauseWindow) {
 
 // excusedLocked reports whether h's part in an overlap seen at at is
 // excused: it had been told by then, or it spanned a pause of its process
-// (its wait began before the SIGSTOP) and the overlap came after the pause
-// began and before the notice bound after the SIGCONT: no lock can exclude
-// a paused holder, only fencing protects a resource from it (audit checks
-// that).
+// (its wait began before the SIGSTOP; the overlap came between the SIGSTOP
+// and the notice bound after the SIGCONT), which only fencing guards from.
 func (r *referee) excusedLocked(h *holdingRecord, at time.Time) bool {
-	if !h.told.IsZero() && !h.told.After(at) {
-		return true
-	}
-	return r.pausedLocked(h, at)
+	return !h.told.IsZero() && !h.told.After(at) || r.pausedLocked(h, at)
 }
 
 func (r *referee) pausedLocked(h *holdingRecord, at time.Time) bool {
@@ -347,12 +320,9 @@ func (r *referee) judge() (locks, leaders []string, overlaps int) {
 }
 
 // audit checks the writes after the run, independently of the rule the
-// resources applied: in the order accepted, no token is lower than one
-// accepted before it on the same resource (staleAccepted), and no token was
-// used by two holdings (a token is the czxid of one lock or latch node).
-// Every refused write must come from a holding that was told it lost its
-// lock, or that spanned a pause of its process. It returns the violations,
-// the stale writes accepted and the numbers of writes accepted and refused.
+// resources applied (docs/guarantees.md, the resource's log), and returns
+// the violations, the stale writes accepted, and the numbers of writes
+// accepted and refused.
 func (r *referee) audit() (violations, staleAccepted []string, accepted, refused int) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -389,24 +359,17 @@ func (r *referee) audit() (violations, staleAccepted []string, accepted, refused
 func TestChaosRefereeSeesViolations(t *testing.T) {
 	testutil.CheckLeaks(t)
 	r := newReferee(t)
-	must := func(reply string, err error) string {
-		t.Helper()
-		if err != nil {
-			t.Fatal(err)
-		}
-		return reply
-	}
-	must(r.enter("g1-mutex-0.1", time.Now(), 5))
-	must(r.enter("j1-mutex-1.1", time.Now().Add(-time.Hour), 6)) // overlaps g1-mutex-0.1
-	must(r.enter("p2-mutex-0.1", time.Now(), 7))                 // another family's lock
-	must(r.enter("p1-read-0.1", time.Now(), 0))
-	must(r.enter("j1-read-0.1", time.Now(), 0)) // readers share
-	must(r.enter("g1-write-0.1", time.Now(), 8))
+	r.enter("g1-mutex-0.1", time.Now(), 5)
+	r.enter("j1-mutex-1.1", time.Now().Add(-time.Hour), 6) // overlaps g1-mutex-0.1
+	r.enter("p2-mutex-0.1", time.Now(), 7)                 // another family's lock
+	r.enter("p1-read-0.1", time.Now(), 0)
+	r.enter("j1-read-0.1", time.Now(), 0) // readers share
+	r.enter("g1-write-0.1", time.Now(), 8)
 	for i := range 4 { // the fourth lease of three overlaps
-		must(r.enter(fmt.Sprintf("g1-sem-0.%d", i+1), time.Now(), 0))
+		r.enter(fmt.Sprintf("g1-sem-0.%d", i+1), time.Now(), 0)
 	}
-	must(r.enter("p1-latch-0.1", time.Now(), 9))
-	must(r.enter("j1-latch-0.1", time.Now(), 10))
+	r.enter("p1-latch-0.1", time.Now(), 9)
+	r.enter("j1-latch-0.1", time.Now(), 10)
 	overlapped := time.Now()
 	locks, leaders, n := r.judge()
 	if n != 4 || len(locks) != 3 || len(leaders) != 1 || !strings.Contains(locks[0], "j1-mutex-1.1 entered (excl, at most 1)") ||
@@ -416,15 +379,15 @@ func TestChaosRefereeSeesViolations(t *testing.T) {
 	}
 	// Told before an overlap, a holding excuses its part in it; told after,
 	// it does not.
-	must(r.out("j1-latch-0.1", overlapped.Add(-time.Hour), true))
-	must(r.out("g1-mutex-0.1", overlapped, true))
+	r.out("j1-latch-0.1", overlapped.Add(-time.Hour), true)
+	r.out("g1-mutex-0.1", overlapped, true)
 	if _, leaders, _ := r.judge(); len(leaders) != 0 {
 		t.Fatalf("violations with the latch holder told:\n%s", strings.Join(leaders, "\n"))
 	}
 	if locks, _, _ := r.judge(); len(locks) != 3 {
 		t.Fatalf("violations with g1-mutex-0.1 told late: %d, want 3", len(locks))
 	}
-	if reply := must(r.enter("g1-mutex-0.1", time.Now(), 5)); reply != "told" {
+	if reply := r.enter("g1-mutex-0.1", time.Now(), 5); reply != "told" {
 		t.Fatalf("a told holding entered: %q", reply)
 	}
 	// A pause of j1 excuses the mutex overlap, from its start to the notice
@@ -449,14 +412,14 @@ func TestChaosRefereeSeesViolations(t *testing.T) {
 
 	// A step of a fenced role writes its token: a lower one than accepted
 	// is refused; the audit finds what the resource should not have done.
-	must(r.out("j1-mutex-1.1", time.Now(), false))
-	must(r.enter("j1-mutex-1.2", time.Now(), 4))
-	if a, b := must(r.step("j1-mutex-1.2")), must(r.step("p2-mutex-0.1")); a != "ok" || b != "ok" {
+	r.out("j1-mutex-1.1", time.Now(), false)
+	r.enter("j1-mutex-1.2", time.Now(), 4)
+	if a, b := r.step("j1-mutex-1.2"), r.step("p2-mutex-0.1"); a != "ok" || b != "ok" {
 		t.Fatalf("steps: %q, %q", a, b)
 	}
-	must(r.enter("j1-mutex-1.3", time.Now(), 3))
-	r.linger("j1", true)
-	if a, b := must(r.step("j1-mutex-1.3")), must(r.step("j1-read-0.1")); a != "fenced" || b != "linger" {
+	r.enter("j1-mutex-1.3", time.Now(), 3)
+	r.linger("j1", 1)
+	if a, b := r.step("j1-mutex-1.3"), r.step("j1-read-0.1"); a != "fenced" || b != "linger" {
 		t.Fatalf("steps: %q, %q", a, b)
 	}
 	rec := func(id string) *holdingRecord { return r.holdings[id] }

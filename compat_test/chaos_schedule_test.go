@@ -4,18 +4,15 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 )
 
-// This file holds the chaos suite's fault schedule: its lanes, each a
-// seeded sequence of rounds of faults. Faults run in lanes, at once: the
-// server lane (members killed, quorum lost, a member partitioned or slowed)
-// and one lane per family of clients (a Go client in the test, a Go
-// contender process, a Java peer), each with faults to its own clients
-// only. A quorum loss runs alone: the client lanes wait for it, so that
-// what it measures is its own doing.
+// This file holds the chaos suite's fault schedule: lanes that run at once,
+// the server lane and one lane per family of clients, each a seeded
+// sequence of rounds of faults.
 
 type faultKind string
 
@@ -38,13 +35,10 @@ const (
 var faultKinds = []faultKind{faultFollower, faultLeader, faultQuorum, faultPartition, faultSlow,
 	faultDrop, faultBlackHole, faultLoseCreate, faultLoseDelete, faultCloseClient, faultCancel, faultPause}
 
-// The rounds of a lane: each its kinds in an order the seed shuffles. The
-// faults that end a session (a black hole, a pause) or the quorum block
-// every lock the cut-off clients hold or wait for, until the session
-// expires; so they come less often than the quick ones, which come twice a
-// round: a client lane has a black hole in one round, a pause in the next;
-// the server lane loses the quorum in its first round and then at most
-// every chaosQuorumEvery of its plan.
+// The rounds of a lane, each its kinds in an order the seed shuffles. The
+// faults that end sessions come less often: a client lane has a black hole
+// in one round, a pause in the next; the server lane loses the quorum in its
+// first round and then at most every chaosQuorumEvery of its plan.
 var (
 	serverRound = []faultKind{faultFollower, faultLeader, faultPartition, faultSlow}
 	clientRound = []faultKind{faultDrop, faultDrop, faultLoseCreate, faultLoseCreate,
@@ -53,28 +47,10 @@ var (
 
 const chaosQuorumEvery = 2 * time.Minute
 
-// roundKinds returns the kinds of round i of lane l (li is its index),
-// sinceQuorum how much of the lane's plan has passed since its last quorum
-// loss (or -1 for none yet).
-func roundKinds(l *lane, li, i int, sinceQuorum time.Duration) []faultKind {
-	kinds := slices.Clone(l.kinds)
-	if l.name == "server" {
-		if sinceQuorum < 0 || sinceQuorum >= chaosQuorumEvery {
-			kinds = append(kinds, faultQuorum)
-		}
-		return kinds
-	}
-	if (i+li)%2 == 0 {
-		return append(kinds, faultBlackHole)
-	}
-	return append(kinds, faultPause)
-}
-
 // lane is one sequence of faults; a client lane's faults go to its clients.
 type lane struct {
 	name    string
-	kinds   []faultKind
-	clients []int // indexes into the run's clients; none for the server lane
+	clients []int // indexes into chaosNames; none for the server lane
 	faults  []fault
 }
 
@@ -82,15 +58,13 @@ type lane struct {
 type fault struct {
 	kind faultKind
 	gap  time.Duration // the pause before it
-	// target is a client (an index into the run's clients) or, for the
-	// server lane, a number that picks the member.
+	// target is a client (an index into chaosNames) or, for the server
+	// lane, a number that picks the member.
 	target int
-	// length: how long a killed member stays down, how long the quorum is
-	// lost, a member partitioned or slowed, or how long past the session
-	// timeout a black hole lasts.
+	// length: how long a killed member stays down, the quorum is lost, a
+	// member is partitioned or slowed, or a client black-holed.
 	length time.Duration
-	// delay: a slow server's delay.
-	delay time.Duration
+	delay  time.Duration // a slow server's
 }
 
 // eligible reports whether a fault of kind can go to the client named name:
@@ -106,106 +80,72 @@ func eligible(kind faultKind, name string) bool {
 	return true
 }
 
-func (f fault) describe(names []string) string {
-	s := fmt.Sprintf("after %v: %s", f.gap, f.kind)
-	switch f.kind {
-	case faultFollower:
-		s += fmt.Sprintf(" (follower %d), down %v", f.target%2+1, f.length)
-	case faultLeader:
-		s += fmt.Sprintf(", down %v", f.length)
-	case faultQuorum:
-		s += fmt.Sprintf(" (member %d survives), for %v", f.target%3+1, f.length)
-	case faultPartition:
-		s += fmt.Sprintf(" (pick %d), for %v", f.target, f.length)
-	case faultSlow:
-		s += fmt.Sprintf(" (pick %d), by %v for %v", f.target, f.delay, f.length)
-	case faultBlackHole:
-		s += fmt.Sprintf(" %s for the session timeout + %v", names[f.target], f.length)
-	default:
-		s += " " + names[f.target]
+func (f fault) describe() string {
+	s := fmt.Sprintf("after %v: %s (pick %d)", f.gap, f.kind, f.target)
+	if !slices.Contains(serverRound, f.kind) && f.kind != faultQuorum {
+		s = fmt.Sprintf("after %v: %s %s", f.gap, f.kind, chaosNames[f.target])
+	}
+	if f.delay > 0 {
+		s += fmt.Sprintf(" by %v", f.delay)
+	}
+	if f.length > 0 {
+		s += fmt.Sprintf(" for %v", f.length)
 	}
 	return s
 }
 
-// estimate is how long the fault is planned to take, gap included: a lane
-// is as long as the duration asked for, by these estimates.
+// overhead is how long a fault takes beyond its gap and its length (a
+// pause: its session timeout), as measured in 10-minute runs with -race:
+// holders inside, restarts and elections, checks, reconnects. A lane is as
+// long as the duration asked for, by these estimates.
+var overhead = map[faultKind]time.Duration{faultFollower: 4500 * time.Millisecond, faultLeader: 4 * time.Second,
+	faultQuorum: 8 * time.Second, faultPartition: 3 * time.Second, faultSlow: time.Second, faultBlackHole: time.Second,
+	faultPause: chaosSessionTimeout + 3*time.Second, faultLoseCreate: 300 * time.Millisecond}
+
 func (f fault) estimate() time.Duration {
-	d := f.gap
-	switch f.kind { // as measured in 10-minute runs with -race
-	case faultFollower:
-		d += f.length + 4500*time.Millisecond // holders inside, restart, quorum
-	case faultLeader:
-		d += f.length + 4*time.Second // holders inside, election, restart, quorum
-	case faultQuorum:
-		d += f.length + 8*time.Second // restart, quorum, expiry and progress checks
-	case faultPartition:
-		d += f.length + 3*time.Second // holders inside, rejoin
-	case faultSlow:
-		d += f.length + time.Second // holders inside, reconnect
-	case faultBlackHole:
-		d += chaosSessionTimeout + f.length + time.Second // holders inside, reconnect
-	case faultPause:
-		d += chaosSessionTimeout + 3*time.Second // a writer inside, take-over, stale write, reconnect
-	case faultLoseCreate:
-		d += 300 * time.Millisecond
-	default:
-		d += 100 * time.Millisecond
-	}
-	return d
+	return f.gap + f.length + max(overhead[f.kind], 100*time.Millisecond)
 }
 
-// chaosLanes returns the lanes for the clients named: the server lane, then
-// one lane per client number (g1, p1 and j1 make lane 1).
-func chaosLanes(names []string) []*lane {
-	lanes := []*lane{{name: "server", kinds: serverRound}}
-	byNumber := map[string]*lane{}
-	for i, n := range names {
-		num := familyOf(n)
-		l, ok := byNumber[num]
-		if !ok {
-			l = &lane{name: "clients-" + num, kinds: clientRound}
-			byNumber[num] = l
-			lanes = append(lanes, l)
-		}
-		l.clients = append(l.clients, i)
+// chaosSchedule plans the lanes' faults for a seed and a duration: the
+// server lane, then one lane per family (g1, p1 and j1 make clients-1),
+// each rounds drawn from the seed until the estimates fill the duration,
+// but whole first rounds (the server lane's first, a client lane's first
+// two), so that every kind comes however short the run.
+func chaosSchedule(seed int64, d time.Duration) []*lane {
+	lanes := []*lane{{name: "server"}, {name: "clients-1"}, {name: "clients-2"}}
+	for i, n := range chaosNames {
+		fam, _ := strconv.Atoi(familyOf(n))
+		lanes[fam].clients = append(lanes[fam].clients, i)
 	}
-	return lanes
-}
-
-// chaosSchedule plans each lane's faults for a seed and a duration: rounds
-// (see roundKinds) in an order drawn from the seed, with pauses, targets
-// and lengths drawn from it too, until the estimates fill the duration, but
-// whole first rounds (the server lane's first, a client lane's first two),
-// so that every kind comes however short the run. Kinds no client of a lane
-// can take are left out.
-func chaosSchedule(seed int64, d time.Duration, names []string) []*lane {
-	lanes := chaosLanes(names)
 	for li, l := range lanes {
 		rng := rand.New(rand.NewPCG(uint64(seed), 0x6368616f73+uint64(li)))
 		var planned time.Duration
-		lastQuorum := time.Duration(-1)
-		minRounds := 2
-		if l.name == "server" {
+		lastQuorum, minRounds := -chaosQuorumEvery, 2
+		if li == 0 {
 			minRounds = 1
 		}
 		for round := 0; planned < d || round < minRounds; round++ {
-			since := time.Duration(-1)
-			if lastQuorum >= 0 {
-				since = planned - lastQuorum
+			kinds := slices.Clone(clientRound)
+			switch {
+			case li == 0:
+				kinds = slices.Clone(serverRound)
+				if planned-lastQuorum >= chaosQuorumEvery {
+					kinds = append(kinds, faultQuorum)
+				}
+			case (round+li)%2 == 0:
+				kinds = append(kinds, faultBlackHole)
+			default:
+				kinds = append(kinds, faultPause)
 			}
-			kinds := roundKinds(l, li, round, since)
 			rng.Shuffle(len(kinds), func(i, j int) { kinds[i], kinds[j] = kinds[j], kinds[i] })
 			for _, k := range kinds {
 				if planned >= d && round >= minRounds {
 					break
 				}
-				f, ok := planFault(rng, k, l, names)
-				if !ok {
-					continue
-				}
 				if k == faultQuorum {
 					lastQuorum = planned
 				}
+				f := planFault(rng, k, l.clients)
 				planned += f.estimate()
 				l.faults = append(l.faults, f)
 			}
@@ -214,47 +154,34 @@ func chaosSchedule(seed int64, d time.Duration, names []string) []*lane {
 	return lanes
 }
 
-// planFault draws one fault of kind k for lane l.
-func planFault(rng *rand.Rand, k faultKind, l *lane, names []string) (fault, bool) {
+// planFault draws one fault of kind k, for one of clients that can take it
+// or, if there are none (the server lane), for the ensemble.
+func planFault(rng *rand.Rand, k faultKind, clients []int) fault {
 	ms := func(lo, hi int64) time.Duration {
 		return time.Duration(lo+rng.Int64N(hi-lo)) * time.Millisecond
 	}
-	f := fault{kind: k, gap: ms(100, 1000)}
 	T := chaosSessionTimeout.Milliseconds()
+	if len(clients) > 0 {
+		ok := slices.DeleteFunc(slices.Clone(clients), func(c int) bool { return !eligible(k, chaosNames[c]) })
+		f := fault{kind: k, gap: ms(100, 1000), target: ok[rng.IntN(len(ok))]}
+		if k == faultBlackHole {
+			f.length = chaosSessionTimeout + ms(300, 1500)
+		}
+		return f
+	}
+	f := fault{kind: k, gap: ms(200, 1500), target: rng.IntN(6)}
 	switch k {
 	case faultFollower, faultLeader:
-		f.gap = ms(200, 1500)
-		f.target = rng.IntN(2)
 		f.length = ms(500, 3000)
 	case faultQuorum:
-		f.gap = ms(200, 1500)
-		f.target = rng.IntN(3)
 		f.length = ms(2*T, 3*T)
 	case faultPartition:
-		f.gap = ms(200, 1500)
-		f.target = rng.IntN(6)
 		f.length = ms(1000, 4000)
 	case faultSlow:
-		f.gap = ms(200, 1500)
-		f.target = rng.IntN(6)
 		f.delay = ms(7*T/10, 9*T/10) // a round trip of two delays: past the clients' read timeouts (2/3 of it)
 		f.length = ms(T, 3*T/2)
-	default:
-		var ok []int
-		for _, c := range l.clients {
-			if eligible(k, names[c]) {
-				ok = append(ok, c)
-			}
-		}
-		if len(ok) == 0 {
-			return f, false
-		}
-		f.target = ok[rng.IntN(len(ok))]
-		if k == faultBlackHole {
-			f.length = ms(300, 1500)
-		}
 	}
-	return f, true
+	return f
 }
 
 // A seed and a duration make one schedule; every kind comes in each lane's
@@ -262,10 +189,7 @@ func planFault(rng *rand.Rand, k faultKind, l *lane, names []string) (fault, boo
 // lane that can take it, and the quorum is lost at most every
 // chaosQuorumEvery of a lane's plan.
 func TestChaosScheduleReplays(t *testing.T) {
-	names := []string{"g1", "g2", "p1", "p2", "j1", "j2"}
-	a := chaosSchedule(42, 40*time.Second, names)
-	b := chaosSchedule(42, 40*time.Second, names)
-	c := chaosSchedule(43, 40*time.Second, names)
+	a, b, c := chaosSchedule(42, 40*time.Second), chaosSchedule(42, 40*time.Second), chaosSchedule(43, 40*time.Second)
 	if len(a) != 3 || a[0].name != "server" || !slices.Equal(a[1].clients, []int{0, 2, 4}) || !slices.Equal(a[2].clients, []int{1, 3, 5}) {
 		t.Fatalf("lanes: %+v", a)
 	}
@@ -278,8 +202,8 @@ func TestChaosScheduleReplays(t *testing.T) {
 		var planned time.Duration
 		for _, f := range a[i].faults {
 			planned += f.estimate()
-			if a[i].name != "server" && (!slices.Contains(a[i].clients, f.target) || !eligible(f.kind, names[f.target])) {
-				t.Fatalf("lane %s: %s", a[i].name, f.describe(names))
+			if a[i].name != "server" && (!slices.Contains(a[i].clients, f.target) || !eligible(f.kind, chaosNames[f.target])) {
+				t.Fatalf("lane %s: %s", a[i].name, f.describe())
 			}
 		}
 		if planned < 40*time.Second {
@@ -291,7 +215,7 @@ func TestChaosScheduleReplays(t *testing.T) {
 	}
 	for seed := int64(0); seed < 100; seed++ {
 		kinds := map[faultKind]bool{}
-		for _, l := range chaosSchedule(seed, 40*time.Second, names) {
+		for _, l := range chaosSchedule(seed, 40*time.Second) {
 			for _, f := range l.faults {
 				kinds[f.kind] = true
 			}
@@ -300,10 +224,9 @@ func TestChaosScheduleReplays(t *testing.T) {
 			t.Fatalf("seed %d: a 40s schedule has the kinds %v, want all %d", seed, kinds, len(faultKinds))
 		}
 	}
-	long := chaosSchedule(42, 10*time.Minute, names)
 	var planned, last time.Duration
 	quorums := 0
-	for _, f := range long[0].faults {
+	for _, f := range chaosSchedule(42, 10*time.Minute)[0].faults {
 		if f.kind == faultQuorum {
 			if quorums > 0 && planned-last < chaosQuorumEvery {
 				t.Fatalf("quorum lost again %v after the last time", planned-last)

@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime"
 	"slices"
@@ -21,20 +22,11 @@ import (
 	"github.com/gocurator/curator/internal/testutil"
 )
 
-// The chaos suite (issues #7, #16, #21 and #22; docs/guarantees.md, "The
-// chaos suite"): gocurator and Java Curator contenders take a mutex, a
-// read-write lock and a semaphore, and stand in two elections, on a 3-member
-// ensemble while a seeded schedule of faults runs in lanes, each client
-// behind fault proxies of its own, the members behind proxies on their
-// quorum and election ports. Files: chaos_test.go (the test, its settings
-// and its summary), chaos_clients_test.go (the clients and their
-// contenders), chaos_referee_test.go (what every holding reports to, and the
-// checks of it), chaos_schedule_test.go (the fault schedule and its lanes),
-// chaos_faults_test.go (the faults to a client, the paused holder),
-// chaos_server_faults_test.go (the faults to the ensemble) and
-// chaos_notice_test.go (the loss-notice check). The contenders are
-// compat_test/chaoscontender, run in the test and in compat_test/gopeer, and
-// internal/curatorpeer/CuratorPeer.java's chaos verb.
+// The chaos suite (docs/guarantees.md, "The chaos suite"): this file holds
+// the test, its settings, its summary and its look at the tree; the other
+// chaos_*_test.go files are named by their jobs. The contenders are
+// compat_test/chaoscontender (in the test and in compat_test/gopeer) and
+// CuratorPeer.java's chaos verb.
 
 var (
 	chaosSeedFlag = flag.Int64("chaos.seed", 0,
@@ -48,10 +40,8 @@ const (
 	chaosTick            = 100 * time.Millisecond
 	// chaosSessionTimeout is short, so that a short run expires sessions.
 	chaosSessionTimeout = 3 * time.Second
-	// chaosInitLimit is the ensemble's initLimit: ZooKeeper can take that
-	// long to settle an election (a peer LEADING that no one follows waits
-	// initLimit before it looks again); the default 10s would stall every
-	// contender that long.
+	// chaosInitLimit is the ensemble's initLimit, which an election can
+	// take (the default 10s would stall every contender that long).
 	chaosInitLimit = 3 * time.Second
 	// chaosNoticeBound: a cut-off holder is told within it of its client's
 	// last contact (G3).
@@ -84,9 +74,7 @@ type chaosRun struct {
 
 	mu             sync.Mutex
 	counts         map[string]map[string]int64 // the contenders' reports: "test" (in-process) or "processes", then key
-	injected       map[faultKind]int
 	faults         map[faultKind]int
-	paused         map[string]bool
 	worst          map[string]time.Duration // the worst loss notice, by policy (see chaosClient.policy)
 	notices        int
 	lateNotices    []string // failures: late notices of Go clients, and clients never told
@@ -108,24 +96,20 @@ func TestChaos(t *testing.T) {
 	if seed == 0 {
 		seed = time.Now().UnixNano()
 	}
-	names := []string{"g1", "g2", "p1", "p2", "j1", "j2"}
-	lanes := chaosSchedule(seed, duration, names)
+	lanes := chaosSchedule(seed, duration)
 	var plan strings.Builder
 	for _, l := range lanes {
 		fmt.Fprintf(&plan, "\n lane %s:", l.name)
 		for i, f := range l.faults {
-			fmt.Fprintf(&plan, "\n  %3d %s", i+1, f.describe(names))
+			fmt.Fprintf(&plan, "\n  %3d %s", i+1, f.describe())
 		}
 	}
 	t.Logf("chaos: seed %d, %v of faults (replay: -chaos.seed=%d -chaos.duration=%v); schedule:%s",
 		seed, duration, seed, duration, plan.String())
 
-	r := startChaos(t, names)
-	ctx, stopContenders := context.WithCancel(context.Background())
-	defer stopContenders()
-	var contenders sync.WaitGroup
+	r := startChaos(t)
 	for _, c := range r.clients {
-		c.startContenders(ctx, &contenders, r.ref.url(), r.reporter(c))
+		c.startContenders(r.ref.srv.URL)
 	}
 	start := time.Now()
 	var lanesDone sync.WaitGroup
@@ -133,7 +117,7 @@ func TestChaos(t *testing.T) {
 		lanesDone.Add(1)
 		go func() {
 			defer lanesDone.Done()
-			r.runLane(ctx, l, duration, start)
+			r.runLane(t.Context(), l, duration, start)
 		}()
 	}
 	lanesDone.Wait()
@@ -142,10 +126,8 @@ func TestChaos(t *testing.T) {
 	// Heal, stop every contender, and look for orphans while every session
 	// is still open (closing one would delete its nodes and hide them).
 	r.heal()
-	stopContenders()
-	r.stopAll(&contenders)
+	r.stopAll()
 	orphans, curatorOrphans := r.orphans()
-	r.closeClients()
 	if err := testutil.DeleteTree(r.checker, chaosBase); err != nil {
 		t.Errorf("cleaning up %s: %v", chaosBase, err)
 	}
@@ -153,46 +135,26 @@ func TestChaos(t *testing.T) {
 }
 
 // startChaos starts the ensemble, the referee and every client.
-func startChaos(t *testing.T, names []string) *chaosRun {
+func startChaos(t *testing.T) *chaosRun {
 	ens := zktest.NewEnsemble(t, 3, zktest.WithTickTime(chaosTick), zktest.WithPeerLinks(),
 		zktest.WithConfig("initLimit", strconv.Itoa(int(chaosInitLimit/chaosTick))),
 		zktest.WithContainerCheckInterval(500*time.Millisecond))
 	r := &chaosRun{t: t, ens: ens, checker: testutil.Connect(t, ens.ConnectString()), ref: newReferee(t),
-		counts: map[string]map[string]int64{"test": {}, "processes": {}}, injected: map[faultKind]int{},
-		faults: map[faultKind]int{}, paused: map[string]bool{}, worst: map[string]time.Duration{}}
+		counts: map[string]map[string]int64{"test": {}, "processes": {}},
+		faults: map[faultKind]int{}, worst: map[string]time.Duration{}}
 	logs := t.TempDir()
 	keepOnFailure(t, filepath.Dir(logs)) // the Java peers' logs are in directories of their own
-	bin := buildGoPeer(t, logs)
+	// The Go contender process is built as a service would be, without the
+	// race detector (the Go clients in the test's process run under it).
+	bin := filepath.Join(logs, "gopeer")
+	if out, err := exec.CommandContext(testutil.Context(t), "go", "build", "-o", bin, "./gopeer").CombinedOutput(); err != nil {
+		t.Fatalf("building the Go contender process: %v\n%s", err, out)
+	}
 	t.Cleanup(func() { os.Remove(bin) }) // after the processes have stopped, before keepOnFailure
-	for _, name := range names {
+	for _, name := range chaosNames {
 		r.clients = append(r.clients, startClient(t, ens, name, bin, logs))
 	}
 	return r
-}
-
-// reporter returns what adds up the reports of c's contenders (an
-// election candidate's acquisitions are its terms).
-func (r *chaosRun) reporter(c *chaosClient) func(label, reply string) {
-	group := "processes"
-	if c.goc != nil {
-		group = "test"
-	}
-	return func(label, reply string) {
-		r.mu.Lock()
-		defer r.mu.Unlock()
-		for _, kv := range strings.Fields(reply) {
-			k, v, _ := strings.Cut(kv, "=")
-			n, err := strconv.ParseInt(v, 10, 64)
-			if err != nil {
-				r.t.Errorf("chaos: %s's report %q", label, reply)
-				return
-			}
-			if k == "acquisitions" && (strings.Contains(label, "-latch-") || strings.Contains(label, "-selector-")) {
-				k = "terms"
-			}
-			r.counts[group][k] += n
-		}
-	}
 }
 
 // labels returns every contender's label.
@@ -204,65 +166,71 @@ func (r *chaosRun) labels() []string {
 	return out
 }
 
-// heal restarts any member that is down, restores every proxy and waits
+// heal restores every proxy, restarts any member that is down and waits
 // for the quorum.
 func (r *chaosRun) heal() {
-	for _, m := range r.ens.Members() {
-		if !m.Running() {
-			if err := m.Restart(); err != nil {
-				r.t.Errorf("chaos: restart member %d: %v", m.ID(), err)
-			}
-		}
-	}
+	down := slices.DeleteFunc(r.ens.Members(), (*zktest.Server).Running)
 	for _, c := range r.clients {
 		for _, p := range c.prox {
 			p.Restore()
 		}
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	if err := r.ens.WaitForQuorum(ctx); err != nil {
+	if err := r.restore(context.Background(), down...); err != nil {
 		r.t.Errorf("chaos: after the faults: %v", err)
 	}
 }
 
-// stopAll stops the processes' contenders, waits for the Go contenders
-// (whose context has ended), then waits until every client is connected.
-func (r *chaosRun) stopAll(goContenders *sync.WaitGroup) {
+// stopAll stops every contender and adds up their reports (an election
+// candidate's acquisitions are its terms), then waits until every client is
+// connected.
+func (r *chaosRun) stopAll() {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	for _, c := range r.clients {
-		if c.proc != nil {
-			if err := c.stopContenders(ctx, r.reporter(c)); err != nil {
-				r.t.Errorf("chaos: stopping %s's contenders: %v", c.name, err)
+		for _, l := range c.labels {
+			if _, err := c.send("-", "chaos-stop", l)(ctx); err != nil && !strings.Contains(err.Error(), "no chaos loop") {
+				r.t.Errorf("chaos: %v", err)
 			}
 		}
 	}
-	stopped := make(chan struct{})
-	go func() {
-		goContenders.Wait()
-		close(stopped)
-	}()
-	select {
-	case <-stopped:
-	case <-ctx.Done():
-		r.t.Fatalf("chaos: the Go contenders did not stop within 2 minutes (%s)", dumpStacks("stop"))
-	}
 	for _, c := range r.clients {
-		if err := c.waitConnected(ctx, time.Time{}); err != nil {
-			r.t.Errorf("chaos: %s is not connected after the faults: %v", c.name, err)
+		group := "processes"
+		if c.host != nil {
+			group = "test"
+		}
+		for i, wait := range c.reports {
+			reply, err := wait(ctx)
+			if err != nil {
+				r.t.Errorf("chaos: %s: %v", c.labels[i], err)
+			}
+			for _, kv := range strings.Fields(reply) {
+				k, v, _ := strings.Cut(kv, "=")
+				n, err := strconv.ParseInt(v, 10, 64)
+				if err != nil {
+					r.t.Errorf("chaos: %s's report %q", c.labels[i], reply)
+				}
+				if k == "acquisitions" && (strings.Contains(c.labels[i], "-latch-") || strings.Contains(c.labels[i], "-selector-")) {
+					k = "terms"
+				}
+				r.counts[group][k] += n
+			}
+		}
+	}
+	if ctx.Err() != nil {
+		r.t.Fatalf("chaos: the contenders did not stop within 2 minutes (%s)", dumpStacks("stop"))
+	}
+	connectBy := time.Now().Add(time.Minute)
+	for _, c := range r.clients {
+		if !c.waitConnected(ctx, time.Time{}, connectBy) {
+			r.t.Errorf("chaos: %s is not connected a minute after the faults", c.name)
 		}
 	}
 }
 
 // orphans waits (up to 30s: guaranteed deletes finish in the background)
-// until no ephemeral node is left under the lock paths, and otherwise
-// returns what is left, with the client owning each: the nodes of Go
-// clients' sessions and of no client's, which are failures; and apart, those
-// of Java peers' sessions, which only Curator can have left (Curator 5.4
-// loses track of a lock node whose create it retried across a lost
-// connection, and its acquire fails with "Path cannot be null":
-// docs/mixed-fleets.md).
+// until no ephemeral node is left under the lock paths, and returns those
+// left then, with the client owning each: apart, those of Java peers'
+// sessions, which only Curator can have left (docs/mixed-fleets.md).
 func (r *chaosRun) orphans() (ours, curators []string) {
 	ctx := context.Background()
 	owners := map[int64]*chaosClient{}
@@ -295,15 +263,13 @@ func (r *chaosRun) orphans() (ours, curators []string) {
 // ephemeralsLeft polls the ephemeral nodes (lock, lease and latch nodes)
 // under the chaos tree until none is left of a session that of counts, or
 // until deadline, and returns those left then.
-func (r *chaosRun) ephemeralsLeft(ctx context.Context, of func(session int64) bool, deadline time.Time) ([]ephemeralNode, error) {
-	for {
-		nodes, err := ephemeralsUnder(r.checker, chaosBase)
-		left := slices.DeleteFunc(nodes, func(n ephemeralNode) bool { return !of(n.owner) })
-		if err == nil && len(left) == 0 || time.Now().After(deadline) || ctx.Err() != nil {
-			return left, err
-		}
-		pause(ctx, 50*time.Millisecond) // polling the tree
-	}
+func (r *chaosRun) ephemeralsLeft(ctx context.Context, of func(session int64) bool, deadline time.Time) (left []ephemeralNode, err error) {
+	poll(ctx, deadline, 50*time.Millisecond, func() bool {
+		left, err = ephemeralsUnder(r.checker, chaosBase)
+		left = slices.DeleteFunc(left, func(n ephemeralNode) bool { return !of(n.owner) })
+		return err == nil && len(left) == 0
+	})
+	return left, err
 }
 
 type ephemeralNode struct {
@@ -311,50 +277,33 @@ type ephemeralNode struct {
 	owner int64
 }
 
-// ephemeralsUnder lists the ephemeral nodes (lock and lease nodes) under
-// path, after a sync so that the server answering is up to date.
+// ephemeralsUnder lists the ephemeral nodes (lock, lease and latch nodes)
+// under path, after a sync so that the server answering is up to date.
 func ephemeralsUnder(conn *zk.Conn, path string) ([]ephemeralNode, error) {
 	if _, err := conn.Sync(path); err != nil && !errors.Is(err, zk.ErrNoNode) {
 		return nil, err
 	}
-	var walk func(p string) ([]ephemeralNode, error)
-	walk = func(p string) ([]ephemeralNode, error) {
+	var out []ephemeralNode
+	for todo := []string{path}; len(todo) > 0; {
+		p := todo[len(todo)-1]
+		todo = todo[:len(todo)-1]
 		ok, st, err := conn.Exists(p)
-		if err != nil || !ok {
+		switch {
+		case err != nil:
 			return nil, err
-		}
-		if st.EphemeralOwner != 0 {
-			return []ephemeralNode{{p, st.EphemeralOwner}}, nil
-		}
-		kids, _, err := conn.Children(p)
-		if errors.Is(err, zk.ErrNoNode) {
-			return nil, nil
-		}
-		if err != nil {
-			return nil, err
-		}
-		var out []ephemeralNode
-		for _, k := range kids {
-			n, err := walk(p + "/" + k)
-			if err != nil {
+		case ok && st.EphemeralOwner != 0:
+			out = append(out, ephemeralNode{p, st.EphemeralOwner})
+		case ok:
+			kids, _, err := conn.Children(p)
+			if err != nil && !errors.Is(err, zk.ErrNoNode) {
 				return nil, err
 			}
-			out = append(out, n...)
-		}
-		return out, nil
-	}
-	return walk(path)
-}
-
-// closeClients closes every client.
-func (r *chaosRun) closeClients() {
-	for _, c := range r.clients {
-		if c.goc != nil {
-			c.goc.Close()
-		} else if _, err := c.proc.send("-", "close-client", c.name).Wait(testutil.Context(r.t)); err != nil {
-			r.t.Errorf("chaos: %v", err)
+			for _, k := range kids {
+				todo = append(todo, p+"/"+k)
+			}
 		}
 	}
+	return out, nil
 }
 
 // judge checks the run and logs its summary line.
@@ -363,15 +312,20 @@ func (r *chaosRun) judge(seed int64, elapsed time.Duration, orphans, curatorOrph
 	locks, twoLeaders, overlaps := r.ref.judge()
 	fenceViolations, staleAccepted, accepted, refused := r.ref.audit()
 	violations := append(locks, fenceViolations...)
-	nFaults, byKind, missing := r.faultSummary()
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	var nFaults int
+	var byKind []string
+	for _, k := range faultKinds {
+		nFaults += r.faults[k]
+		byKind = append(byKind, fmt.Sprintf("%s=%d", k, r.faults[k]))
+	}
 	test, procs := r.counts["test"], r.counts["processes"]
 	ms := func(d time.Duration) time.Duration { return d.Round(time.Millisecond) }
 	summary := fmt.Sprintf("chaos: seed=%d duration=%v acquisitions=%d leader-terms=%d faults=%d %s violations=%d "+
 		"two-leader-moments=%d orphans=%d curator-orphans=%d stale-writes-refused=%d stale-writes-accepted=%d worst-loss-notice=%v "+
 		"worst-loss-notice-session=%v curator-worst-loss-notice=%v curator-late-notices=%d quorum-node-expiry=%v quorum-recovery=%v",
-		seed, elapsed.Round(time.Second), test["acquisitions"]+procs["acquisitions"], test["terms"]+procs["terms"], nFaults, byKind,
+		seed, elapsed.Round(time.Second), test["acquisitions"]+procs["acquisitions"], test["terms"]+procs["terms"], nFaults, strings.Join(byKind, " "),
 		len(violations)+len(r.quorumFindings), len(twoLeaders), len(orphans), len(curatorOrphans), refused, len(staleAccepted),
 		ms(r.worst["standard"]), ms(r.worst["session"]), ms(r.worst["curator"]), len(r.curatorLate), ms(r.nodeExpiry), ms(r.recovery))
 	t.Logf("chaos: contenders in the test: %v; in processes: %v; %d accepted writes; %d guard overlaps, all but %d excused; "+
@@ -383,26 +337,23 @@ func (r *chaosRun) judge(seed int64, elapsed time.Duration, orphans, curatorOrph
 		fmt.Fprintln(os.Stderr, summary)
 	}
 
-	report := func(what string, list []string) {
+	report := func(fail bool, what string, list []string) { // a failure, or Curator's own
+		say := t.Logf
+		if fail {
+			say = t.Errorf
+		}
 		if len(list) > 0 {
-			t.Errorf("%d %s (seed %d):\n%s", len(list), what, seed, strings.Join(list[:min(len(list), 30)], "\n"))
+			say("chaos: %d %s (seed %d):\n%s", len(list), what, seed, strings.Join(list[:min(len(list), 30)], "\n"))
 		}
 	}
-	report("violations", violations)
-	report("moments of two leaders", twoLeaders)
-	report("quorum-loss findings", r.quorumFindings)
-	report("orphan nodes", orphans)
-	if len(curatorOrphans) > 0 {
-		t.Logf("chaos: %d nodes Curator left behind (its own; see docs/mixed-fleets.md):\n%s",
-			len(curatorOrphans), strings.Join(curatorOrphans, "\n"))
-	}
-	report(fmt.Sprintf("late loss notices of Go clients (bound: %v after the last contact)", chaosNoticeBound), r.lateNotices)
-	if len(r.curatorLate) > 0 {
-		t.Logf("chaos: %d late loss notices of Java Curator clients (Curator's; see docs/guarantees.md):\n%s",
-			len(r.curatorLate), strings.Join(r.curatorLate, "\n"))
-	}
-	report("stale writes accepted", staleAccepted)
-	report("fault kinds that did not happen as often as injected", missing)
+	report(true, "violations", violations)
+	report(true, "moments of two leaders", twoLeaders)
+	report(true, "quorum-loss findings", r.quorumFindings)
+	report(true, "orphan nodes", orphans)
+	report(false, "nodes Curator left behind (its own; see docs/mixed-fleets.md)", curatorOrphans)
+	report(true, fmt.Sprintf("late loss notices of Go clients (bound: %v after the last contact)", chaosNoticeBound), r.lateNotices)
+	report(false, "late loss notices of Java Curator clients (Curator's; see docs/guarantees.md)", r.curatorLate)
+	report(true, "stale writes accepted", staleAccepted)
 	if n := r.faults[faultPause]; n > 0 && refused == 0 {
 		t.Errorf("%d holders paused, and the fenced resources refused no write: the check did not fire", n)
 	}
@@ -430,9 +381,9 @@ func dumpStacks(why string) string {
 	return "the test's goroutines are in " + f.Name()
 }
 
-// keepOnFailure copies dir (the test's temporary files: every client's log)
-// somewhere that outlives the test if it fails, and says where. Registered before the processes start,
-// it runs after they have stopped.
+// keepOnFailure copies dir (every client's log) somewhere that outlives a
+// failed test, and says where; registered before the clients start, it
+// runs after they have stopped.
 func keepOnFailure(t *testing.T, dir string) {
 	t.Cleanup(func() {
 		if !t.Failed() {

@@ -21,7 +21,7 @@ func TestUncontendedCycleAllocations(t *testing.T) {
 	ctx, base := testutil.Begin(t, server.Addr())
 	raw := rawConn(t)
 	floor := floorParent(t, raw, base)
-	floorAllocs := testing.AllocsPerRun(100, func() { floorCycle(t, raw, floor) })
+	floorAllocs := fewestAllocs(func() { floorCycle(t, raw, floor) })
 	h := mustMutex(t, newClient(t, ""), base+"/ours").NewHandle()
 	for _, tc := range []struct {
 		name  string
@@ -31,11 +31,23 @@ func TestUncontendedCycleAllocations(t *testing.T) {
 		{"context.Background", context.Background(), ours},
 		{"a context that can end", ctx, ours + 2},
 	} {
-		n := testing.AllocsPerRun(100, func() { acquireRelease(t, tc.ctx, h) })
+		n := fewestAllocs(func() { acquireRelease(t, tc.ctx, h) })
 		t.Logf("%s: %.0f allocations per cycle, go-zookeeper's textbook cycle %.0f", tc.name, n, floorAllocs)
 		if n > floorAllocs+tc.extra {
 			t.Errorf("with %s an acquire + release allocates %.0f times, go-zookeeper's cycle %.0f: want at most %.0f more",
 				tc.name, n, floorAllocs, tc.extra)
 		}
 	}
+}
+
+// fewestAllocs returns what f allocates per run, as testing.AllocsPerRun
+// counts it, in the quietest of a few rounds: it counts every goroutine's
+// allocations, and a client's background work (a ping, a timer) that falls
+// in a round only adds to it.
+func fewestAllocs(f func()) float64 {
+	fewest := testing.AllocsPerRun(50, f)
+	for range 2 {
+		fewest = min(fewest, testing.AllocsPerRun(50, f))
+	}
+	return fewest
 }

@@ -19,7 +19,7 @@ import (
 // that ends when the grant does. Every owner type (Handle and so the
 // read-write lock's halves, Lease and so the semaphore mutex, the
 // multi-lock, a latch's and a selector's terms) keeps its current grant and
-// derives Done, Err, IsHeld and FencingToken from it, and nothing else:
+// derives Done, Err, IsHeld and FencingToken from it alone:
 //
 //   - The grant's context is context.WithCancelCause of the client's trust
 //     (framework.Client.Trust) taken before the node was created, so it ends

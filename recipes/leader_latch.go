@@ -348,8 +348,7 @@ func (l *LeaderLatch) run(ctx context.Context) {
 	defer func() {
 		l.endTerm(true)
 		if g != nil {
-			g.release()
-			l.li.deleteNode(ctx, g.path)
+			l.li.giveUp(ctx, g)
 			l.setNode("")
 		}
 		l.finish(context.Cause(ctx))

@@ -282,10 +282,11 @@ func (s *LeaderSelector) turn(ctx context.Context) error {
 
 	began := time.Now()
 	c := s.mu.li.client
-	c.Emit(framework.Event{Kind: framework.LeadershipGained, Time: began, Recipe: recipeSelector, Path: s.Path(), Node: h.LockPath(), Session: c.SessionID()})
+	g := h.current() // its node's session is the one its events name
+	c.Emit(framework.Event{Kind: framework.LeadershipGained, Time: began, Recipe: recipeSelector, Path: s.Path(), Node: g.path, Session: g.owner()})
 	err := s.lead(lctx)
-	c.Emit(framework.Event{Kind: framework.LeadershipLost, Recipe: recipeSelector, Path: s.Path(), Node: h.LockPath(),
-		Session: c.SessionID(), Hold: time.Since(began), Err: termEnd(lctx)})
+	c.Emit(framework.Event{Kind: framework.LeadershipLost, Recipe: recipeSelector, Path: s.Path(), Node: g.path,
+		Session: g.owner(), Hold: time.Since(began), Err: termEnd(lctx)})
 
 	s.lock.Lock()
 	s.holder, s.interrupt = nil, nil

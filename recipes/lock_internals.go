@@ -39,6 +39,10 @@ type attempt struct {
 	driver  driver
 	try     bool   // give up with ErrLocked instead of waiting
 	revoked func() // revocation listener, or nil
+	// still, when set, says once our node holds whether the grant may still
+	// be given (nil) or not (why): a downgrade's, whether the write lock it
+	// takes the place of still holds. It runs before the grant is told.
+	still func() error
 }
 
 // acquire creates a node and waits until the driver says it holds the lock,
@@ -94,12 +98,22 @@ func (li *lockInternals) attemptOnce(ctx context.Context, a attempt) (*grant, er
 	if err != nil {
 		return nil, err
 	}
-	if err := li.wait(ctx, a, g, ls); err != nil {
-		g.release()
-		li.deleteNode(ctx, g.path)
+	err = li.wait(ctx, a, g, ls)
+	if err == nil && a.still != nil {
+		err = a.still()
+	}
+	if err != nil {
+		li.giveUp(ctx, g)
 		return nil, err
 	}
 	return g, nil
+}
+
+// giveUp ends a grant that its owner never got or no longer wants, and
+// deletes its node (guaranteed).
+func (li *lockInternals) giveUp(ctx context.Context, g *grant) {
+	g.release()
+	li.deleteNode(ctx, g.path)
 }
 
 // create creates the node of an attempt: protected, under container

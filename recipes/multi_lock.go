@@ -189,14 +189,11 @@ func (m *InterProcessMultiLock) acquire(ctx context.Context, take func(Locker) e
 	if err := checkContext(ctx); err != nil {
 		return errs.Errorf("multi-lock: %w", err)
 	}
-	m.mu.Lock()
-	if m.count > 0 {
-		if err := m.grant.err(); err != nil {
-			m.mu.Unlock()
+	if g := m.current(); g != nil {
+		if err := g.err(); err != nil {
 			return errs.Errorf("multi-lock: acquire: %w", err)
 		}
 	}
-	m.mu.Unlock()
 	for i, l := range m.locks {
 		if err := take(l); err != nil {
 			rctx, cancel := cleanupContext(ctx)
@@ -205,11 +202,15 @@ func (m *InterProcessMultiLock) acquire(ctx context.Context, take func(Locker) e
 				releaseReverse(rctx, m.locks[:i]))
 		}
 	}
+	g := watchGrant(m.locks) // before the mutex: it calls the lockers
 	m.mu.Lock()
-	defer m.mu.Unlock()
 	m.count++
 	if m.count == 1 {
-		m.grant = watchGrant(m.locks)
+		m.grant, g = g, nil
+	}
+	m.mu.Unlock()
+	if g != nil {
+		g.stop() // held already: its grant follows the same acquisitions
 	}
 	return nil
 }
@@ -300,48 +301,29 @@ func (m *InterProcessMultiLock) current() *multiGrant {
 }
 
 // multiGrant is one acquisition of a multi-lock: a context that ends when
-// any of its locks' acquisitions ends, or when it is released. It follows
-// this package's lockers' acquisitions with context.AfterFunc (no
-// goroutine); only a Locker of another kind has a goroutine that watches
-// its Done.
+// any of its locks' acquisitions ends (follow), or when it is released.
 type multiGrant struct {
 	locks []Locker
 	ctx   context.Context
 	end   context.CancelCauseFunc
-	stops []func() bool // the AfterFuncs' stops
-	quit  chan struct{} // ends the goroutines watching other lockers
-	wg    sync.WaitGroup
+	stops []func() // stop following each lock
 }
 
-// watchGrant starts following the locks' current acquisitions.
+// watchGrant starts following the locks' current acquisitions. It calls
+// the lockers, so it runs without the multi-lock's mutex.
 func watchGrant(locks []Locker) *multiGrant {
-	g := &multiGrant{locks: locks, quit: make(chan struct{})}
+	g := &multiGrant{locks: locks, stops: make([]func(), 0, len(locks))}
 	g.ctx, g.end = context.WithCancelCause(context.Background())
 	for _, l := range locks {
-		lost := func() { g.end(asLost(l.Err())) }
-		if c, ok := l.(contextOf); ok {
-			if lctx := c.grantContext(); lctx != nil {
-				g.stops = append(g.stops, context.AfterFunc(lctx, lost))
-				continue
-			}
-		}
-		done := l.Done()
-		g.wg.Add(1)
-		go func() {
-			defer g.wg.Done()
-			select {
-			case <-done:
-				lost()
-			case <-g.quit:
-			}
-		}()
+		g.stops = append(g.stops, follow(l, func() { g.end(asLost(l.Err())) }))
 	}
 	return g
 }
 
 // err returns why the grant ended, or nil. It asks the locks themselves
 // too: the AfterFuncs end the grant on goroutines of their own, a moment
-// after a lock's Err has changed.
+// after a lock's Err has changed. It calls the lockers, so it runs without
+// the multi-lock's mutex.
 func (g *multiGrant) err() error {
 	if g.ctx.Err() == nil {
 		for _, l := range g.locks {
@@ -362,7 +344,5 @@ func (g *multiGrant) stop() {
 	for _, stop := range g.stops {
 		stop()
 	}
-	close(g.quit)
-	g.wg.Wait()
 	g.end(errReleased)
 }

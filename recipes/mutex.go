@@ -139,7 +139,6 @@ type Handle struct {
 	mu        sync.Mutex // guards what follows; never held across a call to ZooKeeper
 	count     int        // holds not yet released, lost ones included
 	grant     *grant     // the current grant while count > 0
-	cleaned   bool       // the grant's node was given up already (by the first Release after a loss)
 	revocable func()
 }
 
@@ -207,7 +206,7 @@ func (h *Handle) acquire(ctx context.Context, try bool) error {
 		return errs.Errorf("acquire %s: %w", h.m.li.base, err)
 	}
 	h.mu.Lock()
-	h.count, h.grant, h.cleaned = 1, g, false
+	h.count, h.grant = 1, g
 	h.revocable = nil // as Curator: makeRevocable holds for one acquisition
 	h.mu.Unlock()
 	return nil
@@ -240,16 +239,13 @@ func (h *Handle) Release(ctx context.Context) error {
 		h.mu.Unlock()
 		return nil
 	}
-	clean := !h.cleaned
-	h.cleaned = true
 	if h.count == 0 {
 		h.grant = nil
 	}
 	h.mu.Unlock()
 
 	var err error
-	if clean {
-		g.release() // Done closes now, whatever the delete does
+	if g.release() { // the first Release of a lost grant, or the last of a held one; Done closes now, whatever the delete does
 		err = h.hooks.release(ctx, g)
 	}
 	if lost != nil {

@@ -2,7 +2,6 @@ package recipes
 
 import (
 	"context"
-	"errors"
 
 	"github.com/gocurator/curator/framework"
 	"github.com/gocurator/curator/internal/errs"
@@ -174,17 +173,15 @@ func (r rwHalf) acquire(ctx context.Context, a attempt) (*grant, error) {
 	a.path = framework.JoinPath(li.base, locktree.ReadName+locktree.ReadWriteSortKey(w.name))
 	a.mode = framework.Ephemeral
 	a.driver = readDriver{ownWrite: w.name}
-	n, err := li.acquire(ctx, a)
-	if err == nil && errors.Is(w.err(), ErrLockLost) {
-		// The write lock could no longer be trusted when the read node was
-		// made: it may be gone, and the read node must not take its place.
-		n.release()
-		rctx, cancel := cleanupContext(ctx)
-		defer cancel()
-		_ = li.deleteGranted(rctx, n)
-		return nil, errs.Errorf("the write lock it would downgrade: %w", w.err())
+	a.still = func() error {
+		// The write lock can no longer be trusted: it may be gone, and the
+		// read node must not take its place.
+		if err := w.err(); err != nil {
+			return errs.Errorf("the write lock it would downgrade: %w", err)
+		}
+		return nil
 	}
-	return n, err
+	return li.acquire(ctx, a)
 }
 
 // release deletes the node of a grant that has ended. The write node waits

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"sync"
-	"sync/atomic"
 
 	"github.com/go-zookeeper/zk"
 
@@ -234,12 +233,7 @@ func (s *InterProcessSemaphoreV2) acquireOne(ctx context.Context, try bool) (*Le
 		if err != nil {
 			return nil, err
 		}
-		defer func() {
-			lock.release()
-			rctx, cancel := cleanupContext(ctx)
-			defer cancel()
-			_ = s.locks.deleteGranted(rctx, lock) // guaranteed: goes on in the background if need be
-		}()
+		defer s.locks.giveUp(ctx, lock)
 		return s.leases.attemptOnce(ctx, leaseAttempt)
 	})
 	o.done(g, err) // before hold publishes g: its fields are set by then
@@ -296,9 +290,8 @@ func (d leaseDriver) changed() <-chan struct{} {
 // node deleted by the library, as a Handle's. A zero Lease fails every call
 // with ErrBadArgument.
 type Lease struct {
-	li     *lockInternals
-	g      *grant
-	closed atomic.Bool
+	li *lockInternals
+	g  *grant // released when the lease is closed
 }
 
 // usable reports whether l came from a semaphore.
@@ -319,11 +312,10 @@ func (l *Lease) Close(ctx context.Context) error {
 	if err := checkContext(ctx); err != nil {
 		return errs.Errorf("close lease %s: %w", l.g.path, err)
 	}
-	if l.closed.Swap(true) {
+	lost := l.g.err()
+	if !l.g.release() {
 		return errs.Errorf("close lease %s: %w", l.g.path, ErrNotHeld)
 	}
-	lost := l.g.err()
-	l.g.release()
 	err := l.li.deleteGranted(ctx, l.g)
 	if lost != nil {
 		return errors.Join(errs.Errorf("close lease %s: %w", l.g.path, lost), err)
@@ -379,13 +371,14 @@ func (l *Lease) Done() <-chan struct{} {
 // wraps ErrLockLost once the lease is lost (until it is closed), and
 // ErrNotHeld once it is closed.
 func (l *Lease) Err() error {
-	switch {
-	case !l.usable():
+	if !l.usable() {
 		return errZero("Lease")
-	case l.closed.Load():
-		return errReleased
 	}
-	return l.g.err()
+	err := l.g.err()
+	if err != nil && l.g.isReleased() {
+		return errReleased // closed after a loss: closed is what it is now
+	}
+	return err
 }
 
 // grantContext is the lease's grant's context (contextOf).
@@ -408,7 +401,7 @@ func (l *Lease) FencingToken(ctx context.Context) (int64, error) {
 	if err := checkContext(ctx); err != nil {
 		return 0, errs.Errorf("fencing token of lease %s: %w", l.g.path, err)
 	}
-	if l.closed.Load() {
+	if l.g.isReleased() {
 		return 0, errs.Errorf("fencing token of lease %s: %w", l.g.path, ErrNotHeld)
 	}
 	t, err := l.li.token(ctx, l.g)

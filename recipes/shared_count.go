@@ -80,7 +80,8 @@ func (c *SharedCount) Path() string {
 func (c *SharedCount) what() string { return "shared count " + c.path }
 
 // Start creates the node with the seed if it is missing, reads it, and
-// starts watching it. Starting twice, or after Close, is an error wrapping
+// starts watching it. Listeners added before it hear the value it reads
+// before it returns, on its caller's goroutine. Starting twice, or after Close, is an error wrapping
 // ErrInvalidState. If Start fails, it may be called again.
 func (c *SharedCount) Start(ctx context.Context) error {
 	if !c.usable() {
@@ -262,8 +263,9 @@ func (c *SharedCount) set(ctx context.Context, n int, version int32) (bool, erro
 }
 
 // AddListener registers fn to be called with the new count at each change the
-// count sees from now on. fn is called on the count's own goroutine, in the
-// order of the changes; listeners are called in the order they were added. It
+// count sees from now on. fn is called on the count's own goroutine (but for
+// the first value, read by Start: on Start's caller's), in the order of the
+// changes; listeners are called in the order they were added. It
 // returns a function that removes fn. A nil fn is ignored (remove then does
 // nothing); a listener that panics is logged, and the others are still
 // called.

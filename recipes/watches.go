@@ -29,6 +29,9 @@ type sharedWatch struct {
 	key   watchKey
 	ready chan struct{} // closed once the watch is set, or failed (err)
 	err   error         // why it could not be set; read after ready
+	// late reports that it could not be set within setWatchTimeout (err
+	// says so too): a waiter whose own context lives asks again.
+	late bool
 	// children is the listing that set a children watch: it was begun
 	// after the waiter that asked for the watch asked, so that waiter may
 	// use it (and only that one). Read after ready.
@@ -46,8 +49,9 @@ type watchKey struct {
 }
 
 // setWatchTimeout bounds how long a shared watch's goroutine tries to set
-// it: the waiters honour their own contexts meanwhile.
-const setWatchTimeout = 30 * time.Second
+// it: the waiters honour their own contexts meanwhile. (A variable for the
+// tests only.)
+var setWatchTimeout = 30 * time.Second
 
 var (
 	watchesMu sync.Mutex
@@ -74,29 +78,36 @@ func watchChildren(ctx context.Context, client *framework.Client, path string) (
 }
 
 // sharedWatchOf returns the live watch of k, or sets one, waiting for it as
-// long as ctx allows. mine reports a watch this call asked for.
+// long as ctx allows (a watch that could not be set in setWatchTimeout is
+// asked for again while ctx lives). The listing is the one that set a
+// children watch this call asked for, else nil.
 func sharedWatchOf(ctx context.Context, k watchKey) (*sharedWatch, []string, error) {
-	watchesMu.Lock()
-	w := watches[k]
-	mine := w == nil
-	if mine {
-		w = &sharedWatch{key: k, ready: make(chan struct{}), fired: make(chan struct{})}
-		watches[k] = w
-		go w.run()
+	for {
+		watchesMu.Lock()
+		w := watches[k]
+		mine := w == nil
+		if mine {
+			w = &sharedWatch{key: k, ready: make(chan struct{}), fired: make(chan struct{})}
+			watches[k] = w
+			go w.run()
+		}
+		watchesMu.Unlock()
+		select {
+		case <-w.ready:
+		case <-ctx.Done():
+			return nil, nil, ctx.Err()
+		}
+		switch {
+		case w.late && ctx.Err() == nil:
+			w.forget()
+			continue
+		case w.err != nil:
+			return nil, nil, w.err
+		case mine:
+			return w, w.children, nil
+		}
+		return w, nil, nil
 	}
-	watchesMu.Unlock()
-	select {
-	case <-w.ready:
-	case <-ctx.Done():
-		return nil, nil, ctx.Err()
-	}
-	if w.err != nil {
-		return nil, nil, w.err
-	}
-	if mine {
-		return w, w.children, nil
-	}
-	return w, nil, nil
 }
 
 // liveWatch returns the watch of k if it is set and has not fired, or nil.
@@ -142,6 +153,7 @@ func (w *sharedWatch) run() {
 	} else {
 		_, _, events, w.err = c.GetDataW(ctx, w.key.path)
 	}
+	w.late = w.err != nil && ctx.Err() != nil
 	cancel()
 	close(w.ready)
 	if w.err != nil {
@@ -156,12 +168,18 @@ func (w *sharedWatch) await(events <-chan zk.Event) {
 	if events != nil {
 		w.ev = <-events
 	}
+	w.forget()
+	close(w.fired)
+}
+
+// forget takes w out of the shared watches, unless another has taken its
+// place.
+func (w *sharedWatch) forget() {
 	watchesMu.Lock()
+	defer watchesMu.Unlock()
 	if watches[w.key] == w {
 		delete(watches, w.key)
 	}
-	watchesMu.Unlock()
-	close(w.fired)
 }
 
 // liveWatches returns how many shared watches are set or being set, for

@@ -55,34 +55,40 @@ func WithLock(ctx context.Context, l Locker, fn func(ctx context.Context) error)
 
 // watchLoss returns a context of ctx that is cancelled, with a cause
 // wrapping ErrLockLost, when l's acquisition ends; cancel ends it for a
-// cause of the caller's; stop ends it and stops following l. It follows
-// this package's lockers with context.AfterFunc, with no goroutine; only a
-// Locker of another kind has a goroutine that watches its Done until stop.
+// cause of the caller's; stop ends it and stops following l.
 func watchLoss(ctx context.Context, l Locker) (lctx context.Context, cancel context.CancelCauseFunc, stop func()) {
 	lctx, cancel = context.WithCancelCause(ctx)
-	lost := func() { cancel(asLost(l.Err())) }
+	stopFollowing := follow(l, func() { cancel(asLost(l.Err())) })
+	return lctx, cancel, func() {
+		stopFollowing()
+		cancel(nil)
+	}
+}
+
+// follow calls ended once l's current acquisition ends, until stop. It
+// follows this package's lockers with context.AfterFunc, with no goroutine;
+// only a Locker of another kind has a goroutine that watches its Done, and
+// stop waits for it.
+func follow(l Locker, ended func()) (stop func()) {
 	if c, ok := l.(contextOf); ok {
 		if gctx := c.grantContext(); gctx != nil {
-			stopFollowing := context.AfterFunc(gctx, lost)
-			return lctx, cancel, func() {
-				stopFollowing()
-				cancel(nil)
-			}
+			stopAfter := context.AfterFunc(gctx, ended)
+			return func() { stopAfter() }
 		}
 	}
-	watching := make(chan struct{})
+	quit, exited := make(chan struct{}), make(chan struct{})
 	done := l.Done()
 	go func() {
-		defer close(watching)
+		defer close(exited)
 		select {
 		case <-done:
-			lost()
-		case <-lctx.Done():
+			ended()
+		case <-quit:
 		}
 	}()
-	return lctx, cancel, func() {
-		cancel(nil)
-		<-watching
+	return func() {
+		close(quit)
+		<-exited
 	}
 }
 

@@ -1,14 +1,9 @@
 // Package chaoscontender is the chaos suite's Go contender
-// (compat_test/chaos_test.go): a gocurator client whose contenders take a
-// lock (a mutex, a read-write lock's half, a semaphore lease) or stand in an
-// election (a LeaderLatch, a LeaderSelector) again and again, and tell the
-// suite's referee, over HTTP, about every holding: when it enters, each step
-// it takes inside (a fenced write for the holders that write), when it is
-// told its lock can no longer be trusted, and when it leaves. The suite runs
-// it in the test's own process, where -race sees it, and in processes of its
-// own (compat_test/gopeer), which a fault can pause as a whole. The Java
-// peer's chaos verb (internal/curatorpeer/CuratorPeer.java) is the same
-// contender in Curator.
+// (compat_test/chaos_test.go; docs/guarantees.md, "The chaos suite"): a
+// gocurator client whose contenders take a lock or stand in an election
+// again and again, and tell the suite's referee, over HTTP, about every
+// holding. The suite runs it in the test's own process and in
+// compat_test/gopeer; CuratorPeer.java's chaos verb is its Java twin.
 package chaoscontender
 
 import (
@@ -23,27 +18,16 @@ import (
 	"github.com/gocurator/curator/framework"
 	"github.com/gocurator/curator/recipes"
 	"github.com/gocurator/curator/retry"
-	"github.com/gocurator/curator/state"
 )
-
-// Config is what a Client is opened with.
-type Config struct {
-	Connect        string
-	SessionTimeout time.Duration
-	// Session runs the client under state.SessionErrorPolicy (a holder is
-	// told at LOST only), else under the default state.StandardErrorPolicy
-	// (at SUSPENDED or LOST).
-	Session  bool
-	Logger   *zap.Logger    // nil for none
-	Listener state.Listener // hears every connection state; nil for none
-}
 
 // Client is a client position: its current gocurator client, which Replace
 // swaps for a new one (a new session) while contenders wait on the old, and
 // the contenders' waits, which CancelAcquires cuts short.
 type Client struct {
-	cfg  Config
-	http *http.Client // to the referee
+	connect string
+	opts    []framework.Option
+	log     *zap.Logger
+	http    *http.Client // to the referee
 
 	mu      sync.Mutex
 	gen     *generation
@@ -60,38 +44,12 @@ type generation struct {
 	replaced chan struct{} // closed when Replace has made a newer one
 }
 
-// Open opens a client; it connects in the background.
-func Open(cfg Config) (*Client, error) {
-	c := &Client{cfg: cfg, http: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 16}, Timeout: 5 * time.Second}}
-	c.cancel, c.cancelF = context.WithCancel(context.Background())
-	g, err := c.open()
-	if err != nil {
-		return nil, err
-	}
-	c.gen = g
-	return c, nil
-}
-
+// open opens a new gocurator client on the client position; it connects in
+// the background.
 func (c *Client) open() (*generation, error) {
-	opts := []framework.Option{framework.WithSessionTimeout(c.cfg.SessionTimeout), framework.WithConnectionTimeout(c.cfg.SessionTimeout)}
-	if c.cfg.Listener != nil {
-		opts = append(opts, framework.WithListener(c.cfg.Listener))
-	}
-	if c.cfg.Logger != nil {
-		opts = append(opts, framework.WithLogger(c.cfg.Logger))
-	}
-	if c.cfg.Session {
-		opts = append(opts, framework.WithErrorPolicy(state.SessionErrorPolicy{}))
-	}
-	fc, err := framework.New(c.cfg.Connect, retry.NewExponentialBackoff(20*time.Millisecond, 10, retry.WithMaxSleep(time.Second)), opts...)
-	if err != nil {
-		return nil, err
-	}
-	return &generation{fc: fc, locks: map[string]any{}, replaced: make(chan struct{})}, nil
+	fc, err := framework.New(c.connect, retry.NewExponentialBackoff(20*time.Millisecond, 10, retry.WithMaxSleep(time.Second)), c.opts...)
+	return &generation{fc: fc, locks: map[string]any{}, replaced: make(chan struct{})}, err
 }
-
-// Framework returns the current gocurator client.
-func (c *Client) Framework() *framework.Client { return c.current().fc }
 
 func (c *Client) current() *generation {
 	c.mu.Lock()
@@ -133,16 +91,13 @@ func (c *Client) Close() error {
 
 // owner returns a new owner of ct's lock on the current client, and the
 // client's generation. The locks are made on first use, one per path and
-// client, shared by its contenders as a process shares them.
+// client (a read-write lock's halves share one), shared by its contenders
+// as a process shares them.
 func (c *Client) owner(ct Contender) (owner, *generation, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	g := c.gen
-	key := ct.Path + " " + string(ct.Role)
-	if ct.Role == Read || ct.Role == Write {
-		key = ct.Path + " rw"
-	}
-	l, ok := g.locks[key]
+	l, ok := g.locks[ct.Path]
 	if !ok {
 		var err error
 		switch ct.Role {
@@ -156,7 +111,7 @@ func (c *Client) owner(ct Contender) (owner, *generation, error) {
 		if err != nil {
 			return nil, g, err
 		}
-		g.locks[key] = l
+		g.locks[ct.Path] = l
 	}
 	switch l := l.(type) {
 	case *recipes.InterProcessMutex:
@@ -172,7 +127,7 @@ func (c *Client) owner(ct Contender) (owner, *generation, error) {
 
 // owner is one acquisition's owner, whatever the recipe.
 type owner interface {
-	term
+	Done() <-chan struct{}
 	Acquire(ctx context.Context) error
 	Release(ctx context.Context) error
 	FencingToken(ctx context.Context) (int64, error)
@@ -190,5 +145,4 @@ func (o *lease) Acquire(ctx context.Context) (err error) {
 }
 func (o *lease) Release(ctx context.Context) error               { return o.l.Close(ctx) }
 func (o *lease) Done() <-chan struct{}                           { return o.l.Done() }
-func (o *lease) Err() error                                      { return o.l.Err() }
 func (o *lease) FencingToken(ctx context.Context) (int64, error) { return o.l.FencingToken(ctx) }

@@ -26,24 +26,19 @@ const (
 	Selector  Role = "selector"
 )
 
-// Contender is one contender's settings; the chaos verb of the Java peer
-// and of compat_test/gopeer takes the same, as options of the same names.
+// Contender is one contender's settings; CuratorPeer's chaos verb and
+// Host's take the same, as options of the same names.
 type Contender struct {
 	Label   string // its holdings are <Label>.<n>
 	Role    Role
-	Path    string // the lock's, or the election's
-	Leases  int    // a semaphore's
-	Referee string // the referee's URL
-	// Fenced: its holders read their fencing token and write it at each
-	// step, to a resource the referee keeps.
-	Fenced bool
-	Hold   time.Duration // time inside, over Writes steps
-	Writes int
-	// Acquire bounds each wait for the lock (or for a term).
-	Acquire time.Duration
-	// Linger bounds how long a holder holds on, stepping, while the
-	// referee asks its client's holders to.
-	Linger time.Duration
+	Path    string        // the lock's, or the election's
+	Leases  int           // a semaphore's
+	Referee string        // the referee's URL
+	Fenced  bool          // its holders write their fencing token at each step
+	Hold    time.Duration // time inside, over Writes steps
+	Writes  int
+	Acquire time.Duration // bounds each wait for the lock (or for a term)
+	Linger  time.Duration // bounds a holder's holding on while the referee asks
 }
 
 // pauseGap is how much longer than asked a holder's nap must have taken for
@@ -64,18 +59,14 @@ func (n *Counts) String() string {
 
 // run is one contender running on a client.
 type run struct {
-	c   *Client
-	ct  Contender
-	n   *Counts
-	log *zap.Logger
+	c  *Client
+	ct Contender
+	n  *Counts
 }
 
 // Run runs the contender until ctx ends, and returns its counts.
 func (c *Client) Run(ctx context.Context, ct Contender) *Counts {
-	r := &run{c: c, ct: ct, n: &Counts{}, log: c.cfg.Logger}
-	if r.log == nil {
-		r.log = zap.NewNop()
-	}
+	r := &run{c: c, ct: ct, n: &Counts{}}
 	for ctx.Err() == nil {
 		switch ct.Role {
 		case Latch:
@@ -92,26 +83,25 @@ func (c *Client) Run(ctx context.Context, ct Contender) *Counts {
 // failed counts a failed call of generation g by why it failed, and paces
 // the loop.
 func (r *run) failed(ctx context.Context, what string, err error, g *generation) {
+	replaced := false
 	select {
 	case <-g.replaced:
-		r.n.Closed.Add(1)
+		replaced = true
 	default:
-		switch {
-		case errors.Is(err, framework.ErrClosed):
-			r.n.Closed.Add(1)
-		case errors.Is(err, context.DeadlineExceeded):
-			r.n.Timeouts.Add(1)
-		case errors.Is(err, context.Canceled):
-			r.n.Cancelled.Add(1)
-		default:
-			r.n.Failures.Add(1)
-			r.log.Info("chaos contender: "+what+" failed", zap.String("contender", r.ct.Label), zap.Error(err))
-		}
 	}
-	t := time.NewTimer(20 * time.Millisecond) // pacing after a failure
-	defer t.Stop()
+	switch {
+	case replaced || errors.Is(err, framework.ErrClosed):
+		r.n.Closed.Add(1)
+	case errors.Is(err, context.DeadlineExceeded):
+		r.n.Timeouts.Add(1)
+	case errors.Is(err, context.Canceled):
+		r.n.Cancelled.Add(1)
+	default:
+		r.n.Failures.Add(1)
+		r.c.log.Info("chaos contender: "+what+" failed", zap.String("contender", r.ct.Label), zap.Error(err))
+	}
 	select {
-	case <-t.C:
+	case <-time.After(20 * time.Millisecond): // pacing after a failure
 	case <-ctx.Done():
 	}
 }
@@ -147,7 +137,7 @@ func (r *run) lockOnce(ctx context.Context) {
 	if !r.wait(ctx, g, "acquire", o.Acquire) {
 		return
 	}
-	r.hold(ctx, o, began, o.FencingToken)
+	r.hold(ctx, o.Done(), began, o.FencingToken)
 	rctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	if err := o.Release(rctx); err != nil && !errors.Is(err, recipes.ErrLockLost) {
@@ -169,7 +159,7 @@ func (r *run) latchTerm(ctx context.Context) {
 	}
 	began := time.Now()
 	if r.wait(ctx, g, "latch await", l.Await) {
-		r.hold(ctx, l, began, l.FencingToken)
+		r.hold(ctx, l.Done(), began, l.FencingToken)
 	}
 	if err := l.Close(); err != nil && !errors.Is(err, framework.ErrClosed) {
 		r.failed(ctx, "latch close", err, g)
@@ -183,7 +173,7 @@ func (r *run) selectorTurns(ctx context.Context) {
 	began := time.Now() // when the wait for the next turn began
 	var sel *recipes.LeaderSelector
 	sel, err := recipes.NewLeaderSelector(g.fc, r.ct.Path, func(tctx context.Context) error {
-		r.hold(ctx, turn{tctx}, began, sel.FencingToken)
+		r.hold(ctx, tctx.Done(), began, sel.FencingToken)
 		began = time.Now()
 		return nil
 	}, recipes.WithParticipantID(r.ct.Label), recipes.WithAutoRequeue())
@@ -203,25 +193,12 @@ func (r *run) selectorTurns(ctx context.Context) {
 	}
 }
 
-// term is what a holding holds: an acquisition, or a term of leadership.
-// Done closes, and Err says why, when it ends.
-type term interface {
-	Done() <-chan struct{}
-	Err() error
-}
-
-// turn is a selector's turn as a term: its context ends when the turn does.
-type turn struct{ ctx context.Context }
-
-func (t turn) Done() <-chan struct{} { return t.ctx.Done() }
-func (t turn) Err() error            { return context.Cause(t.ctx) }
-
-// hold is one holding of what t holds, just granted (its wait began at
-// began). It is told as soon as t ends (Done closes: a loss, a term cut
-// short), or its fencing token says it is lost; untold, it enters the
+// hold is one holding, just granted (its wait began at began), of what
+// stays held until done closes (a loss, a term cut short): it is told then,
+// or when its fencing token says it is lost; untold, it enters the
 // referee's guard and holds (see inside). The caller releases after.
-func (r *run) hold(ctx context.Context, t term, began time.Time, token func(context.Context) (int64, error)) {
-	h := &holding{id: fmt.Sprintf("%s.%d", r.ct.Label, r.n.Acquisitions.Add(1)), ref: referee{url: r.ct.Referee, http: r.c.http}}
+func (r *run) hold(ctx context.Context, done <-chan struct{}, began time.Time, token func(context.Context) (int64, error)) {
+	h := &holding{id: fmt.Sprintf("%s.%d", r.ct.Label, r.n.Acquisitions.Add(1)), r: r}
 	finished := make(chan struct{})
 	defer func() {
 		if h.end() {
@@ -231,7 +208,7 @@ func (r *run) hold(ctx context.Context, t term, began time.Time, token func(cont
 	}()
 	go func() {
 		select {
-		case <-t.Done():
+		case <-done:
 			h.tell()
 		case <-finished:
 		}
@@ -258,27 +235,22 @@ func (r *run) hold(ctx context.Context, t term, began time.Time, token func(cont
 
 // inside enters the guard and takes Writes steps (fenced writes, for a
 // holder that writes) Hold apart, then, while the referee says to linger,
-// one every 20 ms, until told (or Linger has passed). It leaves the guard
-// before it returns.
-//
-// Before it looks at whether it was told, a holder checks how long its last
-// nap took: far longer than asked means its process was paused (SIGSTOP)
-// in between, and the step that was due goes out first, without looking,
-// as work resumed after a pause does: the fenced resource must refuse it.
+// one every 20 ms, until told (or Linger has passed), and leaves. After a
+// nap far longer than asked (a pause) the due step goes out unchecked.
 func (r *run) inside(h *holding, began time.Time, token int64) {
-	reply, err := h.ref.call("enter?h=%s&b=%d&t=%d", h.id, began.UnixMicro(), token)
+	reply, err := r.call("enter?h=%s&b=%d&t=%d", h.id, began.UnixMicro(), token)
 	if err != nil {
 		r.n.GuardErrors.Add(1)
-		r.log.Warn("chaos contender: entering the guard failed", zap.String("holding", h.id), zap.Error(err))
+		r.c.log.Warn("chaos contender: entering the guard failed", zap.String("holding", h.id), zap.Error(err))
 		return
 	}
 	if reply == "told" {
 		return
 	}
 	defer func() {
-		if _, err := h.ref.call("leave?h=%s", h.id); err != nil {
+		if _, err := r.call("leave?h=%s", h.id); err != nil {
 			r.n.GuardErrors.Add(1)
-			r.log.Warn("chaos contender: leaving the guard failed", zap.String("holding", h.id), zap.Error(err))
+			r.c.log.Warn("chaos contender: leaving the guard failed", zap.String("holding", h.id), zap.Error(err))
 		}
 	}()
 	linger := reply == "linger"
@@ -286,7 +258,7 @@ func (r *run) inside(h *holding, began time.Time, token int64) {
 	for i := 0; ; i++ {
 		if r.ct.Fenced && i > 0 && time.Since(looked) > nap+pauseGap {
 			r.n.StaleTries.Add(1)
-			if reply, err := h.ref.call("step?h=%s", h.id); err == nil && reply == "fenced" {
+			if reply, err := r.call("step?h=%s", h.id); err == nil && reply == "fenced" {
 				r.n.Fenced.Add(1)
 				return
 			}
@@ -295,11 +267,11 @@ func (r *run) inside(h *holding, began time.Time, token int64) {
 			return
 		}
 		looked = time.Now()
-		reply, err := h.ref.call("step?h=%s", h.id)
+		reply, err := r.call("step?h=%s", h.id)
 		switch {
 		case err != nil:
 			r.n.Failures.Add(1)
-			r.log.Info("chaos contender: step failed", zap.String("holding", h.id), zap.Error(err))
+			r.c.log.Info("chaos contender: step failed", zap.String("holding", h.id), zap.Error(err))
 			return
 		case reply == "fenced":
 			r.n.Fenced.Add(1)

@@ -4,22 +4,16 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"sync"
+	"sync/atomic"
 	"time"
 )
 
-// referee is the chaos suite's referee as a holder calls it: GET
-// <url>/<verb>?h=<holding>&..., answered 200 with a word ("ok", "linger",
-// "told", "fenced"); see compat_test/chaos_referee_test.go.
-type referee struct {
-	url  string
-	http *http.Client
-}
-
-// call makes one request, format and args giving its verb and query, and
-// returns the answer's word.
-func (r referee) call(format string, args ...any) (string, error) {
-	resp, err := r.http.Get(r.url + "/" + fmt.Sprintf(format, args...))
+// call makes one request to the suite's referee, format and args giving its
+// verb and query (GET <Referee>/<verb>?h=<holding>&...; see
+// compat_test/chaos_referee_test.go), and returns the answer's word: "ok",
+// "linger", "told" or "fenced".
+func (r *run) call(format string, args ...any) (string, error) {
+	resp, err := r.c.http.Get(r.ct.Referee + "/" + fmt.Sprintf(format, args...))
 	if err != nil {
 		return "", err
 	}
@@ -34,11 +28,9 @@ func (r referee) call(format string, args ...any) (string, error) {
 // holding is one acquisition (or term) of a contender, from its grant until
 // the contender gives it up.
 type holding struct {
-	id  string
-	ref referee
-
-	mu             sync.Mutex
-	wasTold, ended bool
+	id    string
+	r     *run
+	state atomic.Int32 // 0 until told (1) or ended (2), whichever comes first
 }
 
 // tell records that the holding was told its lock can no longer be trusted:
@@ -46,28 +38,14 @@ type holding struct {
 // holding has ended, it does nothing.
 func (h *holding) tell() {
 	at := time.Now()
-	h.mu.Lock()
-	if h.wasTold || h.ended {
-		h.mu.Unlock()
-		return
+	if h.state.CompareAndSwap(0, 1) {
+		// A failed call leaves the holding in the guard until it leaves:
+		// the run then sees an overlap it cannot excuse, and fails.
+		_, _ = h.r.call("told?h=%s&at=%d", h.id, at.UnixMicro())
 	}
-	h.wasTold = true
-	h.mu.Unlock()
-	// A failed call leaves the holding in the guard until it leaves: the
-	// run then sees an overlap it cannot excuse, and fails.
-	_, _ = h.ref.call("told?h=%s&at=%d", h.id, at.UnixMicro())
 }
 
-func (h *holding) told() bool {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return h.wasTold
-}
+func (h *holding) told() bool { return h.state.Load() == 1 }
 
 // end ends the holding, and reports whether it was told.
-func (h *holding) end() bool {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	h.ended = true
-	return h.wasTold
-}
+func (h *holding) end() bool { return h.state.Swap(2) == 1 }
