@@ -19,16 +19,11 @@ func TestInflightDrain(t *testing.T) {
 		defer close(drained)
 		f.drain(time.Minute)
 	}()
-	deadline := time.Now().Add(testutil.Timeout)
-	for waiting := false; !waiting; {
+	testutil.Until(t, "drain waiting for the create under way", func() (bool, string) {
 		f.mu.Lock()
-		waiting = f.idle != nil // drain has refused new creates and waits for this one
-		f.mu.Unlock()
-		if !waiting && time.Now().After(deadline) {
-			t.Fatalf("drain has not begun to wait within %v", testutil.Timeout)
-		}
-		time.Sleep(time.Millisecond) // polling, bounded by deadline
-	}
+		defer f.mu.Unlock()
+		return f.idle != nil, "no wait begun" // drain has refused new creates and waits for this one
+	})
 	if f.enter() {
 		t.Fatal("enter while closing accepted")
 	}
