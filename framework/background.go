@@ -138,7 +138,13 @@ func (l *laterDeletes) add(t time.Time, fn func()) (cancel func() bool) {
 		}
 	})
 	l.waiting[d] = struct{}{}
-	return func() bool { return l.take(d) && d.timer.Stop() }
+	return func() bool {
+		if !l.take(d) {
+			return false // its timer's function took it: the delete runs
+		}
+		d.timer.Stop() // it may have fired: its function then finds nothing to take
+		return true
+	}
 }
 
 // take removes d, and reports whether it was there: whoever takes it

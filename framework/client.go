@@ -2,6 +2,7 @@ package framework
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"strconv"
@@ -112,7 +113,7 @@ func New(connectString string, policy retry.Policy, opts ...Option) (*Client, er
 		if c.events != nil {
 			c.events.Close()
 		}
-		return nil, invalidArgument("connect string %q: %v", connectString, err)
+		return nil, invalidArgument("connect string %q: %w", connectString, err)
 	}
 	return c, nil
 }
@@ -134,7 +135,7 @@ func parseConnectString(s string) ([]string, error) {
 		host, port, err := net.SplitHostPort(part)
 		if err != nil {
 			if !strings.Contains(err.Error(), "missing port") {
-				return nil, invalidArgument("connect string %q: %v", s, err)
+				return nil, invalidArgument("connect string %q: %w", s, err)
 			}
 			host, port = strings.Trim(part, "[]"), "2181"
 		}
@@ -229,22 +230,11 @@ func (c *Client) BlockUntilConnected(ctx context.Context) error {
 	if !c.usable() {
 		return errUnusable
 	}
-	for {
-		c.mu.Lock()
-		closed, connected, changed := c.closed, c.cur.IsConnected(), c.changed
-		c.mu.Unlock()
-		switch {
-		case closed:
-			return ErrClosed
-		case connected:
-			return nil
-		}
-		select {
-		case <-changed:
-		case <-ctx.Done():
-			return errs.Errorf("waiting for a connection: %w", ctx.Err())
-		}
+	err := c.awaitConnected(ctx, 0)
+	if err != nil && !errors.Is(err, ErrClosed) {
+		return errs.Errorf("waiting for a connection: %w", err)
 	}
+	return err
 }
 
 // AddListener registers l to hear every later connection state change.
@@ -261,7 +251,7 @@ func (c *Client) AddListener(l state.Listener) (remove func()) {
 }
 
 // Close ends the session and stops the client. The session's ephemeral
-// nodes, and so its locks, go at once; the trust context (Trust) ends,
+// nodes, and so its locks, go at once (when a server answers, see below); the trust context (Trust) ends,
 // background work stops, and Close waits for the client's goroutines and
 // go-zookeeper's to end. Listeners hear every change posted before Close,
 // and Close waits for them, but for one case: if a listener call is under
@@ -269,6 +259,12 @@ func (c *Client) AddListener(l state.Listener) (remove func()) {
 // caller: a listener may close its client, as in Curator's "on LOST, close
 // and build a new client"); the changes still queued are delivered after
 // that call returns. Close is idempotent.
+//
+// The session is closed on the servers only if a server answers Close's
+// closeSession, which go-zookeeper sends on the connection it has: a
+// client closed while SUSPENDED (no server answering) leaves its session,
+// and its ephemeral nodes, to the servers, which expire it a session
+// timeout after they last heard from the client.
 func (c *Client) Close() error {
 	if !c.usable() {
 		return errUnusable

@@ -20,11 +20,14 @@ import (
 //	HasSession    first ever: CONNECTED. With a session id other than the
 //	              last one: LOST first (unless already LOST), then
 //	              RECONNECTED. After SUSPENDED or LOST: RECONNECTED.
-//	Disconnected  SUSPENDED, unless already SUSPENDED or LOST; starts the
-//	              timer that posts LOST, while still SUSPENDED, before the
-//	              servers could expire the session (lostDeadline), and then
-//	              gives the session up (see conn).
-//	Expired       LOST, unless already LOST.
+//	Disconnected  SUSPENDED, unless already SUSPENDED or LOST (or never
+//	              connected); starts the timer that posts LOST, while still
+//	              SUSPENDED, before the servers could expire the session
+//	              (lostDeadline), and then gives the session up (see conn),
+//	              and the timer that warns when no server has answered for
+//	              the connection timeout.
+//	Expired       LOST, unless already LOST (or never connected); stops
+//	              the LOST timer.
 //
 // go-zookeeper keeps one Conn across sessions and learns of expiry only when
 // it reconnects, so the session-id comparison and the timer are what tell a
@@ -113,11 +116,13 @@ func (c *Client) lostDeadline(last time.Time) time.Time {
 
 // lostMargin is how much sooner than the servers' earliest expiry LOST
 // comes at the latest: a twentieth of the session timeout, for the timer's
-// own lateness and the servers' clock.
+// own lateness, the servers' clock, and the lag of a follower that
+// answered behind the leader (docs/guarantees.md, the loss signal).
 func lostMargin(t time.Duration) time.Duration { return t / 20 }
 
 // startLostTimer starts the timer that posts LOST at lostDeadline and gives
-// the session up; c.mu is held.
+// the session up; c.mu is held. Without a last contact (no request of the
+// connection answered yet) the deadline counts from now.
 func (c *Client) startLostTimer(z *conn) {
 	c.stopLostTimer()
 	gen := c.lostGen
@@ -196,6 +201,13 @@ func (c *Client) tell(s state.ConnectionState) {
 // the attempt with connection loss (zk.ErrNoServer), which the retry policy
 // may retry.
 func (c *Client) waitConnected(ctx context.Context) error {
+	return c.awaitConnected(ctx, c.cfg.connectionTimeout)
+}
+
+// awaitConnected waits until the client is connected, and returns nil, or
+// closed (ErrClosed), or ctx ends (ctx.Err()), or limit has passed
+// (zk.ErrNoServer; 0: no limit). A client connected already costs no timer.
+func (c *Client) awaitConnected(ctx context.Context, limit time.Duration) error {
 	var timeout <-chan time.Time
 	for {
 		c.mu.Lock()
@@ -207,8 +219,8 @@ func (c *Client) waitConnected(ctx context.Context) error {
 		case connected:
 			return nil
 		}
-		if timeout == nil {
-			t := time.NewTimer(c.cfg.connectionTimeout)
+		if timeout == nil && limit > 0 {
+			t := time.NewTimer(limit)
 			defer t.Stop()
 			timeout = t.C
 		}

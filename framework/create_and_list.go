@@ -22,6 +22,8 @@ type Listing struct {
 	// made WatchingParent (nil otherwise): a one-shot channel set with the
 	// listing, as ChildrenW's.
 	Watch <-chan zk.Event
+
+	pipelined bool // Children are the listing sent behind the create (the tests check it)
 }
 
 // CreateAndList creates the node at path, as Create does with the same
@@ -33,14 +35,17 @@ type Listing struct {
 // textbook recipe (create, then list once the create has returned) needs
 // two; the requests on the wire, and their order, are the same.
 //
-// The listing returned always shows the new node. The one sent behind the
-// create is dropped if it does not (the create was retried, or the
+// The listing sent behind the create is used only if it shows the new
+// node. It is dropped if it does not (the create was retried, or the
 // connection changed between the two requests, or the parent had to be
 // made first) or if it failed; the parent is then listed again, after the
 // create, as the textbook recipe does. (A children watch that a dropped
-// listing set stays until it fires, as every go-zookeeper watch.) A missing
-// parent once the node is made (another client deleted it) lists as no
-// children, with the error of the listing.
+// listing set stays until it fires, as every go-zookeeper watch.) That
+// second listing is what the servers hold by then, which need not show the
+// node: another client may have deleted it, or the parent (a missing parent
+// lists as no children, with the error of the listing); and if the second
+// listing fails (ctx ended, retries exhausted), the error is returned with
+// the node's Path and no Children.
 func (c *Client) CreateAndList(ctx context.Context, path string, data []byte, opts ...CreateOption) (Listing, error) {
 	if !c.usable() {
 		return Listing{}, opError("create", path, errUnusable)
@@ -78,26 +83,44 @@ func (c *Client) CreateAndList(ctx context.Context, path string, data []byte, op
 
 // pipelined is CreateAndList's listing sent behind its create: one
 // allocation, its call included.
+//
+// Written runs on go-zookeeper's writer, and may come late: after
+// CreateAndList has given up (its context ended, or the create failed,
+// while the hook was being called), or a second time. Who owns the
+// listing's runner is settled on r: Written swaps its runner in for nil,
+// take and drop swap in gone; whoever finds the other's value there gives
+// the runner up. Only the first Written starts a listing (written), so
+// that p.job has one writer.
 type pipelined struct {
-	c   *Client
-	job callJob[nodeResult]    // the listing: its attempt and the parent's server path, set before the create
-	r   atomic.Pointer[runner] // the runner of the listing, once it is sent
+	c       *Client
+	job     callJob[nodeResult]    // the listing: its attempt and the parent's server path, set before the create
+	written atomic.Bool            // Written has been called: a later call starts nothing
+	r       atomic.Pointer[runner] // the runner of the listing once it is sent; gone once CreateAndList is done with it
 }
+
+// gone is what pipelined.r holds once CreateAndList has taken the listing
+// or given it up: a listing started later is dropped at once.
+var gone = new(runner)
 
 // Written starts the listing on a runner as the create is written on z:
 // the runner's request is queued behind the create's. It runs on
 // go-zookeeper's writer, so it only hands the call over (a WriteHook).
 func (p *pipelined) Written(z *zkconn.Conn) {
+	if !p.written.CompareAndSwap(false, true) {
+		return // a create written again: the first one's listing stands
+	}
 	p.job.z = z
-	if r := p.c.runners.start(&p.job); r != nil {
-		p.r.Store(r)
+	r := p.c.runners.start(&p.job)
+	if r != nil && !p.r.CompareAndSwap(nil, r) {
+		p.c.runners.drop(r, &p.job) // CreateAndList is done: nobody reads it
 	}
 }
 
 // take returns the listing sent behind the create, if there was one and it
-// shows name; it waits for it as long as ctx allows.
+// shows name; it waits for it as long as ctx allows. No listing is sent
+// once it has been called.
 func (p *pipelined) take(ctx context.Context, name string) (Listing, bool) {
-	r := p.r.Load()
+	r := p.r.Swap(gone)
 	if r == nil {
 		return Listing{}, false
 	}
@@ -107,12 +130,13 @@ func (p *pipelined) take(ctx context.Context, name string) (Listing, bool) {
 	if p.job.err != nil || !slices.Contains(p.job.v.children, name) {
 		return Listing{}, false
 	}
-	return Listing{Children: p.job.v.children, Watch: p.job.v.watch}, true
+	return Listing{Children: p.job.v.children, Watch: p.job.v.watch, pipelined: true}, true
 }
 
-// drop gives the listing up, if one was sent.
+// drop gives the listing up, if one was sent; no listing is sent once it
+// has been called.
 func (p *pipelined) drop() {
-	if r := p.r.Load(); r != nil {
+	if r := p.r.Swap(gone); r != nil {
 		p.c.runners.drop(r, &p.job)
 	}
 }

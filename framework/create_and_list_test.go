@@ -7,12 +7,13 @@ import (
 
 	"github.com/gocurator/curator/framework/zktest"
 	"github.com/gocurator/curator/internal/testutil"
+	"github.com/gocurator/curator/retry"
 )
 
 // CreateAndList's listing goes right behind its create: one create and one
-// listing pass the proxy (its delay makes each round trip long, so that a
-// listing sent after the create's reply would be a second one), and the
-// listing shows the node, plain or protected, with a watch or without.
+// listing pass the proxy, the listing returned is the one sent behind the
+// create (not one sent after its reply), and it shows the node, plain or
+// protected, with a watch or without.
 func TestCreateAndListSendsTheListingBehindTheCreate(t *testing.T) {
 	ctx, base := testutil.Begin(t, server.Addr())
 	proxy := zktest.NewProxy(t, server.Addr())
@@ -40,6 +41,9 @@ func TestCreateAndListSendsTheListingBehindTheCreate(t *testing.T) {
 		}
 		if n := proxy.Requests(zktest.OpGetChildren2) - lists; n != 1 {
 			t.Fatalf("%d listings, want the one sent behind the create", n)
+		}
+		if !l.pipelined {
+			t.Fatal("the listing returned is not the one sent behind the create")
 		}
 		if watched := l.Watch != nil; watched != (len(opts) == 3) {
 			t.Fatalf("a watch with the listing: %v, asked for: %v", watched, len(opts) == 3)
@@ -85,6 +89,9 @@ func TestCreateAndListFallsBack(t *testing.T) {
 			if fired != nil {
 				testutil.Recv(t, fired, "the fault")
 			}
+			if l.pipelined {
+				t.Fatal("the listing returned is the one sent behind the create, want it dropped")
+			}
 			if n := proxy.Requests(zktest.OpGetChildren2) - lists; n < 2 {
 				t.Fatalf("%d listings: the one behind the create was taken, want it dropped", n)
 			}
@@ -95,6 +102,53 @@ func TestCreateAndListFallsBack(t *testing.T) {
 			kids, _, err := c.Children(ctx, parent)
 			if err != nil || len(kids) != 1 || kids[0] != name {
 				t.Fatalf("children of the parent: %v, %v; want %s alone", kids, err, name)
+			}
+		})
+	}
+}
+
+// A listing's Written hook may come late (go-zookeeper's writer had taken
+// the hook when CreateAndList gave up) or twice: a late one's listing is
+// dropped, a second one starts none, and no runner is left behind: Close
+// returns, and no goroutine outlives the test.
+func TestCreateAndListLateOrRepeatedWrite(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		run  func(p *pipelined, z *conn)
+	}{
+		{"written after the create gave up", func(p *pipelined, z *conn) {
+			p.drop()
+			p.Written(z.Conn)
+		}},
+		{"written after the listing was taken", func(p *pipelined, z *conn) {
+			if _, ok := p.take(testutil.Context(t), "n"); ok {
+				t.Fatal("a listing taken before any was sent")
+			}
+			p.Written(z.Conn)
+		}},
+		{"written twice", func(p *pipelined, z *conn) {
+			p.Written(z.Conn)
+			p.Written(z.Conn)
+			p.drop()
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			testutil.CheckLeaks(t)
+			_, base := testutil.Begin(t, server.Addr())
+			c, err := New(server.Addr(), retry.NewExponentialBackoff(20*time.Millisecond, 5))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := c.BlockUntilConnected(testutil.Context(t)); err != nil {
+				t.Fatal(err)
+			}
+			p := &pipelined{c: c}
+			p.job = callJob[nodeResult]{a: listChildren(false), arg: base}
+			tc.run(p, c.zk())
+			closed := make(chan error, 1)
+			go func() { closed <- c.Close() }()
+			if err := testutil.Recv(t, closed, "Close, with no runner left out of the pool"); err != nil {
+				t.Fatal(err)
 			}
 		})
 	}

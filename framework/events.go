@@ -119,7 +119,10 @@ type Event struct {
 // later; past maxQueuedEvents (10000) waiting, the oldest are dropped, and a
 // WARN says so). A hook that panics is logged at ERROR; the library goes on.
 // Events that come after the client's Close (a waiter's last failure, a
-// holder's loss) are told on the goroutine that makes them.
+// holder's loss) do not go through that queue: each is told at once, on
+// the goroutine that makes it, so that such events may reach the hook at
+// the same time as each other (or as the last queued one); a hook that
+// keeps state must guard it for that.
 type EventHook interface {
 	// Event is called with each event.
 	Event(Event)

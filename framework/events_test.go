@@ -51,7 +51,7 @@ func TestEventHookNeverHoldsTheLibrary(t *testing.T) {
 	heard := make(chan Event, 16)
 	proxy2 := zktest.NewProxy(t, server.Addr())
 	newClient(t, proxy2.Addr(), WithLogger(zap.New(core)), WithEventHook(EventFunc(func(e Event) {
-		heard <- e
+		send(heard, e)
 		panic("a hook's bug")
 	})))
 	testutil.Recv(t, heard, "the first event")

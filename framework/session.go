@@ -1,6 +1,7 @@
 package framework
 
 import (
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -10,6 +11,7 @@ import (
 	"github.com/go-zookeeper/zk"
 	"go.uber.org/zap"
 
+	"github.com/gocurator/curator/internal/errs"
 	"github.com/gocurator/curator/internal/zkconn"
 )
 
@@ -44,7 +46,7 @@ func (c *Client) connect() (*conn, error) {
 		Log:            c.logZK,
 	})
 	if err != nil {
-		return nil, err
+		return nil, errs.Errorf("connecting to %s: %w", strings.Join(c.servers, ","), err)
 	}
 	z.Conn = zc
 	return z, nil
@@ -54,13 +56,15 @@ func (c *Client) connect() (*conn, error) {
 func (c *Client) zk() *conn { return c.conn.Load() }
 
 // abandonSession gives the session up after the local timer has posted
-// LOST; c.mu is held. The client moves to a new connection (a new session);
-// the old one is abandoned on a goroutine of the client's at once (its
-// watches fire), and its session closed on the servers as soon as one
-// answers, but not
-// before the servers could have expired it themselves (T after the last
-// contact): the holders told at LOST keep that margin to stop before
-// anyone else can take their locks.
+// LOST; c.mu is held. The client moves to a new connection (a new session).
+// The old one is cut before abandonSession returns (zkconn.Conn.Cut): no
+// request of the old session reaches a server after that, so that
+// go-zookeeper cannot resume it with lock nodes whose holders were told
+// LOST. It is then abandoned on a goroutine of the client's (its watches
+// fire), and its session closed on the servers as soon as one answers, but
+// not before the servers could have expired it themselves (T after the
+// last contact, expiryBound): the holders told at LOST keep that margin to
+// stop before anyone else can take their locks.
 func (c *Client) abandonSession() {
 	old := c.zk()
 	z, err := c.connect()
@@ -69,8 +73,9 @@ func (c *Client) abandonSession() {
 		return
 	}
 	c.conn.Store(z)
+	old.Cut()
 	s := old.Session()
-	notBefore := old.LastContact().Add(c.negotiated)
+	notBefore := c.expiryBound(old)
 	c.Emit(Event{Kind: SessionAbandoned, Session: s.ID})
 	c.log.Info("closing the abandoned session on the servers when one answers",
 		zap.String("session", zkconn.SessionString(s.ID)), zap.Time("not_before", notBefore))
@@ -89,6 +94,21 @@ func (c *Client) abandonSession() {
 			c.log.Info("closed the abandoned session", zap.String("session", zkconn.SessionString(s.ID)), zap.String("server", addr))
 		}
 	}()
+}
+
+// expiryBound is, as far as the client can tell, the earliest moment the
+// servers can expire z's session: the negotiated session timeout after
+// the last request they answered (zkconn.Conn.LastContact); zero when they
+// have answered none. c.mu is held.
+func (c *Client) expiryBound(z *conn) time.Time {
+	if z == nil {
+		return time.Time{}
+	}
+	last := z.LastContact()
+	if last.IsZero() {
+		return time.Time{}
+	}
+	return last.Add(c.negotiated)
 }
 
 // Session returns the id of the client's current session and a channel closed

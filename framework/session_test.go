@@ -23,8 +23,8 @@ import (
 // while the old session is resumed).
 //
 // HoldSession plays a partition of the old session alone: the server keeps
-// it (its timeout is 20 s), the client's reconnects of it are held, a new
-// session passes.
+// it (its timeout is 4 s), every connection that presents it (the
+// client's close of it) is held, a new session passes.
 func TestTimerLostClosesTheOldSession(t *testing.T) {
 	ctx, base := testutil.Begin(t, server.Addr())
 	proxy := zktest.NewProxy(t, server.Addr())
@@ -75,7 +75,7 @@ func TestTimerLostClosesTheOldSession(t *testing.T) {
 	if err != nil || !ok || stat.EphemeralOwner != old {
 		t.Fatalf("node of the old session before it can reach the server: exists %v, %+v, %v", ok, stat, err)
 	}
-	release() // the old session's reconnect reaches the server: the client closes it
+	release() // the client's close of the old session reaches the server
 	if err := proxy.WaitRequests(ctx, zktest.OpCloseSession, 1); err != nil {
 		t.Fatal(err)
 	}
@@ -102,7 +102,7 @@ func TestCloseFromAListener(t *testing.T) {
 	closed := make(chan error, 1)
 	c.AddListener(state.ListenerFunc(func(s state.ConnectionState) {
 		if s == state.Suspended {
-			closed <- c.Close()
+			send(closed, c.Close())
 		}
 	}))
 	proxy.DropConnections()

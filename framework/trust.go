@@ -82,11 +82,5 @@ func (c *Client) Trust() (ctx context.Context, session int64) {
 // endTrust ends the current stretch of trust because of state s; c.mu is
 // held.
 func (c *Client) endTrust(s state.ConnectionState) {
-	var bound time.Time
-	if z := c.zk(); z != nil {
-		if last := z.LastContact(); !last.IsZero() {
-			bound = last.Add(c.negotiated)
-		}
-	}
-	c.trust.end(&StateError{State: s, ExpiryBound: bound})
+	c.trust.end(&StateError{State: s, ExpiryBound: c.expiryBound(c.zk())})
 }

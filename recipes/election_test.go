@@ -27,6 +27,20 @@ func mustLatch(t *testing.T, c *framework.Client, path, id string, opts ...Elect
 	return l
 }
 
+// startInOrder starts the latches one after the other, each once the one
+// before has its node (seen through c), so that they queue in that order;
+// each is closed when the test ends.
+func startInOrder(t *testing.T, c *framework.Client, path string, latches ...*LeaderLatch) {
+	t.Helper()
+	for i, l := range latches {
+		if err := l.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { l.Close() })
+		waitForChildren(t, c, path, i+1)
+	}
+}
+
 // leaderOf waits until exactly one latch leads and returns it.
 func leaderOf(ctx context.Context, t *testing.T, latches []*LeaderLatch) *LeaderLatch {
 	t.Helper()
@@ -137,13 +151,7 @@ func TestLeaderLatchThroughFaults(t *testing.T) {
 	rec := testutil.NewStateRecorder()
 	c, other := newClient(t, proxy.Addr(), framework.WithListener(rec)), newClient(t, "")
 	a, b := mustLatch(t, c, base, "a"), mustLatch(t, other, base, "b")
-	for i, l := range []*LeaderLatch{a, b} {
-		if err := l.Start(); err != nil {
-			t.Fatal(err)
-		}
-		defer l.Close()
-		waitForChildren(t, other, base, i+1) // a queues first
-	}
+	startInOrder(t, other, base, a, b)
 	if err := a.Await(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -231,7 +239,7 @@ func TestLeaderSelectorTurns(t *testing.T) {
 	if err := x.Start(); err != nil {
 		t.Fatal(err)
 	}
-	if got := <-leading; got != "x" || !x.HasLeadership() {
+	if got := testutil.Recv(t, leading, "the first turn"); got != "x" || !x.HasLeadership() {
 		t.Fatalf("%s leads first, want x", got)
 	}
 	if err := y.Start(); err != nil {
@@ -246,31 +254,31 @@ func TestLeaderSelectorTurns(t *testing.T) {
 		t.Fatalf("a follower's fencing token: %v, want ErrNotLeader", err)
 	}
 	x.InterruptLeadership()
-	if cause := <-causes; !errors.Is(cause, ErrLeadershipInterrupted) {
+	if cause := testutil.Recv(t, causes, "x's interrupted turn"); !errors.Is(cause, ErrLeadershipInterrupted) {
 		t.Fatalf("cause %v, want ErrLeadershipInterrupted", cause)
 	}
-	if got := <-leading; got != "y" {
+	if got := testutil.Recv(t, leading, "the second turn"); got != "y" {
 		t.Fatalf("%s leads second, want y", got)
 	}
 	waitForChildren(t, c, base, 2) // x queued again behind y
 	if err := y.Close(); err != nil {
 		t.Fatal(err)
 	}
-	<-causes
-	if got := <-leading; got != "x" {
+	testutil.Recv(t, causes, "y's closed turn")
+	if got := testutil.Recv(t, leading, "the third turn"); got != "x" {
 		t.Fatalf("%s leads third, want x again", got)
 	}
 	proxy.DropConnections()
-	if cause := <-causes; !errors.Is(cause, ErrLockLost) {
+	if cause := testutil.Recv(t, causes, "x's turn lost at SUSPENDED"); !errors.Is(cause, ErrLockLost) {
 		t.Fatalf("cause at SUSPENDED %v, want ErrLockLost", cause)
 	}
-	if got := <-leading; got != "x" { // requeued, and alone
+	if got := testutil.Recv(t, leading, "the turn after the blip"); got != "x" { // requeued, and alone
 		t.Fatalf("%s leads after the blip, want x", got)
 	}
 	if err := x.Close(); err != nil {
 		t.Fatal(err)
 	}
-	<-causes
+	testutil.Recv(t, causes, "x's closed turn")
 	if err := x.Close(); err != nil {
 		t.Fatalf("second Close = %v, want nil (Close is idempotent)", err)
 	}
@@ -423,7 +431,14 @@ func TestAwaitEndsWhenTheClientCloses(t *testing.T) {
 				}
 			} else {
 				waitForChildren(t, c, base, 2)
-				go func() { pending <- l.Await(ctx) }()
+				ended := make(chan struct{})
+				go func() {
+					pending <- l.Await(ctx)
+					close(ended)
+				}()
+				if !testutil.WaitBlocked(t, "recipes.(*LeaderLatch).Await", ended) {
+					t.Fatalf("Await returned before the client closed: %v", <-pending)
+				}
 			}
 			if err := c.Close(); err != nil {
 				t.Fatal(err)
@@ -442,18 +457,22 @@ func TestAwaitEndsWhenTheClientCloses(t *testing.T) {
 // Close of a leading selector cancels its function's context (the cause
 // wraps framework.ErrClosed) and returns only once the function has
 // returned and the node is deleted; HasLeadership is false from then on.
-// The function here takes its time after it is told, so that a Close that
-// did not wait would return first.
+// The function, told, goes on until the test has seen Close blocked (its
+// goroutine parked in Close), and notes if Close returned meanwhile.
 func TestLeaderSelectorCloseWaitsForTheFunction(t *testing.T) {
 	_, base := testutil.Begin(t, server.Addr())
-	leading, told, proceed := make(chan struct{}), make(chan error, 1), make(chan struct{})
-	var returned atomic.Bool
+	leading, told := make(chan struct{}), make(chan error, 1)
+	proceed, closeReturned := make(chan struct{}), make(chan struct{})
+	var early atomic.Bool // Close returned while the function still ran
 	s, err := NewLeaderSelector(newClient(t, ""), base, func(lctx context.Context) error {
 		close(leading)
 		<-lctx.Done()
 		told <- context.Cause(lctx)
-		<-proceed
-		returned.Store(true)
+		select {
+		case <-closeReturned:
+			early.Store(true)
+		case <-proceed:
+		}
 		return nil
 	})
 	if err != nil {
@@ -466,14 +485,18 @@ func TestLeaderSelectorCloseWaitsForTheFunction(t *testing.T) {
 	if !s.HasLeadership() {
 		t.Fatal("no leadership while the function runs")
 	}
+	closed := make(chan error, 1)
 	go func() {
-		testutil.ErrorIs(t, <-told, framework.ErrClosed)
-		close(proceed)
+		closed <- s.Close()
+		close(closeReturned)
 	}()
-	if err := s.Close(); err != nil {
+	testutil.ErrorIs(t, testutil.Recv(t, told, "the function told of the close"), framework.ErrClosed)
+	blocked := testutil.WaitBlocked(t, "recipes.(*LeaderSelector).Close", closeReturned)
+	close(proceed)
+	if err := testutil.Recv(t, closed, "Close"); err != nil {
 		t.Fatal(err)
 	}
-	if !returned.Load() {
+	if !blocked || early.Load() {
 		t.Fatal("Close returned while the leadership function still ran")
 	}
 	if s.HasLeadership() {

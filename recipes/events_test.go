@@ -15,12 +15,22 @@ import (
 )
 
 // eventLogOf is an event hook that keeps what it hears, for a test to wait
-// for.
-type eventLogOf struct{ heard chan framework.Event }
+// for. It never blocks the client's events queue: past its buffer it drops,
+// and next then fails the test.
+type eventLogOf struct {
+	heard   chan framework.Event
+	dropped atomic.Int64
+}
 
 func newEventLog() *eventLogOf { return &eventLogOf{heard: make(chan framework.Event, 1024)} }
 
-func (l *eventLogOf) Event(e framework.Event) { l.heard <- e }
+func (l *eventLogOf) Event(e framework.Event) {
+	select {
+	case l.heard <- e:
+	default:
+		l.dropped.Add(1)
+	}
+}
 
 // next returns the next n events of recipes (state changes and retries
 // skipped), as "kind recipe" strings.
@@ -28,6 +38,9 @@ func (l *eventLogOf) next(t *testing.T, n int) []framework.Event {
 	t.Helper()
 	var got []framework.Event
 	for len(got) < n {
+		if d := l.dropped.Load(); d > 0 {
+			t.Fatalf("the event log dropped %d events: its buffer is too small", d)
+		}
 		e := testutil.Recv(t, l.heard, fmt.Sprintf("event %d of %d", len(got)+1, n))
 		if e.Recipe != "" {
 			got = append(got, e)

@@ -1,9 +1,16 @@
 package recipes
 
 import (
+	"context"
 	"errors"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/gocurator/curator/framework"
 	"github.com/gocurator/curator/framework/zktest"
@@ -57,7 +64,8 @@ func TestLostGrantLeavesNothingBehind(t *testing.T) {
 		t.Run(k.name, func(t *testing.T) {
 			ctx, base := testutil.Begin(t, server.Addr())
 			proxy := zktest.NewProxy(t, server.Addr())
-			c := newClient(t, proxy.Addr(), framework.WithSessionTimeout(time.Second))
+			rec := testutil.NewStateRecorder()
+			c := newClient(t, proxy.Addr(), framework.WithSessionTimeout(lossTimeout), framework.WithListener(rec))
 			o, rival := k.owner(t, c, base), k.rival(t, newClient(t, ""), base)
 			if err := o.Acquire(ctx); err != nil {
 				t.Fatal(err)
@@ -70,13 +78,11 @@ func TestLostGrantLeavesNothingBehind(t *testing.T) {
 			if err := o.Err(); !errors.As(err, &se) || se.State != state.Suspended || se.ExpiryBound.IsZero() {
 				t.Fatalf("Err after the blip = %v, want SUSPENDED with an expiry bound", err)
 			}
+			reconnected(ctx, t, rec, c, session)
 			if err := rival.Acquire(ctx); err != nil {
 				t.Fatalf("the rival could not take the lock its lost owner never released: %v", err)
 			}
 			heldAt := time.Now()
-			if c.SessionID() != session {
-				t.Fatalf("session %x, was %x: the test wants the session kept (a blip)", c.SessionID(), session)
-			}
 			if heldAt.Before(se.ExpiryBound) {
 				t.Fatalf("the rival held %v after the owner was told, %v before the servers could have expired its session",
 					heldAt.Sub(toldAt), se.ExpiryBound.Sub(heldAt))
@@ -92,18 +98,48 @@ func TestLostGrantLeavesNothingBehind(t *testing.T) {
 
 // A holder released at once after a loss gives the node up at once, and
 // the delete the library had planned for later is taken back: nothing of
-// it is left to run once the release has returned.
+// it is left to run once the release has returned. The delete is planned
+// before the loss is told: when the Lost event is written (the client's log
+// entry, written by the goroutine that tells it; the event hook hears it
+// later, from a queue) the grant has it already.
 func TestReleaseAfterLossTakesTheLaterDeleteBack(t *testing.T) {
 	ctx, base := testutil.Begin(t, server.Addr())
 	proxy := zktest.NewProxy(t, server.Addr())
-	c := newClient(t, proxy.Addr(), framework.WithSessionTimeout(10*time.Second))
+	rec := testutil.NewStateRecorder()
+	var held atomic.Pointer[grant]
+	plannedAtLost := make(chan bool, 1)
+	atLost := zap.Hooks(func(e zapcore.Entry) error {
+		if g := held.Load(); g != nil && e.Message == framework.Lost.String() {
+			g.mu.Lock()
+			planned := g.cancelLater != nil
+			g.mu.Unlock()
+			select { // never blocks the client; one loss is told
+			case plannedAtLost <- planned:
+			default:
+			}
+		}
+		return nil
+	})
+	core, _ := observer.New(zap.DebugLevel) // Debug: the client then tells events (Observed)
+	c := newClient(t, proxy.Addr(), framework.WithSessionTimeout(lossTimeout), framework.WithListener(rec),
+		framework.WithLogger(zap.New(core, atLost)))
 	h := mustMutex(t, c, base).NewHandle()
 	if err := h.Acquire(ctx); err != nil {
 		t.Fatal(err)
 	}
+	session := c.SessionID()
 	g := h.current()
+	held.Store(g)
 	proxy.DropConnections()
+	if !testutil.Recv(t, plannedAtLost, "the Lost event") {
+		t.Fatal("the Lost event was told before the delete for later was planned")
+	}
 	waitClosed(ctx, t, h.Done(), "Done after SUSPENDED")
+	reconnected(ctx, t, rec, c, session)
+	var se *framework.StateError
+	if err := h.Err(); !errors.As(err, &se) || !time.Now().Before(se.ExpiryBound) {
+		t.Fatalf("Err = %v: the test wants to release before the planned delete (%v)", err, se)
+	}
 	testutil.ErrorIs(t, h.Release(ctx), ErrLockLost)
 	if n := ephemerals(t, base); n != 0 {
 		t.Fatalf("%d nodes left after releasing the lost lock", n)
@@ -111,8 +147,25 @@ func TestReleaseAfterLossTakesTheLaterDeleteBack(t *testing.T) {
 	g.mu.Lock()
 	later := g.cancelLater
 	g.mu.Unlock()
-	if later != nil && later() {
+	if later == nil {
+		t.Fatal("no delete was planned for the lost lock")
+	}
+	if later() {
 		t.Fatal("the delete planned for later was still pending after the release")
+	}
+}
+
+// lossTimeout is the session timeout of the loss tests: long enough that a
+// client whose connection drops reconnects in the same session.
+const lossTimeout = 2 * time.Second
+
+// reconnected waits for RECONNECTED and fails the test unless c is still in
+// session: the loss tests want a blip, not an expiry.
+func reconnected(ctx context.Context, t *testing.T, rec *testutil.StateRecorder, c *framework.Client, session int64) {
+	t.Helper()
+	rec.WaitFor(ctx, t, state.Reconnected)
+	if c.SessionID() != session {
+		t.Fatalf("session %x, was %x: the test wants the session kept (a blip)", c.SessionID(), session)
 	}
 }
 
@@ -124,17 +177,27 @@ func TestReleaseAfterLossTakesTheLaterDeleteBack(t *testing.T) {
 func TestSessionPolicyHolderToldBeforeARivalHolds(t *testing.T) {
 	ctx, base := testutil.Begin(t, server.Addr())
 	proxy := zktest.NewProxy(t, server.Addr())
-	c := newClient(t, proxy.Addr(), framework.WithSessionTimeout(2*time.Second),
+	c := newClient(t, proxy.Addr(), framework.WithSessionTimeout(4*time.Second),
 		framework.WithErrorPolicy(state.SessionErrorPolicy{}))
 	h := mustMutex(t, c, base).NewHandle()
 	if err := h.Acquire(ctx); err != nil {
 		t.Fatal(err)
 	}
-	told := make(chan time.Time, 1)
-	go func() {
-		<-h.Done()
-		told <- time.Now()
+	told, stop := make(chan time.Time, 1), make(chan struct{})
+	var watcher sync.WaitGroup
+	watcher.Add(1)
+	go func() { // ends with the test, told or not
+		defer watcher.Done()
+		select {
+		case <-h.Done():
+			told <- time.Now()
+		case <-stop:
+		}
 	}()
+	t.Cleanup(func() {
+		close(stop)
+		testutil.Wait(t, &watcher, "the Done watcher")
+	})
 	rival := mustMutex(t, newClient(t, ""), base).NewHandle()
 	proxy.BlackHole()
 	if err := rival.Acquire(ctx); err != nil {

@@ -487,25 +487,35 @@ func TestMutexBadArguments(t *testing.T) {
 
 // An uncontended acquire costs one round trip: its listing goes right
 // behind its create (framework.Client.CreateAndList), so one create and one
-// listing pass the proxy, and nothing else. When the listing's reply is
-// lost (the connection drops after the create's reply came), the acquire
-// lists again and holds, with its one node.
+// listing pass the proxy, and nothing else, and the waiter takes that
+// listing (listBehindCreate) rather than one of its own. The base is a
+// persistent node the test makes, so no parent is created (nor reaped
+// between acquires) and the listing is behind the lock node's create. When
+// the listing's reply is lost (the connection drops after the create's
+// reply came), the acquire lists again and holds, with its one node.
 func TestMutexListsBehindTheCreate(t *testing.T) {
 	ctx, base := testutil.Begin(t, server.Addr())
+	if _, err := rawConn(t).Create(base, nil, 0, zk.WorldACL(zk.PermAll)); err != nil {
+		t.Fatal(err)
+	}
 	proxy := zktest.NewProxy(t, server.Addr())
-	h := mustMutex(t, newClient(t, proxy.Addr()), base).NewHandle()
-	if err := h.Acquire(ctx); err != nil { // the parents made
-		t.Fatal(err)
+	m := mustMutex(t, newClient(t, proxy.Addr()), base)
+	var behind atomic.Int64
+	m.li.listHook = func(ev listEvent, _ context.Context, _ uint64) {
+		if ev == listBehindCreate {
+			behind.Add(1)
+		}
 	}
-	if err := h.Release(ctx); err != nil {
-		t.Fatal(err)
-	}
+	h := m.NewHandle()
 	creates, lists, reads := proxy.Requests(zktest.OpCreate), proxy.Requests(zktest.OpGetChildren2), proxy.Requests(zktest.OpGetData)
 	if err := h.Acquire(ctx); err != nil {
 		t.Fatal(err)
 	}
 	if c, l, r := proxy.Requests(zktest.OpCreate)-creates, proxy.Requests(zktest.OpGetChildren2)-lists, proxy.Requests(zktest.OpGetData)-reads; c != 1 || l != 1 || r != 0 {
 		t.Fatalf("an uncontended acquire sent %d creates, %d listings, %d reads; want 1, 1, 0", c, l, r)
+	}
+	if n := behind.Load(); n != 1 {
+		t.Fatalf("the acquire took the listing behind its create %d times, want 1", n)
 	}
 	if err := h.Release(ctx); err != nil {
 		t.Fatal(err)

@@ -346,16 +346,17 @@ func sameSet(a, b []string) bool {
 // A lease's first look at the leases is sent right behind its create
 // (framework.WhenSent), not after the create's reply, and serves (listHook
 // hears it taken): an uncontended lease lists twice, the internal lock once
-// and the leases once, as Curator does. (Another client holds a lease
-// throughout, so that the server does not reap an empty P/leases between
-// the leases.)
+// and the leases once, as Curator does. (The test makes P, P/locks and
+// P/leases persistent, so that the server reaps no container parent between
+// the leases: one reaped would fail a create and the listing behind it, and
+// cost a listing more once made again.)
 func TestSemaphoreListsLeasesBehindTheCreate(t *testing.T) {
 	ctx, base := testutil.Begin(t, server.Addr())
-	other, err := mustSemaphore(t, newClient(t, ""), base, 2).Acquire(ctx)
-	if err != nil {
-		t.Fatal(err)
+	for _, p := range []string{base, base + "/locks", base + "/leases"} {
+		if _, err := rawConn(t).Create(p, nil, 0, zk.WorldACL(zk.PermAll)); err != nil {
+			t.Fatal(err)
+		}
 	}
-	defer other.Close(ctx)
 	proxy := zktest.NewProxy(t, server.Addr())
 	s := mustSemaphore(t, newClient(t, proxy.Addr()), base, 2)
 	var behind atomic.Int32
@@ -375,10 +376,8 @@ func TestSemaphoreListsLeasesBehindTheCreate(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	// The lock's and the leases' listings, each sent behind its create; one
-	// more for a container parent the server reaped meanwhile (the create
-	// making it again, its listing goes after it).
-	if n := proxy.Requests(zktest.OpGetChildren2) - listed; n < 2*leases || n > 2*leases+2 {
+	// The lock's and the leases' listings, each sent behind its create.
+	if n := proxy.Requests(zktest.OpGetChildren2) - listed; n != 2*leases {
 		t.Fatalf("%d listings for %d leases, want 2 each: the lock's and the leases' sent behind the create", n, leases)
 	}
 	if n := behind.Load(); n != leases {
@@ -393,23 +392,31 @@ func TestSemaphoreLeaseListingLost(t *testing.T) {
 	ctx, base := testutil.Begin(t, server.Addr())
 	proxy := zktest.NewProxy(t, server.Addr())
 	s := mustSemaphore(t, newClient(t, proxy.Addr()), base, 1)
-	proxy.SetDelay(20 * time.Millisecond) // time to arm the proxy between the two listings
-	listed := proxy.Requests(zktest.OpGetChildren2)
-	got := make(chan error, 1)
+	// The internal lock's listing comes first; once the lock has taken it
+	// (the hook, on the acquiring goroutine), the next listing is the
+	// leases', behind the lease's create: its reply is lost.
+	var lost <-chan struct{}
+	armed := make(chan struct{})
+	var arm sync.Once
+	s.locks.listHook = func(ev listEvent, _ context.Context, _ uint64) {
+		if ev == listBehindCreate {
+			arm.Do(func() {
+				lost = proxy.LoseNextReply(zktest.OpGetChildren2)
+				close(armed)
+			})
+		}
+	}
 	var l *Lease
+	got := make(chan error, 1)
 	go func() {
 		var err error
 		l, err = s.Acquire(ctx)
 		got <- err
 	}()
-	// the internal lock's listing, then the leases' behind the create
-	if err := proxy.WaitRequests(ctx, zktest.OpGetChildren2, listed+1); err != nil {
+	if err := testutil.Recv(t, got, "the lease"); err != nil {
 		t.Fatal(err)
 	}
-	lost := proxy.LoseNextReply(zktest.OpGetChildren2)
-	if err := <-got; err != nil {
-		t.Fatal(err)
-	}
+	testutil.Recv(t, armed, "the internal lock's listing")
 	select {
 	case <-lost:
 	default:

@@ -167,7 +167,7 @@ func TestSharedListingOfAWaiterThatGivesUp(t *testing.T) {
 			t.Fatal(err)
 		}
 		cancel() // while the first listing is under way
-		if err := <-quitter; !errors.Is(err, context.Canceled) {
+		if err := testutil.Recv(t, quitter, "the waiter that gave up"); !errors.Is(err, context.Canceled) {
 			t.Fatalf("round %d: the waiter that gave up: %v, want context.Canceled", round, err)
 		}
 		proxy.SetDelay(0)
@@ -175,7 +175,7 @@ func TestSharedListingOfAWaiterThatGivesUp(t *testing.T) {
 		if err := holder.Release(ctx); err != nil {
 			t.Fatal(err)
 		}
-		if err := <-stayer; err != nil {
+		if err := testutil.Recv(t, stayer, "the waiter that stayed"); err != nil {
 			t.Fatalf("round %d: the waiter that stayed: %v", round, err)
 		}
 		holder = s // it holds now; the next round queues behind it
@@ -210,7 +210,11 @@ func TestListerRule(t *testing.T) {
 		if !armed.Load() {
 			return
 		}
-		events <- heard{ev, ctx, n}
+		select { // never blocks the waiter (but for a gate, below): the test takes each in turn
+		case events <- heard{ev, ctx, n}:
+		default:
+			t.Errorf("the hook's buffer is full: %v of listing %d dropped", ev, n)
+		}
 		if ev != listBegin {
 			return
 		}
@@ -279,7 +283,7 @@ func TestListerRule(t *testing.T) {
 		acancel()
 	}
 	close(gates[begun+2]) // the one that began it has given up before it is sent
-	if err := <-quitGot; !errors.Is(err, context.Canceled) {
+	if err := testutil.Recv(t, quitGot, "the waiter that gave up"); !errors.Is(err, context.Canceled) {
 		t.Fatalf("the waiter that gave up: %v, want context.Canceled", err)
 	}
 	next(listBegin, begun+3) // the other lists again, on its own account
@@ -292,7 +296,7 @@ func TestListerRule(t *testing.T) {
 		if err := holder.Release(ctx); err != nil {
 			t.Fatal(err)
 		}
-		if err := <-w.got; err != nil {
+		if err := testutil.Recv(t, w.got, "a waiter's acquire"); err != nil {
 			t.Fatal(err)
 		}
 		holder = w.h

@@ -270,14 +270,14 @@ func TestDoDeadlineAndCause(t *testing.T) {
 	calls := 0
 	err := Do(ctx, NewForever(time.Hour), script(&calls, zk.ErrNoServer, zk.ErrNoServer),
 		OnRetry(func(error, int, time.Duration) { cancel(cause) }))
-	if !errors.Is(err, context.Canceled) || !errors.Is(err, cause) || !errors.Is(err, zk.ErrNoServer) {
-		t.Errorf("err=%v: want context.Canceled, cause and zk.ErrNoServer", err)
+	if !errors.Is(err, context.Canceled) || !errors.Is(err, cause) || !errors.Is(err, zk.ErrNoServer) || calls != 1 {
+		t.Errorf("err=%v after %d calls: want context.Canceled, cause and zk.ErrNoServer after 1 call", err, calls)
 	}
 
 	dctx, dcancel := context.WithDeadline(context.Background(), time.Now().Add(-time.Second))
 	defer dcancel()
-	if err := Do(dctx, NewForever(time.Hour), script(&calls)); !errors.Is(err, context.DeadlineExceeded) {
-		t.Errorf("expired deadline: err=%v", err)
+	if err := Do(dctx, NewForever(time.Hour), script(&calls)); !errors.Is(err, context.DeadlineExceeded) || calls != 1 {
+		t.Errorf("expired deadline: err=%v, calls %d; want no call made", err, calls-1)
 	}
 }
 
@@ -366,8 +366,9 @@ func TestFirstAttemptContinuesAsDo(t *testing.T) {
 	if err := Do(safetyCtx(t), p, script(&calls, e), FirstAttempt(start, e)); err != nil || len(p.elaps) != 1 || p.elaps[0] < time.Hour {
 		t.Fatalf("err %v, policy asked with elapsed %v: want it counted from start, an hour ago", err, p.elaps)
 	}
-	if err := Do(safetyCtx(t), p, script(&calls), FirstAttempt(start, nil)); err != nil {
-		t.Fatalf("Do after a first attempt that succeeded = %v", err)
+	calls = 1
+	if err := Do(safetyCtx(t), p, script(&calls), FirstAttempt(start, nil)); err != nil || calls != 1 {
+		t.Fatalf("Do after a first attempt that succeeded = %v after %d more calls, want nil and none", err, calls-1)
 	}
 }
 

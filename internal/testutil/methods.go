@@ -9,17 +9,19 @@ import (
 )
 
 // CallEveryMethod calls every exported method of v (a pointer: a zero value
-// or nil) with zero arguments but a live context (and no variadic ones), and
-// fails t if one panics, or returns a non-nil error that does not wrap
-// want. It returns the names of the methods it called, for the caller to
-// see that none was missed.
-func CallEveryMethod(t *testing.T, v any, want error) []string {
+// or nil) with zero arguments but a live context, bounded by Timeout (and
+// no variadic ones). It fails t if one panics, or if a method that returns
+// an error returns nil (a zero value must fail clearly, not succeed
+// silently) or an error that does not wrap want. It returns how many
+// methods it called, for the caller to require that some were.
+func CallEveryMethod(t *testing.T, v any, want error) int {
 	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), Timeout)
+	defer cancel()
 	rv := reflect.ValueOf(v)
-	var called []string
+	errType := reflect.TypeFor[error]()
 	for i := range rv.NumMethod() {
 		m := rv.Type().Method(i)
-		called = append(called, m.Name)
 		ft := m.Type
 		var args []reflect.Value
 		n := ft.NumIn() - 1 // the receiver
@@ -29,7 +31,7 @@ func CallEveryMethod(t *testing.T, v any, want error) []string {
 		for j := 1; j <= n; j++ {
 			in := ft.In(j)
 			if in == reflect.TypeFor[context.Context]() {
-				args = append(args, reflect.ValueOf(context.Background()))
+				args = append(args, reflect.ValueOf(ctx))
 			} else {
 				args = append(args, reflect.Zero(in))
 			}
@@ -40,13 +42,17 @@ func CallEveryMethod(t *testing.T, v any, want error) []string {
 			t.Errorf("%s panicked: %v", name, panicked)
 			continue
 		}
-		for _, o := range out {
-			if err, ok := o.Interface().(error); ok && err != nil && !errors.Is(err, want) {
+		for k, o := range out {
+			if ft.Out(k) != errType {
+				continue
+			}
+			err, _ := o.Interface().(error)
+			if !errors.Is(err, want) {
 				t.Errorf("%s = %v, want an error wrapping %v", name, err, want)
 			}
 		}
 	}
-	return called
+	return rv.NumMethod()
 }
 
 func call(f reflect.Value, args []reflect.Value) (out []reflect.Value, panicked any) {

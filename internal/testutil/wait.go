@@ -34,3 +34,26 @@ func Wait(t testing.TB, wg *sync.WaitGroup, what string) {
 	}()
 	Recv(t, done, what)
 }
+
+// Until polls cond until it holds, at most Timeout; when the bound passes it
+// fails the test, saying what it waited for and, if cond's last answer said
+// why, that. It is for state that nothing signals (a count kept by the
+// library); whatever has a channel, a watch or a WaitGroup waits on that.
+func Until(t testing.TB, what string, cond func() (ok bool, why string)) {
+	t.Helper()
+	deadline := time.NewTimer(Timeout)
+	defer deadline.Stop()
+	tick := time.NewTicker(5 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		ok, why := cond()
+		if ok {
+			return
+		}
+		select {
+		case <-tick.C:
+		case <-deadline.C:
+			t.Fatalf("%s: not within %v (%s)", what, Timeout, why)
+		}
+	}
+}

@@ -46,8 +46,10 @@ type Conn struct {
 	*zk.Conn
 	events <-chan zk.Event // go-zookeeper's lossy channel: read only to learn when its loop has ended
 
-	// contact is the send time (Unix ns) of the newest request the servers
-	// have answered (LastContact).
+	// contact is the send time of the newest request the servers have
+	// answered (LastContact), in monotonic nanoseconds since the package's
+	// epoch (mono, tap.go): not Unix time, and so not moved by a change of
+	// the wall clock; 0 before the first answer.
 	contact atomic.Int64
 	written writeHooks // creates that want to hear when their request is written
 
@@ -112,7 +114,10 @@ func (c *Conn) Session() Session {
 }
 
 // LastContact returns the send time of the newest request the servers have
-// answered, zero before the first answer. The server that answered renewed
+// answered, zero before the first answer. It carries a monotonic clock
+// reading (it is measured from a time.Now taken at start-up), so that
+// time.Until and Sub against it are not moved by a change of the wall
+// clock. The server that answered renewed
 // the session when the request reached it, which was no sooner than then:
 // so no server expires the session sooner than its negotiated timeout after
 // LastContact. (A handshake that attached to the session counts: its
@@ -125,8 +130,14 @@ func (c *Conn) LastContact() time.Time {
 }
 
 // OnWritten calls h as a create request for serverPath is written to the
-// connection (the first one, if the create is retried on it), before its
-// reply can come, and returns the id that forgets h (Forget). go-zookeeper
+// connection, before its reply can come, and returns the id that forgets h
+// (Forget). h hears of the first create of serverPath written once OnWritten
+// is called, whoever made it: not only the caller's (two callers creating
+// the same path on one connection may each hear of the other's; a caller
+// checks that the reply it gets is its own), and only once (a create
+// retried on the connection is not heard of again). It may be called
+// shortly after Forget has returned (go-zookeeper's writer had taken h
+// already): h must cope with that. go-zookeeper
 // writes requests one at a time in the order they were made, and the
 // server handles a session's requests in that order: a request made once h
 // has been called reaches the server after the create, without waiting for
@@ -148,19 +159,34 @@ func (c *Conn) Forget(id uint64) { c.written.forget(id) }
 func (c *Conn) Close() { c.close(false) }
 
 // Abandon closes the connection without closing its session: the TCP
-// connection goes first, and no other is made, so go-zookeeper has none to
-// send closeSession on (it would, on one it made in the meantime). The
-// session lives on the servers until it expires or CloseSession closes it.
-// Like Close, it waits for go-zookeeper's goroutines.
+// connection goes first (Cut), and no other is made, so go-zookeeper has
+// none to send closeSession on (it would, on one it made in the meantime).
+// The session lives on the servers until it expires or CloseSession closes
+// it. Like Close, it waits for go-zookeeper's goroutines.
 func (c *Conn) Abandon() { c.close(true) }
 
-func (c *Conn) close(abandon bool) {
+// Cut is the first step of Abandon, which does not wait: it closes the TCP
+// connection and makes the dialer refuse any other, so that no request
+// reaches a server through c from the moment it returns (a request made
+// later fails once go-zookeeper sees the connection gone). Abandon must
+// still be called, to end go-zookeeper's goroutines.
+func (c *Conn) Cut() {
 	c.mu.Lock()
-	c.closing = true // the dialer refuses from now on
-	if abandon && c.tcp != nil {
+	defer c.mu.Unlock()
+	c.closing = true
+	if c.tcp != nil {
 		c.tcp.Close()
 	}
-	c.mu.Unlock()
+}
+
+func (c *Conn) close(abandon bool) {
+	if abandon {
+		c.Cut()
+	} else {
+		c.mu.Lock()
+		c.closing = true // the dialer refuses from now on
+		c.mu.Unlock()
+	}
 	c.containers.drain(containerDrainWait)
 	c.Conn.Close()
 	c.mu.Lock()

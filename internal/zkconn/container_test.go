@@ -19,22 +19,18 @@ func TestInflightDrain(t *testing.T) {
 		defer close(drained)
 		f.drain(time.Minute)
 	}()
-	for {
+	testutil.Until(t, "drain waiting for the create under way", func() (bool, string) {
 		f.mu.Lock()
-		closing := f.closing
-		f.mu.Unlock()
-		if closing {
-			break
-		}
-		time.Sleep(time.Millisecond) // polling until drain has begun
-	}
+		defer f.mu.Unlock()
+		return f.idle != nil, "no wait begun" // drain has refused new creates and waits for this one
+	})
 	if f.enter() {
 		t.Fatal("enter while closing accepted")
 	}
 	select {
-	case <-drained:
+	case <-drained: // it waits for idle (closed by leave) or a minute: it cannot have returned
 		t.Fatal("drain returned with a create under way")
-	case <-time.After(50 * time.Millisecond):
+	default:
 	}
 	f.leave()
 	testutil.Recv(t, drained, "drain after the last create left")

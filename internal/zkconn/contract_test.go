@@ -114,7 +114,10 @@ func dialed(t *testing.T, w *wireCheck, servers []string, timeout time.Duration)
 	c, err := Dial(Config{Servers: servers, SessionTimeout: timeout, Dial: w.dial,
 		OnEvent: func(c *Conn, ev zk.Event) {
 			if ev.Type == zk.EventSession && ev.State == zk.StateHasSession {
-				sessions <- c.SessionID()
+				select {
+				case sessions <- c.SessionID():
+				default: // the hook never blocks go-zookeeper; the test reads what it needs
+				}
 			}
 		}})
 	if err != nil {
@@ -146,9 +149,17 @@ func TestHandshakeFramesAndReplies(t *testing.T) {
 	}
 	w.mu.Lock()
 	first := w.writes[0]
+	read := append([]byte(nil), w.reads...)
 	w.mu.Unlock()
 	if got := zkwire.ConnectRequestSession(first); got != 0 || len(first) < zkwire.FrameHeaderLen+28 {
 		broken(t, 1, "the first frame written is a ConnectRequest for a new session", "conn.go, authenticate", first)
+	}
+	if n, ok := zkwire.FrameLen([zkwire.FrameHeaderLen]byte(read)); !ok || len(read) < zkwire.FrameHeaderLen+n {
+		broken(t, 1, "the first frame read is the connect response", "conn.go, authenticate", "read", len(read), "bytes")
+	} else if timeout, id, passwd, ok := zkwire.ParseConnectResponse(read[:zkwire.FrameHeaderLen+n]); !ok ||
+		id != s.ID || string(passwd) != string(s.Passwd) || time.Duration(timeout)*time.Millisecond != s.Timeout {
+		broken(t, 1, "the first frame read is the connect response", "conn.go, authenticate",
+			"it reads as session", id, "timeout", timeout, "ok", ok)
 	}
 
 	before := time.Now()
@@ -175,10 +186,26 @@ func TestHandshakeFramesAndReplies(t *testing.T) {
 
 // Assumptions 2 and 3 as the framework uses them: a request made from the
 // OnWritten hook of a create reaches the server after the create, so a
-// listing made there shows the node.
+// listing made there shows the node; also when a delay on the way (a
+// proxy's) keeps the create's reply from coming before the listing is
+// sent.
 func TestWrittenHookOrdersARequestBehindTheCreate(t *testing.T) {
-	testutil.CheckLeaks(t)
-	c, _ := dialed(t, &wireCheck{}, []string{server.Addr()}, 5*time.Second)
+	for _, delay := range []time.Duration{0, 20 * time.Millisecond} {
+		t.Run(delay.String(), func(t *testing.T) {
+			testutil.CheckLeaks(t)
+			addr := server.Addr()
+			if delay > 0 {
+				proxy := zktest.NewProxy(t, server.Addr())
+				proxy.SetDelay(delay)
+				addr = proxy.Addr()
+			}
+			writtenHookOrders(t, addr)
+		})
+	}
+}
+
+func writtenHookOrders(t *testing.T, addr string) {
+	c, _ := dialed(t, &wireCheck{}, []string{addr}, 5*time.Second)
 	base := testutil.Path(t)
 	testutil.CleanupTree(t, server.Addr(), base)
 	if _, err := c.Create(testutil.Root, nil, 0, zk.WorldACL(zk.PermAll)); err != nil && !errors.Is(err, zk.ErrNodeExists) {
@@ -225,10 +252,10 @@ func TestNewSessionOnTheSameConn(t *testing.T) {
 	}
 }
 
-// Assumptions 5 and 6: the HostProvider is asked for every server dialled
-// (a dead one first: both are tried, without a second's pause, since a
-// pause comes only after a whole round in vain), and Close returns once
-// go-zookeeper's goroutines have ended (the event channel closed).
+// Assumptions 5 and 6: the HostProvider is asked for every server dialled,
+// in its order (after a connection drops, the next server: here the dead
+// one, then the live one again), and Close returns once go-zookeeper's
+// goroutines have ended (the event channel closed).
 func TestHostProviderAndClose(t *testing.T) {
 	testutil.CheckLeaks(t) // Close must leave no goroutine of go-zookeeper's
 	dead, err := net.Listen("tcp", "127.0.0.1:0")
@@ -237,13 +264,20 @@ func TestHostProviderAndClose(t *testing.T) {
 	}
 	deadAddr := dead.Addr().String()
 	dead.Close()
+	proxy := zktest.NewProxy(t, server.Addr())
 	w := &wireCheck{}
-	c, _ := dialed(t, w, []string{deadAddr, server.Addr()}, 5*time.Second)
+	c, sessions := dialed(t, w, []string{deadAddr, proxy.Addr()}, 5*time.Second)
+	w.mu.Lock()
+	before := len(w.dials)
+	w.mu.Unlock()
+	proxy.DropConnections()
+	testutil.Recv(t, sessions, "the session again, after the dead server was tried")
 	w.mu.Lock()
 	dials := append([]string(nil), w.dials...)
 	w.mu.Unlock()
-	if len(dials) == 0 || dials[len(dials)-1] != server.Addr() {
-		broken(t, 6, "the HostProvider is asked for each server dialled", "conn.go, connect", "dialled", dials)
+	if len(dials) < before+2 || dials[before] != deadAddr || dials[len(dials)-1] != proxy.Addr() {
+		broken(t, 6, "the HostProvider is asked for each server dialled", "conn.go, connect",
+			"dialled", dials, "after the drop, want", deadAddr, "then", proxy.Addr())
 	}
 	closed := make(chan struct{})
 	go func() {
@@ -264,5 +298,23 @@ func TestContainerCreateAfterClose(t *testing.T) {
 	c.Close()
 	if _, err := c.CreateContainer("/x", nil, zk.FlagContainer, zk.WorldACL(zk.PermAll)); !errors.Is(err, zk.ErrConnectionClosed) {
 		t.Fatalf("CreateContainer after Close = %v, want zk.ErrConnectionClosed", err)
+	}
+}
+
+// Cut stops the connection at once, without waiting: a request made once
+// it has returned reaches no server (go-zookeeper dials again, and the
+// dialer refuses), so an abandoned session cannot be resumed through it.
+func TestCutSendsNothingMore(t *testing.T) {
+	testutil.CheckLeaks(t)
+	c, _ := dialed(t, &wireCheck{}, []string{server.Addr()}, 5*time.Second)
+	base := testutil.Path(t)
+	testutil.CleanupTree(t, server.Addr(), base)
+	c.Cut()
+	if _, err := c.Create(base, nil, 0, zk.WorldACL(zk.PermAll)); err == nil {
+		t.Fatal("a create made after Cut succeeded")
+	}
+	raw := testutil.Connect(t, server.Addr())
+	if ok, _, err := raw.Exists(base); err != nil || ok {
+		t.Fatalf("the node of a create made after Cut: exists %v, %v", ok, err)
 	}
 }

@@ -61,7 +61,7 @@ func mono() int64 { return int64(time.Since(epoch)) }
 
 func (t *tap) Write(p []byte) (int, error) {
 	now := mono()
-	t.mu.Lock()
+	hooks := t.c.written.waiting.Load() != 0 // while no create waits, a frame costs no parse of its path
 	for f := p; len(f) >= zkwire.FrameHeaderLen; {
 		size, ok := zkwire.FrameLen([zkwire.FrameHeaderLen]byte(f))
 		if !ok || len(f) < zkwire.FrameHeaderLen+size {
@@ -69,22 +69,38 @@ func (t *tap) Write(p []byte) (int, error) {
 		}
 		frame := f[:zkwire.FrameHeaderLen+size]
 		f = f[len(frame):]
-		if !t.sentHs {
-			t.sentHs = true
-			t.pending = append(t.pending, sent{handshakeXid, now})
-		} else if xid, _, ok := zkwire.RequestHeader(frame); ok {
-			t.pending = append(t.pending, sent{xid, now})
+		if !t.sent(frame, now) {
+			continue // the connect request: no xid, and no create
+		}
+		// Hooks hear of a request as it is written, before the Write
+		// returns: its reply cannot come before they have heard of it, and
+		// a request they make is queued behind it (go-zookeeper's writer is
+		// in this very Write). Should the Write fail, the request is sent
+		// again, if at all, on another connection, where a request a hook
+		// made may come first: whoever reads its reply checks that it sees
+		// what it waits for.
+		if hooks {
+			t.c.written.created(t.c, frame)
 		}
 	}
-	t.mu.Unlock()
-	// Hooks hear of a request as it is written, before the Write returns:
-	// its reply cannot come before they have heard of it, and a request
-	// they make is queued behind it (go-zookeeper's writer is in this very
-	// Write). Should the Write fail, the request is sent again, if at all,
-	// on another connection, where a request a hook made may come first:
-	// whoever reads its reply checks that it sees what it waits for.
-	t.c.written.written(t.c, p)
 	return t.Conn.Write(p)
+}
+
+// sent records frame, written at now, as waiting for its reply, and
+// reports whether it is a request (false: the connect request, the first
+// frame written).
+func (t *tap) sent(frame []byte, now int64) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if !t.sentHs {
+		t.sentHs = true
+		t.pending = append(t.pending, sent{handshakeXid, now})
+		return false
+	}
+	if xid, _, ok := zkwire.RequestHeader(frame); ok {
+		t.pending = append(t.pending, sent{xid, now})
+	}
+	return true
 }
 
 // readAhead is how much Read asks the connection for at once.
@@ -271,24 +287,13 @@ func (w *writeHooks) take(match func(*writeHook) bool) (writeHook, bool) {
 	return writeHook{}, false
 }
 
-// written is told of every write: the frames in p, whole. Each create
-// among them calls the hook waiting for its path, once. It costs an atomic
-// load while no create waits.
-func (w *writeHooks) written(c *Conn, p []byte) {
-	if w.waiting.Load() == 0 {
-		return
-	}
-	for len(p) >= zkwire.FrameHeaderLen {
-		n, ok := zkwire.FrameLen([zkwire.FrameHeaderLen]byte(p))
-		if !ok || len(p) < zkwire.FrameHeaderLen+n {
-			return
-		}
-		frame := p[:zkwire.FrameHeaderLen+n]
-		p = p[len(frame):]
-		if path, ok := createPath(frame); ok {
-			if h, ok := w.take(func(h *writeHook) bool { return h.serverPath == string(path) }); ok {
-				h.h.Written(c)
-			}
+// created is told of every request frame written (not the connect
+// request, whose body is no request's): a create among them calls the hook
+// waiting for its path, once.
+func (w *writeHooks) created(c *Conn, frame []byte) {
+	if path, ok := createPath(frame); ok {
+		if h, ok := w.take(func(h *writeHook) bool { return h.serverPath == string(path) }); ok {
+			h.h.Written(c)
 		}
 	}
 }

@@ -1,0 +1,59 @@
+package framework
+
+import (
+	"testing"
+	"time"
+
+	"github.com/gocurator/curator/internal/testutil"
+)
+
+// DeleteLater deletes the node once its time has come, and its cancel
+// reports whether it took the delete back: false once the delete has
+// begun, true before, even when the timer has fired and its function has
+// not yet taken the delete (the function then deletes nothing).
+func TestDeleteLaterCancel(t *testing.T) {
+	testutil.CheckLeaks(t)
+	ctx, base := testutil.Begin(t, server.Addr())
+	c := newClient(t, "")
+	if _, err := c.Create(ctx, base, nil); err != nil {
+		t.Fatal(err)
+	}
+	raw := testutil.Connect(t, server.Addr())
+
+	now := base + "/now"
+	if _, err := c.Create(ctx, now, nil); err != nil {
+		t.Fatal(err)
+	}
+	cancel := c.DeleteLater(now, time.Now())
+	testutil.WaitGone(t, raw, now)
+	if cancel() {
+		t.Fatal("cancel after the delete ran reported it taken back")
+	}
+
+	later := base + "/later"
+	if _, err := c.Create(ctx, later, nil); err != nil {
+		t.Fatal(err)
+	}
+	if !c.DeleteLater(later, time.Now().Add(time.Hour))() {
+		t.Fatal("cancel before the time came did not take the delete back")
+	}
+
+	fired := base + "/fired"
+	if _, err := c.Create(ctx, fired, nil); err != nil {
+		t.Fatal(err)
+	}
+	cancel = c.DeleteLater(fired, time.Now().Add(time.Hour))
+	c.later.mu.Lock()
+	for d := range c.later.waiting {
+		d.timer.Stop() // as if it had fired, and its function had not yet taken d
+	}
+	c.later.mu.Unlock()
+	if !cancel() {
+		t.Fatal("cancel that took the delete back as its timer fired reported it had not")
+	}
+	for _, p := range []string{later, fired} {
+		if ok, _, err := raw.Exists(p); err != nil || !ok {
+			t.Fatalf("%s after its delete was taken back: exists %v, %v", p, ok, err)
+		}
+	}
+}
