@@ -3,6 +3,7 @@ package compat_test
 import (
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -32,7 +33,7 @@ func checkProtected(t testing.TB, p *peer, names []string) {
 		if !ok {
 			id = "-"
 		}
-		goSays := []string{boolText(locktree.IsProtected(n)), locktree.NormalizeProtected(n), id}
+		goSays := []string{strconv.FormatBool(locktree.IsProtected(n)), locktree.NormalizeProtected(n), id}
 		if f[0] == "true" {
 			protected++
 		}
@@ -40,13 +41,6 @@ func checkProtected(t testing.TB, p *peer, names []string) {
 			t.Errorf("%s: Curator's ProtectedUtils says %q, gocurator says %q", n, f, goSays)
 		}
 	}
-}
-
-func boolText(b bool) string {
-	if b {
-		return "true"
-	}
-	return "false"
 }
 
 // Curator's getParticipantNodes lists Go's nodes, and our ParticipantNodes
