@@ -290,15 +290,7 @@ func TestRunJSON(t *testing.T) {
 func TestRunNamespaceAndAuth(t *testing.T) {
 	testutil.CheckLeaks(t)
 	ns := strings.TrimPrefix(testutil.Path(t), "/")
-	conn := testutil.Connect(t, server.Addr())
-	if err := conn.AddAuth("digest", []byte("alice:secret")); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := testutil.DeleteTree(conn, "/"+ns); err != nil {
-			t.Errorf("cleaning up: %v", err)
-		}
-	})
+	conn := testutil.CleanupTreeAs(t, server.Addr(), "/"+ns, "alice:secret")
 	ctx := testutil.Context(t)
 	p := startZklock(t, true, "--namespace", ns, "--auth", "alice:secret",
 		"run", "--acl", "creator", "--revocable", "/lock", "--", "sh", "-c", `echo "$ZKLOCK_NODE $ZKLOCK_NAMESPACE ready"; exec sleep 60`)
