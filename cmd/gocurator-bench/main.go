@@ -20,24 +20,11 @@
 // report (and the plot) again from a results file, beside it: after a
 // change of the template (report.md.tmpl) or of the targets (targets.go).
 //
-// Scenarios:
-//
-//  1. uncontended mutex acquire + release, one client: latency;
-//  2. one hot mutex, 8 sessions in a loop: acquisitions per second; and
-//     with 1, 2, 4, 8, 16 and 32 sessions (the plot);
-//  3. read-write lock, W R R R W R R R … with 50 readers: server packets
-//     per writer release (the herd) and time to drain the queue;
-//  4. semaphore with 3 leases, 16 sessions: leases per second;
-//  5. 200 lock paths, 16 goroutines on one session: acquisitions per second;
-//  6. 10,000 handles waiting on one lock in one process: memory per waiter
-//     and FIFO order (Go only);
-//  7. a LeaderLatch election of two candidates: the time from the leader's
-//     Close, or from the end of its session, until the other knows it leads.
-//
-// 1e and 2e are scenarios 1 and 2 (without the sweep) on the ensemble,
-// where every write goes through a quorum, as in production. Every
-// scenario measures the client's CPU time per acquisition too. How the
-// implementations take turns: scenario.go; the Java side: java.go.
+// The scenarios, keys 1 to 7, are each a file, scenario_*.go, that says
+// what it measures (their sizes: counts, in results.go); 1e and 2e are
+// scenarios 1 and 2 (without the sweep) on the ensemble, where every write
+// goes through a quorum, as in production. How the implementations take
+// turns: scenario.go; the Java side: java.go.
 package main
 
 import (
