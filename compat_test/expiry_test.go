@@ -1,7 +1,6 @@
 package compat_test
 
 import (
-	"errors"
 	"testing"
 
 	"github.com/gocurator/curator/framework/zktest"
@@ -71,13 +70,9 @@ func TestSessionExpiry(t *testing.T) {
 			must(t, proxy.ExpireSession(gx.session()))
 			waiter.granted(t)
 			testutil.Recv(t, holder.o.Done(), "the Go holder's notice that its lock is lost")
-			if err := holder.o.Err(); !errors.Is(err, recipes.ErrLockLost) {
-				t.Fatalf("the Go holder's Err after its session expired = %v, want ErrLockLost", err)
-			}
+			testutil.ErrorIs(t, holder.o.Err(), recipes.ErrLockLost)
 			// Release after the loss still cleans up, and says the lock was lost.
-			if err := holder.o.Release(ctx); !errors.Is(err, recipes.ErrLockLost) {
-				t.Fatalf("Go release after the session expired = %v, want ErrLockLost", err)
-			}
+			testutil.ErrorIs(t, holder.o.Release(ctx), recipes.ErrLockLost)
 			passed(t, guards, holder, waiter)
 		})
 	}

@@ -1,7 +1,6 @@
 package compat_test
 
 import (
-	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -77,9 +76,7 @@ func TestQuorumLossEndsTheLostSession(t *testing.T) {
 		t.Fatal("the Go holder was not told")
 	}
 	rec.WaitFor(ctx, t, state.Lost) // the local timer: the session timeout has passed without quorum
-	if !errors.Is(h.Err(), recipes.ErrLockLost) {
-		t.Fatalf("holder's Err = %v, want ErrLockLost", h.Err())
-	}
+	testutil.ErrorIs(t, h.Err(), recipes.ErrLockLost)
 
 	restarted := make(chan error, len(stopped))
 	for _, m := range stopped {
@@ -114,9 +111,7 @@ func TestQuorumLossEndsTheLostSession(t *testing.T) {
 		t.Fatalf("the Go client is back in its lost session %x", old)
 	}
 	p.do(t, "j1", "release", "m")
-	if err := h.Release(ctx); !errors.Is(err, recipes.ErrLockLost) {
-		t.Fatalf("release after LOST = %v, want ErrLockLost", err)
-	}
+	testutil.ErrorIs(t, h.Release(ctx), recipes.ErrLockLost) // after LOST
 	must(t, h.Acquire(ctx))
 	must(t, h.Release(ctx))
 }

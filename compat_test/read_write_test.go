@@ -1,7 +1,6 @@
 package compat_test
 
 import (
-	"errors"
 	"regexp"
 	"strings"
 	"testing"
@@ -44,9 +43,7 @@ func TestReadersShare(t *testing.T) {
 	if acquired(t, p.do(t, "r4", "acquire", "rw.read", "timeout=0")) {
 		t.Fatal("a Java reader got past a queued Go writer")
 	}
-	if err := rw.NewHandle().ReadLock().TryAcquire(ctx); !errors.Is(err, recipes.ErrLocked) {
-		t.Fatalf("a Go reader behind a queued Go writer: %v, want ErrLocked", err)
-	}
+	testutil.ErrorIs(t, rw.NewHandle().ReadLock().TryAcquire(ctx), recipes.ErrLocked) // a Go reader behind a queued Go writer
 	gw.notYet(t, "Go writer")
 
 	r1.release(t)
@@ -61,9 +58,7 @@ func TestReadersShare(t *testing.T) {
 	jw := javaSide(t, p, "jwc", "").contend(t, readWriteRecipe("write", ""), base, 1, g, "java-w2")
 	waitChildren(t, gc, base, 2)
 	jw.waiting(t, base, "")
-	if err := rw.NewHandle().ReadLock().TryAcquire(ctx); !errors.Is(err, recipes.ErrLocked) {
-		t.Fatalf("a Go reader behind a Go-held write lock and a queued Java writer: %v, want ErrLocked", err)
-	}
+	testutil.ErrorIs(t, rw.NewHandle().ReadLock().TryAcquire(ctx), recipes.ErrLocked) // a Go reader behind a Go-held write lock and a queued Java writer
 	jw.notYet(t, "Java writer")
 	gw.release(t)
 	jw.granted(t)
