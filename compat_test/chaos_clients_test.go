@@ -193,9 +193,7 @@ func startClient(t *testing.T, ens *zktest.Ensemble, name, bin, logs string) *ch
 	case 'g':
 		l, err := zap.Config{Level: zap.NewAtomicLevelAt(zap.InfoLevel), Encoding: "console", EncoderConfig: zap.NewDevelopmentEncoderConfig(),
 			OutputPaths: []string{filepath.Join(logs, name+".log")}, ErrorOutputPaths: []string{"stderr"}}.Build()
-		if err != nil {
-			t.Fatal(err)
-		}
+		must(t, err)
 		c.host = chaoscontender.NewHost(l, func(ev string) {
 			c.mu.Lock()
 			defer c.mu.Unlock()
@@ -216,10 +214,9 @@ func startClient(t *testing.T, ens *zktest.Ensemble, name, bin, logs string) *ch
 	// tracker=false: Curator would otherwise learn the members' own
 	// addresses from /zookeeper/config and reconnect around the proxies.
 	ms := strconv.FormatInt(chaosSessionTimeout.Milliseconds(), 10)
-	if _, err := c.send("-", "client", name, strings.Join(addrs, ","), "session="+ms, "connection="+ms, "maxsleep=1000",
-		"stamp=true", "tracker=false", "policy="+c.policy)(testutil.Context(t)); err != nil {
-		t.Fatal(err)
-	}
+	_, err := c.send("-", "client", name, strings.Join(addrs, ","), "session="+ms, "connection="+ms, "maxsleep=1000",
+		"stamp=true", "tracker=false", "policy="+c.policy)(testutil.Context(t))
+	must(t, err)
 	return c
 }
 

@@ -44,9 +44,7 @@ func goParticipants(t testing.TB, e interface {
 }) string {
 	t.Helper()
 	ps, err := e.Participants(testutil.Context(t))
-	if err != nil {
-		t.Fatal(err)
-	}
+	must(t, err)
 	var parts []string
 	for _, x := range ps {
 		parts = append(parts, fmt.Sprintf("%s:%v", x.ID, x.IsLeader))
@@ -194,8 +192,6 @@ func TestLeaderSelectorWithJava(t *testing.T) {
 func mustLatch(t testing.TB, c *framework.Client, path, id string) *recipes.LeaderLatch {
 	t.Helper()
 	l, err := recipes.NewLeaderLatch(c, path, recipes.WithParticipantID(id))
-	if err != nil {
-		t.Fatal(err)
-	}
+	must(t, err)
 	return l
 }

@@ -36,9 +36,7 @@ func waitChildren(t testing.TB, c *framework.Client, path string, n int) []strin
 			}
 			kids = nil
 		}
-		if err != nil {
-			t.Fatal(err)
-		}
+		must(t, err)
 		if len(kids) == n {
 			return kids
 		}
@@ -63,9 +61,7 @@ func waitWatching(t testing.TB, session int64, match func(path string) bool, sto
 	defer tick.Stop()
 	for {
 		out, err := server.FourLetterWord("wchp")
-		if err != nil {
-			t.Fatal(err)
-		}
+		must(t, err)
 		for path, sessions := range watchers(out) {
 			if match(path) && slices.Contains(sessions, want) {
 				return true
@@ -124,9 +120,7 @@ func ownedBy(t testing.TB, c *framework.Client, path string, session int64) []st
 	var out []string
 	for _, k := range children(t, c, path) {
 		ok, st, err := c.Exists(testutil.Context(t), path+"/"+k)
-		if err != nil {
-			t.Fatal(err)
-		}
+		must(t, err)
 		if ok && st.EphemeralOwner == session {
 			out = append(out, path+"/"+k)
 		}

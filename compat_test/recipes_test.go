@@ -93,9 +93,7 @@ var mutexRecipe = recipe{
 func mustMutex(t testing.TB, c *framework.Client, path string, opts ...recipes.LockOption) *recipes.InterProcessMutex {
 	t.Helper()
 	m, err := recipes.NewInterProcessMutex(c, path, opts...)
-	if err != nil {
-		t.Fatal(err)
-	}
+	must(t, err)
 	return m
 }
 
@@ -142,9 +140,7 @@ func mustReadWrite(t testing.TB, c *framework.Client, base, data string) *recipe
 		opts = append(opts, recipes.WithLockData([]byte(data)))
 	}
 	rw, err := recipes.NewInterProcessReadWriteLock(c, base, opts...)
-	if err != nil {
-		t.Fatal(err)
-	}
+	must(t, err)
 	return rw
 }
 
@@ -156,9 +152,7 @@ var semaphoreMutexRecipe = recipe{
 	max:  1,
 	goOwner: func(t testing.TB, c *framework.Client, base string, _ int) owner {
 		m, err := recipes.NewInterProcessSemaphoreMutex(c, base)
-		if err != nil {
-			t.Fatal(err)
-		}
+		must(t, err)
 		return m
 	},
 	javaLock: func(t testing.TB, p *peer, lock, jc, base string) string {
@@ -184,9 +178,7 @@ func semaphoreRecipe(max int, data string) recipe {
 				opts = append(opts, recipes.WithLeaseData([]byte(data)))
 			}
 			s, err := recipes.NewInterProcessSemaphoreV2(c, base, max, opts...)
-			if err != nil {
-				t.Fatal(err)
-			}
+			must(t, err)
 			return &leaseOwner{s: s, qty: qty}
 		},
 		javaLock: func(t testing.TB, p *peer, lock, jc, base string) string {
@@ -249,9 +241,7 @@ var multiLockRecipe = recipe{
 	max:  1,
 	goOwner: func(t testing.TB, c *framework.Client, base string, _ int) owner {
 		m, err := recipes.NewInterProcessMultiLock(c, multiPaths(base))
-		if err != nil {
-			t.Fatal(err)
-		}
+		must(t, err)
 		return m
 	},
 	javaLock: func(t testing.TB, p *peer, lock, jc, base string) string {
