@@ -31,9 +31,7 @@ func TestRevokeNoHolder(t *testing.T) {
 	createNode(t, conn, path)
 	createNode(t, conn, path+"/empty")
 	h := holdMutex(ctx, t, path+"/reaped")
-	if err := h.Release(ctx); err != nil {
-		t.Fatal(err)
-	}
+	must(t, h.Release(ctx))
 	testutil.WaitGone(t, conn, path+"/reaped")
 	for _, p := range []string{path + "/empty", path + "/reaped"} {
 		startZklock(t, false, "revoke", p).fails(exitError, "no holder to revoke at "+p)
@@ -82,9 +80,7 @@ func TestRevokeLockPath(t *testing.T) {
 
 	// A mutex, by node: asked, and its listener runs.
 	mu, err := recipes.NewInterProcessMutex(client, path+"/mutex")
-	if err != nil {
-		t.Fatal(err)
-	}
+	must(t, err)
 	h, asked := mu.NewHandle(), make(chan struct{}, 1)
 	h.MakeRevocable(func() {
 		select {
@@ -92,9 +88,7 @@ func TestRevokeLockPath(t *testing.T) {
 		default: // one request is heard already
 		}
 	})
-	if err := h.Acquire(ctx); err != nil {
-		t.Fatal(err)
-	}
+	must(t, h.Acquire(ctx))
 	t.Cleanup(func() { h.Release(context.Background()) })
 	startZklock(t, true, "--json", "revoke", h.LockPath()).jsonLine(0,
 		map[string]any{"event": eventRevokeRequested, "node": h.LockPath(), "revocable": true, "released": false})
@@ -114,16 +108,12 @@ func TestRevokeLockPath(t *testing.T) {
 	// A read-write lock: both revocable readers hold, and release when
 	// asked; the writer waits. --wait: their lines once released.
 	rw, err := recipes.NewInterProcessReadWriteLock(client, path+"/rw")
-	if err != nil {
-		t.Fatal(err)
-	}
+	must(t, err)
 	var readers []string
 	for i := 0; i < 2; i++ {
 		r := rw.NewHandle().ReadLock()
 		r.MakeRevocable(func() { r.Release(context.Background()) })
-		if err := r.Acquire(ctx); err != nil {
-			t.Fatal(err)
-		}
+		must(t, r.Acquire(ctx))
 		t.Cleanup(func() { r.Release(context.Background()) })
 		readers = append(readers, r.LockPath())
 	}
@@ -149,16 +139,10 @@ func TestRevokeLockPath(t *testing.T) {
 	// the latch node's participant id stays.
 	lease := holdLease(ctx, t, client, path+"/sem", 1)
 	latch, err := recipes.NewLeaderLatch(client, path+"/latch", recipes.WithParticipantID("p-1"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := latch.Start(); err != nil {
-		t.Fatal(err)
-	}
+	must(t, err)
+	must(t, latch.Start())
 	t.Cleanup(func() { _ = latch.Close() })
-	if err := latch.Await(ctx); err != nil {
-		t.Fatal(err)
-	}
+	must(t, latch.Await(ctx))
 	kids, _, err := conn.Children(path + "/latch")
 	if err != nil || len(kids) != 1 {
 		t.Fatalf("latch children %v, %v", kids, err)
@@ -185,9 +169,7 @@ func TestBinaryRevokeCuratorHolders(t *testing.T) {
 	ctx, path := testutil.Begin(t, server.Addr())
 	conn := testutil.Connect(t, server.Addr())
 	peer, err := curatorpeer.Start(ctx, "revoke", curatorpeer.Options{LogPath: filepath.Join(t.TempDir(), "peer.log")})
-	if err != nil {
-		t.Fatal(err)
-	}
+	must(t, err)
 	t.Cleanup(func() {
 		if err := peer.Close(); err != nil {
 			t.Error(err)
