@@ -65,6 +65,7 @@ func TestLeaderLatchWithJava(t *testing.T) {
 	p.client(t, "jc", server.Addr())
 	proxy := zktest.NewProxy(t, server.Addr())
 	gc, gx := newClient(t, ""), newClient(t, proxy.Addr())
+	raw := testutil.Connect(t, server.Addr())
 
 	p.do(t, "-", "latch", "j1", "jc", base, "id=java-1")
 	p.do(t, "-", "latch-start", "j1")
@@ -74,7 +75,7 @@ func TestLeaderLatchWithJava(t *testing.T) {
 	for i, l := range []*recipes.LeaderLatch{g1, g2} {
 		must(t, l.Start())
 		defer l.Close()
-		waitChildren(t, gc, base, i+2)
+		testutil.WaitChildren(t, raw, base, i+2)
 	}
 	const want = "java-1:true go-1:false go-2:false"
 	if got := javaParticipants(t, p, "j1"); got != want {
@@ -97,13 +98,13 @@ func TestLeaderLatchWithJava(t *testing.T) {
 	}
 	p.do(t, "-", "latch", "j2", "jc", base, "id=java-2")
 	p.do(t, "-", "latch-start", "j2")
-	waitChildren(t, gc, base, 3)
+	testutil.WaitChildren(t, raw, base, 3)
 	must(t, proxy.ExpireSession(gx.SessionID())) // Go → Go, by expiry
 	must(t, g2.Await(ctx))
 	// go-1's node went with its session: it queues again, with a node of
 	// its new session, behind java-2. It then leaves, so that the killed
 	// Java candidate below can lead.
-	waitChildren(t, gc, base, 3)
+	testutil.WaitChildren(t, raw, base, 3)
 	if got := goParticipants(t, g2); got != "go-2:true java-2:false go-1:false" {
 		t.Fatalf("after go-1's expiry, Go sees %q, want go-1 queued again behind java-2", got)
 	}
@@ -138,6 +139,7 @@ func TestLeaderSelectorWithJava(t *testing.T) {
 	base := serverPath(t)
 	java, golang := sides(t, "selector")
 	p, gc := java.p, golang.gc
+	raw := testutil.Connect(t, server.Addr())
 
 	p.do(t, "-", "selector", "js", "jc", base, "id=java", "autorequeue=true")
 	p.do(t, "-", "selector-start", "js")
@@ -154,7 +156,7 @@ func TestLeaderSelectorWithJava(t *testing.T) {
 	must(t, err)
 	must(t, gs.Start())
 	defer gs.Close()
-	waitChildren(t, gc, base, 2)
+	testutil.WaitChildren(t, raw, base, 2)
 	const want = "java:true go:false"
 	if got := javaParticipants(t, p, "js"); got != want {
 		t.Fatalf("Java sees %q, want %q", got, want)
@@ -173,7 +175,7 @@ func TestLeaderSelectorWithJava(t *testing.T) {
 		t.Fatal("Go did not lead after Java")
 	}
 	p.mustEvent(t, "leader js false")
-	waitChildren(t, gc, base, 2)
+	testutil.WaitChildren(t, raw, base, 2)
 	if got := p.do(t, "-", "election-leader", "js"); got != "go:true" {
 		t.Fatalf("Java says the leader is %q", got)
 	}

@@ -20,7 +20,7 @@ import (
 func TestSessionExpiry(t *testing.T) {
 	testutil.CheckLeaks(t)
 	java, golang := sides(t, "expiry")
-	gc := golang.gc
+	gc, raw := golang.gc, testutil.Connect(t, server.Addr())
 	for _, r := range blockingRecipes() {
 		t.Run(r.name+"/java-holder-expires", func(t *testing.T) {
 			t.Parallel() // most of the time goes on clients reconnecting after the expiry
@@ -32,7 +32,7 @@ func TestSessionExpiry(t *testing.T) {
 			holder := jx.contend(t, r, base, r.max, guards, "java-holder")
 			holder.granted(t)
 			waiter := golang.contend(t, r, base, 1, guards, "go-waiter")
-			queued(t, gc, r, base, waiter)
+			queued(t, raw, r, base, waiter)
 
 			// The Java holder's hold ends with its session: it leaves the
 			// guards just before the server expires it.
@@ -62,7 +62,7 @@ func TestSessionExpiry(t *testing.T) {
 			holder := gx.contend(t, r, base, r.max, guards, "go-holder").(*goHolder)
 			holder.granted(t)
 			waiter := java.contend(t, r, base, 1, guards, "java-waiter")
-			queued(t, gc, r, base, waiter)
+			queued(t, raw, r, base, waiter)
 
 			// The Go holder's hold ends with its session: it leaves the
 			// guards just before the server expires it.

@@ -36,6 +36,7 @@ func handoffCases() []handoffCase {
 func TestHandOff(t *testing.T) {
 	testutil.CheckLeaks(t)
 	java, golang := sides(t, "handoff")
+	raw := testutil.Connect(t, server.Addr())
 	for _, hc := range handoffCases() {
 		for _, d := range []struct {
 			name     string
@@ -47,7 +48,7 @@ func TestHandOff(t *testing.T) {
 				holder := d.from.contend(t, hc.holder, base, hc.holder.max, guards, d.from.lang()+"-holder")
 				holder.granted(t)
 				waiter := d.to.contend(t, hc.waiter, base, 1, guards, d.to.lang()+"-waiter")
-				queued(t, golang.gc, hc.waiter, base, waiter)
+				queued(t, raw, hc.waiter, base, waiter)
 				if waiter.try(t) {
 					t.Fatal("a zero-timeout attempt of the waiter's language succeeded while the holder held the lock")
 				}

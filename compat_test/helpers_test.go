@@ -21,33 +21,6 @@ func javaAcquire(p *peer, worker, lock string, qty int, opts ...string) *call {
 	return p.send(worker, "acquire", append([]string{lock, "qty=" + strconv.Itoa(qty)}, opts...)...)
 }
 
-// waitChildren waits, with watches, until path has n children (a missing
-// path has none).
-func waitChildren(t testing.TB, c *framework.Client, path string, n int) []string {
-	t.Helper()
-	ctx := testutil.Context(t)
-	for {
-		kids, _, w, err := c.ChildrenW(ctx, path)
-		if errors.Is(err, zk.ErrNoNode) {
-			var ok bool
-			ok, _, w, err = c.ExistsW(ctx, path)
-			if err == nil && ok {
-				continue
-			}
-			kids = nil
-		}
-		must(t, err)
-		if len(kids) == n {
-			return kids
-		}
-		select {
-		case <-w:
-		case <-ctx.Done():
-			t.Fatalf("%s has children %v, want %d", path, kids, n)
-		}
-	}
-}
-
 // waitWatching waits until the server shows that session watches a path
 // for which match is true (a Curator waiter watches the node ahead of it,
 // or a semaphore's leases), polling the server's watches ("wchp") until the

@@ -7,7 +7,8 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/gocurator/curator/framework"
+	"github.com/go-zookeeper/zk"
+
 	"github.com/gocurator/curator/internal/testutil"
 	"github.com/gocurator/curator/recipes"
 )
@@ -44,11 +45,11 @@ type holder interface {
 }
 
 // queued waits until w, a contender for r's lock at base (as the server
-// names it; c looks), has its node in the queue behind the holder's and
-// has chosen to wait (recipe.waiting).
-func queued(t testing.TB, c *framework.Client, r recipe, base string, w holder) {
+// names it; conn looks), has its node in the queue behind the holder's
+// and has chosen to wait (recipe.waiting).
+func queued(t testing.TB, conn *zk.Conn, r recipe, base string, w holder) {
 	t.Helper()
-	waitChildren(t, c, r.queuePath(base), r.heldNodes+1)
+	testutil.WaitChildren(t, conn, r.queuePath(base), r.heldNodes+1)
 	r.waiting(t, w, base)
 }
 

@@ -51,7 +51,7 @@ func TestIntrospectionMutex(t *testing.T) {
 	testutil.CheckLeaks(t)
 	ctx := testutil.Context(t)
 	java, golang := sides(t, "introspection")
-	gc := golang.gc
+	gc, raw := golang.gc, testutil.Connect(t, server.Addr())
 	base := serverPath(t)
 	_, err := gc.Create(ctx, base+"/zzz-foreign", nil, framework.CreatingParentContainersIfNeeded())
 	must(t, err)
@@ -59,7 +59,7 @@ func TestIntrospectionMutex(t *testing.T) {
 	var queue []holder
 	for i, s := range []side{golang, java, golang, java} {
 		queue = append(queue, s.contend(t, mutexRecipe, base, 1, g, fmt.Sprintf("%s-%d", s.lang(), i)))
-		waitChildren(t, gc, base, i+2)
+		testutil.WaitChildren(t, raw, base, i+2)
 	}
 	queue[0].granted(t)
 
@@ -116,7 +116,7 @@ func TestIntrospectionReadWrite(t *testing.T) {
 	testutil.CheckLeaks(t)
 	ctx := testutil.Context(t)
 	java, golang := sides(t, "introspection-rw")
-	gc := golang.gc
+	gc, raw := golang.gc, testutil.Connect(t, server.Addr())
 	base := serverPath(t)
 	g := newGuards(t, 1)
 	read, write := readWriteRecipe("read", ""), readWriteRecipe("write", "")
@@ -124,7 +124,7 @@ func TestIntrospectionReadWrite(t *testing.T) {
 	for i, e := range []entrant{{golang, read, "go-r0"}, {java, write, "java-w1"}, {golang, read, "go-r2"},
 		{java, read, "java-r3"}, {golang, write, "go-w4"}} {
 		queue = append(queue, e.s.contend(t, e.r, base, 1, g, e.label))
-		waitChildren(t, gc, base, i+1)
+		testutil.WaitChildren(t, raw, base, i+1)
 	}
 	queue[0].granted(t)
 
@@ -171,7 +171,7 @@ func TestIntrospectionSemaphore(t *testing.T) {
 	testutil.CheckLeaks(t)
 	ctx := testutil.Context(t)
 	java, golang := sides(t, "introspection-sem")
-	gc := golang.gc
+	gc, raw := golang.gc, testutil.Connect(t, server.Addr())
 	base := serverPath(t)
 	g := newGuards(t, 1)
 	r := semaphoreRecipe(semaphoreLeases, "")
@@ -180,9 +180,9 @@ func TestIntrospectionSemaphore(t *testing.T) {
 	javaHeld := java.contend(t, r, base, 1, g, "java-held") // the last lease
 	javaHeld.granted(t)
 	goWaiter := golang.contend(t, r, base, 1, g, "go-waiter")
-	waitChildren(t, gc, base+"/leases", semaphoreLeases+1) // the waiter's lease is there, over the limit
+	testutil.WaitChildren(t, raw, base+"/leases", semaphoreLeases+1) // the waiter's lease is there, over the limit
 	javaWaiter := java.contend(t, r, base, 1, g, "java-waiter")
-	waitChildren(t, gc, base+"/locks", 2) // the Go waiter holds the internal lock, Java queues for it
+	testutil.WaitChildren(t, raw, base+"/locks", 2) // the Go waiter holds the internal lock, Java queues for it
 
 	s, err := recipes.NewInterProcessSemaphoreV2(gc, base, semaphoreLeases)
 	must(t, err)

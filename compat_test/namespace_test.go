@@ -22,7 +22,7 @@ func TestNamespaces(t *testing.T) {
 	testutil.CheckLeaks(t)
 	java := javaSide(t, startPeer(t, "namespaces"), "jns", "", "ns="+compatNamespace)
 	golang := side{gc: newClient(t, "", framework.WithNamespace(compatNamespace))}
-	raw := newClient(t, "")
+	raw, conn := newClient(t, ""), testutil.Connect(t, server.Addr())
 	testutil.CleanupTree(t, server.Addr(), "/"+compatNamespace[:len("gocurator-compat-ns")])
 	for _, r := range blockingRecipes() {
 		t.Run(r.name, func(t *testing.T) {
@@ -32,7 +32,7 @@ func TestNamespaces(t *testing.T) {
 			holder := java.contend(t, r, base, r.max, guards, "java-holder").(*javaHolder)
 			holder.granted(t)
 			waiter := golang.contend(t, r, base, 1, guards, "go-waiter")
-			queued(t, raw, r, "/"+compatNamespace+base, waiter)
+			queued(t, conn, r, "/"+compatNamespace+base, waiter)
 			if kids := children(t, raw, base); len(kids) != 0 {
 				t.Fatalf("nodes outside the namespace at %s: %v", base, kids)
 			}

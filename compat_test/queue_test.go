@@ -18,6 +18,7 @@ import (
 func runQueue(t *testing.T, golang side, base string, holder recipe, es []entrant) []string {
 	t.Helper()
 	guards := newGuards(t, holder.guardPaths)
+	raw := testutil.Connect(t, server.Addr())
 
 	// The holder takes all it can but one unit (a semaphore's other
 	// leases), then the gate: the last unit. The queue passes through the
@@ -38,7 +39,7 @@ func runQueue(t *testing.T, golang side, base string, holder recipe, es []entran
 	done := make(chan error, len(es))
 	for i, e := range es {
 		e.s.loop(t, e.r, base, guards, 1, e.label, done)
-		waitChildren(t, golang.gc, holder.queuePath(base), holder.heldNodes+i+1)
+		testutil.WaitChildren(t, raw, holder.queuePath(base), holder.heldNodes+i+1)
 	}
 	gate.release(t)
 	for range es {

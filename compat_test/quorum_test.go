@@ -42,7 +42,7 @@ func TestQuorumLossEndsTheLostSession(t *testing.T) {
 	rec := testutil.NewStateRecorder()
 	const timeout = 4 * time.Second
 	gc := newClient(t, strings.Join(addrs, ","), framework.WithSessionTimeout(timeout), framework.WithListener(rec))
-	observer := newClient(t, ens.ConnectString())
+	observer := testutil.Connect(t, ens.ConnectString())
 	base := testutil.Path(t)
 	testutil.CleanupTree(t, ens.ConnectString(), base)
 
@@ -54,7 +54,7 @@ func TestQuorumLossEndsTheLostSession(t *testing.T) {
 	p.client(t, "jc", ens.ConnectString(), "session=20000")
 	p.do(t, "-", "mutex", "m", "jc", base)
 	javaGot := javaAcquire(p, "j1", "m", 1, "timeout=60000")
-	waitChildren(t, observer, base, 2)
+	testutil.WaitChildren(t, observer, base, 2)
 
 	// The leader and one follower stop: no quorum. The third stops serving.
 	leader, err := ens.Leader()
@@ -103,7 +103,7 @@ func TestQuorumLossEndsTheLostSession(t *testing.T) {
 	testutil.Until(t, "the lost session closed on the servers", func() (bool, string) {
 		return sent(zktest.OpCloseSession) > 0, "no closeSession sent"
 	})
-	if ok, st, err := observer.Exists(ctx, node); err != nil || ok {
+	if ok, st, err := observer.Exists(node); err != nil || ok {
 		t.Fatalf("the lost session's node %s: exists %v (owner %x), %v", node, ok, st.EphemeralOwner, err)
 	}
 	rec.WaitFor(ctx, t, state.Reconnected)

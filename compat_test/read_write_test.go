@@ -22,6 +22,7 @@ func TestReadersShare(t *testing.T) {
 	ctx := testutil.Context(t)
 	java, golang := sides(t, "readers")
 	p, gc := java.p, golang.gc
+	raw := testutil.Connect(t, server.Addr())
 	base := serverPath(t)
 	g := newGuards(t, 1)
 	rw := mustReadWrite(t, gc, base, "")
@@ -38,7 +39,7 @@ func TestReadersShare(t *testing.T) {
 	r3.granted(t) // Java reader 3 shares the read lock with a Java and a Go reader
 
 	gw := golang.contend(t, readWriteRecipe("write", ""), base, 1, g, "go-w")
-	waitChildren(t, gc, base, 4)
+	testutil.WaitChildren(t, raw, base, 4)
 	gw.waiting(t, base, base)
 	if acquired(t, p.do(t, "r4", "acquire", "rw.read", "timeout=0")) {
 		t.Fatal("a Java reader got past a queued Go writer")
@@ -56,7 +57,7 @@ func TestReadersShare(t *testing.T) {
 	// And a Java writer queued behind a Go writer bars later Go readers. It
 	// has a client of its own: reader 4's try left a watch on jc's session.
 	jw := javaSide(t, p, "jwc", "").contend(t, readWriteRecipe("write", ""), base, 1, g, "java-w2")
-	waitChildren(t, gc, base, 2)
+	testutil.WaitChildren(t, raw, base, 2)
 	jw.waiting(t, base, "")
 	testutil.ErrorIs(t, rw.NewHandle().ReadLock().TryAcquire(ctx), recipes.ErrLocked) // a Go reader behind a Go-held write lock and a queued Java writer
 	jw.notYet(t, "Java writer")
@@ -102,6 +103,7 @@ func TestDowngrade(t *testing.T) {
 	testutil.CheckLeaks(t)
 	java, golang := sides(t, "downgrade")
 	p, gc := java.p, golang.gc
+	raw := testutil.Connect(t, server.Addr())
 	write := readWriteRecipe("write", "")
 
 	t.Run("go-downgrades", func(t *testing.T) {
@@ -112,7 +114,7 @@ func TestDowngrade(t *testing.T) {
 		must(t, h.WriteLock().Acquire(ctx))
 		leaveW := goEnter(g, exclusive, 1, 1, "go-writer")
 		jw := java.contend(t, write, base, 1, g, "java-writer").(*javaHolder)
-		waitChildren(t, gc, base, 2)
+		testutil.WaitChildren(t, raw, base, 2)
 		must(t, h.ReadLock().Acquire(ctx))
 		writeName, readName := lastSegment(h.WriteLock().LockPath()), lastSegment(h.ReadLock().LockPath())
 		if !framework.IsProtectedName(readName) || seqOf(t, readName) != seqOf(t, writeName) || !strings.Contains(readName, "-__READ__") {
@@ -151,13 +153,13 @@ func TestDowngrade(t *testing.T) {
 		jw.granted(t)
 		javaWrite := ownedBy(t, gc, base, java.sid)
 		gw := golang.contend(t, write, base, 1, g, "go-writer")
-		queued(t, gc, write, base, gw)
+		queued(t, raw, write, base, gw)
 		// Same thread: a downgrade. Java's read lock stays out of the guard:
 		// the overlap with the Go writer below is CURATOR-621's.
 		if !acquired(t, p.do(t, "d2", "acquire", "rw2.read")) {
 			t.Fatal("Java's downgrade read acquire returned false")
 		}
-		waitChildren(t, gc, base, 3)
+		testutil.WaitChildren(t, raw, base, 3)
 		var javaRead string
 		for _, n := range ownedBy(t, gc, base, java.sid) {
 			if n != javaWrite[0] {

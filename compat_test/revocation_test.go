@@ -17,7 +17,7 @@ import (
 func TestRevocation(t *testing.T) {
 	testutil.CheckLeaks(t)
 	java, golang := sides(t, "revocation")
-	gc := golang.gc
+	gc, raw := golang.gc, testutil.Connect(t, server.Addr())
 	for _, hc := range handoffCases() {
 		if !hc.holder.revocable {
 			continue // Curator's semaphores and multi-lock are not Revocable
@@ -36,7 +36,7 @@ func TestRevocation(t *testing.T) {
 				t.Fatalf("Java's revocable node has data %q (%v), want none", data, err)
 			}
 			waiter := golang.contend(t, hc.waiter, base, 1, guards, "go-waiter")
-			queued(t, gc, hc.waiter, base, waiter)
+			queued(t, raw, hc.waiter, base, waiter)
 
 			// Curator's revocation listener releases on the holder's worker
 			// by itself: the holder leaves the guards just before it is asked to.
@@ -57,7 +57,7 @@ func TestRevocation(t *testing.T) {
 				t.Fatalf("Go's revocable node has data %q (%v), want none", data, err)
 			}
 			waiter := java.contend(t, hc.waiter, base, 1, guards, "java-waiter")
-			queued(t, gc, hc.waiter, base, waiter)
+			queued(t, raw, hc.waiter, base, waiter)
 
 			// The Go holder's revocation listener leaves the guards and releases.
 			java.p.do(t, "-", "revoke", java.jc, node)
