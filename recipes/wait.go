@@ -203,20 +203,26 @@ func (li *lockInternals) await(ctx context.Context, g *grant, w *waits, l listin
 	if l.children != nil {
 		fired = l.children
 	}
-	var early <-chan struct{}
+	var early <-chan zk.Event
 	if w.early != nil {
-		early = w.early.fired
+		early = w.early.events
 	}
+	fired.enter()
+	w.early.enter()
+	defer fired.leave()
+	defer w.early.leave()
 	select {
 	case <-ended:
-	case <-fired.fired:
+	case ev, ok := <-fired.events:
+		ev = fired.take(ev, ok)
 		if l.children == nil {
 			w.kept = nil // fired: a watch is good for one event
 		}
-		if p.handsOff && l.children == nil && fired.ev.Type == zk.EventNodeDeleted && li.trusted(g) {
+		if p.handsOff && l.children == nil && ev.Type == zk.EventNodeDeleted && li.trusted(g) {
 			return true, nil
 		}
-	case <-early: // list again, keeping the watch on the node we wait for
+	case ev, ok := <-early: // list again, keeping the watch on the node we wait for
+		w.early.take(ev, ok)
 	case <-l.changed:
 	case <-ctx.Done():
 		return false, ctx.Err()

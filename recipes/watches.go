@@ -21,10 +21,22 @@ import (
 //
 // A shared watch is set by a goroutine of its own, with a context of its
 // own (a waiter that gives up while it is being set leaves nothing behind
-// either), which then waits for the watch's one event, tells every waiter
-// (fired closes), and forgets it. Waiters that come while it is live use it
-// as it is: a watch set before a waiter's listing fires for any change
-// after that listing, which is all the waiter needs.
+// either). Its event comes on go-zookeeper's channel, which go-zookeeper
+// closes once it has sent the one event: every waiter waits on that
+// channel itself, and whoever receives the event takes it (take: records
+// it, forgets the watch, closes fired); the others find the channel closed
+// and read the event once fired is closed. Waiters that come while it is
+// live use it as it is: a watch set before a waiter's listing fires for
+// any change after that listing, which is all the waiter needs.
+//
+// While no waiter waits on it, a collector does: a goroutine that takes
+// the event when it comes, so that a watch all of whose waiters gave up is
+// forgotten when it fires, as go-zookeeper forgets its own registration.
+// The goroutine that set the watch collects until the first waiter comes;
+// the last waiter to stop waiting (having gone back to list, or given up)
+// starts a new collector unless the event has been taken. So a queue of
+// waiters costs no goroutine per watch, and a watch nobody waits on costs
+// one, until its node changes.
 type sharedWatch struct {
 	key   watchKey
 	ready chan struct{} // closed once the watch is set, or failed (err)
@@ -36,8 +48,16 @@ type sharedWatch struct {
 	// after the waiter that asked for the watch asked, so that waiter may
 	// use it (and only that one). Read after ready.
 	children []string
-	fired    chan struct{} // closed when the event has come
-	ev       zk.Event      // the event; read after fired
+	// events is go-zookeeper's channel of the watch: its one event, then
+	// closed. Set before ready is closed; receive from it only to take.
+	events <-chan zk.Event
+	fired  chan struct{} // closed once the event has been taken
+
+	ev      zk.Event  // the event; read after fired
+	once    sync.Once // records the event
+	mu      sync.Mutex
+	waiting int           // waiters waiting on events now (enter, leave)
+	relieve chan struct{} // closed to end the collector; nil when none runs
 }
 
 // watchKey is what a watch is shared by: one client, one path (as the
@@ -128,17 +148,17 @@ func liveWatch(k watchKey) *sharedWatch {
 // by a race, still has its event awaited, and so forgotten, once it comes.)
 func adoptWatch(k watchKey, events <-chan zk.Event) *sharedWatch {
 	w := &sharedWatch{key: k, ready: make(chan struct{}), fired: make(chan struct{})}
-	close(w.ready)
+	relieve := w.set(events)
 	watchesMu.Lock()
 	if watches[k] == nil {
 		watches[k] = w
 	}
 	watchesMu.Unlock()
-	go w.await(events)
+	go w.collect(relieve)
 	return w
 }
 
-// run sets the watch, then waits for its event.
+// run sets the watch, then collects its event until a waiter comes.
 func (w *sharedWatch) run() {
 	ctx, cancel := context.WithTimeout(context.Background(), setWatchTimeout)
 	var events <-chan zk.Event
@@ -155,21 +175,92 @@ func (w *sharedWatch) run() {
 	}
 	w.late = w.err != nil && ctx.Err() != nil
 	cancel()
-	close(w.ready)
 	if w.err != nil {
 		events = nil
 	}
-	w.await(events)
+	w.collect(w.set(events))
 }
 
-// await waits for the watch's event (none for a nil events), then forgets
-// the watch and tells its waiters.
-func (w *sharedWatch) await(events <-chan zk.Event) {
-	if events != nil {
-		w.ev = <-events
+// closedEvents is an events channel that never sends, for a watch that was
+// not set (nil events), whose fired is closed at once.
+var closedEvents = func() chan zk.Event {
+	ch := make(chan zk.Event)
+	close(ch)
+	return ch
+}()
+
+// set makes w ready with go-zookeeper's events (nil: none will come),
+// with a collector to come (w.collect(relieve)) until a waiter enters.
+func (w *sharedWatch) set(events <-chan zk.Event) (relieve chan struct{}) {
+	if events == nil {
+		events = closedEvents
 	}
-	w.forget()
-	close(w.fired)
+	w.events = events
+	relieve = make(chan struct{})
+	w.relieve = relieve
+	close(w.ready)
+	return relieve
+}
+
+// collect takes the event when it comes, unless relieve is closed first
+// (a waiter has come, which will take it).
+func (w *sharedWatch) collect(relieve <-chan struct{}) {
+	select {
+	case ev, ok := <-w.events:
+		w.take(ev, ok)
+	case <-relieve:
+	}
+}
+
+// enter tells w that a waiter is about to wait on its events (nil: no
+// watch); the collector, if one runs, may end.
+func (w *sharedWatch) enter() {
+	if w == nil {
+		return
+	}
+	w.mu.Lock()
+	w.waiting++
+	if w.relieve != nil {
+		close(w.relieve)
+		w.relieve = nil
+	}
+	w.mu.Unlock()
+}
+
+// leave tells w that a waiter stopped waiting on its events; the last one
+// to leave starts a collector unless the event has been taken.
+func (w *sharedWatch) leave() {
+	if w == nil {
+		return
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.waiting--
+	if w.waiting == 0 && w.relieve == nil && !isClosed(w.fired) {
+		w.relieve = make(chan struct{})
+		go w.collect(w.relieve)
+	}
+}
+
+// take records the event a receive from w.events got, and tells every
+// waiter: ok, the one event (the receiver records it, forgets the watch
+// and closes fired); !ok, the channel found closed by a receiver after the
+// one that got the event, which waits until that one has recorded it.
+// go-zookeeper sends a watch's one event before it closes the channel
+// (internal/zkconn's assumption 8), so that one exists; a watch that was
+// not set (closedEvents) is told by whoever finds it closed first. It
+// returns the event.
+func (w *sharedWatch) take(ev zk.Event, ok bool) zk.Event {
+	if !ok && w.events != closedEvents {
+		<-w.fired
+		return w.ev
+	}
+	w.once.Do(func() {
+		w.ev = ev
+		w.forget()
+		close(w.fired)
+	})
+	return w.ev
 }
 
 // forget takes w out of the shared watches, unless another has taken its

@@ -74,4 +74,10 @@ func TestAbandonedWaitsLeaveNothingBehind(t *testing.T) {
 	if err := holder.Release(ctx); err != nil {
 		t.Fatal(err)
 	}
+	// Nobody waits on that watch now: its collector takes the event and
+	// forgets it, as go-zookeeper forgets its registration.
+	testutil.Until(t, "the holder's watch forgotten once it fired", func() (bool, string) {
+		n := liveWatches()
+		return n == 0, fmt.Sprintf("%d shared watches live", n)
+	})
 }

@@ -318,3 +318,61 @@ func TestCutSendsNothingMore(t *testing.T) {
 		t.Fatalf("the node of a create made after Cut: exists %v, %v", ok, err)
 	}
 }
+
+// Assumption 8: a watch's channel gets its one event, then is closed, so
+// that every receiver wakes and exactly one has the event: when the node
+// changes, and when the connection's watches are dropped (Close).
+func TestWatchChannelSendsOnceThenCloses(t *testing.T) {
+	testutil.CheckLeaks(t)
+	c, _ := dialed(t, &wireCheck{}, []string{server.Addr()}, 2*time.Second)
+	path := "/zkconn-watch-" + strings.ReplaceAll(t.Name(), "/", "-")
+	receivers := func(events <-chan zk.Event) <-chan []zk.Event {
+		got := make(chan []zk.Event, 1)
+		go func() {
+			var evs []zk.Event
+			var wg sync.WaitGroup
+			var mu sync.Mutex
+			for range 3 {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					if ev, ok := <-events; ok {
+						mu.Lock()
+						evs = append(evs, ev)
+						mu.Unlock()
+					}
+				}()
+			}
+			wg.Wait()
+			got <- evs
+		}()
+		return got
+	}
+	check := func(got <-chan []zk.Event, want zk.EventType, when string) {
+		evs := testutil.Recv(t, got, "every receiver of the watch's channel to wake, "+when)
+		if len(evs) != 1 || evs[0].Type != want {
+			broken(t, 8, "a watch's channel gets one event, then is closed", "conn.go, notifyWatches and invalidateWatches",
+				when, "events received", evs, "want one of type", want)
+		}
+	}
+	if _, err := c.Create(path, nil, 0, zk.WorldACL(zk.PermAll)); err != nil {
+		t.Fatal(err)
+	}
+	_, _, events, err := c.GetW(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := receivers(events)
+	if err := c.Delete(path, -1); err != nil {
+		t.Fatal(err)
+	}
+	check(got, zk.EventNodeDeleted, "when the node is deleted")
+
+	_, _, events, err = c.ExistsW(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got = receivers(events)
+	c.Close()
+	check(got, zk.EventNotWatching, "when the connection closes")
+}

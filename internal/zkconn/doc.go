@@ -44,4 +44,9 @@
 //  7. CreateContainer, unlike Create, reads its reply's path even when the
 //     call ended because the connection closed, while the receive loop may
 //     be decoding that reply into it (a data race; container.go).
+//  8. A watch's channel (GetW, ChildrenW, ExistsW) gets one event and is
+//     then closed, when the watch fires and when the session's watches are
+//     dropped (conn.go, notifyWatches and invalidateWatches): every
+//     goroutine receiving from it wakes, one of them with the event. The
+//     recipes' shared watches rely on it (recipes/watches.go).
 package zkconn
