@@ -53,9 +53,15 @@ func (r *Results) render(w io.Writer) error {
 		*Results
 		LoadHigh bool
 		Targets  []targetResult
+		Bounds   []targetResult // the missed targets with a bound
 		Sections []section
 		PlotFile string
 	}{Results: r, LoadHigh: loadHigh(r.LoadStart), Targets: r.targetResults(), PlotFile: hotMutexSVG}
+	for _, t := range v.Targets {
+		if t.Bound != "" {
+			v.Bounds = append(v.Bounds, t)
+		}
+	}
 	for _, s := range r.Scenarios {
 		sec := section{Scenario: s, Table: measureTable(s)}
 		for _, name := range implOrder {
