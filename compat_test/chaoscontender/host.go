@@ -97,6 +97,13 @@ func (h *Host) Handle(verb string, args []string) (string, error) {
 	return "", fmt.Errorf("bad request %s %s", verb, strings.Join(args, " "))
 }
 
+// refereeTimeout bounds a call to the referee. A pause of the process
+// (SIGSTOP, up to the session timeout + 20 s in the chaos suite) stops the
+// clock of nothing but the process: a call under way when it began would
+// time out the moment the process resumes if the bound were shorter, and
+// its holding would go unchecked.
+const refereeTimeout = time.Minute
+
 // open opens a client, waits for its session and returns its id.
 func (h *Host) open(name, connect string, opts []framework.Option) (string, error) {
 	listener := state.ListenerFunc(func(s state.ConnectionState) {
@@ -104,7 +111,7 @@ func (h *Host) open(name, connect string, opts []framework.Option) (string, erro
 	})
 	log := h.log.With(zap.String("client", name))
 	c := &Client{connect: connect, opts: append(opts, framework.WithLogger(log), framework.WithListener(listener)), log: log,
-		http: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 16}, Timeout: 5 * time.Second}}
+		http: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 16}, Timeout: refereeTimeout}}
 	c.cancel, c.cancelF = context.WithCancel(context.Background())
 	var err error
 	if c.gen, err = c.open(); err != nil {
