@@ -130,6 +130,7 @@ func TestOpsRefuseBadInput(t *testing.T) {
 	for _, op := range pathOps() {
 		for _, bad := range testutil.BadPaths(base) {
 			testutil.ErrorIs(t, op.do(ctx, c, bad.Path), zk.ErrInvalidPath, op.name, bad.Problem)
+			testutil.ErrorIs(t, op.do(ctx, c, bad.Path), ErrInvalidArgument, op.name, bad.Problem)
 		}
 		err := op.do(ctx, closed, base+"/x")
 		testutil.ErrorIs(t, err, ErrClosed, op.name, "client is closed")

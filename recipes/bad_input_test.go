@@ -53,6 +53,7 @@ func TestConstructorsRefuseBadArguments(t *testing.T) {
 			testutil.ErrorIs(t, ctor.make(closed, base+"/x"), framework.ErrClosed, "client is closed")
 			for _, b := range bad {
 				testutil.ErrorIs(t, ctor.make(good, b.Path), zk.ErrInvalidPath, b.Problem)
+				testutil.ErrorIs(t, ctor.make(good, b.Path), ErrBadArgument, b.Problem)
 			}
 		})
 	}

@@ -214,8 +214,12 @@ func writtenHookOrders(t *testing.T, addr string) {
 	if _, err := c.Create(base, nil, 0, zk.WorldACL(zk.PermAll)); err != nil {
 		t.Fatal(err)
 	}
-	listed := make(chan []string, 1)
+	listed, heard := make(chan []string, 1), make(chan struct{}, 1)
 	defer c.Forget(c.OnWritten(base+"/a", hookFunc(func(c *Conn) {
+		select {
+		case heard <- struct{}{}:
+		default:
+		}
 		go func() {
 			kids, _, _ := c.Children(base)
 			listed <- kids
@@ -223,6 +227,12 @@ func writtenHookOrders(t *testing.T, addr string) {
 	})))
 	if _, err := c.Create(base+"/a", nil, 0, zk.WorldACL(zk.PermAll)); err != nil {
 		t.Fatal(err)
+	}
+	select { // the hook runs inside the create's Write, before its reply can come
+	case <-heard:
+	default:
+		broken(t, 2, "a create is written as one frame the tap reads (its opcode, then its path)",
+			"conn.go, Create and sendData; constants.go's opcodes against tap.go's")
 	}
 	if kids := testutil.Recv(t, listed, "the listing made from the hook"); len(kids) != 1 || kids[0] != "a" {
 		broken(t, 3, "requests are written in the order they are made", "conn.go, queueRequest and sendLoop",
