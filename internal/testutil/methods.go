@@ -10,10 +10,12 @@ import (
 
 // CallEveryMethod calls every exported method of v (a pointer: a zero value
 // or nil) with zero arguments but a live context, bounded by Timeout (and
-// no variadic ones). It fails t if one panics, or if a method that returns
-// an error returns nil (a zero value must fail clearly, not succeed
-// silently) or an error that does not wrap want. It returns how many
-// methods it called, for the caller to require that some were.
+// no variadic ones). It fails t if one panics, or blocks past Timeout (the
+// calls after it are not made: a panic recovered may have left a lock
+// held), or if a method that returns an error returns nil (a zero value
+// must fail clearly, not succeed silently) or an error that does not wrap
+// want. It returns how many methods it called, for the caller to require
+// that some were.
 func CallEveryMethod(t *testing.T, v any, want error) int {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), Timeout)
@@ -37,7 +39,19 @@ func CallEveryMethod(t *testing.T, v any, want error) int {
 			}
 		}
 		name := fmt.Sprintf("(%T).%s", v, m.Name)
-		out, panicked := call(rv.Method(i), args)
+		done := make(chan struct{})
+		var out []reflect.Value
+		var panicked any
+		go func() {
+			defer close(done)
+			out, panicked = call(rv.Method(i), args)
+		}()
+		select {
+		case <-done:
+		case <-ctx.Done():
+			t.Errorf("%s has not returned within %v: the calls after it are not made", name, Timeout)
+			return i
+		}
 		if panicked != nil {
 			t.Errorf("%s panicked: %v", name, panicked)
 			continue
