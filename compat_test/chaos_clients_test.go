@@ -193,7 +193,7 @@ func startClient(t *testing.T, ens *zktest.Ensemble, name, bin, logs string) *ch
 	case 'g':
 		l, err := zap.Config{Level: zap.NewAtomicLevelAt(zap.InfoLevel), Encoding: "console", EncoderConfig: zap.NewDevelopmentEncoderConfig(),
 			OutputPaths: []string{filepath.Join(logs, name+".log")}, ErrorOutputPaths: []string{"stderr"}}.Build()
-		must(t, err)
+		testutil.Must(t, err)
 		c.host = chaoscontender.NewHost(l, func(ev string) {
 			c.mu.Lock()
 			defer c.mu.Unlock()
@@ -216,7 +216,7 @@ func startClient(t *testing.T, ens *zktest.Ensemble, name, bin, logs string) *ch
 	ms := strconv.FormatInt(chaosSessionTimeout.Milliseconds(), 10)
 	_, err := c.send("-", "client", name, strings.Join(addrs, ","), "session="+ms, "connection="+ms, "maxsleep=1000",
 		"stamp=true", "tracker=false", "policy="+c.policy)(testutil.Context(t))
-	must(t, err)
+	testutil.Must(t, err)
 	return c
 }
 

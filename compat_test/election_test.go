@@ -44,7 +44,7 @@ func goParticipants(t testing.TB, e interface {
 }) string {
 	t.Helper()
 	ps, err := e.Participants(testutil.Context(t))
-	must(t, err)
+	testutil.Must(t, err)
 	var parts []string
 	for _, x := range ps {
 		parts = append(parts, fmt.Sprintf("%s:%v", x.ID, x.IsLeader))
@@ -73,7 +73,7 @@ func TestLeaderLatchWithJava(t *testing.T) {
 	g1 := mustLatch(t, gx, base, "go-1")
 	g2 := mustLatch(t, gc, base, "go-2")
 	for i, l := range []*recipes.LeaderLatch{g1, g2} {
-		must(t, l.Start())
+		testutil.Must(t, l.Start())
 		defer l.Close()
 		testutil.WaitChildren(t, raw, base, i+2)
 	}
@@ -92,15 +92,15 @@ func TestLeaderLatchWithJava(t *testing.T) {
 	}
 
 	p.do(t, "-", "latch-close", "j1")
-	must(t, g1.Await(ctx)) // Java → Go
+	testutil.Must(t, g1.Await(ctx)) // Java → Go
 	if got := p.do(t, "-", "election-leader", "j1"); got != "go-1:true" {
 		t.Fatalf("Java's latch says the leader is %q", got)
 	}
 	p.do(t, "-", "latch", "j2", "jc", base, "id=java-2")
 	p.do(t, "-", "latch-start", "j2")
 	testutil.WaitChildren(t, raw, base, 3)
-	must(t, proxy.ExpireSession(gx.SessionID())) // Go → Go, by expiry
-	must(t, g2.Await(ctx))
+	testutil.Must(t, proxy.ExpireSession(gx.SessionID())) // Go → Go, by expiry
+	testutil.Must(t, g2.Await(ctx))
 	// go-1's node went with its session: it queues again, with a node of
 	// its new session, behind java-2. It then leaves, so that the killed
 	// Java candidate below can lead.
@@ -108,8 +108,8 @@ func TestLeaderLatchWithJava(t *testing.T) {
 	if got := goParticipants(t, g2); got != "go-2:true java-2:false go-1:false" {
 		t.Fatalf("after go-1's expiry, Go sees %q, want go-1 queued again behind java-2", got)
 	}
-	must(t, g1.Close())
-	must(t, g2.Close()) // Go → Java, by close
+	testutil.Must(t, g1.Close())
+	testutil.Must(t, g2.Close()) // Go → Java, by close
 	p.mustEvent(t, "leader j2 true")
 	if got := javaParticipants(t, p, "j2"); !strings.HasPrefix(got, "java-2:true") {
 		t.Fatalf("Java sees %q, want java-2 leading", got)
@@ -123,10 +123,10 @@ func TestLeaderLatchWithJava(t *testing.T) {
 	k.do(t, "-", "latch-start", "k")
 	k.mustEvent(t, "leader k true")
 	g3 := mustLatch(t, gc, base, "go-3")
-	must(t, g3.Start())
+	testutil.Must(t, g3.Start())
 	defer g3.Close()
 	k.Kill()
-	must(t, g3.Await(ctx))
+	testutil.Must(t, g3.Await(ctx))
 }
 
 // Go and Java Curator 5.4 LeaderSelectors in one election: one leader at a
@@ -153,8 +153,8 @@ func TestLeaderSelectorWithJava(t *testing.T) {
 		}
 		return nil
 	}, recipes.WithParticipantID("go"))
-	must(t, err)
-	must(t, gs.Start())
+	testutil.Must(t, err)
+	testutil.Must(t, gs.Start())
 	defer gs.Close()
 	testutil.WaitChildren(t, raw, base, 2)
 	const want = "java:true go:false"
@@ -194,6 +194,6 @@ func TestLeaderSelectorWithJava(t *testing.T) {
 func mustLatch(t testing.TB, c *framework.Client, path, id string) *recipes.LeaderLatch {
 	t.Helper()
 	l, err := recipes.NewLeaderLatch(c, path, recipes.WithParticipantID(id))
-	must(t, err)
+	testutil.Must(t, err)
 	return l
 }

@@ -37,7 +37,7 @@ func TestSessionExpiry(t *testing.T) {
 			// The Java holder's hold ends with its session: it leaves the
 			// guards just before the server expires it.
 			holder.leave(t)
-			must(t, proxy.ExpireSession(jx.sid))
+			testutil.Must(t, proxy.ExpireSession(jx.sid))
 			waiter.granted(t)
 			java.p.mustEvent(t, "state "+jx.jc+" LOST")
 			java.p.mustEvent(t, "state "+jx.jc+" RECONNECTED")
@@ -67,7 +67,7 @@ func TestSessionExpiry(t *testing.T) {
 			// The Go holder's hold ends with its session: it leaves the
 			// guards just before the server expires it.
 			holder.leave(t)
-			must(t, proxy.ExpireSession(gx.session()))
+			testutil.Must(t, proxy.ExpireSession(gx.session()))
 			waiter.granted(t)
 			testutil.Recv(t, holder.o.Done(), "the Go holder's notice that its lock is lost")
 			testutil.ErrorIs(t, holder.o.Err(), recipes.ErrLockLost)

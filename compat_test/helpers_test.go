@@ -34,7 +34,7 @@ func waitWatching(t testing.TB, session int64, match func(path string) bool, sto
 	defer tick.Stop()
 	for {
 		out, err := server.FourLetterWord("wchp")
-		must(t, err)
+		testutil.Must(t, err)
 		for path, sessions := range watchers(out) {
 			if match(path) && slices.Contains(sessions, want) {
 				return true
@@ -93,17 +93,10 @@ func ownedBy(t testing.TB, c *framework.Client, path string, session int64) []st
 	var out []string
 	for _, k := range children(t, c, path) {
 		ok, st, err := c.Exists(testutil.Context(t), path+"/"+k)
-		must(t, err)
+		testutil.Must(t, err)
 		if ok && st.EphemeralOwner == session {
 			out = append(out, path+"/"+k)
 		}
 	}
 	return out
-}
-
-func must(t testing.TB, err error) {
-	t.Helper()
-	if err != nil {
-		t.Fatal(err)
-	}
 }

@@ -212,7 +212,7 @@ func (h *goHolder) try(t testing.TB) bool {
 	ctx, o := testutil.Context(t), h.r.goOwner(t, h.s.gc, h.base, 1)
 	err := o.TryAcquire(ctx)
 	if err == nil {
-		must(t, o.Release(ctx))
+		testutil.Must(t, o.Release(ctx))
 		return true
 	}
 	if !errors.Is(err, recipes.ErrLocked) {
@@ -233,7 +233,7 @@ func (h *goHolder) leave(testing.TB) {
 func (h *goHolder) release(t testing.TB) {
 	t.Helper()
 	h.leave(t)
-	must(t, h.o.Release(testutil.Context(t)))
+	testutil.Must(t, h.o.Release(testutil.Context(t)))
 }
 
 func (h *goHolder) entries() []string { return slices.Repeat([]string{h.label}, h.qty) }

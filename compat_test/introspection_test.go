@@ -54,7 +54,7 @@ func TestIntrospectionMutex(t *testing.T) {
 	gc, raw := golang.gc, testutil.Connect(t, server.Addr())
 	base := serverPath(t)
 	_, err := gc.Create(ctx, base+"/zzz-foreign", nil, framework.CreatingParentContainersIfNeeded())
-	must(t, err)
+	testutil.Must(t, err)
 	g := newGuards(t, 1)
 	var queue []holder
 	for i, s := range []side{golang, java, golang, java} {
@@ -64,7 +64,7 @@ func TestIntrospectionMutex(t *testing.T) {
 	queue[0].granted(t)
 
 	goList, err := mustMutex(t, gc, base).ParticipantNodes(ctx)
-	must(t, err)
+	testutil.Must(t, err)
 	if javaList := java.p.participants(t, queue[1].(*javaHolder).lock); !slices.Equal(goList, javaList) {
 		t.Fatalf("participants differ:\nGo:   %v\nJava: %v", goList, javaList)
 	}
@@ -85,7 +85,7 @@ func owners(t testing.TB, c *framework.Client, nodes []string, goSID, javaSID in
 	var out []string
 	for _, n := range nodes {
 		_, st, err := c.GetData(testutil.Context(t), n)
-		must(t, err)
+		testutil.Must(t, err)
 		switch st.EphemeralOwner {
 		case goSID:
 			out = append(out, "go")
@@ -129,7 +129,7 @@ func TestIntrospectionReadWrite(t *testing.T) {
 	queue[0].granted(t)
 
 	goList, err := mustReadWrite(t, gc, base, "").ParticipantNodes(ctx)
-	must(t, err)
+	testutil.Must(t, err)
 	if got, want := owners(t, gc, goList, golang.session(), java.sid), []string{"go", "java", "go", "java", "go"}; !slices.Equal(got, want) {
 		t.Fatalf("participants %v owned by %v, want %v", goList, got, want)
 	}
@@ -185,9 +185,9 @@ func TestIntrospectionSemaphore(t *testing.T) {
 	testutil.WaitChildren(t, raw, base+"/locks", 2) // the Go waiter holds the internal lock, Java queues for it
 
 	s, err := recipes.NewInterProcessSemaphoreV2(gc, base, semaphoreLeases)
-	must(t, err)
+	testutil.Must(t, err)
 	goNames, err := s.ParticipantNodes(ctx)
-	must(t, err)
+	testutil.Must(t, err)
 	javaNames := java.p.participants(t, javaHeld.(*javaHolder).lock)
 	if !slices.Equal(slices.Sorted(slices.Values(goNames)), slices.Sorted(slices.Values(javaNames))) {
 		t.Fatalf("lease participants differ:\nGo:   %v\nJava: %v", goNames, javaNames)

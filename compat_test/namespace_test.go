@@ -38,7 +38,7 @@ func TestNamespaces(t *testing.T) {
 			}
 			if r.name == "mutex" {
 				goList, err := mustMutex(t, golang.gc, base).ParticipantNodes(ctx)
-				must(t, err)
+				testutil.Must(t, err)
 				if javaList := java.p.participants(t, holder.lock); !slices.Equal(goList, javaList) || len(goList) != 2 {
 					t.Fatalf("participants in the namespace: Go %v, Java %v", goList, javaList)
 				}

@@ -57,7 +57,7 @@ func (p *peer) send(worker, verb string, args ...string) *call {
 func (c *call) must(t testing.TB) string {
 	t.Helper()
 	r, err := c.Wait(testutil.Context(t))
-	must(t, err)
+	testutil.Must(t, err)
 	return r
 }
 
@@ -70,7 +70,7 @@ func (p *peer) do(t testing.TB, worker, verb string, args ...string) string {
 // mustEvent waits for the event ev, failing the test if it does not come.
 func (p *peer) mustEvent(t testing.TB, ev string) {
 	t.Helper()
-	must(t, p.WaitEvent(testutil.Context(t), ev))
+	testutil.Must(t, p.WaitEvent(testutil.Context(t), ev))
 }
 
 // client opens a Curator client named name in the peer, connected to addr,
@@ -105,6 +105,6 @@ func acquired(t testing.TB, reply string) bool {
 // mustValue returns v, failing the test if err is not nil.
 func mustValue[T any](t testing.TB, v T, err error) T {
 	t.Helper()
-	must(t, err)
+	testutil.Must(t, err)
 	return v
 }

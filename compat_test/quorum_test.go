@@ -47,7 +47,7 @@ func TestQuorumLossEndsTheLostSession(t *testing.T) {
 	testutil.CleanupTree(t, ens.ConnectString(), base)
 
 	h := mustMutex(t, gc, base).NewHandle()
-	must(t, h.Acquire(ctx))
+	testutil.Must(t, h.Acquire(ctx))
 	node, old := h.LockPath(), gc.SessionID()
 
 	p := startPeer(t, "quorum")
@@ -58,7 +58,7 @@ func TestQuorumLossEndsTheLostSession(t *testing.T) {
 
 	// The leader and one follower stop: no quorum. The third stops serving.
 	leader, err := ens.Leader()
-	must(t, err)
+	testutil.Must(t, err)
 	members := ens.Members()
 	stopped := []*zktest.Server{members[leader], members[(leader+1)%len(members)]}
 	// Both at once; t.Fatal belongs to the test's goroutine, so the errors
@@ -68,7 +68,7 @@ func TestQuorumLossEndsTheLostSession(t *testing.T) {
 		go func() { killed <- m.Kill() }()
 	}
 	for range stopped {
-		must(t, testutil.Recv(t, killed, "killing a member"))
+		testutil.Must(t, testutil.Recv(t, killed, "killing a member"))
 	}
 	select {
 	case <-h.Done():
@@ -83,9 +83,9 @@ func TestQuorumLossEndsTheLostSession(t *testing.T) {
 		go func() { restarted <- m.Restart() }()
 	}
 	for range stopped {
-		must(t, testutil.Recv(t, restarted, "restarting a member"))
+		testutil.Must(t, testutil.Recv(t, restarted, "restarting a member"))
 	}
-	must(t, ens.WaitForQuorum(ctx))
+	testutil.Must(t, ens.WaitForQuorum(ctx))
 	if !acquired(t, javaGot.must(t)) {
 		t.Fatal("the Java contender did not acquire after the quorum came back")
 	}
@@ -112,6 +112,6 @@ func TestQuorumLossEndsTheLostSession(t *testing.T) {
 	}
 	p.do(t, "j1", "release", "m")
 	testutil.ErrorIs(t, h.Release(ctx), recipes.ErrLockLost) // after LOST
-	must(t, h.Acquire(ctx))
-	must(t, h.Release(ctx))
+	testutil.Must(t, h.Acquire(ctx))
+	testutil.Must(t, h.Release(ctx))
 }

@@ -49,7 +49,7 @@ func TestReadersShare(t *testing.T) {
 
 	r1.release(t)
 	leave2()
-	must(t, r2.Release(ctx))
+	testutil.Must(t, r2.Release(ctx))
 	gw.notYet(t, "Go writer")
 	r3.release(t)
 	gw.granted(t)
@@ -111,22 +111,22 @@ func TestDowngrade(t *testing.T) {
 		base := serverPath(t)
 		g := newGuards(t, 1)
 		h := mustReadWrite(t, gc, base, "").NewHandle()
-		must(t, h.WriteLock().Acquire(ctx))
+		testutil.Must(t, h.WriteLock().Acquire(ctx))
 		leaveW := goEnter(g, exclusive, 1, 1, "go-writer")
 		jw := java.contend(t, write, base, 1, g, "java-writer").(*javaHolder)
 		testutil.WaitChildren(t, raw, base, 2)
-		must(t, h.ReadLock().Acquire(ctx))
+		testutil.Must(t, h.ReadLock().Acquire(ctx))
 		writeName, readName := lastSegment(h.WriteLock().LockPath()), lastSegment(h.ReadLock().LockPath())
 		if !framework.IsProtectedName(readName) || seqOf(t, readName) != seqOf(t, writeName) || !strings.Contains(readName, "-__READ__") {
 			t.Fatalf("downgrade read node %s, want _c_<uuid>-__READ__ with the write node's sequence (%s)", readName, writeName)
 		}
 		_, st, err := gc.GetData(ctx, h.ReadLock().LockPath())
-		must(t, err)
+		testutil.Must(t, err)
 		if st.EphemeralOwner != gc.SessionID() {
 			t.Fatalf("downgrade read node owner %x, want our session", st.EphemeralOwner)
 		}
 		leaveW()
-		must(t, h.WriteLock().Release(ctx))
+		testutil.Must(t, h.WriteLock().Release(ctx))
 		leaveR := goEnter(g, shared, 1, 1, "go-downgraded-reader")
 		readPath := h.ReadLock().LockPath()
 		if !waitWatching(t, java.sid, func(p string) bool { return p == readPath }, jw.acq.Done()) {
@@ -137,7 +137,7 @@ func TestDowngrade(t *testing.T) {
 		}
 		jw.notYet(t, "the Java writer's acquire")
 		leaveR()
-		must(t, h.ReadLock().Release(ctx))
+		testutil.Must(t, h.ReadLock().Release(ctx))
 		jw.granted(t)
 		jw.release(t)
 		checkGuards(t, g)

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/gocurator/curator/framework"
+	"github.com/gocurator/curator/internal/testutil"
 	"github.com/gocurator/curator/recipes"
 )
 
@@ -93,7 +94,7 @@ var mutexRecipe = recipe{
 func mustMutex(t testing.TB, c *framework.Client, path string, opts ...recipes.LockOption) *recipes.InterProcessMutex {
 	t.Helper()
 	m, err := recipes.NewInterProcessMutex(c, path, opts...)
-	must(t, err)
+	testutil.Must(t, err)
 	return m
 }
 
@@ -140,7 +141,7 @@ func mustReadWrite(t testing.TB, c *framework.Client, base, data string) *recipe
 		opts = append(opts, recipes.WithLockData([]byte(data)))
 	}
 	rw, err := recipes.NewInterProcessReadWriteLock(c, base, opts...)
-	must(t, err)
+	testutil.Must(t, err)
 	return rw
 }
 
@@ -152,7 +153,7 @@ var semaphoreMutexRecipe = recipe{
 	max:  1,
 	goOwner: func(t testing.TB, c *framework.Client, base string, _ int) owner {
 		m, err := recipes.NewInterProcessSemaphoreMutex(c, base)
-		must(t, err)
+		testutil.Must(t, err)
 		return m
 	},
 	javaLock: func(t testing.TB, p *peer, lock, jc, base string) string {
@@ -178,7 +179,7 @@ func semaphoreRecipe(max int, data string) recipe {
 				opts = append(opts, recipes.WithLeaseData([]byte(data)))
 			}
 			s, err := recipes.NewInterProcessSemaphoreV2(c, base, max, opts...)
-			must(t, err)
+			testutil.Must(t, err)
 			return &leaseOwner{s: s, qty: qty}
 		},
 		javaLock: func(t testing.TB, p *peer, lock, jc, base string) string {
@@ -241,7 +242,7 @@ var multiLockRecipe = recipe{
 	max:  1,
 	goOwner: func(t testing.TB, c *framework.Client, base string, _ int) owner {
 		m, err := recipes.NewInterProcessMultiLock(c, multiPaths(base))
-		must(t, err)
+		testutil.Must(t, err)
 		return m
 	},
 	javaLock: func(t testing.TB, p *peer, lock, jc, base string) string {

@@ -41,7 +41,7 @@ func TestRevocation(t *testing.T) {
 			// Curator's revocation listener releases on the holder's worker
 			// by itself: the holder leaves the guards just before it is asked to.
 			holder.leave(t)
-			must(t, recipes.Revoke(ctx, gc, nodes[0]))
+			testutil.Must(t, recipes.Revoke(ctx, gc, nodes[0]))
 			java.p.mustEvent(t, "revoked "+holder.lock)
 			java.p.mustEvent(t, "released "+holder.lock)
 			passed(t, guards, holder, waiter)
@@ -61,7 +61,7 @@ func TestRevocation(t *testing.T) {
 
 			// The Go holder's revocation listener leaves the guards and releases.
 			java.p.do(t, "-", "revoke", java.jc, node)
-			must(t, testutil.Recv(t, holder.revoked, "the Go revocation listener's release"))
+			testutil.Must(t, testutil.Recv(t, holder.revoked, "the Go revocation listener's release"))
 			passed(t, guards, holder, waiter)
 		})
 	}

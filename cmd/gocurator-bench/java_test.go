@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/gocurator/curator/internal/jvm"
+	"github.com/gocurator/curator/internal/testutil"
 )
 
 // ourJVMs lists the pids of this process's children that are CuratorBench
@@ -46,9 +47,7 @@ func TestJavaRunnerKillsAHungJVM(t *testing.T) {
 	}
 	ctx := context.Background()
 	j, err := newJavaRunner(ctx, &versions{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	testutil.Must(t, err)
 	// nothing listens on port 1: the JVM never connects, so never gets ready
 	start := time.Now()
 	_, err = j.start(ctx, 3*time.Second, time.Second, "loop", "127.0.0.1:1", "path=/hung", "clients=1", "threads=1", "paths=1", "leases=0", "durationMs=10")

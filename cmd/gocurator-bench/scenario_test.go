@@ -10,6 +10,7 @@ import (
 
 	"github.com/gocurator/curator/framework/zktest"
 	"github.com/gocurator/curator/internal/jvm"
+	"github.com/gocurator/curator/internal/testutil"
 )
 
 // Every scenario, with tiny counts, against a real server: every row that
@@ -69,9 +70,7 @@ func TestScenariosSmoke(t *testing.T) {
 		t.Error("the JVMs did not report their versions")
 	}
 	b, err := json.Marshal(res)
-	if err != nil {
-		t.Fatal(err)
-	}
+	testutil.Must(t, err)
 	var back Results
 	if err := json.Unmarshal(b, &back); err != nil {
 		t.Fatal(err)

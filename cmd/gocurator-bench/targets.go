@@ -90,25 +90,21 @@ func (r *Results) targetResults() []targetResult {
 	return out
 }
 
-// value returns impl's value of measure in scenario key, and whether it was
-// measured.
-func (r *Results) value(key, impl, measure string) (float64, bool) {
-	s := r.scenario(key)
-	if s == nil {
-		return 0, false
+// value returns impl's value of measure in scenario key; 0 when it was not
+// measured (a bound then says nothing).
+func (r *Results) value(key, impl, measure string) float64 {
+	if s := r.scenario(key); s != nil {
+		return s.Rows[impl].Value[measure]
 	}
-	v, ok := s.Rows[impl].Value[measure]
-	return v, ok && v != 0
+	return 0
 }
 
 // limitBound: no lock goes below the limit (its two writes), whatever the
 // floor's listing costs.
 func limitBound(key string) func(*Results) string {
 	return func(r *Results) string {
-		limit, ok1 := r.value(key, nameLimit, "p50")
-		floor, ok2 := r.value(key, nameFloor, "p50")
-		ours, ok3 := r.value(key, nameOurs, "p50")
-		if !ok1 || !ok2 || !ok3 {
+		limit, floor, ours := r.value(key, nameLimit, "p50"), r.value(key, nameFloor, "p50"), r.value(key, nameOurs, "p50")
+		if min(limit, floor, ours) == 0 {
 			return ""
 		}
 		return fmt.Sprintf("the limit (create + delete, no listing: the two writes every ZooKeeper lock makes) is %s here, %s the floor; "+
@@ -120,11 +116,9 @@ func limitBound(key string) func(*Results) string {
 // handOffBound: a hot lock's acquisitions follow each other, each behind
 // the previous holder's delete.
 func handOffBound(r *Results) string {
-	limit, ok1 := r.value("1", nameLimit, "p50")
-	rate, ok2 := r.value("2", nameOurs, "rate")
-	packets, ok3 := r.value("2", nameOurs, "packets")
-	curator, ok4 := r.value("2", nameCurator, "packets")
-	if !ok1 || !ok2 || !ok3 || !ok4 {
+	limit, rate := r.value("1", nameLimit, "p50"), r.value("2", nameOurs, "rate")
+	packets, curator := r.value("2", nameOurs, "packets"), r.value("2", nameCurator, "packets")
+	if min(limit, rate, packets, curator) == 0 {
 		return ""
 	}
 	return fmt.Sprintf("one holder after another: each acquisition waits for the previous holder's delete to be committed and "+
@@ -139,12 +133,9 @@ func handOffBound(r *Results) string {
 // go-zookeeper, and pays its cost per request too.
 func floorBound(key, measure string) func(*Results) string {
 	return func(r *Results) string {
-		ours, ok1 := r.value(key, nameOurs, measure)
-		floor, ok2 := r.value(key, nameFloor, measure)
-		curator, ok3 := r.value(key, nameCurator, measure)
-		packets, ok4 := r.value(key, nameOurs, "packets")
-		floorPackets, ok5 := r.value(key, nameFloor, "packets")
-		if !ok1 || !ok2 || !ok3 || !ok4 || !ok5 {
+		ours, floor, curator := r.value(key, nameOurs, measure), r.value(key, nameFloor, measure), r.value(key, nameCurator, measure)
+		packets, floorPackets := r.value(key, nameOurs, "packets"), r.value(key, nameFloor, "packets")
+		if min(ours, floor, curator, packets, floorPackets) == 0 {
 			return ""
 		}
 		return fmt.Sprintf("gocurator sends the floor's requests (%.2f server packets per acquisition; the floor %.2f) through the "+
@@ -157,9 +148,8 @@ func floorBound(key, measure string) func(*Results) string {
 // waiterBound: what a waiting handle keeps that the floor's waiter does
 // not.
 func waiterBound(r *Results) string {
-	ours, ok1 := r.value("6", nameOurs, "heap")
-	floor, ok2 := r.value("6", nameFloor, "heap")
-	if !ok1 || !ok2 {
+	ours, floor := r.value("6", nameOurs, "heap"), r.value("6", nameFloor, "heap")
+	if min(ours, floor) == 0 {
 		return ""
 	}
 	return fmt.Sprintf("a waiting handle keeps %s more than the floor's waiter, which is a goroutine blocked on go-zookeeper's "+

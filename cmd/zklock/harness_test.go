@@ -90,7 +90,7 @@ func startZklock(t testing.TB, inProcess bool, args ...string) *process {
 	// After a kill, Wait gives up on pipes a child of the command still
 	// holds open (a `sleep` the command ran) instead of waiting for it.
 	p.cmd.WaitDelay = 5 * time.Second
-	must(t, p.cmd.Start())
+	testutil.Must(t, p.cmd.Start())
 	go func() {
 		defer close(p.done)
 		p.cmd.Wait() // an error says no more than ProcessState

@@ -27,9 +27,9 @@ func TestLsParentOfLocks(t *testing.T) {
 	createNode(t, conn, app+"/empty") // no lock anywhere below it
 	orders := holdMutex(ctx, t, app+"/orders")
 	rw, err := recipes.NewInterProcessReadWriteLock(client, app+"/billing/eu")
-	must(t, err)
+	testutil.Must(t, err)
 	reader := rw.NewHandle().ReadLock()
-	must(t, reader.Acquire(ctx))
+	testutil.Must(t, reader.Acquire(ctx))
 	t.Cleanup(func() { reader.Release(context.Background()) })
 	holdLease(ctx, t, client, app+"/sem", 2)
 

@@ -36,22 +36,14 @@ func newClient(t testing.TB, opts ...framework.Option) *framework.Client {
 	return testclient.New(t, server.Addr(), opts...)
 }
 
-// must fails the test if err is not nil.
-func must(t testing.TB, err error) {
-	t.Helper()
-	if err != nil {
-		t.Fatal(err)
-	}
-}
-
 // holdMutex takes the mutex at path on a client of its own, for the rest of
 // the test: it is released when the test ends.
 func holdMutex(ctx context.Context, t testing.TB, path string) *recipes.Handle {
 	t.Helper()
 	mu, err := recipes.NewInterProcessMutex(newClient(t), path)
-	must(t, err)
+	testutil.Must(t, err)
 	h := mu.NewHandle()
-	must(t, h.Acquire(ctx))
+	testutil.Must(t, h.Acquire(ctx))
 	t.Cleanup(func() { _ = h.Release(context.Background()) })
 	return h
 }
@@ -61,9 +53,9 @@ func holdMutex(ctx context.Context, t testing.TB, path string) *recipes.Handle {
 func holdLease(ctx context.Context, t testing.TB, c *framework.Client, path string, max int) *recipes.Lease {
 	t.Helper()
 	sem, err := recipes.NewInterProcessSemaphoreV2(c, path, max)
-	must(t, err)
+	testutil.Must(t, err)
 	lease, err := sem.Acquire(ctx)
-	must(t, err)
+	testutil.Must(t, err)
 	t.Cleanup(func() { _ = lease.Close(context.Background()) })
 	return lease
 }
@@ -207,7 +199,7 @@ func TestConnectFailure(t *testing.T) {
 	testutil.CheckLeaks(t)
 	// A port nothing listens on: the proxy's, once closed.
 	p, err := zktest.StartProxy(server.Addr())
-	must(t, err)
+	testutil.Must(t, err)
 	closed := p.Addr()
 	p.Close()
 	for _, tc := range []struct {

@@ -31,7 +31,7 @@ func TestRevokeNoHolder(t *testing.T) {
 	createNode(t, conn, path)
 	createNode(t, conn, path+"/empty")
 	h := holdMutex(ctx, t, path+"/reaped")
-	must(t, h.Release(ctx))
+	testutil.Must(t, h.Release(ctx))
 	testutil.WaitGone(t, conn, path+"/reaped")
 	for _, p := range []string{path + "/empty", path + "/reaped"} {
 		startZklock(t, false, "revoke", p).fails(exitError, "no holder to revoke at "+p)
@@ -80,7 +80,7 @@ func TestRevokeLockPath(t *testing.T) {
 
 	// A mutex, by node: asked, and its listener runs.
 	mu, err := recipes.NewInterProcessMutex(client, path+"/mutex")
-	must(t, err)
+	testutil.Must(t, err)
 	h, asked := mu.NewHandle(), make(chan struct{}, 1)
 	h.MakeRevocable(func() {
 		select {
@@ -88,7 +88,7 @@ func TestRevokeLockPath(t *testing.T) {
 		default: // one request is heard already
 		}
 	})
-	must(t, h.Acquire(ctx))
+	testutil.Must(t, h.Acquire(ctx))
 	t.Cleanup(func() { h.Release(context.Background()) })
 	startZklock(t, true, "--json", "revoke", h.LockPath()).jsonLine(0,
 		map[string]any{"event": eventRevokeRequested, "node": h.LockPath(), "revocable": true, "released": false})
@@ -108,12 +108,12 @@ func TestRevokeLockPath(t *testing.T) {
 	// A read-write lock: both revocable readers hold, and release when
 	// asked; the writer waits. --wait: their lines once released.
 	rw, err := recipes.NewInterProcessReadWriteLock(client, path+"/rw")
-	must(t, err)
+	testutil.Must(t, err)
 	var readers []string
 	for i := 0; i < 2; i++ {
 		r := rw.NewHandle().ReadLock()
 		r.MakeRevocable(func() { r.Release(context.Background()) })
-		must(t, r.Acquire(ctx))
+		testutil.Must(t, r.Acquire(ctx))
 		t.Cleanup(func() { r.Release(context.Background()) })
 		readers = append(readers, r.LockPath())
 	}
@@ -139,10 +139,10 @@ func TestRevokeLockPath(t *testing.T) {
 	// the latch node's participant id stays.
 	lease := holdLease(ctx, t, client, path+"/sem", 1)
 	latch, err := recipes.NewLeaderLatch(client, path+"/latch", recipes.WithParticipantID("p-1"))
-	must(t, err)
-	must(t, latch.Start())
+	testutil.Must(t, err)
+	testutil.Must(t, latch.Start())
 	t.Cleanup(func() { _ = latch.Close() })
-	must(t, latch.Await(ctx))
+	testutil.Must(t, latch.Await(ctx))
 	kids, _, err := conn.Children(path + "/latch")
 	if err != nil || len(kids) != 1 {
 		t.Fatalf("latch children %v, %v", kids, err)
@@ -169,7 +169,7 @@ func TestBinaryRevokeCuratorHolders(t *testing.T) {
 	ctx, path := testutil.Begin(t, server.Addr())
 	conn := testutil.Connect(t, server.Addr())
 	peer, err := curatorpeer.Start(ctx, "revoke", curatorpeer.Options{LogPath: filepath.Join(t.TempDir(), "peer.log")})
-	must(t, err)
+	testutil.Must(t, err)
 	t.Cleanup(func() {
 		if err := peer.Close(); err != nil {
 			t.Error(err)

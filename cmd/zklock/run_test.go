@@ -237,13 +237,13 @@ func TestRunReadWriteAndSemaphore(t *testing.T) {
 	ctx, path := testutil.Begin(t, server.Addr())
 	client := newClient(t)
 	rw, err := recipes.NewInterProcessReadWriteLock(client, path+"/rw")
-	must(t, err)
+	testutil.Must(t, err)
 	reader := rw.NewHandle().ReadLock()
-	must(t, reader.Acquire(ctx))
+	testutil.Must(t, reader.Acquire(ctx))
 	// Readers share; a writer does not get in.
 	startZklock(t, true, "run", "--read", "--try-once", path+"/rw", "--", "sh", "-c", `echo "$ZKLOCK_KIND $ZKLOCK_NODE"`).succeeds("read "+path+"/rw/", "-__READ__")
 	startZklock(t, true, "run", "--write", "--try-once", path+"/rw", "--", "true").fails(exitNotAcquired, "held by another participant")
-	must(t, reader.Release(ctx))
+	testutil.Must(t, reader.Release(ctx))
 	startZklock(t, true, "run", "--write", "--try-once", path+"/rw", "--", "sh", "-c", `echo "$ZKLOCK_KIND $ZKLOCK_NODE"`).succeeds("write "+path+"/rw/", "-__WRIT__")
 
 	holdLease(ctx, t, client, path+"/sem", 2)
@@ -296,7 +296,7 @@ func TestRunNamespaceAndAuth(t *testing.T) {
 	// The node is in the namespace, with the creator's ACL, as is its parent.
 	for _, node := range []string{"/" + ns + f[0], "/" + ns + "/lock"} {
 		acl, _, err := conn.GetACL(node)
-		must(t, err)
+		testutil.Must(t, err)
 		if len(acl) != 1 || acl[0].Scheme != "digest" || !strings.HasPrefix(acl[0].ID, "alice:") {
 			t.Errorf("ACL of %s: %+v", node, acl)
 		}

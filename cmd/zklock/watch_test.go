@@ -40,10 +40,10 @@ func startTerminal(t testing.TB, args ...string) *terminal {
 		t.Fatal("tmux is needed (Debian package tmux; make deps installs it)")
 	}
 	dir, err := os.MkdirTemp("", "zklock-tmux-") // short: a socket path has at most 108 bytes
-	must(t, err)
+	testutil.Must(t, err)
 	term := &terminal{t: t, tmux: tmux, sock: filepath.Join(dir, "s")}
 	conf := filepath.Join(dir, "tmux.conf")
-	must(t, os.WriteFile(conf, []byte("set -g remain-on-exit on\n"), 0o600))
+	testutil.Must(t, os.WriteFile(conf, []byte("set -g remain-on-exit on\n"), 0o600))
 	script := "trap '' INT; '" + zklockBinary(t) + "'"
 	for _, a := range args {
 		script += " '" + a + "'"
@@ -160,26 +160,26 @@ func TestBinaryLsWatchMutex(t *testing.T) {
 	term.waitFor(ctx, "zklock ls --watch "+path, "connection CONNECTED", path+": no participants (no node there")
 
 	mu, err := recipes.NewInterProcessMutex(newClient(t), path)
-	must(t, err)
+	testutil.Must(t, err)
 	first, second := mu.NewHandle(), mu.NewHandle()
-	must(t, first.Acquire(ctx))
+	testutil.Must(t, first.Acquire(ctx))
 	_, firstNode := framework.SplitPath(first.LockPath())
 	term.waitFor(ctx, "; 1 holding", firstNode)
 
 	acquired := make(chan error, 1)
 	go func() { acquired <- second.Acquire(ctx) }()
 	term.waitFor(ctx, "; 1 holding, 1 waiting")
-	must(t, first.Release(ctx))
-	must(t, testutil.Recv(t, acquired, "the second holder's acquire"))
+	testutil.Must(t, first.Release(ctx))
+	testutil.Must(t, testutil.Recv(t, acquired, "the second holder's acquire"))
 	_, secondNode := framework.SplitPath(second.LockPath())
 	term.waitScreen(ctx, "the second holder holding", func(s string) bool {
 		return strings.Contains(holderRow(s), secondNode) && !strings.Contains(s, "waiting")
 	})
 
 	// Released: the path is empty, then reaped by the server, then made again.
-	must(t, second.Release(ctx))
+	testutil.Must(t, second.Release(ctx))
 	term.waitFor(ctx, path+": no participants (no node there")
-	must(t, first.Acquire(ctx))
+	testutil.Must(t, first.Acquire(ctx))
 	defer first.Release(context.Background())
 	_, firstNode = framework.SplitPath(first.LockPath())
 	term.waitScreen(ctx, "the first holder holding again", func(s string) bool {
@@ -203,17 +203,17 @@ func TestBinaryLsWatchSemaphore(t *testing.T) {
 	term.waitFor(ctx, path+": no participants (no node there")
 
 	sem, err := recipes.NewInterProcessSemaphoreV2(newClient(t), path, 2)
-	must(t, err)
+	testutil.Must(t, err)
 	var leases []*recipes.Lease
 	defer func() { recipes.ReturnAll(context.Background(), leases) }()
 	for _, want := range []string{"limit 2; 1 leases held", "limit 2; 2 leases held"} {
 		l, err := sem.Acquire(ctx)
-		must(t, err)
+		testutil.Must(t, err)
 		leases = append(leases, l)
 		_, node := framework.SplitPath(l.Path())
 		term.waitFor(ctx, want, "leases/"+node)
 	}
-	must(t, leases[0].Close(ctx))
+	testutil.Must(t, leases[0].Close(ctx))
 	_, gone := framework.SplitPath(leases[0].Path())
 	term.waitScreen(ctx, "one lease returned", func(s string) bool {
 		return strings.Contains(s, "limit 2; 1 leases held") && !strings.Contains(s, gone)
@@ -236,7 +236,7 @@ func TestBinaryLsWatchJSON(t *testing.T) {
 	h := holdMutex(ctx, t, path+"/app/a")
 	p.stdout.waitFor(ctx, t, `"recipe":"parent"`)
 	mu, err := recipes.NewInterProcessMutex(newClient(t), path+"/app/a")
-	must(t, err)
+	testutil.Must(t, err)
 	testutil.Queued(t, conn, path+"/app/a", 2, mu.NewHandle().Acquire)
 	p.stdout.waitFor(ctx, t, `"role":"waiting"`)
 	p.signal(syscall.SIGINT)

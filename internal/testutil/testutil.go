@@ -139,6 +139,15 @@ func BadPaths(base string) []BadPath {
 	}
 }
 
+// Must fails t at once if err is not nil: for a step whose failure leaves
+// nothing more to check.
+func Must(t testing.TB, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
 // ErrorIs fails the test unless err wraps target, its text holds every one
 // of want, and each of its lines (errors.Join puts one error a line) says
 // "gocurator: " once at most.
