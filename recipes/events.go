@@ -42,8 +42,8 @@ func (li *lockInternals) observeAcquire(recipe, path string) acquireObserved {
 	return o
 }
 
-// done tells how the acquisition ended: g granted, or err. A granted g is
-// marked held (grant.observed), so that its end is told too.
+// done tells how the acquisition ended: g granted, or err. A granted g
+// gets its recipe and path (grant.recipe), so that its end is told too.
 func (o acquireObserved) done(g *grant, err error) {
 	if err == nil {
 		g.recipe, g.recipePath = o.recipe, o.path

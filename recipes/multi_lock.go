@@ -202,7 +202,16 @@ func (m *InterProcessMultiLock) acquire(ctx context.Context, take func(Locker) e
 				releaseReverse(rctx, m.locks[:i]))
 		}
 	}
-	g := watchGrant(m.locks) // before the mutex: it calls the lockers
+	m.mu.Lock()
+	held := m.count > 0
+	if held {
+		m.count++ // a re-acquire: the grant already follows these acquisitions
+	}
+	m.mu.Unlock()
+	if held {
+		return nil
+	}
+	g := watchGrant(m.locks) // outside the mutex: it calls the lockers
 	m.mu.Lock()
 	m.count++
 	if m.count == 1 {
@@ -210,7 +219,7 @@ func (m *InterProcessMultiLock) acquire(ctx context.Context, take func(Locker) e
 	}
 	m.mu.Unlock()
 	if g != nil {
-		g.stop() // held already: its grant follows the same acquisitions
+		g.stop() // another acquire set the grant meanwhile
 	}
 	return nil
 }

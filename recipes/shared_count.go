@@ -81,8 +81,9 @@ func (c *SharedCount) what() string { return "shared count " + c.path }
 
 // Start creates the node with the seed if it is missing, reads it, and
 // starts watching it. Listeners added before it hear the value it reads
-// before it returns, on its caller's goroutine. Starting twice, or after Close, is an error wrapping
-// ErrInvalidState. If Start fails, it may be called again.
+// before it returns, on its caller's goroutine. Starting twice, or after
+// Close, is an error wrapping ErrInvalidState. If Start fails, it may be
+// called again.
 func (c *SharedCount) Start(ctx context.Context) error {
 	if !c.usable() {
 		return errZero("SharedCount")

@@ -27,7 +27,7 @@ func (li *lockInternals) wait(ctx context.Context, a attempt, g *grant, ls *list
 		if err != nil {
 			return err
 		}
-		if look == 0 {
+		if look == 0 && li.client.Observed() { // for the events alone
 			g.position = max(locktree.IndexOf(l.sorted, g.name), 0)
 		}
 		if held {
@@ -157,7 +157,7 @@ func planWait(d driver, sorted []string, ourName, watch string) waitPlan {
 // still there.
 type waits struct {
 	watched string       // the node kept is on
-	kept    *sharedWatch // nil until set, or once fired
+	kept    *sharedWatch // nil until set, or once this waiter took its event (if another took it, the next wait wakes at once)
 	early   *sharedWatch // the lookahead's, for one listing
 }
 
