@@ -114,37 +114,35 @@ func TestCreateAndListFallsBack(t *testing.T) {
 func TestCreateAndListLateOrRepeatedWrite(t *testing.T) {
 	for _, tc := range []struct {
 		name string
-		run  func(p *pipelined, z *conn)
+		run  func(t *testing.T, p *pipelined, z *conn)
 	}{
-		{"written after the create gave up", func(p *pipelined, z *conn) {
+		{"written after the create gave up", func(t *testing.T, p *pipelined, z *conn) {
 			p.drop()
 			p.Written(z.Conn)
 		}},
-		{"written after the listing was taken", func(p *pipelined, z *conn) {
+		{"written after the listing was taken", func(t *testing.T, p *pipelined, z *conn) {
 			if _, ok := p.take(testutil.Context(t), "n"); ok {
 				t.Fatal("a listing taken before any was sent")
 			}
 			p.Written(z.Conn)
 		}},
-		{"written twice", func(p *pipelined, z *conn) {
+		{"written twice", func(t *testing.T, p *pipelined, z *conn) {
 			p.Written(z.Conn)
 			p.Written(z.Conn)
 			p.drop()
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			testutil.CheckLeaks(t)
-			_, base := testutil.Begin(t, server.Addr())
+			_, base := testutil.Begin(t, server.Addr()) // checks leaks too
 			c, err := New(server.Addr(), retry.NewExponentialBackoff(20*time.Millisecond, 5))
-			if err != nil {
-				t.Fatal(err)
-			}
+			testutil.Must(t, err)
+			t.Cleanup(func() { c.Close() }) // on a failure before the test's own Close
 			if err := c.BlockUntilConnected(testutil.Context(t)); err != nil {
 				t.Fatal(err)
 			}
 			p := &pipelined{c: c}
 			p.job = callJob[nodeResult]{a: listChildren(false), arg: base}
-			tc.run(p, c.zk())
+			tc.run(t, p, c.zk())
 			closed := make(chan error, 1)
 			go func() { closed <- c.Close() }()
 			if err := testutil.Recv(t, closed, "Close, with no runner left out of the pool"); err != nil {

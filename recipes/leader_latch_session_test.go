@@ -124,8 +124,8 @@ func TestLeaderLatchAcrossASessionChange(t *testing.T) {
 		}
 		select {
 		case <-changed:
-		case id := <-w.gained:
-			looked = id == "a"
+		case id := <-w.gained: // a with its old-session node, or b ahead of that node
+			t.Fatalf("%s began to lead while %s, a node of session %x, stood first", id, node, old)
 		case <-nodeGone:
 			if ok, _, _ := raw.Exists(marker); ok {
 				t.Fatalf("%s was deleted while its session %x lived: it is left to that session's end", node, old)
@@ -151,6 +151,14 @@ func TestLeaderLatchAcrossASessionChange(t *testing.T) {
 	}
 	if a.HasLeadership() || !b.HasLeadership() {
 		t.Fatalf("once the old session ended: a leads %v, b leads %v; want b alone", a.HasLeadership(), b.HasLeadership())
+	}
+	if id := testutil.Recv(t, w.gained, "b's term"); id != "b" {
+		t.Fatalf("after a's first term, %s began to lead; want b alone", id)
+	}
+	select {
+	case id := <-w.gained:
+		t.Fatalf("after b's term, %s began to lead too", id)
+	default:
 	}
 	waitForChildren(t, other, path, 2) // b's node and a's new one
 	if ours := a.OurPath(); ours == node || ours == "" {

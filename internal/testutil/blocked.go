@@ -37,13 +37,19 @@ func WaitBlocked(t testing.TB, frame string, done <-chan struct{}) bool {
 
 // Blocked reports whether a goroutine is parked in frame now (see
 // WaitBlocked).
-func Blocked(frame string) bool {
+func Blocked(frame string) bool { return Parked(frame) > 0 }
+
+// Parked returns how many goroutines are parked in frame now (see
+// WaitBlocked): of every goroutine of the process, so a test counts its
+// own only while no other test's outlive it (CheckLeaks).
+func Parked(frame string) int {
+	n := 0
 	for _, g := range strings.Split(allStacks(), "\n\n") {
 		if parkedIn(g, frame) {
-			return true
+			n++
 		}
 	}
-	return false
+	return n
 }
 
 // parkedIn reports whether the goroutine whose stack is g waits, with frame
