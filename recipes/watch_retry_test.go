@@ -37,26 +37,20 @@ func TestAWatchSetTooLateIsAskedForAgain(t *testing.T) {
 	}()
 	// Wait until a setter has given up and another has taken its place.
 	var first *sharedWatch
-	tick := time.NewTicker(10 * time.Millisecond)
-	defer tick.Stop()
-	for asked := false; !asked; {
+	testutil.Until(t, "a setter that gave up, replaced", func() (bool, string) {
 		select {
 		case r := <-got:
 			t.Fatalf("the waiter gave up while its context lived: %v", r.err)
-		case <-ctx.Done():
-			t.Fatal("no setter gave up and was replaced")
-		case <-tick.C:
+		default:
 		}
 		watchesMu.Lock()
 		w := watches[k]
 		watchesMu.Unlock()
-		switch {
-		case first == nil:
+		if first == nil {
 			first = w
-		case w != nil && w != first:
-			asked = true
 		}
-	}
+		return w != nil && w != first, "the first setter still there"
+	})
 	proxy.Restore()
 	r := testutil.Recv(t, got, "the watch, once the servers answer")
 	if r.err != nil {
