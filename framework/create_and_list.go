@@ -15,8 +15,10 @@ import (
 type Listing struct {
 	// Path is the created node's path, as Create returns it.
 	Path string
-	// Children are the parent's children, in server order; Path's last
-	// segment is among them.
+	// Children are the parent's children, in server order. Path's last
+	// segment is among them, unless the listing behind the create was
+	// dropped and the one made after it no longer shows the node (another
+	// client deleted it meanwhile; see CreateAndList).
 	Children []string
 	// Watch gets the parent's next children event, when the create was
 	// made WatchingParent (nil otherwise): a one-shot channel set with the

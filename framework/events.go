@@ -159,7 +159,9 @@ func (c *Client) Observed() bool {
 // log level is e's kind's: DEBUG for an acquisition's steps, a retry and
 // leadership gained; INFO for a loss, a revocation asked, leadership lost, a
 // state change and a session given up. Recipes built on the client report
-// their events with it; a zero Time is now. It never blocks.
+// their events with it; a zero Time is now. It never blocks while the
+// client is open (after Close, the hook is called on the caller's
+// goroutine, see EventHook).
 func (c *Client) Emit(e Event) {
 	if !c.usable() {
 		return

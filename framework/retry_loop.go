@@ -47,7 +47,7 @@ func retryLoop[T any](ctx context.Context, c *Client, op, path, arg string, atte
 	if err == nil {
 		return out, nil
 	}
-	if !c.retryable(err) {
+	if !c.retryable(err) && !errors.Is(err, zk.ErrNoServer) {
 		return out, err // the common failure (NoNode, NodeExists...) builds no retry machinery
 	}
 	err = retry.Do(ctx, c.policy, func(ctx context.Context) error {

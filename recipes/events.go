@@ -69,10 +69,7 @@ func (g *grant) ended(cause error) {
 	if g.recipe == "" || !g.endTold.CompareAndSwap(false, true) {
 		return
 	}
-	c := g.li.client
-	if !c.Observed() {
-		return
-	}
+	c := g.li.client // Emit checks who hears it: a loss is logged at INFO, hook or not
 	e := framework.Event{Kind: framework.Released, Recipe: g.recipe, Path: g.recipePath, Node: g.path, Session: g.owner()}
 	if cause != nil {
 		e.Kind, e.Err = framework.Lost, cause

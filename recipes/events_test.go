@@ -8,6 +8,9 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"go.uber.org/zap"
+	"go.uber.org/zap/zaptest/observer"
+
 	"github.com/gocurator/curator/framework"
 	"github.com/gocurator/curator/framework/zktest"
 	"github.com/gocurator/curator/internal/testutil"
@@ -197,4 +200,24 @@ func BenchmarkMutexAcquireReleaseWithEventHook(b *testing.B) {
 	h := mustMutex(b, c, base).NewHandle()
 	acquireRelease(b, context.Background(), h)
 	acquireReleaseLoop(context.Background(), b, h)
+}
+
+// A loss is logged at INFO with nothing but an INFO logger: no hook, no
+// DEBUG (Observed is false), and still the holder's loss is told.
+func TestALossIsLoggedAtInfoWithoutAHook(t *testing.T) {
+	ctx, base := testutil.Begin(t, server.Addr())
+	core, logs := observer.New(zap.InfoLevel)
+	c := newClient(t, "", framework.WithLogger(zap.New(core)))
+	h := mustMutex(t, c, base).NewHandle()
+	testutil.Must(t, h.Acquire(ctx))
+	testutil.Must(t, rawConn(t).Delete(h.LockPath(), -1))
+	if _, err := h.FencingToken(ctx); !errors.Is(err, ErrLockLost) {
+		t.Fatalf("FencingToken of a deleted node = %v, want ErrLockLost", err)
+	}
+	if n := logs.FilterMessage("lost").Len(); n != 1 {
+		t.Fatalf("%d INFO lines of the loss, want 1 (all: %v)", n, logs.All())
+	}
+	if err := h.Release(ctx); !errors.Is(err, ErrLockLost) {
+		t.Fatalf("Release after the loss = %v, want ErrLockLost", err)
+	}
 }
