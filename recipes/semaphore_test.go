@@ -344,7 +344,7 @@ func sameSet(a, b []string) bool {
 }
 
 // A lease's first look at the leases is sent right behind its create
-// (framework.WhenSent), not after the create's reply, and serves (listHook
+// (framework.Client.CreateAndList), not after the create's reply, and serves (listHook
 // hears it taken): an uncontended lease lists twice, the internal lock once
 // and the leases once, as Curator does. (The test makes P, P/locks and
 // P/leases persistent, so that the server reaps no container parent between
