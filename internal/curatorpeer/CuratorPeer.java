@@ -693,11 +693,15 @@ public final class CuratorPeer {
         return leaves;
     }
 
-    /** One GET of the test's (a guard's, the chaos suite's referee's): the answer, which must be 200. */
+    /**
+     * One GET of the test's (a guard's, the chaos suite's referee's): the answer, which must be 200.
+     * Bounded by a minute: a pause of this process (SIGSTOP, up to the session timeout + 20 s in
+     * the chaos suite) stops no clock, so a shorter bound would time a call out on the resume.
+     */
     static String get(String url) throws IOException {
         HttpURLConnection c = (HttpURLConnection) new URL(url).openConnection();
-        c.setConnectTimeout(5000);
-        c.setReadTimeout(5000);
+        c.setConnectTimeout(60_000);
+        c.setReadTimeout(60_000);
         int code = c.getResponseCode();
         try (InputStream in = code < 400 ? c.getInputStream() : c.getErrorStream()) {
             String body = in == null ? "" : new String(in.readAllBytes(), StandardCharsets.UTF_8); // read: the connection is kept alive
