@@ -62,11 +62,12 @@ func (o acquireObserved) done(g *grant, err error) {
 	o.li.client.Emit(e)
 }
 
-// ended tells the end of a held grant, once: released (cause nil) or lost.
-// A grant not granted through observeAcquire (an internal lock, a latch's
-// term) tells nothing.
+// ended tells the end of a held grant: released (cause nil) or lost. It
+// is called once, by whoever settled the end (grant.end). A grant not
+// granted through observeAcquire (an internal lock, a latch's term) tells
+// nothing.
 func (g *grant) ended(cause error) {
-	if g.recipe == "" || !g.endTold.CompareAndSwap(false, true) {
+	if g.recipe == "" {
 		return
 	}
 	c := g.li.client // Emit checks who hears it: a loss is logged at INFO, hook or not
@@ -83,6 +84,9 @@ func (g *grant) ended(cause error) {
 // lostCause is why g ended, as a Lost or LeadershipLost event tells it:
 // nil when it was given up.
 func (g *grant) lostCause() error {
+	if e := g.fin.Load(); e != nil {
+		return e.cause
+	}
 	if cause := context.Cause(g.ctx); cause != errReleased {
 		return cause
 	}
