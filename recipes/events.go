@@ -29,6 +29,7 @@ type acquireObserved struct {
 	recipe  string
 	path    string    // the recipe's path, as its events name it
 	started time.Time // zero: nothing hears
+	dropped bool      // its start was dropped (the hook is too slow): nothing more of it is told
 }
 
 // observeAcquire tells that an acquisition of li's lock begins; its events
@@ -37,14 +38,19 @@ func (li *lockInternals) observeAcquire(recipe, path string) acquireObserved {
 	o := acquireObserved{li: li, recipe: recipe, path: path}
 	if li.client.Observed() {
 		o.started = time.Now()
-		li.client.Emit(framework.Event{Kind: framework.AcquireStarted, Time: o.started, Recipe: recipe, Path: path})
+		o.dropped = li.client.Emit(framework.Event{Kind: framework.AcquireStarted, Time: o.started, Recipe: recipe, Path: path})
 	}
 	return o
 }
 
 // done tells how the acquisition ended: g granted, or err. A granted g
-// gets its recipe and path (grant.recipe), so that its end is told too.
+// gets its recipe and path (grant.recipe), so that its end is told too,
+// unless the acquisition's start was dropped: then none of it is told, so
+// that what is built on the events (a gauge of holders) stays true.
 func (o acquireObserved) done(g *grant, err error) {
+	if o.dropped {
+		return
+	}
 	if err == nil {
 		g.recipe, g.recipePath = o.recipe, o.path
 	}

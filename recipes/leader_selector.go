@@ -303,15 +303,17 @@ func (s *LeaderSelector) turn(ctx context.Context) error {
 	began := time.Now()
 	c := s.mu.li.client
 	g := h.current() // its node's session is the one its events name
-	c.Emit(framework.Event{Kind: framework.LeadershipGained, Time: began, Recipe: recipeSelector, Path: s.Path(), Node: g.path, Session: g.owner()})
+	dropped := c.Emit(framework.Event{Kind: framework.LeadershipGained, Time: began, Recipe: recipeSelector, Path: s.Path(), Node: g.path, Session: g.owner()})
 	returned := false
 	defer func() { // as the function returns, or panics: leadership is given up first
 		why := termEnd(lctx)
 		if !returned {
 			why = errLeadershipPanicked
 		}
-		c.Emit(framework.Event{Kind: framework.LeadershipLost, Recipe: recipeSelector, Path: s.Path(), Node: g.path,
-			Session: g.owner(), Hold: time.Since(began), Err: why})
+		if !dropped {
+			c.Emit(framework.Event{Kind: framework.LeadershipLost, Recipe: recipeSelector, Path: s.Path(), Node: g.path,
+				Session: g.owner(), Hold: time.Since(began), Err: why})
+		}
 		s.lock.Lock()
 		s.holder, s.interrupt = nil, nil
 		s.lock.Unlock()
