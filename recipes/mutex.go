@@ -324,11 +324,14 @@ func (h *Handle) Err() error {
 	return ownerErr(h.last(), h.m.li.base, ErrNotHeld)
 }
 
-// FencingToken returns the lock node's czxid: a number that strictly
-// increases across every acquisition of this lock. It rises across every
-// holder's acquisitions, across sessions and re-created parents. Pass it to
-// the resource you protect and have it refuse lower tokens than it has seen
-// (docs/guarantees.md).
+// FencingToken returns the lock node's czxid: a number that rises across
+// the holders of this lock, across sessions and re-created parents. A
+// holder's token is higher than that of every holder before it whose hold
+// it excludes: every earlier holder of a mutex or of a write lock, every
+// earlier writer for a read lock. A downgrade's read lock has the token of
+// the write lock whose place in the queue it takes (its own node comes
+// later). Pass it to the resource you protect and have it refuse lower
+// tokens than it has seen (docs/guarantees.md).
 //
 // The first call for an acquisition reads the node's Stat (one round trip;
 // an acquire that never asks pays nothing for it), later calls answer at
