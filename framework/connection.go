@@ -52,6 +52,7 @@ func (c *Client) onEvent(z *conn, ev zk.Event) {
 			c.endSession()
 			c.sessionID = sid
 			c.sessionEnded = make(chan struct{})
+			c.warnShortTimeout()
 		}
 		if c.trust.session != sid {
 			if c.trust.session != 0 {
