@@ -78,6 +78,7 @@ func TestRefusedCallRetriesByPolicy(t *testing.T) {
 		t.Fatalf("Unreachable while connected = %v", err)
 	}
 	testutil.Must(t, s.Stop())
+	testutil.Until(t, "the client suspended", func() (bool, string) { return !c.State().IsConnected(), c.State().String() })
 	done := make(chan error, 1)
 	go func() {
 		_, _, err := c.Exists(ctx, "/")
