@@ -220,8 +220,10 @@ func (c *Client) Logger() *zap.Logger {
 }
 
 // BlockUntilConnected waits until the client is connected (CONNECTED,
-// RECONNECTED or READ_ONLY) or ctx ends, as Curator's blockUntilConnected.
-// A nil ctx is an error wrapping ErrInvalidArgument.
+// RECONNECTED or READ_ONLY) or ctx ends, as Curator's blockUntilConnected:
+// the error of an ended ctx is a *NoServerError naming each server and its
+// last dial (see Unreachable to give up sooner). A nil ctx is an error
+// wrapping ErrInvalidArgument.
 func (c *Client) BlockUntilConnected(ctx context.Context) error {
 	if ctx == nil {
 		return invalidArgument("nil context")
@@ -229,9 +231,10 @@ func (c *Client) BlockUntilConnected(ctx context.Context) error {
 	if !c.usable() {
 		return errUnusable
 	}
+	start := time.Now()
 	err := c.awaitConnected(ctx, 0)
 	if err != nil && !errors.Is(err, ErrClosed) {
-		return errs.Errorf("waiting for a connection: %w", err)
+		return errs.Errorf("waiting for a connection: %w", c.noServer(err, start)) // names each server's last dial
 	}
 	return err
 }

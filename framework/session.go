@@ -152,6 +152,17 @@ func (c *Client) SessionTimeout() time.Duration {
 	return c.negotiated
 }
 
+// warnShortTimeout warns, once per session (at its start), when the
+// servers granted a shorter session timeout than the one asked for: their
+// maxSessionTimeout (by default 20 ticks) caps it, and the session expires,
+// and LOST comes, that much sooner. c.mu is held.
+func (c *Client) warnShortTimeout() {
+	if c.negotiated < c.cfg.sessionTimeout {
+		c.log.Warn("the servers granted a shorter session timeout than asked for (their maxSessionTimeout caps it): the session expires, and LOST comes, sooner",
+			zap.Duration("asked", c.cfg.sessionTimeout), zap.Duration("granted", c.negotiated))
+	}
+}
+
 // endSession closes the current session's ended channel; c.mu is held.
 func (c *Client) endSession() {
 	select {

@@ -58,6 +58,7 @@ type Conn struct {
 	// the wall clock; 0 before the first answer.
 	contact atomic.Int64
 	written writeHooks // creates that want to hear when their request is written
+	dials   dialLog    // what the last dial of each server gave (dials.go)
 
 	mu      sync.Mutex
 	tcp     net.Conn // the current TCP connection, closed on Close to unblock a handshake
@@ -89,9 +90,11 @@ func Dial(cfg Config) (*Conn, error) {
 		dial = net.DialTimeout
 	}
 	logger := zkLogger(cfg.Log)
+	c.dials.init(cfg.Servers)
 	zc, events, err := zk.Connect(cfg.Servers, cfg.SessionTimeout,
 		zk.WithHostProvider(&staticHosts{}),
 		zk.WithEventCallback(func(ev zk.Event) {
+			c.dials.event(ev)
 			if cfg.OnEvent != nil {
 				<-ready
 				cfg.OnEvent(c, ev)
@@ -99,7 +102,7 @@ func Dial(cfg Config) (*Conn, error) {
 		}),
 		zk.WithLogger(logger),
 		zk.WithMaxConnBufferSize(max(goZKSendBuffer, cfg.MaxRequest+4)),
-		zk.WithDialer(c.dialer(dial)))
+		zk.WithDialer(c.dialer(c.dials.recording(dial))))
 	if err != nil {
 		return nil, err
 	}
