@@ -87,15 +87,15 @@ func (c *Client) onEvent(z *conn, ev zk.Event) {
 func (c *Client) post(s state.ConnectionState) {
 	c.Emit(Event{Kind: StateChanged, State: s, Session: c.sessionID})
 	c.cur = s
-	close(c.changed)
-	c.changed = make(chan struct{})
-	c.states.Push(s)
 	if s == state.Lost {
 		c.endSession()
 	}
 	if s == state.Lost || c.cfg.errorPolicy.IsErrorState(s) {
 		c.endTrust(s)
 	}
+	close(c.changed)
+	c.changed = make(chan struct{})
+	c.states.Push(s) // last: a listener, on the states goroutine, finds all of the above done
 }
 
 // lostDeadline is when a client SUSPENDED since its last contact with the

@@ -101,7 +101,10 @@ func WithSessionTimeout(d time.Duration) Option {
 }
 
 // WithConnectionTimeout sets how long an operation waits for a connection
-// before the attempt fails with connection loss (default 15 s).
+// before the attempt fails with connection loss (default 15 s). The wait
+// ends sooner once every server has refused a connection since it began
+// (a *NoServerError names each server and its last dial); the retry policy
+// then decides, as for any connection loss.
 func WithConnectionTimeout(d time.Duration) Option {
 	return optionFunc(func(c *config) { c.connectionTimeout = d })
 }

@@ -23,6 +23,9 @@ func TestShortSessionTimeoutWarns(t *testing.T) {
 	proxy := zktest.NewProxy(t, server.Addr())
 	core, logs := observer.New(zapcore.WarnLevel)
 	c := newClient(t, proxy.Addr(), WithSessionTimeout(40*time.Second), WithLogger(zap.New(core)))
+	testutil.Until(t, "the WARN, written on the client's goroutine", func() (bool, string) {
+		return logs.FilterMessage(msg).Len() > 0, ""
+	})
 	got := logs.FilterMessage(msg).All()
 	if len(got) != 1 || got[0].ContextMap()["asked"] != 40*time.Second || got[0].ContextMap()["granted"] != 30*time.Second {
 		t.Fatalf("WARNs %v, want one naming 40s asked and 30s granted", logs.All())
@@ -39,12 +42,13 @@ func TestShortSessionTimeoutWarns(t *testing.T) {
 	if c.SessionID() != sid {
 		t.Fatalf("a new session after a blip: %x, was %x", c.SessionID(), sid)
 	}
+	testutil.Must(t, c.Close()) // every line logged before it is written by then
 	if n := logs.FilterMessage(msg).Len(); n != 1 {
 		t.Errorf("%d WARNs after a reconnect to the same session, want the one", n)
 	}
 
 	core, logs = observer.New(zapcore.WarnLevel)
-	newClient(t, "", WithSessionTimeout(30*time.Second), WithLogger(zap.New(core)))
+	testutil.Must(t, newClient(t, "", WithSessionTimeout(30*time.Second), WithLogger(zap.New(core))).Close())
 	if n := logs.FilterMessage(msg).Len(); n != 0 {
 		t.Errorf("%d WARNs for a timeout granted as asked", n)
 	}
