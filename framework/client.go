@@ -52,8 +52,8 @@ type Client struct {
 	bgCancel  context.CancelFunc
 	bg        sync.WaitGroup
 	later     laterDeletes            // deletes waiting for their time (background.go)
-	hook      EventHook               // nil: none
-	events    *listeners.Queue[Event] // to the hook, when there is one (events.go)
+	hooks     []EventHook             // in the order added; none: nil
+	events    *listeners.Queue[Event] // to the hooks, when there are any (events.go)
 	runners   runners                 // the goroutines that run calls a caller's context may cut short (runner.go)
 }
 
@@ -86,7 +86,7 @@ func New(connectString string, policy retry.Policy, opts ...Option) (*Client, er
 		changed:      make(chan struct{}),
 		sessionEnded: make(chan struct{}),
 		negotiated:   cfg.sessionTimeout,
-		hook:         cfg.eventHook,
+		hooks:        cfg.eventHooks,
 	}
 	if cfg.namespace != "" {
 		c.ns = namespace("/" + cfg.namespace)
@@ -95,7 +95,7 @@ func New(connectString string, policy retry.Policy, opts ...Option) (*Client, er
 		c.listeners.Add(l)
 	}
 	c.states = listeners.NewQueue(c.tell, 0, nil)
-	if c.hook != nil {
+	if len(c.hooks) > 0 {
 		c.events = listeners.NewQueue(c.deliver, maxQueuedEvents, c.eventsDropped)
 	}
 	c.trust.begin(0)
