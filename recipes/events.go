@@ -27,17 +27,19 @@ const (
 type acquireObserved struct {
 	li      *lockInternals
 	recipe  string
-	path    string    // the recipe's path, as its events name it
-	started time.Time // zero: nothing hears
+	path    string          // the recipe's path, as its events name it
+	started time.Time       // zero: nothing hears
+	ctx     context.Context // the acquire's, without its cancellation, for its events' Context
 }
 
-// observeAcquire tells that an acquisition of li's lock begins; its events
-// name path, the recipe's (li's base, but for a semaphore's leases).
-func (li *lockInternals) observeAcquire(recipe, path string) acquireObserved {
+// observeAcquire tells that an acquisition of li's lock, called with ctx,
+// begins; its events name path, the recipe's (li's base, but for a
+// semaphore's leases).
+func (li *lockInternals) observeAcquire(ctx context.Context, recipe, path string) acquireObserved {
 	o := acquireObserved{li: li, recipe: recipe, path: path}
 	if li.client.Observed() {
-		o.started = time.Now()
-		li.client.Emit(framework.Event{Kind: framework.AcquireStarted, Time: o.started, Recipe: recipe, Path: path})
+		o.started, o.ctx = time.Now(), context.WithoutCancel(ctx)
+		li.client.Emit(framework.Event{Kind: framework.AcquireStarted, Time: o.started, Recipe: recipe, Path: path, Context: o.ctx})
 	}
 	return o
 }
@@ -46,13 +48,13 @@ func (li *lockInternals) observeAcquire(recipe, path string) acquireObserved {
 // gets its recipe and path (grant.recipe), so that its end is told too.
 func (o acquireObserved) done(g *grant, err error) {
 	if err == nil {
-		g.recipe, g.recipePath = o.recipe, o.path
+		g.recipe, g.recipePath, g.acquireCtx = o.recipe, o.path, o.ctx
 	}
 	if o.started.IsZero() {
 		return
 	}
 	now := time.Now()
-	e := framework.Event{Time: now, Recipe: o.recipe, Path: o.path, Wait: now.Sub(o.started)}
+	e := framework.Event{Time: now, Recipe: o.recipe, Path: o.path, Wait: now.Sub(o.started), Context: o.ctx}
 	if err != nil {
 		e.Kind, e.Err = framework.AcquireFailed, err
 	} else {
@@ -70,7 +72,8 @@ func (g *grant) ended(cause error) {
 		return
 	}
 	c := g.li.client // Emit checks who hears it: a loss is logged at INFO, hook or not
-	e := framework.Event{Kind: framework.Released, Recipe: g.recipe, Path: g.recipePath, Node: g.path, Session: g.owner()}
+	e := framework.Event{Kind: framework.Released, Recipe: g.recipe, Path: g.recipePath, Node: g.path, Session: g.owner(),
+		Context: g.acquireCtx}
 	if cause != nil {
 		e.Kind, e.Err = framework.Lost, cause
 	}

@@ -61,6 +61,9 @@ type grant struct {
 	grantedAt  time.Time   // when it was granted, if its events are heard
 	position   int         // our node's place in the queue at its first look
 	endTold    atomic.Bool // its Released or Lost event has been told
+	// acquireCtx is the acquire's context without its cancellation, for
+	// its events' Context (events.go); nil when none are told.
+	acquireCtx context.Context
 
 	mu          sync.Mutex
 	held        bool        // one of its client's holdings (hold)
