@@ -19,6 +19,12 @@ ZKNORACE := -gcflags=github.com/go-zookeeper/zk=-race=false
 
 .PHONY: deps check test compat chaos demo bench zk-up zk-down
 
+# The core module is built, vetted and tested from its own go.mod alone, as
+# its users get it (GOWORK=off); $(OTELMETRICS) against this checkout's
+# core, through the committed go.work ($(WORK)).
+export GOWORK := off
+WORK := GOWORK=$(CURDIR)/go.work
+
 # deps installs, with apt-get, whatever of the prerequisites is missing.
 deps:
 	@command -v $(GO) >/dev/null || { echo "Go is required: https://go.dev/dl"; exit 1; }
@@ -49,13 +55,13 @@ check:
 	   echo "go.mod/go.sum name OpenTelemetry: only $(OTELMETRICS)'s own module may depend on it"; exit 1; fi
 	$(GO) vet ./...
 	$(GO) run $(STATICCHECK) ./...
-	cd $(OTELMETRICS) && $(GO) vet ./... && $(GO) run $(STATICCHECK) ./...
+	cd $(OTELMETRICS) && $(WORK) $(GO) vet ./... && $(WORK) $(GO) run $(STATICCHECK) ./...
 
 # test: every package (and $(OTELMETRICS)'s) against real ZooKeeper servers
 # the tests start, with Java Curator 5.4 peers for the interop suite.
 test: deps check
 	$(GOTEST) $$($(GO) list ./... | grep -v '/compat_test$$')
-	cd $(OTELMETRICS) && $(GOTEST) ./...
+	cd $(OTELMETRICS) && $(WORK) $(GOTEST) ./...
 	$(GOTEST) $(ZKNORACE) ./compat_test/
 
 # compat: only the Go/Java interop suite.
