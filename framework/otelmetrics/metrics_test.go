@@ -149,7 +149,8 @@ func (r *recorder) check(families map[string]*dto.MetricFamily, es ...expect) {
 // causes of failures and losses, a waiter counted while it waits, every
 // waiter, holder and leader count back at 0 at the end, and no attribute
 // but the path, the recipe and the cause or the outcome (no node names, no
-// sessions).
+// sessions). The Grafana dashboard (docs/grafana) queries only what this
+// scrape shows.
 func TestMetricsOfRealLocks(t *testing.T) {
 	ctx, base := testutil.Begin(t, server.Addr())
 	r := newRecorder(t)
@@ -319,6 +320,7 @@ func TestMetricsOfRealLocks(t *testing.T) {
 		}
 	}
 	checkLabels(t, families, []string{mu, sem, lost, leaderLost, gone, latchPath}, nodes)
+	checkDashboard(t, families)
 }
 
 // checkLabels fails the test unless every gocurator series is labelled by
