@@ -157,19 +157,11 @@ func TestMetricsOfRealLocks(t *testing.T) {
 	c := testclient.New(t, server.Addr(), r.hooks...)
 	other := testclient.New(t, server.Addr())
 	var nodes []string // every node that events named, for the check that no label does
-	mutex := func(c *framework.Client, path string) *recipes.Handle {
-		t.Helper()
-		m, err := recipes.NewInterProcessMutex(c, path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return m.NewHandle()
-	}
 
 	// A mutex acquired and released three times.
 	const n = 3
 	mu := base + "/mutex"
-	h := mutex(c, mu)
+	h := mutex(t, c, mu)
 	for range n {
 		if err := h.Acquire(ctx); err != nil {
 			t.Fatal(err)
@@ -182,7 +174,7 @@ func TestMetricsOfRealLocks(t *testing.T) {
 
 	// Held elsewhere: a waiter counted while it waits, then canceled; a
 	// timeout; a try that finds it held.
-	held := mutex(other, mu)
+	held := mutex(t, other, mu)
 	if err := held.Acquire(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -225,7 +217,7 @@ func TestMetricsOfRealLocks(t *testing.T) {
 	lost, leaderLost := base+"/lost", base+"/leader-lost"
 	proxy := zktest.NewProxy(t, server.Addr())
 	pc := testclient.New(t, proxy.Addr(), r.hooks...)
-	ph := mutex(pc, lost)
+	ph := mutex(t, pc, lost)
 	if err := ph.Acquire(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -256,7 +248,7 @@ func TestMetricsOfRealLocks(t *testing.T) {
 
 	// A lock whose node is found gone: deleted behind its holder's back.
 	gone := base + "/gone"
-	gh := mutex(c, gone)
+	gh := mutex(t, c, gone)
 	if err := gh.Acquire(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -321,6 +313,16 @@ func TestMetricsOfRealLocks(t *testing.T) {
 	}
 	checkLabels(t, families, []string{mu, sem, lost, leaderLost, gone, latchPath}, nodes)
 	checkDashboard(t, families)
+}
+
+// mutex returns a handle of a new mutex of c on path.
+func mutex(t *testing.T, c *framework.Client, path string) *recipes.Handle {
+	t.Helper()
+	m, err := recipes.NewInterProcessMutex(c, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m.NewHandle()
 }
 
 // checkLabels fails the test unless every gocurator series is labelled by

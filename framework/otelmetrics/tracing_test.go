@@ -139,19 +139,11 @@ func TestTracesOfRealLocks(t *testing.T) {
 	s := newSpans(t)
 	c := testclient.New(t, server.Addr(), s.hooks...)
 	other := testclient.New(t, server.Addr())
-	mutex := func(c *framework.Client, path string) *recipes.Handle {
-		t.Helper()
-		m, err := recipes.NewInterProcessMutex(c, path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return m.NewHandle()
-	}
 	session := func(c *framework.Client) string { return fmt.Sprintf("0x%x", c.SessionID()) }
 
 	// Acquired at once, then released.
 	mu := base + "/mutex"
-	h := mutex(c, mu)
+	h := mutex(t, c, mu)
 	rctx, request := s.caller(ctx, "request")
 	if err := h.Acquire(rctx); err != nil {
 		t.Fatal(err)
@@ -170,7 +162,7 @@ func TestTracesOfRealLocks(t *testing.T) {
 			"gocurator.node": node, "gocurator.session": session(c)}})
 
 	// Behind a holder: a timeout, then acquired second in the queue.
-	held := mutex(other, mu)
+	held := mutex(t, other, mu)
 	if err := held.Acquire(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -207,7 +199,7 @@ func TestTracesOfRealLocks(t *testing.T) {
 	lost := base + "/lost"
 	proxy := zktest.NewProxy(t, server.Addr())
 	pc := testclient.New(t, proxy.Addr(), s.hooks...)
-	ph := mutex(pc, lost)
+	ph := mutex(t, pc, lost)
 	lctx, losing := s.caller(ctx, "loses")
 	if err := ph.Acquire(lctx); err != nil {
 		t.Fatal(err)
