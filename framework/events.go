@@ -123,16 +123,22 @@ type Event struct {
 
 // EventHook hears a client's events, and its recipes'. A client may have
 // several (WithEventHook): each hears every event, in the order they were
-// added. The hooks are called on a goroutine of the client's, one event at
-// a time, in the order the events happened: they never hold the library up
-// (a slow hook only makes the events come later, to it and to the hooks
-// after it; past maxQueuedEvents (10000) waiting, the oldest are dropped,
-// and a WARN says so). A hook that panics is logged at ERROR; the library,
+// added. A hook is called on a goroutine of the client's, one event at a
+// time, in the order they happened: it never holds the library up (a slow
+// hook only makes its events come later), and it is never called under a
+// lock of the library's or on go-zookeeper's goroutines. Past maxQueuedEvents (10000) notes waiting for
+// a slow hook or log sink, events are dropped, DEBUG ones first, but never
+// the end of what the hook heard begin (an acquisition's Acquired or
+// AcquireFailed, a grant's Released or Lost, a term's LeadershipLost): an
+// acquisition whose start was dropped is not told at all, so that gauges
+// built on the events stay true. A WARN says when dropping begins and ends;
+// Client.EventsDropped counts what was dropped. A slow hook delays the
+// hooks after it too. A hook that panics is logged at ERROR; the library,
 // and the hooks after it, go on. Events that come after the client's Close
-// (a waiter's last failure, a holder's loss) do not go through that queue:
-// each is told at once, on the goroutine that makes it, so that such events
-// may reach a hook at the same time as each other (or as the last queued
-// one); a hook that keeps state must guard it for that.
+// (a waiter's last failure, a holder's loss) are each told at once, on the
+// goroutine that makes it, so that such events may reach the hook at the
+// same time as each other (or as the last queued one); a hook that keeps
+// state must guard it for that.
 type EventHook interface {
 	// Event is called with each event.
 	Event(Event)
@@ -154,7 +160,8 @@ func WithEventHook(h EventHook) Option {
 	return optionFunc(func(c *config) { c.eventHooks = append(c.eventHooks, h) })
 }
 
-// maxQueuedEvents bounds the events waiting for a slow hook.
+// maxQueuedEvents bounds the notes (events and log lines) that may be
+// dropped while they wait for a slow hook or log sink (outbox.go).
 const maxQueuedEvents = 10000
 
 // Observed reports whether events are heard: a hook is added, or the
@@ -164,45 +171,68 @@ func (c *Client) Observed() bool {
 	return c.usable() && (len(c.hooks) > 0 || c.log.Core().Enabled(zapcore.DebugLevel))
 }
 
-// Emit reports e to the hooks, if any, and to the client's logger. The
-// log level is e's kind's: DEBUG for an acquisition's steps, a retry and
+// Emit reports e to the hooks, if any, and to the client's logger,
+// and reports whether e was dropped because they are too slow (see
+// EventHook): a recipe then tells nothing more of what e began. The log
+// level is e's kind's: DEBUG for an acquisition's steps, a retry and
 // leadership gained; INFO for a loss, a revocation asked, leadership lost, a
 // state change and a session given up. Recipes built on the client report
-// their events with it; a zero Time is now. It never blocks while the
-// client is open (after Close, the hooks are called on the caller's
-// goroutine, see EventHook).
-func (c *Client) Emit(e Event) {
+// their events with it; a zero Time is now. It never blocks, and runs no
+// user code but the logger's level check: the hook and the log sink hear e
+// on the client's goroutine (after Close, on the caller's, see EventHook).
+func (c *Client) Emit(e Event) (dropped bool) {
 	if !c.usable() {
-		return
+		return false
 	}
-	ce := c.log.Check(e.Kind.level(), e.Kind.String())
-	if ce == nil && len(c.hooks) == 0 {
-		return // nothing hears it
+	level := e.Kind.level()
+	logged := c.log.Core().Enabled(level)
+	if !logged && len(c.hooks) == 0 {
+		return false // nothing hears it
 	}
 	if e.Time.IsZero() {
 		e.Time = time.Now()
 	}
-	if ce != nil {
-		ce.Write(e.fields()...)
-	}
-	if c.events != nil {
-		c.events.Push(e)
-	}
+	return !c.out.push(note{event: e, logged: logged, level: level})
 }
 
-// deliver hands e to each hook in turn, on the events queue's goroutine.
-func (c *Client) deliver(e Event) {
+// EventsDropped returns how many events and log lines the client has
+// dropped because its hook or log sink was too slow (see EventHook).
+func (c *Client) EventsDropped() uint64 {
+	if !c.usable() {
+		return 0
+	}
+	return c.out.dropped.Load()
+}
+
+// deliver hands a note to the user's log sink and hooks (each in turn), on
+// the outbox's goroutine. A hook that panics is logged at ERROR; a sink that panics
+// loses that line.
+func (c *Client) deliver(n note) {
+	if l := n.line; l != nil {
+		core := l.core
+		if core == nil { // the outbox's own
+			core = c.sink.Core()
+			l.entry.LoggerName, l.entry.Time = c.sink.Name(), time.Now()
+		}
+		_ = listeners.Safe(func() { // as zap writes: every core the user's composes, hooks included
+			if ce := core.Check(l.entry, nil); ce != nil {
+				ce.Write(l.fields...)
+			}
+		})
+		return
+	}
+	e := n.event
+	if n.logged {
+		_ = listeners.Safe(func() {
+			if ce := c.sink.Check(n.level, e.Kind.String()); ce != nil {
+				ce.Write(e.fields()...)
+			}
+		})
+	}
 	for _, h := range c.hooks {
 		if err := listeners.Safe(func() { h.Event(e) }); err != nil {
 			c.log.Error("event hook", zap.Stringer("event", e.Kind), zap.Error(err))
 		}
-	}
-}
-
-// eventsDropped warns, once, that the hook is too slow for its events.
-func (c *Client) eventsDropped(n int) {
-	if n == 1 {
-		c.log.Warn("the event hook is too slow: events are dropped", zap.Int("queued", maxQueuedEvents))
 	}
 }
 

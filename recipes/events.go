@@ -29,6 +29,7 @@ type acquireObserved struct {
 	recipe  string
 	path    string          // the recipe's path, as its events name it
 	started time.Time       // zero: nothing hears
+	dropped bool            // its start was dropped (the hook is too slow): nothing more of it is told
 	ctx     context.Context // the acquire's, without its cancellation, for its events' Context
 }
 
@@ -39,14 +40,19 @@ func (li *lockInternals) observeAcquire(ctx context.Context, recipe, path string
 	o := acquireObserved{li: li, recipe: recipe, path: path}
 	if li.client.Observed() {
 		o.started, o.ctx = time.Now(), context.WithoutCancel(ctx)
-		li.client.Emit(framework.Event{Kind: framework.AcquireStarted, Time: o.started, Recipe: recipe, Path: path, Context: o.ctx})
+		o.dropped = li.client.Emit(framework.Event{Kind: framework.AcquireStarted, Time: o.started, Recipe: recipe, Path: path, Context: o.ctx})
 	}
 	return o
 }
 
 // done tells how the acquisition ended: g granted, or err. A granted g
-// gets its recipe and path (grant.recipe), so that its end is told too.
+// gets its recipe and path (grant.recipe), so that its end is told too,
+// unless the acquisition's start was dropped: then none of it is told, so
+// that what is built on the events (a gauge of holders) stays true.
 func (o acquireObserved) done(g *grant, err error) {
+	if o.dropped {
+		return
+	}
 	if err == nil {
 		g.recipe, g.recipePath, g.acquireCtx = o.recipe, o.path, o.ctx
 	}
@@ -64,11 +70,12 @@ func (o acquireObserved) done(g *grant, err error) {
 	o.li.client.Emit(e)
 }
 
-// ended tells the end of a held grant, once: released (cause nil) or lost.
-// A grant not granted through observeAcquire (an internal lock, a latch's
-// term) tells nothing.
+// ended tells the end of a held grant: released (cause nil) or lost. It
+// is called once, by whoever settled the end (grant.end). A grant not
+// granted through observeAcquire (an internal lock, a latch's term) tells
+// nothing.
 func (g *grant) ended(cause error) {
-	if g.recipe == "" || !g.endTold.CompareAndSwap(false, true) {
+	if g.recipe == "" {
 		return
 	}
 	c := g.li.client // Emit checks who hears it: a loss is logged at INFO, hook or not
@@ -86,6 +93,9 @@ func (g *grant) ended(cause error) {
 // lostCause is why g ended, as a Lost or LeadershipLost event tells it:
 // nil when it was given up.
 func (g *grant) lostCause() error {
+	if e := g.fin.Load(); e != nil {
+		return e.cause
+	}
 	if cause := context.Cause(g.ctx); cause != errReleased {
 		return cause
 	}

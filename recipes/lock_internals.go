@@ -24,6 +24,8 @@ const cleanupTimeout = 5 * time.Second
 type lockInternals struct {
 	client *framework.Client
 	base   string
+	// holdings are the grants of this lock value held now (holdings.go).
+	holdings holdings
 	// listHook, when set (by tests only), hears what a waiter of this
 	// value does in its lister (see lister.list), and when it takes the
 	// listing sent behind its create (createAndList).
@@ -139,7 +141,7 @@ func (li *lockInternals) create(ctx context.Context, a attempt, ls *lister) (*gr
 		path, err = li.createAndList(ctx, a, g, mode, protect, parents)
 	}
 	if err != nil {
-		g.end(errReleased)
+		g.release()
 		return nil, err
 	}
 	g.path, g.name = path, path[len(li.base)+1:]

@@ -53,7 +53,7 @@ func (li *lockInternals) watchRevocation(recipe, path string, listener func()) (
 			}
 			if !first && string(data) == RevokeMessage {
 				li.client.Emit(framework.Event{Kind: framework.RevocationRequested, Recipe: recipe, Path: li.base, Node: path})
-				go listener()
+				go li.revoked(path, listener)
 			}
 			first = false
 			select {
@@ -73,4 +73,18 @@ func (li *lockInternals) watchRevocation(recipe, path string, listener func()) (
 			<-done
 		})
 	}
+}
+
+// revoked calls the revocation listener of our node at path. A listener that
+// panics takes the process down (it runs on a goroutine of the library's),
+// but not with the lock: the node is deleted first, within a bound of its
+// own, and the panic then goes on.
+func (li *lockInternals) revoked(path string, listener func()) {
+	defer func() {
+		if p := recover(); p != nil {
+			li.deleteNode(context.Background(), path)
+			panic(p)
+		}
+	}()
+	listener()
 }

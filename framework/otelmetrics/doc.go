@@ -67,9 +67,11 @@
 // event's Context), so that an SDK keeping exemplars links them to the
 // caller's trace.
 //
-// The up-down counters rely on each event being heard: an event hook too
-// slow for its events has the oldest dropped (framework.EventHook; a WARN
-// says so), and the counts may then drift.
+// Hooks too slow for their events have events dropped, but never the end
+// of what they heard begin (framework.EventHook: an acquisition whose start
+// is dropped is not told at all), so the up-down counts stay true; what is
+// dropped is missing from the counters and histograms
+// (Client.EventsDropped counts it, and a WARN says so).
 //
 // # Traces
 //

@@ -817,10 +817,12 @@ func (c *proxyConn) writeClient(down <-chan chunk) {
 		if c.p.bh.Load() {
 			continue
 		}
+		// Recorded before the write: once the client has the bytes (and
+		// its caller may look), LastReply already says so.
+		c.p.toward.Store(time.Now().UnixNano())
 		if _, err := c.client.Write(ch.data); err != nil {
 			c.close()
 			return
 		}
-		c.p.toward.Store(time.Now().UnixNano())
 	}
 }
