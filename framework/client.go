@@ -53,7 +53,7 @@ type Client struct {
 	bgCancel  context.CancelFunc
 	bg        sync.WaitGroup
 	later     laterDeletes // deletes waiting for their time (background.go)
-	hook      EventHook    // nil: none
+	hooks     []EventHook  // in the order added; none: nil
 	sink      *zap.Logger  // the user's logger, named: written to on the outbox's goroutine only
 	out       *outbox      // hands events and log lines to the hook and the sink (outbox.go)
 	runners   runners      // the goroutines that run calls a caller's context may cut short (runner.go)
@@ -88,7 +88,7 @@ func New(connectString string, policy retry.Policy, opts ...Option) (*Client, er
 		changed:      make(chan struct{}),
 		sessionEnded: make(chan struct{}),
 		negotiated:   cfg.sessionTimeout,
-		hook:         cfg.eventHook,
+		hooks:        cfg.eventHooks,
 	}
 	if cfg.namespace != "" {
 		c.ns = namespace("/" + cfg.namespace)

@@ -73,8 +73,7 @@ type config struct {
 	containers        bool
 	dialer            zk.Dialer
 	listeners         []state.Listener
-	eventHook         EventHook
-	eventHookSet      bool
+	eventHooks        []EventHook
 	juteMaxBuffer     int
 
 	// beforeParentCreate, when set (by tests only), runs before mkdirs
@@ -213,8 +212,10 @@ func (c *config) validate() error {
 			return invalidArgument("nil listener (WithListener)")
 		}
 	}
-	if c.eventHookSet && listeners.IsNil(c.eventHook) {
-		return invalidArgument("nil event hook (WithEventHook)")
+	for _, h := range c.eventHooks {
+		if listeners.IsNil(h) {
+			return invalidArgument("nil event hook (WithEventHook)")
+		}
 	}
 	for _, a := range c.auth {
 		if a.scheme == "" {

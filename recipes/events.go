@@ -27,18 +27,20 @@ const (
 type acquireObserved struct {
 	li      *lockInternals
 	recipe  string
-	path    string    // the recipe's path, as its events name it
-	started time.Time // zero: nothing hears
-	dropped bool      // its start was dropped (the hook is too slow): nothing more of it is told
+	path    string          // the recipe's path, as its events name it
+	started time.Time       // zero: nothing hears
+	dropped bool            // its start was dropped (the hook is too slow): nothing more of it is told
+	ctx     context.Context // the acquire's, without its cancellation, for its events' Context
 }
 
-// observeAcquire tells that an acquisition of li's lock begins; its events
-// name path, the recipe's (li's base, but for a semaphore's leases).
-func (li *lockInternals) observeAcquire(recipe, path string) acquireObserved {
+// observeAcquire tells that an acquisition of li's lock, called with ctx,
+// begins; its events name path, the recipe's (li's base, but for a
+// semaphore's leases).
+func (li *lockInternals) observeAcquire(ctx context.Context, recipe, path string) acquireObserved {
 	o := acquireObserved{li: li, recipe: recipe, path: path}
 	if li.client.Observed() {
-		o.started = time.Now()
-		o.dropped = li.client.Emit(framework.Event{Kind: framework.AcquireStarted, Time: o.started, Recipe: recipe, Path: path})
+		o.started, o.ctx = time.Now(), context.WithoutCancel(ctx)
+		o.dropped = li.client.Emit(framework.Event{Kind: framework.AcquireStarted, Time: o.started, Recipe: recipe, Path: path, Context: o.ctx})
 	}
 	return o
 }
@@ -52,13 +54,13 @@ func (o acquireObserved) done(g *grant, err error) {
 		return
 	}
 	if err == nil {
-		g.recipe, g.recipePath = o.recipe, o.path
+		g.recipe, g.recipePath, g.acquireCtx = o.recipe, o.path, o.ctx
 	}
 	if o.started.IsZero() {
 		return
 	}
 	now := time.Now()
-	e := framework.Event{Time: now, Recipe: o.recipe, Path: o.path, Wait: now.Sub(o.started)}
+	e := framework.Event{Time: now, Recipe: o.recipe, Path: o.path, Wait: now.Sub(o.started), Context: o.ctx}
 	if err != nil {
 		e.Kind, e.Err = framework.AcquireFailed, err
 	} else {
@@ -77,7 +79,8 @@ func (g *grant) ended(cause error) {
 		return
 	}
 	c := g.li.client // Emit checks who hears it: a loss is logged at INFO, hook or not
-	e := framework.Event{Kind: framework.Released, Recipe: g.recipe, Path: g.recipePath, Node: g.path, Session: g.owner()}
+	e := framework.Event{Kind: framework.Released, Recipe: g.recipe, Path: g.recipePath, Node: g.path, Session: g.owner(),
+		Context: g.acquireCtx}
 	if cause != nil {
 		e.Kind, e.Err = framework.Lost, cause
 	}

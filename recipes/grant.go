@@ -70,6 +70,9 @@ type grant struct {
 	recipePath string    // the recipe's path its events name
 	grantedAt  time.Time // when it was granted, if its events are heard
 	position   int       // our node's place in the queue at its first look
+	// acquireCtx is the acquire's context without its cancellation, for
+	// its events' Context (events.go); nil when none are told.
+	acquireCtx context.Context
 
 	held atomic.Bool              // handed to its owner (hold): its end is settled, cleaned up and told
 	fin  atomic.Pointer[grantEnd] // how it ended, once settled (end); nil while it may still hold

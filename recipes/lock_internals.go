@@ -54,7 +54,7 @@ type attempt struct {
 // (guaranteed) before acquire returns. The grant it returns holds (its loss
 // is cleaned up: grant.hold).
 func (li *lockInternals) acquire(ctx context.Context, a attempt) (*grant, error) {
-	o := li.observeAcquire(a.recipe, li.base)
+	o := li.observeAcquire(ctx, a.recipe, li.base)
 	g, err := retryVanished(ctx, li.client, li.base, func() (*grant, error) { return li.attemptOnce(ctx, a) })
 	o.done(g, err) // before hold publishes g: its fields are set by then
 	if err == nil {
@@ -146,7 +146,7 @@ func (li *lockInternals) create(ctx context.Context, a attempt, ls *lister) (*gr
 	}
 	g.path, g.name = path, path[len(li.base)+1:]
 	if a.revoked != nil {
-		g.stopRevoke = li.watchRevocation(path, a.revoked)
+		g.stopRevoke = li.watchRevocation(a.recipe, path, a.revoked)
 	}
 	return g, nil
 }

@@ -227,7 +227,7 @@ func (s *InterProcessSemaphoreV2) acquireOne(ctx context.Context, try bool) (*Le
 		driver: s.lockDriver, try: try}
 	leaseAttempt := attempt{path: s.leasePath, mode: framework.EphemeralSequential,
 		data: s.data, driver: leaseDriver{s}, try: try}
-	o := s.leases.observeAcquire(recipeSemaphore, s.path)
+	o := s.leases.observeAcquire(ctx, recipeSemaphore, s.path)
 	g, err := retryVanished(ctx, s.client, s.path, func() (*grant, error) {
 		lock, err := s.locks.attemptOnce(ctx, lockAttempt)
 		if err != nil {
