@@ -37,7 +37,9 @@ func Revoke(ctx context.Context, client *framework.Client, nodePath string) erro
 // watchRevocation watches our own node's data, as Curator's revocation
 // watcher does: each change is read again (re-arming the watch), and
 // RevokeMessage calls listener on a goroutine of its own, so that the
-// listener may release the lock. It returns a function that stops the
+// listener may release the lock. Unlike Curator's, the first read counts
+// too: a request written between the node's create and the watch is
+// heard, not lost. It returns a function that stops the
 // watching and waits for it to end. Its events name recipe, the kind of
 // the lock.
 func (li *lockInternals) watchRevocation(recipe, path string, listener func()) (stop func()) {
@@ -45,17 +47,15 @@ func (li *lockInternals) watchRevocation(recipe, path string, listener func()) (
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		first := true
 		for {
 			data, _, w, err := li.client.GetDataW(ctx, path)
 			if err != nil {
 				return // node gone, client closed, or stopped
 			}
-			if !first && string(data) == RevokeMessage {
+			if string(data) == RevokeMessage { // the first read too: a request made before the watch was set is heard
 				li.client.Emit(framework.Event{Kind: framework.RevocationRequested, Recipe: recipe, Path: li.base, Node: path})
 				go li.revoked(path, listener)
 			}
-			first = false
 			select {
 			case ev := <-w:
 				if ev.Type != zk.EventNodeDataChanged {
