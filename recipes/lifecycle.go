@@ -18,6 +18,10 @@ import (
 //     is always right). Curator throws IllegalStateException for a latch
 //     closed twice; a Go Close that may run twice (defer, and an explicit
 //     one) must not fail.
+//   - Close waits for the value's goroutine to end, but never for user code
+//     it runs (a latch's or a count's listener, a selector's leadership
+//     function): while a call of it is under way (listeners.Gate), Close
+//     returns at once, for that code may be the caller, or wait for it.
 type lifecycle struct {
 	mu      sync.Mutex
 	state   runState
