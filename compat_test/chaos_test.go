@@ -85,6 +85,37 @@ type chaosRun struct {
 	quorumFindings []string
 	nodeExpiry     time.Duration // the worst after a quorum loss
 	recovery       time.Duration // the worst after a quorum loss
+	granted        int64         // acquisitions the Go clients' events told
+	unbalanced     []string      // Go clients whose events did not add up (eventBalances)
+}
+
+// eventBalances closes every Go client (its contenders stopped) and asks
+// what its events added up to: what a metrics backend builds on them
+// (waiters, holders, leaders) must be back at zero, and every acquisition
+// granted once and ended once, whatever the faults did.
+func (r *chaosRun) eventBalances() {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	for _, c := range r.clients {
+		if c.curator() {
+			continue
+		}
+		reply, err := c.send("-", "events", c.name)(ctx)
+		if err != nil {
+			r.unbalanced = append(r.unbalanced, fmt.Sprintf("%s: %v", c.name, err))
+			continue
+		}
+		for _, kv := range strings.Fields(reply) {
+			k, v, _ := strings.Cut(kv, "=")
+			n, _ := strconv.ParseInt(v, 10, 64)
+			if k == "granted" {
+				r.granted += n
+			} else if n != 0 {
+				r.unbalanced = append(r.unbalanced, c.name+": "+reply)
+				break
+			}
+		}
+	}
 }
 
 func TestChaos(t *testing.T) {
@@ -128,6 +159,7 @@ func TestChaos(t *testing.T) {
 	r.heal()
 	r.stopAll()
 	orphans, curatorOrphans := r.orphans()
+	r.eventBalances()
 	if err := testutil.DeleteTree(r.checker, chaosBase); err != nil {
 		t.Errorf("cleaning up %s: %v", chaosBase, err)
 	}
@@ -324,10 +356,12 @@ func (r *chaosRun) judge(seed int64, elapsed time.Duration, orphans, curatorOrph
 	ms := func(d time.Duration) time.Duration { return d.Round(time.Millisecond) }
 	summary := fmt.Sprintf("chaos: seed=%d duration=%v acquisitions=%d leader-terms=%d faults=%d %s violations=%d "+
 		"two-leader-moments=%d orphans=%d curator-orphans=%d stale-writes-refused=%d stale-writes-accepted=%d worst-loss-notice=%v "+
-		"worst-loss-notice-session=%v curator-worst-loss-notice=%v curator-late-notices=%d quorum-node-expiry=%v quorum-recovery=%v",
+		"worst-loss-notice-session=%v curator-worst-loss-notice=%v curator-late-notices=%d quorum-node-expiry=%v quorum-recovery=%v "+
+		"go-events-granted=%d go-events-unbalanced=%d",
 		seed, elapsed.Round(time.Second), test["acquisitions"]+procs["acquisitions"], test["terms"]+procs["terms"], nFaults, strings.Join(byKind, " "),
 		len(violations)+len(r.quorumFindings), len(twoLeaders), len(orphans), len(curatorOrphans), refused, len(staleAccepted),
-		ms(r.worst["standard"]), ms(r.worst["session"]), ms(r.worst["curator"]), len(r.curatorLate), ms(r.nodeExpiry), ms(r.recovery))
+		ms(r.worst["standard"]), ms(r.worst["session"]), ms(r.worst["curator"]), len(r.curatorLate), ms(r.nodeExpiry), ms(r.recovery),
+		r.granted, len(r.unbalanced))
 	t.Logf("chaos: contenders in the test: %v; in processes: %v; %d accepted writes; %d guard overlaps, all but %d excused; "+
 		"loss notices: %d (%d clients had nothing to be told, %d had left the member before the cut); pauses: %d, %d without a stale "+
 		"write refused (a holder can be told, or interrupted, first)",
@@ -354,6 +388,7 @@ func (r *chaosRun) judge(seed int64, elapsed time.Duration, orphans, curatorOrph
 	report(true, fmt.Sprintf("late loss notices of Go clients (bound: %v after the last contact)", chaosNoticeBound), r.lateNotices)
 	report(false, "late loss notices of Java Curator clients (Curator's; see docs/guarantees.md)", r.curatorLate)
 	report(true, "stale writes accepted", staleAccepted)
+	report(true, "Go clients whose events do not add up (gauges not back at zero, an acquisition not ended once)", r.unbalanced)
 	if n := r.faults[faultPause]; n > 0 && refused == 0 {
 		t.Errorf("%d holders paused, and the fenced resources refused no write: the check did not fire", n)
 	}

@@ -28,6 +28,7 @@ type Client struct {
 	opts    []framework.Option
 	log     *zap.Logger
 	http    *http.Client // to the referee
+	bal     *balance     // what every generation's events add up to
 
 	mu      sync.Mutex
 	gen     *generation

@@ -38,7 +38,10 @@ func NewHost(log *zap.Logger, emit func(event string)) *Host {
 // Handle runs one request and returns its reply. Its verbs are
 // CuratorPeer's client, session, chaos and chaos-stop (see the top of
 // CuratorPeer.java), and replace and cancel-acquires <client>
-// (Client.Replace, Client.CancelAcquires).
+// (Client.Replace, Client.CancelAcquires), and events <client>: once its
+// contenders have stopped, it closes the client and answers what its events
+// added up to, "granted=N waiters=0 holders=0 leaders=0 unended=0
+// ended-ungranted=0 granted-twice=0" when they balance.
 func (h *Host) Handle(verb string, args []string) (string, error) {
 	var pos []string
 	opt := map[string]string{}
@@ -80,6 +83,8 @@ func (h *Host) Handle(verb string, args []string) (string, error) {
 		return "replaced", c.Replace()
 	case verb == "cancel-acquires":
 		return strconv.FormatInt(c.CancelAcquires(), 10), nil
+	case verb == "events":
+		return c.events(), nil
 	case verb == "chaos" && len(pos) == 3:
 		leases, _ := strconv.Atoi(opt["leases"])
 		writes, _ := strconv.Atoi(opt["writes"])
@@ -110,8 +115,9 @@ func (h *Host) open(name, connect string, opts []framework.Option) (string, erro
 		h.emit(fmt.Sprintf("state %s %s %d", name, s, time.Now().UnixMicro()))
 	})
 	log := h.log.With(zap.String("client", name))
-	c := &Client{connect: connect, opts: append(opts, framework.WithLogger(log), framework.WithListener(listener)), log: log,
-		http: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 16}, Timeout: refereeTimeout}}
+	bal := newBalance()
+	c := &Client{connect: connect, opts: append(opts, framework.WithLogger(log), framework.WithListener(listener), framework.WithEventHook(bal)),
+		log: log, bal: bal, http: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 16}, Timeout: refereeTimeout}}
 	c.cancel, c.cancelF = context.WithCancel(context.Background())
 	var err error
 	if c.gen, err = c.open(); err != nil {
