@@ -98,7 +98,7 @@ func New(connectString string, policy retry.Policy, opts ...Option) (*Client, er
 	}
 	c.out = newOutbox(c.deliver, maxQueuedEvents)
 	c.log = c.sink.WithOptions(zap.WrapCore(func(core zapcore.Core) zapcore.Core { return outboxCore{core, c.out} }))
-	c.states = listeners.NewQueue(c.tell, 0, nil)
+	c.states = listeners.NewQueue(c.tell, nil, nil)
 	c.trust.begin(0)
 	c.bgCtx, c.bgCancel = context.WithCancel(context.Background())
 	c.mu.Lock() // events may arrive before connect returns; they wait for c.conn

@@ -36,19 +36,15 @@ import (
 // queued it (a waiter's last failure, a holder's loss told late), so such
 // notes may reach the hook at the same time as each other.
 type outbox struct {
+	q       *listeners.Queue[note]
 	deliver func(note)
 	max     int
 	dropped atomic.Uint64 // every note dropped, all episodes
-	one     sync.Mutex    // held across each hand-on
 
-	mu      sync.Mutex
-	items   []note
-	busy    int    // taken by the goroutine and not yet handed on: in the bound too
-	episode uint64 // notes dropped in the overflow episode under way; 0: none
-	closed  bool
-	wake    chan struct{}
-	done    chan struct{}
-	gate    listeners.Gate // the hand-ons: Close does not wait while one is under way
+	mu       sync.Mutex // taken under the queue's lock (admit) and on its goroutine
+	episode  uint64     // notes dropped in the overflow episode under way; 0: none
+	unwarned bool       // an episode began and its WARN is not written yet
+	queuedAt int        // notes waiting when it began
 }
 
 // note is what the outbox hands on: an event (to the hook, and to the log
@@ -71,8 +67,8 @@ type logLine struct {
 // newOutbox starts an outbox that hands each note to deliver, holding at
 // most max notes that may be dropped.
 func newOutbox(deliver func(note), max int) *outbox {
-	o := &outbox{deliver: deliver, max: max, wake: make(chan struct{}, 1), done: make(chan struct{})}
-	go o.run()
+	o := &outbox{deliver: deliver, max: max}
+	o.q = listeners.NewQueue(o.handOn, o.admit, o.idle)
 	return o
 }
 
@@ -91,37 +87,54 @@ func (n note) droppable() bool {
 
 // push queues n, and reports whether it did (false: dropped). After Close
 // it hands n on itself.
-func (o *outbox) push(n note) bool {
-	o.mu.Lock()
-	if o.closed {
-		o.mu.Unlock()
-		if o.one.TryLock() {
-			defer o.one.Unlock()
-		} // else a hand-on is under way, perhaps the very one that pushes n: waiting could never end
-		o.deliver(n)
+func (o *outbox) push(n note) bool { return o.q.Push(n) }
+
+// admit decides, under the queue's lock, whether n is queued while queued
+// notes wait: past the bound none that may be dropped, past half of it no
+// DEBUG one.
+func (o *outbox) admit(n note, queued int) bool {
+	if !n.droppable() || queued < o.max && (n.level > zapcore.DebugLevel || 2*queued < o.max) {
 		return true
 	}
+	o.dropped.Add(1)
+	o.mu.Lock()
 	defer o.mu.Unlock()
-	if queued := len(o.items) + o.busy; n.droppable() && (queued >= o.max || n.level <= zapcore.DebugLevel && 2*queued >= o.max) {
-		o.dropped.Add(1)
-		if o.episode == 0 {
-			o.items = append(o.items, warning("the event hook or log sink is too slow: events and log lines are dropped, DEBUG first, never the end of what was told to begin",
-				zap.Int("queued", queued)))
-			o.signal()
-		}
-		o.episode++
-		return false
+	if o.episode == 0 {
+		o.unwarned, o.queuedAt = true, queued
 	}
-	o.items = append(o.items, n)
-	o.signal()
-	return true
+	o.episode++
+	return false
 }
 
-// signal wakes the goroutine; o.mu is held.
-func (o *outbox) signal() {
-	select {
-	case o.wake <- struct{}{}:
-	default:
+// handOn hands n on, on the queue's goroutine, after the WARN of an
+// overflow episode that began since the last one.
+func (o *outbox) handOn(n note) {
+	o.warnBegun()
+	o.deliver(n)
+}
+
+// idle ends the overflow episode under way, if any, once the queue has run
+// dry: a WARN says how many notes it dropped.
+func (o *outbox) idle() {
+	o.warnBegun()
+	o.mu.Lock()
+	ended := o.episode
+	o.episode = 0
+	o.mu.Unlock()
+	if ended > 0 {
+		o.deliver(warning("the overflow of events and log lines is over", zap.Uint64("dropped", ended)))
+	}
+}
+
+// warnBegun writes the WARN of an overflow episode that began, once.
+func (o *outbox) warnBegun() {
+	o.mu.Lock()
+	warn, queued := o.unwarned, o.queuedAt
+	o.unwarned = false
+	o.mu.Unlock()
+	if warn {
+		o.deliver(warning("the event hook or log sink is too slow: events and log lines are dropped, DEBUG first, never the end of what was told to begin",
+			zap.Int("queued", queued)))
 	}
 }
 
@@ -130,61 +143,10 @@ func warning(msg string, fields ...zap.Field) note {
 	return note{level: zapcore.WarnLevel, line: &logLine{entry: zapcore.Entry{Level: zapcore.WarnLevel, Message: msg}, fields: fields}}
 }
 
-func (o *outbox) run() {
-	defer close(o.done)
-	for range o.wake {
-		for {
-			o.mu.Lock()
-			items := o.items
-			o.items, o.busy = nil, len(items)
-			var ended uint64
-			if len(items) == 0 {
-				ended, o.episode = o.episode, 0
-			}
-			o.mu.Unlock()
-			if ended > 0 {
-				o.handOn(warning("the overflow of events and log lines is over", zap.Uint64("dropped", ended)))
-			}
-			if len(items) == 0 {
-				break
-			}
-			for i, n := range items {
-				o.handOn(n)
-				items[i] = note{}
-				o.mu.Lock()
-				o.busy--
-				o.mu.Unlock()
-			}
-		}
-	}
-}
-
-// handOn delivers n on the outbox's goroutine.
-func (o *outbox) handOn(n note) {
-	o.gate.Call(func() {
-		o.one.Lock()
-		defer o.one.Unlock()
-		o.deliver(n)
-	})
-}
-
-// close hands on what was queued before it, then ends the goroutine. It
-// waits for that, unless a hand-on is under way when it is called (it may
-// be the caller: a hook may close the client); the goroutine then ends by
-// itself once that hand-on returns. It is idempotent.
-func (o *outbox) close() {
-	o.mu.Lock()
-	if o.closed {
-		o.mu.Unlock()
-		return
-	}
-	o.closed = true
-	close(o.wake)
-	o.mu.Unlock()
-	if o.gate.Close() {
-		<-o.done
-	}
-}
+// close hands on what was queued before it, then ends the goroutine
+// (listeners.Queue.Close: it does not wait while a hand-on is under way,
+// which may be its caller's). It is idempotent.
+func (o *outbox) close() { o.q.Close() }
 
 // outboxCore is the client's logger's core: it asks the user's core whether
 // a level is enabled, at once, and queues what it would write on the

@@ -119,10 +119,7 @@ func TestOverflowKeepsEveryEndAndSaysSo(t *testing.T) {
 			continue
 		}
 		c.Emit(Event{Kind: AcquireFailed, Recipe: "mutex", Path: p})
-		c.out.mu.Lock()
-		queued := len(c.out.items) + c.out.busy
-		c.out.mu.Unlock()
-		most = max(most, queued)
+		most = max(most, c.out.q.Len())
 	}
 	if dropped == 0 || uint64(dropped) != c.EventsDropped() {
 		t.Fatalf("%d starts dropped, EventsDropped %d: want some, counted", dropped, c.EventsDropped())

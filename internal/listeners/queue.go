@@ -11,30 +11,34 @@ import "sync"
 // last failure) is still told. A Queue is made by NewQueue.
 type Queue[T any] struct {
 	deliver func(T)
-	max     int         // values waiting at most; past it the oldest go (0: no bound)
-	dropped func(n int) // told when values were dropped: n so far
-	one     sync.Mutex  // held across each delivery
+	admit   func(v T, queued int) bool // nil: every value
+	idle    func()                     // nil: nothing to do when the queue runs dry
+	one     sync.Mutex                 // held across each delivery
 
 	mu     sync.Mutex
 	items  []T
-	ndrop  int
+	busy   int // taken by the goroutine and not yet delivered
 	closed bool
 	wake   chan struct{}
 	done   chan struct{} // closed when the goroutine has ended
 	gate   Gate          // the deliveries: Close does not wait while one is under way
 }
 
-// NewQueue starts a queue that hands each value to deliver. With max > 0,
-// at most max values wait: past it the oldest are dropped, and dropped
-// (if not nil) hears how many so far.
-func NewQueue[T any](deliver func(T), max int, dropped func(n int)) *Queue[T] {
-	q := &Queue[T]{deliver: deliver, max: max, dropped: dropped, wake: make(chan struct{}, 1), done: make(chan struct{})}
+// NewQueue starts a queue that hands each value to deliver. admit, if not
+// nil, decides whether a value pushed is queued, given how many wait (those
+// queued and the one being delivered, if any): it is called under the
+// queue's lock, and must be quick and call no user code. idle, if not nil,
+// is called on the queue's goroutine each time it has delivered every
+// value it had.
+func NewQueue[T any](deliver func(T), admit func(v T, queued int) bool, idle func()) *Queue[T] {
+	q := &Queue[T]{deliver: deliver, admit: admit, idle: idle, wake: make(chan struct{}, 1), done: make(chan struct{})}
 	go q.run()
 	return q
 }
 
-// Push queues v for delivery; after Close it delivers v itself.
-func (q *Queue[T]) Push(v T) {
+// Push queues v for delivery, unless admit refuses it, and reports whether
+// it did; after Close it delivers v itself (and reports true).
+func (q *Queue[T]) Push(v T) bool {
 	q.mu.Lock()
 	if q.closed {
 		q.mu.Unlock()
@@ -42,21 +46,25 @@ func (q *Queue[T]) Push(v T) {
 			defer q.one.Unlock()
 		} // else a delivery is under way, perhaps the very one that pushes v: waiting could never end
 		q.deliver(v)
-		return
+		return true
 	}
 	defer q.mu.Unlock()
-	if q.max > 0 && len(q.items) >= q.max {
-		q.items = q.items[1:]
-		q.ndrop++
-		if q.dropped != nil {
-			q.dropped(q.ndrop)
-		}
+	if q.admit != nil && !q.admit(v, len(q.items)+q.busy) {
+		return false
 	}
 	q.items = append(q.items, v)
 	select {
 	case q.wake <- struct{}{}:
 	default:
 	}
+	return true
+}
+
+// Len returns how many values wait: queued, and being delivered.
+func (q *Queue[T]) Len() int {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return len(q.items) + q.busy
 }
 
 func (q *Queue[T]) run() {
@@ -65,18 +73,30 @@ func (q *Queue[T]) run() {
 		for {
 			q.mu.Lock()
 			items := q.items
-			q.items = nil
+			q.items, q.busy = nil, len(items)
 			q.mu.Unlock()
 			if len(items) == 0 {
 				break
 			}
-			for _, v := range items {
+			for i, v := range items {
 				q.gate.Call(func() {
 					q.one.Lock()
 					defer q.one.Unlock()
 					q.deliver(v)
 				})
+				var zero T
+				items[i] = zero // delivered: not kept alive by the batch
+				q.mu.Lock()
+				q.busy--
+				q.mu.Unlock()
 			}
+		}
+		if q.idle != nil {
+			q.gate.Call(func() {
+				q.one.Lock()
+				defer q.one.Unlock()
+				q.idle()
+			})
 		}
 	}
 }
