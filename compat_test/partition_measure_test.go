@@ -3,6 +3,7 @@ package compat_test
 import (
 	"context"
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 	"time"
@@ -217,4 +218,38 @@ func (r *partitionRun) measure(c *pcut) string {
 		return "nothing to measure"
 	}
 	return strings.Join(parts, "; ")
+}
+
+// windowStats returns the open windows of ws, the longest of them
+// (worst-window: "none", or "never-told" if a holder never was), and the
+// least time from a notice to the takeover among holders cut off from
+// every quorum, whose lock passed on only when the servers ended their
+// session (least-margin, "none" if none was taken over).
+func windowStats(ws []holderWindow) (open []holderWindow, worst, margin string) {
+	worst, margin = "none", "none"
+	var worstD, marginD time.Duration
+	for _, w := range ws {
+		switch {
+		case w.open():
+			open = append(open, w)
+			d := w.notice - w.takeover
+			if w.notice < 0 {
+				d = math.MaxInt64
+			}
+			if len(open) == 1 || d > worstD {
+				worstD = d
+			}
+		case w.cutOff && w.takeover >= 0 && w.notice >= 0:
+			if d := w.takeover - w.notice; margin == "none" || d < marginD {
+				marginD, margin = d, d.Round(time.Millisecond).String()
+			}
+		}
+	}
+	switch {
+	case worstD == math.MaxInt64:
+		worst = "never-told"
+	case len(open) > 0:
+		worst = worstD.Round(time.Millisecond).String()
+	}
+	return open, worst, margin
 }

@@ -3,7 +3,6 @@ package compat_test
 import (
 	"flag"
 	"fmt"
-	"math"
 	"net/netip"
 	"os"
 	"slices"
@@ -207,45 +206,43 @@ func (r *partitionRun) judgePartitions(seed int64, elapsed time.Duration, orphan
 	for _, k := range pfaultKinds {
 		kinds = append(kinds, fmt.Sprintf("%s=%d", k, byKind[k]))
 	}
-	// worst: the longest open window (a notice after another client's
-	// takeover); margin: the least time from a notice to the takeover, of
-	// holders cut off from every quorum (whose lock passed on only when
-	// the servers ended their session).
-	var open []string
-	worst, margin := "none", "none"
-	var worstD, marginD time.Duration
-	for _, w := range r.windows {
-		switch {
-		case w.open():
-			open = append(open, fmt.Sprintf("%s: %v", w.kind, w))
-			d := w.notice - w.takeover
-			if w.notice < 0 {
-				d = math.MaxInt64
+	open, worst, margin := windowStats(r.windows)
+	// Below the assumption, what the known bug of TestPartitionIdleSessionHolder
+	// brings about is set apart, unless asked for.
+	var known, ids []string
+	if below && !*partitionsKnownBugsFlag {
+		open = slices.DeleteFunc(open, func(w holderWindow) bool {
+			if idleSessionBug(w) {
+				ids, known = append(ids, w.id), append(known, fmt.Sprintf("%s: %v", w.kind, w))
+				return true
 			}
-			if len(open) == 1 || d > worstD {
-				worstD = d
-			}
-		case w.cutOff && w.takeover >= 0 && w.notice >= 0:
-			if d := w.takeover - w.notice; margin == "none" || d < marginD {
-				marginD, margin = d, d.Round(time.Millisecond).String()
-			}
+			return false
+		})
+		for _, list := range []*[]string{&locks, &twoLeaders, &beforeNotice} {
+			*list = slices.DeleteFunc(*list, func(v string) bool {
+				for _, id := range ids {
+					if strings.Contains(v, id) {
+						known = append(known, v)
+						return true
+					}
+				}
+				return false
+			})
 		}
 	}
-	switch {
-	case worstD == math.MaxInt64:
-		worst = "never-told"
-	case len(open) > 0:
-		worst = worstD.Round(time.Millisecond).String()
+	var opened []string
+	for _, w := range open {
+		opened = append(opened, fmt.Sprintf("%s: %v", w.kind, w))
 	}
 	test, procs := r.counts["test"], r.counts["processes"]
 	ms := func(d time.Duration) time.Duration { return d.Round(time.Millisecond) }
 	summary := fmt.Sprintf("partitions: seed=%d side=%s lag=%v session=%v members=%d duration=%v acquisitions=%d leader-terms=%d "+
-		"faults=%d %s holders-cut=%d open-windows=%d worst-window=%s least-margin=%s overlaps=%d two-leader-moments=%d violations=%d "+
+		"faults=%d %s holders-cut=%d open-windows=%d idle-session-bug=%d worst-window=%s least-margin=%s overlaps=%d two-leader-moments=%d violations=%d "+
 		"stale-writes-refused=%d stale-writes-accepted=%d refused-before-notice=%d orphans=%d curator-orphans=%d "+
 		"worst-notice=%v worst-notice-session=%v curator-worst-notice=%v late-notices=%d curator-late-notices=%d worst-recovery=%v",
 		seed, r.set.side, r.set.lag(), partitionsSession, r.set.members, elapsed.Round(time.Second),
 		test["acquisitions"]+procs["acquisitions"], test["terms"]+procs["terms"], len(r.cuts), strings.Join(kinds, " "),
-		len(r.windows), len(open), worst, margin, len(locks), len(twoLeaders), len(reused), refused, len(staleAccepted), len(beforeNotice),
+		len(r.windows), len(open), len(ids), worst, margin, len(locks), len(twoLeaders), len(reused), refused, len(staleAccepted), len(beforeNotice),
 		len(orphans), len(curatorOrphans), ms(r.worstNotice["standard"]), ms(r.worstNotice["session"]), ms(r.worstNotice["curator"]),
 		len(r.late), len(r.curatorLate), ms(worstRecovery))
 	t.Logf("partitions: contenders' counts: %v; %d accepted writes; %d guard overlaps in all", procs, accepted, overlaps)
@@ -269,7 +266,8 @@ func (r *partitionRun) judgePartitions(seed int64, elapsed time.Duration, orphan
 	}
 	report(below, "overlaps of holders, "+side, locks)
 	report(below, "moments of two leaders, "+side, twoLeaders)
-	report(below, "holders told after another client held their lock, "+side, open)
+	report(below, "holders told after another client held their lock, "+side, opened)
+	report(false, "findings of the known bug TestPartitionIdleSessionHolder shows, set apart (-partitions.known-bugs fails on them)", known)
 	report(below, "stale writes refused from holders not yet told, "+side, beforeNotice)
 	report(true, "tokens used twice", reused)
 	report(true, "stale writes accepted", staleAccepted)
@@ -277,7 +275,7 @@ func (r *partitionRun) judgePartitions(seed int64, elapsed time.Duration, orphan
 	report(false, "nodes Curator left behind (its own; see docs/mixed-fleets.md)", curatorOrphans)
 	report(true, fmt.Sprintf("late loss notices of Go clients (bound: %v after the cut)", r.noticeBound()), r.late)
 	report(false, "late loss notices of Java Curator clients (Curator's)", r.curatorLate)
-	if !below && len(locks)+len(twoLeaders)+len(open) == 0 {
+	if !below && len(locks)+len(twoLeaders)+len(opened) == 0 {
 		t.Errorf("partitions: above the assumption (lag %v, T %v), no holder was told after another client held its lock, and no "+
 			"two held at once: the run did not show the window it is to show (%d holdings measured at %d cuts)",
 			r.set.lag(), partitionsSession, len(r.windows), len(r.cuts))
