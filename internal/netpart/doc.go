@@ -13,8 +13,9 @@
 // be one-way; Split, Between and OneWay build the usual shapes.
 //
 // New refuses to start when any of the net's names or addresses already
-// exist, unless they are the remains of a run of the same prefix whose
-// process has died (recorded in an owner file), which it sweeps first. Close
+// exist (ErrInUse while the run that built them goes on, else ErrExists),
+// unless they are the remains of a run of the same prefix whose process has
+// died (recorded in an owner file), which it sweeps first. Close
 // tears everything down; call it however the test ends (t.Cleanup). A run
 // needs root, iproute2's ip and nftables' nft: Available says why not.
 package netpart

@@ -49,11 +49,12 @@ type Net struct {
 	closeErr error
 }
 
-// New builds the net of cfg. It refuses (an error wrapping ErrExists) if any
-// of its names, or an address or route in its subnet, exists in this
-// namespace already, unless they are the remains of a run of the same
-// prefix whose process has exited, which it sweeps first. On failure it
-// tears down what it built. Close it when done.
+// New builds the net of cfg. It refuses if any of its names, or an address
+// or route in its subnet, exists in this namespace already: with an error
+// wrapping ErrInUse if the process that built them still runs, else
+// ErrExists; unless they are the remains of a run of the same prefix whose
+// process has exited, which it sweeps first. On failure it tears down what
+// it built. Close it when done.
 func New(cfg Config) (*Net, error) {
 	if err := Available(); err != nil {
 		return nil, err
@@ -82,8 +83,11 @@ func New(cfg Config) (*Net, error) {
 		n.addrs[node] = a
 	}
 	if left := n.leftovers(); len(left) > 0 {
-		gone, owner := n.ownerGone()
-		if !gone {
+		gone, owner, alive := n.ownerGone()
+		switch {
+		case alive:
+			return nil, fmt.Errorf("%w (%s): %s", ErrInUse, owner, strings.Join(left, ", "))
+		case !gone:
 			return nil, fmt.Errorf("%w (%s): %s; remove them (ip netns del <name>, ip link del <name>) if nothing uses them",
 				ErrExists, owner, strings.Join(left, ", "))
 		}

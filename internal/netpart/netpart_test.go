@@ -274,7 +274,7 @@ func TestNetCutsAndHeals(t *testing.T) {
 // exited left behind. Close leaves nothing.
 func TestNetRefusesAndSweeps(t *testing.T) {
 	n := newTestNet(t, "a")
-	if _, err := New(Config{Prefix: testPrefix, Subnet: testSubnet, Nodes: []string{"a"}}); !errors.Is(err, ErrExists) ||
+	if _, err := New(Config{Prefix: testPrefix, Subnet: testSubnet, Nodes: []string{"a"}}); !errors.Is(err, ErrInUse) ||
 		!strings.Contains(err.Error(), "still runs") {
 		t.Fatalf("a second net over a live one: %v", err)
 	}

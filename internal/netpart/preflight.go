@@ -17,8 +17,14 @@ import (
 var ErrUnavailable = errors.New("netpart: network namespaces unavailable")
 
 // ErrExists is wrapped by New's error when names or addresses of the net
-// exist already, and no dead run of ours left them.
+// exist already, and no run of the prefix that has exited left them: they
+// are someone else's, or no owner was recorded.
 var ErrExists = errors.New("netpart: the net's names or addresses exist already")
+
+// ErrInUse is wrapped by New's error when the net of the prefix exists
+// and the process that built it still runs: another run, which a caller
+// may wait for or skip.
+var ErrInUse = errors.New("netpart: the net is in use by another run")
 
 // Available reports whether a net can be built here: root, ip (iproute2)
 // and nft (nftables) on PATH. The error wraps ErrUnavailable and says what
@@ -115,24 +121,25 @@ func (n *Net) recordOwner() error {
 }
 
 // ownerGone reports whether the owner file names a process that no longer
-// runs (and so left its net behind), and describes the owner.
-func (n *Net) ownerGone() (bool, string) {
+// runs (and so left its net behind), and describes the owner, and whether
+// it still runs.
+func (n *Net) ownerGone() (gone bool, owner string, alive bool) {
 	b, err := os.ReadFile(n.ownerPath())
 	if err != nil {
-		return false, "no owner recorded in " + n.ownerPath()
+		return false, "no owner recorded in " + n.ownerPath(), false
 	}
 	f := strings.Fields(string(b))
 	if len(f) != 2 {
-		return false, fmt.Sprintf("owner file %s reads %q", n.ownerPath(), b)
+		return false, fmt.Sprintf("owner file %s reads %q", n.ownerPath(), b), false
 	}
 	pid, err := strconv.Atoi(f[0])
 	if err != nil {
-		return false, fmt.Sprintf("owner file %s reads %q", n.ownerPath(), b)
+		return false, fmt.Sprintf("owner file %s reads %q", n.ownerPath(), b), false
 	}
 	if st, err := startTime(pid); err == nil && st == f[1] {
-		return false, fmt.Sprintf("its owner, pid %d, still runs", pid)
+		return false, fmt.Sprintf("its owner, pid %d, still runs", pid), true
 	}
-	return true, fmt.Sprintf("its owner, pid %d, has exited", pid)
+	return true, fmt.Sprintf("its owner, pid %d, has exited", pid), false
 }
 
 // sweep deletes every namespace and root link named with the prefix (and
