@@ -1,6 +1,7 @@
 # gocurator entry points. `make demo` and `make test` install what is missing
-# first (Debian's zookeeper 3.8, libcurator-recipes-java 5.4, a JDK, and
-# tmux, the terminal cmd/zklock's tests drive `zklock ls --watch` in).
+# first (Debian's zookeeper 3.8, libcurator-recipes-java 5.4, a JDK, tmux,
+# the terminal cmd/zklock's tests drive `zklock ls --watch` in, and
+# nftables, which cuts the partition suite's network).
 SHELL   := /bin/bash
 GO      ?= go
 ZK_DIR  ?= .zk
@@ -19,7 +20,7 @@ GOTEST  := $(GO) test -race -count=1 -timeout 20m
 # package's tests keep go-zookeeper instrumented.
 ZKNORACE := -gcflags=github.com/go-zookeeper/zk=-race=false
 
-.PHONY: deps check test compat chaos demo bench zk-up zk-down api release-check tidy
+.PHONY: deps check test compat chaos partitions demo bench zk-up zk-down api release-check tidy
 
 # The core module is built, vetted and tested from its own go.mod alone, as
 # its users get it (GOWORK=off); $(OTELMETRICS) against this checkout's
@@ -36,6 +37,7 @@ deps:
 	 [ -f /usr/share/java/slf4j-simple.jar ]    || missing="$$missing libslf4j-java"; \
 	 command -v javac >/dev/null                || missing="$$missing default-jdk-headless"; \
 	 command -v tmux >/dev/null                 || missing="$$missing tmux"; \
+	 command -v nft >/dev/null                  || missing="$$missing nftables"; \
 	 if [ -n "$$missing" ]; then \
 	   echo "installing:$$missing"; \
 	   sudo=""; [ "$$(id -u)" = 0 ] || sudo=sudo; \
@@ -121,6 +123,25 @@ chaos: deps
 	     $(GO) test -run '^$$' -fuzz "^$$fn\$$" -fuzztime $(FUZZTIME) $$(dirname $$f); \
 	   done; \
 	 done
+
+# partitions: the partition suite (compat_test's TestPartitions: every
+# ZooKeeper member and every Go and Java client process in a network
+# namespace of its own, cut apart the way networks fail, contending for a
+# mutex, a read-write lock and a leader latch) for PARTITIONS_DURATION of
+# cuts, on one side of docs/guarantees.md's follower-lag assumption:
+# PARTITIONS_LAG=below (syncLimit × tickTime under T/20: no two holders at
+# once) or above (twice T: the window appears, fencing refuses its stale
+# writes). PARTITIONS_MEMBERS=5 runs five members; PARTITIONS_SEED=<n>
+# replays a logged seed. It needs root, ip and nft (deps installs nftables);
+# without them it skips, saying why.
+PARTITIONS_DURATION ?= 5m
+PARTITIONS_LAG      ?= below
+PARTITIONS_MEMBERS  ?= 3
+PARTITIONS_TIMEOUT  ?= 40m
+partitions: deps
+	$(GO) test -race $(ZKNORACE) -count=1 -timeout $(PARTITIONS_TIMEOUT) -run '^TestPartitions$$' -v ./compat_test/ \
+	  -partitions.duration=$(PARTITIONS_DURATION) -partitions.lag=$(PARTITIONS_LAG) \
+	  -partitions.members=$(PARTITIONS_MEMBERS) $(if $(PARTITIONS_SEED),-partitions.seed=$(PARTITIONS_SEED))
 
 # demo: Go workers and a Java Curator 5.4 worker take one lock in turn; the
 # queue is shown as `zklock ls` shows it. Uses ZK_SERVERS if set, else starts

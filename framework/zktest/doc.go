@@ -39,8 +39,11 @@
 // Options tune the server for fast tests: WithTickTime (default 100ms),
 // WithSessionTimeoutRange (default 2×tick to 60s), WithContainerCheckInterval
 // (default 500ms), WithLogOutput, WithStartTimeout, WithJVMFlags, WithConfig,
-// WithStandaloneMode, WithTLS, and WithTmpfs (the server's directory, its
-// data included, on /dev/shm where it can be).
+// WithStandaloneMode, WithTLS, WithTmpfs (the server's directory, its
+// data included, on /dev/shm where it can be), and WithHosts and
+// WithCommandWrapper (each member on an address of its own, its JVM run
+// under a command such as `ip netns exec <namespace>`: members in network
+// namespaces of their own, which compat_test's partition suite cuts apart).
 //
 // # TLS
 //

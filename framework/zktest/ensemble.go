@@ -38,6 +38,12 @@ func StartEnsemble(n int, opts ...Option) (*Ensemble, error) {
 		return nil, fmt.Errorf("zktest: ensemble size must be at least 1, got %d", n)
 	}
 	cfg := newConfig(opts)
+	switch {
+	case len(cfg.hosts) > 0 && len(cfg.hosts) < n:
+		return nil, fmt.Errorf("zktest: WithHosts gives %d addresses for %d members", len(cfg.hosts), n)
+	case len(cfg.hosts) > 0 && cfg.peerLinks:
+		return nil, errors.New("zktest: WithPeerLinks needs members on loopback, not WithHosts")
+	}
 	if err := Available(); err != nil {
 		return nil, err
 	}
@@ -120,7 +126,7 @@ func (e *Ensemble) start(timeout time.Duration) error {
 	deadline := time.Now().Add(timeout)
 	for _, m := range e.members {
 		m.opMu.Lock()
-		p, err := launch(&m.cfg, m.mainClass, m.dir, m.cfgPath, m.logPath)
+		p, err := launch(&m.cfg, m.id, m.mainClass, m.dir, m.cfgPath, m.logPath)
 		if err == nil {
 			m.mu.Lock()
 			m.proc = p

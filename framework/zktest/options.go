@@ -36,6 +36,8 @@ type config struct {
 	tmpfs          bool      // WithTmpfs: the temporary directory on tmpfsDir when it can be
 	tls            *TLSFiles // nil: no secureClientPort
 	peerLinks      bool      // members reach each other through raw proxies
+	hosts          []string  // WithHosts: the servers' addresses; none: loopback
+	wrap           func(id int) []string
 }
 
 // tmpfsDir is where WithTmpfs puts a server's temporary directory: Linux's
@@ -171,4 +173,25 @@ func WithPeerLinks() Option {
 // in memory until Close removes it.
 func WithTmpfs() Option {
 	return optionFunc(func(c *config) { c.tmpfs = true })
+}
+
+// WithHosts makes the servers listen on the given addresses instead of
+// 127.0.0.1, on every port (client, quorum, election, secure): hosts[i] for
+// the ensemble member whose myid is i+1, hosts[0] for a server. Addr
+// returns them, and the test process checks readiness through them, so it
+// must reach them. With WithCommandWrapper it puts members in network
+// namespaces of their own (the partition suite's internal/netpart). An
+// ensemble needs a host per member, and cannot have WithPeerLinks, whose
+// proxies listen on loopback.
+func WithHosts(hosts ...string) Option {
+	return optionFunc(func(c *config) { c.hosts = append([]string(nil), hosts...) })
+}
+
+// WithCommandWrapper runs each server's JVM under a command: wrap(id) (the
+// member's myid; 1 for a server, 0 in standalone mode), then the java
+// command line, for example `ip netns exec <namespace>`. The wrapper must
+// exec the JVM in its own process, as ip(8) does, so that PID is the JVM's
+// and Kill reaches it. A nil wrap, or an empty command, runs java itself.
+func WithCommandWrapper(wrap func(id int) []string) Option {
+	return optionFunc(func(c *config) { c.wrap = wrap })
 }

@@ -94,9 +94,10 @@ func (p *process) exited() bool {
 	}
 }
 
-// launch starts a JVM running mainClass with the config file cfgPath. Its
-// output goes to logPath (appended) and to cfg.logOutput.
-func launch(cfg *config, mainClass, dir, cfgPath, logPath string) (*process, error) {
+// launch starts a JVM running mainClass with the config file cfgPath, under
+// cfg's wrapper command for server id, if any. Its output goes to logPath
+// (appended) and to cfg.logOutput.
+func launch(cfg *config, id int, mainClass, dir, cfgPath, logPath string) (*process, error) {
 	java, err := javaBinary()
 	if err != nil {
 		return nil, err
@@ -138,7 +139,11 @@ func launch(cfg *config, mainClass, dir, cfgPath, logPath string) (*process, err
 	args = append(args, cfg.jvmFlags...)
 	args = append(args, "-cp", cp, mainClass, cfgPath)
 
-	cmd := exec.Command(java, args...)
+	args = append([]string{java}, args...)
+	if cfg.wrap != nil {
+		args = append(cfg.wrap(id), args...)
+	}
+	cmd := exec.Command(args[0], args[1:]...)
 	cmd.Dir = dir
 	var out io.Writer = logFile
 	if cfg.logOutput != nil {

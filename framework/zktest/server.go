@@ -164,8 +164,18 @@ func (s *Server) setPorts(ports []int) {
 // ConnectString returns "127.0.0.1:PORT", for zk.Connect and friends.
 func (s *Server) ConnectString() string { return s.Addr() }
 
-// Addr returns the client address, "127.0.0.1:PORT".
-func (s *Server) Addr() string { return net.JoinHostPort(loopback, strconv.Itoa(s.clientPort)) }
+// Addr returns the client address, "127.0.0.1:PORT" (its WithHosts address
+// instead of 127.0.0.1 if it has one).
+func (s *Server) Addr() string { return net.JoinHostPort(s.host(), strconv.Itoa(s.clientPort)) }
+
+// host returns the address the server listens on: its WithHosts address,
+// else 127.0.0.1.
+func (s *Server) host() string {
+	if i := max(s.id, 1) - 1; i < len(s.cfg.hosts) {
+		return s.cfg.hosts[i]
+	}
+	return loopback
+}
 
 // Port returns the client port.
 func (s *Server) Port() int { return s.clientPort }
@@ -271,7 +281,7 @@ func (s *Server) stopLocked(graceful bool) {
 // passes or the JVM exits. On failure the JVM is killed and the error carries
 // the tail of the log. Callers hold opMu (or own s exclusively).
 func (s *Server) startAndWait(deadline time.Time) error {
-	p, err := launch(&s.cfg, s.mainClass, s.dir, s.cfgPath, s.logPath)
+	p, err := launch(&s.cfg, s.id, s.mainClass, s.dir, s.cfgPath, s.logPath)
 	if err != nil {
 		return err
 	}
@@ -382,14 +392,14 @@ func (s *Server) writeConfig() error {
 	kv("autopurge.purgeInterval", 0)
 	if s.ens == nil {
 		kv("clientPort", s.clientPort)
-		kv("clientPortAddress", loopback)
+		kv("clientPortAddress", s.host())
 	} else {
 		kv("standaloneEnabled", "false")
 		kv("reconfigEnabled", "false")
 		kv("quorumListenOnAllIPs", "false")
 		for _, m := range s.ens.members {
 			quorum, election := s.ens.peerPorts(s, m)
-			host := loopback
+			host := m.host()
 			if m == s && s.ens.links != nil {
 				// A member tells the peers it dials its own election
 				// address, and a peer with a higher id dials back there,
@@ -398,7 +408,7 @@ func (s *Server) writeConfig() error {
 				host = "0.0.0.0"
 			}
 			kv("server."+strconv.Itoa(m.id), fmt.Sprintf("%s:%d:%d;%s:%d",
-				host, quorum, election, loopback, m.clientPort))
+				host, quorum, election, m.host(), m.clientPort))
 		}
 		if err := os.WriteFile(filepath.Join(s.dataDir, "myid"), []byte(strconv.Itoa(s.id)+"\n"), 0o644); err != nil {
 			return fmt.Errorf("zktest: write myid: %w", err)
@@ -406,7 +416,7 @@ func (s *Server) writeConfig() error {
 	}
 	if s.securePort != 0 {
 		kv("secureClientPort", s.securePort)
-		kv("secureClientPortAddress", loopback)
+		kv("secureClientPortAddress", s.host())
 	}
 	for _, e := range c.extra {
 		kv(e[0], e[1])

@@ -179,5 +179,5 @@ func (s *Server) SecureAddr() string {
 	if s.securePort == 0 {
 		return ""
 	}
-	return net.JoinHostPort(loopback, strconv.Itoa(s.securePort))
+	return net.JoinHostPort(s.host(), strconv.Itoa(s.securePort))
 }

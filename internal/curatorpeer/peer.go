@@ -75,6 +75,11 @@ type Options struct {
 	// LogLevel is the level of that log (slf4j-simple's: trace, debug,
 	// info, warn, error); empty means warn.
 	LogLevel string
+	// Wrapper, if set, is a command Start runs the JVM under: Wrapper, then
+	// the java command line (for example `ip netns exec <namespace>`, for
+	// a peer in a network namespace of its own). It must exec the JVM in
+	// its own process, as ip(8) does, so that Pid, Pause and Kill reach it.
+	Wrapper []string
 }
 
 // Event is one event line of the peer ("! <text>"), with the local time it
@@ -125,15 +130,16 @@ func Start(ctx context.Context, name string, opts Options) (*Peer, error) {
 	if level == "" {
 		level = "warn"
 	}
-	cmd := exec.Command(java,
+	args := []string{java,
 		"-Xmx128m", "-Xss512k", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Xshare:auto",
 		"-XX:-UsePerfData", "-Djava.net.preferIPv4Stack=true",
-		"-Dorg.slf4j.simpleLogger.defaultLogLevel="+level,
+		"-Dorg.slf4j.simpleLogger.defaultLogLevel=" + level,
 		"-Dorg.slf4j.simpleLogger.showDateTime=true",
 		"-Dorg.slf4j.simpleLogger.dateTimeFormat=HH:mm:ss.SSS",
 		"-Dzookeeper.jmx.log4j.disable=true",
-		"-cp", classpath, "CuratorPeer")
-	return StartProcess(ctx, name, cmd, opts)
+		"-cp", classpath, "CuratorPeer"}
+	args = append(append([]string(nil), opts.Wrapper...), args...)
+	return StartProcess(ctx, name, exec.Command(args[0], args[1:]...), opts)
 }
 
 // StartProcess starts cmd, a program that speaks the peer's line protocol
