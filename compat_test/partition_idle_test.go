@@ -2,7 +2,6 @@ package compat_test
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"strings"
 	"testing"
@@ -12,9 +11,6 @@ import (
 	"github.com/gocurator/curator/internal/netpart"
 	"github.com/gocurator/curator/internal/testutil"
 )
-
-var partitionsKnownBugsFlag = flag.Bool("partitions.known-bugs", false,
-	"also run the partition tests that show known bugs not fixed yet (they fail until the fix is in)")
 
 // idleAttempts is how many cuts TestPartitionIdleSessionHolder tries to
 // land just before a ping of the holder's client.
@@ -28,15 +24,12 @@ const idleAttempts = 3
 // the renewal on to the leader. The client's last contact is that ping,
 // while the leader's last renewal is the ping before, T/3 earlier: the
 // leader expires the session, and a contender on the majority side takes
-// the lock, up to T/3 − T/20 − the lag before the client's local LOST
-// (last contact + 0.95 T) tells the holder. Known bug (see the partition
-// suite in docs/guarantees.md): it fails until the LOST deadline counts
-// from a renewal the leader is sure to have seen.
+// the lock, up to T/3 − T/20 − the lag before a local LOST counted from
+// the last contact (+ 0.95 T) would tell the holder. The LOST deadline
+// counts from the last renewal the leader is sure to have had
+// (zkconn.Conn.LastRenewal: the ping before), and the holder is told
+// first.
 func TestPartitionIdleSessionHolder(t *testing.T) {
-	if !*partitionsKnownBugsFlag {
-		t.Skip("known bug: a Session-policy holder on an idle client is told after the servers expired its session when its " +
-			"follower is cut off just before a ping; run with -partitions.known-bugs")
-	}
 	if err := netpart.Available(); err != nil {
 		t.Skipf("partitions: skipped: %v", err)
 	}
@@ -120,14 +113,6 @@ func TestPartitionIdleSessionHolder(t *testing.T) {
 		return
 	}
 	t.Fatalf("no cut in %d attempts landed just before a ping of pb1", idleAttempts)
-}
-
-// idleSessionBug reports whether an open window is what this bug brings
-// about: a Session-policy holder told (by its LOST) at most T/3 after
-// another client held its lock, as TestPartitions may see it below the
-// assumption when a cut catches the client idle.
-func idleSessionBug(w holderWindow) bool {
-	return w.policy == "session" && w.notice >= 0 && w.notice-w.takeover <= partitionsSession/3
 }
 
 // cutBeforePing cuts member m and client c off from every other member and

@@ -207,29 +207,6 @@ func (r *partitionRun) judgePartitions(seed int64, elapsed time.Duration, orphan
 		kinds = append(kinds, fmt.Sprintf("%s=%d", k, byKind[k]))
 	}
 	open, worst, margin := windowStats(r.windows)
-	// Below the assumption, what the known bug of TestPartitionIdleSessionHolder
-	// brings about is set apart, unless asked for.
-	var known, ids []string
-	if below && !*partitionsKnownBugsFlag {
-		open = slices.DeleteFunc(open, func(w holderWindow) bool {
-			if idleSessionBug(w) {
-				ids, known = append(ids, w.id), append(known, fmt.Sprintf("%s: %v", w.kind, w))
-				return true
-			}
-			return false
-		})
-		for _, list := range []*[]string{&locks, &twoLeaders, &beforeNotice} {
-			*list = slices.DeleteFunc(*list, func(v string) bool {
-				for _, id := range ids {
-					if strings.Contains(v, id) {
-						known = append(known, v)
-						return true
-					}
-				}
-				return false
-			})
-		}
-	}
 	var opened []string
 	for _, w := range open {
 		opened = append(opened, fmt.Sprintf("%s: %v", w.kind, w))
@@ -237,12 +214,12 @@ func (r *partitionRun) judgePartitions(seed int64, elapsed time.Duration, orphan
 	test, procs := r.counts["test"], r.counts["processes"]
 	ms := func(d time.Duration) time.Duration { return d.Round(time.Millisecond) }
 	summary := fmt.Sprintf("partitions: seed=%d side=%s lag=%v session=%v members=%d duration=%v acquisitions=%d leader-terms=%d "+
-		"faults=%d %s holders-cut=%d open-windows=%d idle-session-bug=%d worst-window=%s least-margin=%s overlaps=%d two-leader-moments=%d violations=%d "+
+		"faults=%d %s holders-cut=%d open-windows=%d worst-window=%s least-margin=%s overlaps=%d two-leader-moments=%d violations=%d "+
 		"stale-writes-refused=%d stale-writes-accepted=%d refused-before-notice=%d orphans=%d curator-orphans=%d "+
 		"worst-notice=%v worst-notice-session=%v curator-worst-notice=%v late-notices=%d curator-late-notices=%d worst-recovery=%v",
 		seed, r.set.side, r.set.lag(), partitionsSession, r.set.members, elapsed.Round(time.Second),
 		test["acquisitions"]+procs["acquisitions"], test["terms"]+procs["terms"], len(r.cuts), strings.Join(kinds, " "),
-		len(r.windows), len(open), len(ids), worst, margin, len(locks), len(twoLeaders), len(reused), refused, len(staleAccepted), len(beforeNotice),
+		len(r.windows), len(open), worst, margin, len(locks), len(twoLeaders), len(reused), refused, len(staleAccepted), len(beforeNotice),
 		len(orphans), len(curatorOrphans), ms(r.worstNotice["standard"]), ms(r.worstNotice["session"]), ms(r.worstNotice["curator"]),
 		len(r.late), len(r.curatorLate), ms(worstRecovery))
 	t.Logf("partitions: contenders' counts: %v; %d accepted writes; %d guard overlaps in all", procs, accepted, overlaps)
@@ -267,7 +244,6 @@ func (r *partitionRun) judgePartitions(seed int64, elapsed time.Duration, orphan
 	report(below, "overlaps of holders, "+side, locks)
 	report(below, "moments of two leaders, "+side, twoLeaders)
 	report(below, "holders told after another client held their lock, "+side, opened)
-	report(false, "findings of the known bug TestPartitionIdleSessionHolder shows, set apart (-partitions.known-bugs fails on them)", known)
 	report(below, "stale writes refused from holders not yet told, "+side, beforeNotice)
 	report(true, "tokens used twice", reused)
 	report(true, "stale writes accepted", staleAccepted)

@@ -98,15 +98,17 @@ func (c *Client) post(s state.ConnectionState) {
 	c.states.Push(s) // last: a listener, on the states goroutine, finds all of the above done
 }
 
-// lostDeadline is when a client SUSPENDED since its last contact with the
-// servers, last, posts LOST: the share of the negotiated session timeout T
-// that WithSimulatedSessionExpirationPercent sets, counted from last, and
-// never later than T less lostMargin. The servers expire the session no
-// sooner than T after they last heard from the client, which was no sooner
-// than last (zkconn.Conn.LastContact): so LOST comes before any server can
-// have given the session's locks to someone else, whatever the error
-// policy. (Curator counts the share from SUSPENDED instead, which comes up
-// to ⅔ T after the last contact: later than the servers' expiry.)
+// lostDeadline is when a client SUSPENDED since the servers last surely
+// renewed its session, last, posts LOST: the share of the negotiated
+// session timeout T that WithSimulatedSessionExpirationPercent sets,
+// counted from last, and never later than T less lostMargin. The servers'
+// leader expires the session no sooner than T after the last renewal it was
+// told of, which was no sooner than last (zkconn.Conn.LastRenewal: not the
+// newest answer, which a follower cut off from its leader may give for a
+// while, renewing nothing there): so LOST comes before any server can have
+// given the session's locks to someone else, whatever the error policy.
+// (Curator counts the share from SUSPENDED instead, which comes up to ⅔ T
+// after the last contact: later than the servers' expiry.)
 func (c *Client) lostDeadline(last time.Time) time.Time {
 	share := c.negotiated * time.Duration(c.cfg.expirationPercent) / 100
 	return last.Add(min(share, c.negotiated-lostMargin(c.negotiated)))
@@ -119,12 +121,12 @@ func (c *Client) lostDeadline(last time.Time) time.Time {
 func lostMargin(t time.Duration) time.Duration { return t / 20 }
 
 // startLostTimer starts the timer that posts LOST at lostDeadline and gives
-// the session up; c.mu is held. Without a last contact (no request of the
+// the session up; c.mu is held. Without a renewal (no request of the
 // connection answered yet) the deadline counts from now.
 func (c *Client) startLostTimer(z *conn) {
 	c.stopLostTimer()
 	gen := c.lostGen
-	last := z.LastContact()
+	last := z.LastRenewal()
 	if last.IsZero() {
 		last = time.Now()
 	}
@@ -135,7 +137,7 @@ func (c *Client) startLostTimer(z *conn) {
 			return
 		}
 		c.log.Warn("no server has answered since before the session could expire; the session is presumed lost",
-			zap.Duration("since_last_contact", time.Since(last)), zap.Duration("session_timeout", c.negotiated))
+			zap.Duration("since_last_renewal", time.Since(last)), zap.Duration("session_timeout", c.negotiated))
 		c.post(state.Lost)
 		c.abandonSession()
 	})

@@ -102,7 +102,7 @@ func (c *Client) abandonSession() {
 
 // expiryBound is, as far as the client can tell, the earliest moment the
 // servers can expire session on z: its negotiated timeout after the last
-// request they answered in it (zkconn.Conn.SessionContact); zero when they
+// renewal of it they surely had (zkconn.Conn.SessionRenewal); zero when they
 // have answered none. It is the session's own, whatever z has done since:
 // after go-zookeeper moved to a new session, its handshake says nothing of
 // the old one's. c.mu is held.
@@ -110,7 +110,7 @@ func (c *Client) expiryBound(z *conn, session int64) time.Time {
 	if z == nil {
 		return time.Time{}
 	}
-	last, timeout := z.SessionContact(session)
+	last, timeout := z.SessionRenewal(session)
 	if last.IsZero() {
 		return time.Time{}
 	}

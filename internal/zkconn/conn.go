@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"net"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/go-zookeeper/zk"
@@ -52,11 +51,12 @@ type Conn struct {
 	*zk.Conn
 	events <-chan zk.Event // go-zookeeper's lossy channel: read only to learn when its loop has ended
 
-	// contact is the send time of the newest request the servers have
-	// answered (LastContact), in monotonic nanoseconds since the package's
-	// epoch (mono, tap.go): not Unix time, and so not moved by a change of
-	// the wall clock; 0 before the first answer.
-	contact atomic.Int64
+	// contact is what the servers' answers tell of when they last heard
+	// from the client, and when they last surely renewed the session
+	// (renewals.go); in monotonic nanoseconds since the package's epoch
+	// (mono, tap.go): not Unix time, and so not moved by a change of the
+	// wall clock.
+	contact renewals
 	written writeHooks // creates that want to hear when their request is written
 	dials   dialLog    // what the last dial of each server gave (dials.go)
 
@@ -67,7 +67,7 @@ type Conn struct {
 	// before is the session before it (go-zookeeper moves to a new one when
 	// the servers expired the last), and beforeContact its last contact.
 	before        Session
-	beforeContact int64
+	beforeRenewed int64
 
 	containers inflight // container creates under way (container.go)
 
@@ -132,16 +132,31 @@ func (c *Conn) Session() Session {
 // answered, zero before the first answer. It carries a monotonic clock
 // reading (it is measured from a time.Now taken at start-up), so that
 // time.Until and Sub against it are not moved by a change of the wall
-// clock. The server that answered renewed
-// the session when the request reached it, which was no sooner than then:
-// so no server expires the session sooner than its negotiated timeout after
-// LastContact. (A handshake that attached to the session counts: its
-// connect request was answered.)
+// clock. It is when the client last heard from a server, not when the
+// session was last surely renewed: see LastRenewal.
 func (c *Conn) LastContact() time.Time {
-	if ns := c.contact.Load(); ns != 0 {
-		return epoch.Add(time.Duration(ns))
+	newest, _ := c.contact.times()
+	return monoTime(newest)
+}
+
+// LastRenewal returns the send time of the newest answered request whose
+// renewal of the session had surely reached the servers' leader (see
+// renewals.go: an answer from a follower cut off from its leader renews
+// nothing there), zero before the first. No server expires the session
+// sooner than its negotiated timeout after LastRenewal. A handshake that
+// attached to the session counts at once. It carries a monotonic clock
+// reading, as LastContact.
+func (c *Conn) LastRenewal() time.Time {
+	_, renewed := c.contact.times()
+	return monoTime(renewed)
+}
+
+// monoTime is ns (mono) as a time, zero for 0.
+func monoTime(ns int64) time.Time {
+	if ns == 0 {
+		return time.Time{}
 	}
-	return time.Time{}
+	return epoch.Add(time.Duration(ns))
 }
 
 // OnWritten calls h as a create request for serverPath is written to the
@@ -233,51 +248,39 @@ func (c *Conn) dialer(dial zk.Dialer) zk.Dialer {
 }
 
 // setSession records the session a connect response gave. A new one (not
-// the one resumed) keeps the last one's contact for SessionContact, and
+// the one resumed) keeps the last one's renewal for SessionRenewal, and
 // starts its own from none: the handshake that made it is answered next.
 func (c *Conn) setSession(s Session) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	margin := int64(s.Timeout / 20)
 	if c.session.ID != 0 && s.ID != c.session.ID {
-		c.before, c.beforeContact = c.session, c.contact.Swap(0)
+		c.before, c.beforeRenewed = c.session, c.contact.reset(margin)
+	} else {
+		c.contact.setMargin(margin)
 	}
 	c.session = s
 }
 
-// SessionContact returns the last contact (as LastContact) and the
+// SessionRenewal returns the last renewal (as LastRenewal) and the
 // negotiated timeout of session id: the current one, or the one just
 // before it; zeros for any other. Once go-zookeeper has moved to a new
-// session, the old one's last contact and timeout are still known: when
-// the servers could first have expired it is its last contact plus its
+// session, the old one's last renewal and timeout are still known: when
+// the servers could first have expired it is its last renewal plus its
 // timeout, not anything of the new session's handshake.
-func (c *Conn) SessionContact(id int64) (last time.Time, timeout time.Duration) {
+func (c *Conn) SessionRenewal(id int64) (last time.Time, timeout time.Duration) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	var ns int64
 	switch {
 	case id == 0:
 		return time.Time{}, 0
 	case id == c.session.ID:
-		ns, timeout = c.contact.Load(), c.session.Timeout
+		_, renewed := c.contact.times()
+		return monoTime(renewed), c.session.Timeout
 	case id == c.before.ID:
-		ns, timeout = c.beforeContact, c.before.Timeout
-	default:
-		return time.Time{}, 0
+		return monoTime(c.beforeRenewed), c.before.Timeout
 	}
-	if ns == 0 {
-		return time.Time{}, timeout
-	}
-	return epoch.Add(time.Duration(ns)), timeout
-}
-
-// contacted records that a request sent at sent was answered.
-func (c *Conn) contacted(sent int64) {
-	for {
-		old := c.contact.Load()
-		if sent <= old || c.contact.CompareAndSwap(old, sent) {
-			return
-		}
-	}
+	return time.Time{}, 0
 }
 
 // SessionString formats a session id as ZooKeeper's logs do.

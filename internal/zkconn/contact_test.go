@@ -15,25 +15,25 @@ import (
 // Once go-zookeeper has moved to a new session (the servers expired the
 // last), the old session's last contact and timeout are still known: its
 // expiry bound is its own, not one made of the new session's handshake.
-func TestSessionContactOutlivesANewSession(t *testing.T) {
+func TestSessionRenewalOutlivesANewSession(t *testing.T) {
 	testutil.CheckLeaks(t)
 	proxy := zktest.NewProxy(t, server.Addr())
 	c, sessions := dialed(t, &wireCheck{}, []string{proxy.Addr()}, 2*time.Second)
 	first := c.SessionID()
-	if last, timeout := c.SessionContact(first); last.IsZero() || timeout <= 0 {
+	if last, timeout := c.SessionRenewal(first); last.IsZero() || timeout <= 0 {
 		t.Fatalf("the session's contact: %v, %v; want its handshake's", last, timeout)
 	}
 	expired := time.Now()
 	testutil.Must(t, proxy.ExpireSession(first))
 	next := testutil.Recv(t, sessions, "a new session")
-	last, timeout := c.SessionContact(first)
+	last, timeout := c.SessionRenewal(first)
 	if last.IsZero() || !last.Before(expired) || timeout != 2*time.Second {
 		t.Fatalf("the old session's contact: %v (its expiry began at %v), timeout %v: want the old session's own", last, expired, timeout)
 	}
-	if nl, _ := c.SessionContact(next); !nl.After(expired) {
+	if nl, _ := c.SessionRenewal(next); !nl.After(expired) {
 		t.Fatalf("the new session's contact %v, want its handshake, after %v", nl, expired)
 	}
-	if l, d := c.SessionContact(next + 1); !l.IsZero() || d != 0 {
+	if l, d := c.SessionRenewal(next + 1); !l.IsZero() || d != 0 {
 		t.Fatalf("an unknown session's contact: %v, %v", l, d)
 	}
 }

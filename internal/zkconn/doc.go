@@ -8,10 +8,12 @@
 //
 //   - the session's credentials and negotiated timeout, read from the
 //     server's connect response as it passes (Session);
-//   - when the client last heard from the servers: the send time of the
-//     newest request the servers have answered, a lower bound on when they
-//     last renewed the session (LastContact), from which the framework
-//     tells when the servers could first expire it;
+//   - when the client last heard from the servers (LastContact: the send
+//     time of the newest request answered) and when the servers' leader
+//     had surely renewed the session (LastRenewal: a follower cut off from
+//     its leader answers for a while, renewing nothing there; renewals.go),
+//     from which the framework tells when the servers could first expire
+//     it;
 //   - "this request has been written" (OnWritten), so that a read made
 //     then reaches the server after it, without waiting for its reply;
 //   - a guard against go-zookeeper's race between CreateContainer and Close

@@ -243,7 +243,7 @@ func (t *tap) answered(xid int32) {
 			t.pending, t.head = t.pending[:copy(t.pending, t.pending[t.head:])], 0 // a queue never empty
 		}
 		if s.contact {
-			t.c.contacted(s.at)
+			t.c.contact.answered(s.at, xid == handshakeXid)
 		}
 		return
 	}
