@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"runtime"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -32,10 +33,11 @@ type Proxy struct {
 	target string
 	raw    bool // every connection is a plain byte stream (WithRawStream)
 	ln     net.Listener
-	delay  atomic.Int64 // time.Duration
-	bh     atomic.Bool  // mirror of blackholed, read per packet
-	armed  atomic.Int32 // len(arms), read per request
-	toward atomic.Int64 // unix nanoseconds of the last write to a client (LastReply)
+	delays [2]atomic.Int64 // time.Duration, by direction
+	late   atomic.Int64    // how late a precise sleep wakes, averaged (see sleepUntil)
+	bh     atomic.Bool     // mirror of blackholed, read per packet
+	armed  atomic.Int32    // len(arms), read per request
+	toward atomic.Int64    // unix nanoseconds of the last write to a client (LastReply)
 
 	requests   [countedOpcodes]atomic.Int64 // forwarded requests by opcode (see opcodeIndex)
 	countWaits atomic.Int32                 // len(waits), read per request
@@ -223,13 +225,41 @@ func (p *Proxy) ConnectString() string { return p.Addr() }
 func (p *Proxy) Target() string { return p.target }
 
 // SetDelay delays every forwarded packet, in both directions, by d from the
-// moment the proxy read it (0 = no delay). Order is preserved. Packets
-// already queued keep the delay they were read with.
-func (p *Proxy) SetDelay(d time.Duration) {
-	if d < 0 {
-		d = 0
-	}
-	p.delay.Store(int64(d))
+// moment the proxy read it (0 = no delay): SetDelays(d, d). Order is
+// preserved. Packets already queued keep the delay they were read with.
+func (p *Proxy) SetDelay(d time.Duration) { p.SetDelays(d, d) }
+
+// SetDelays sets a one-way delay for each direction: every packet (every
+// chunk of a raw stream) on its way to the server is held for toServer
+// from the moment the proxy read it, and every one on its way to the
+// client for toClient (0 = none; a negative delay is 0). A round trip
+// then grows by toServer + toClient, as across a network whose one-way
+// latencies they are: SetDelays(250*time.Microsecond,
+// 250*time.Microsecond) stands for a round trip of 0.5 ms, a datacenter's.
+//
+// Each direction of each connection is a queue: packets keep their order,
+// and are held concurrently, not one after the other (a burst of packets
+// read together is written together, d later). Packets already queued
+// keep the delay they were read with. Delays below a few milliseconds are
+// kept to within some tens of microseconds on Linux (the proxy sleeps in
+// the kernel for them: Go's timers wake no sooner than about a millisecond
+// on an idle process); elsewhere, and above that, to within Go's timers.
+func (p *Proxy) SetDelays(toServer, toClient time.Duration) {
+	p.delays[upstream].Store(int64(max(toServer, 0)))
+	p.delays[downstream].Store(int64(max(toClient, 0)))
+}
+
+// direction is which way a packet goes through the proxy.
+type direction int
+
+const (
+	upstream   direction = iota // client → server
+	downstream                  // server → client
+)
+
+// due is when a packet going dir, read now, may be written.
+func (p *Proxy) due(dir direction) time.Time {
+	return time.Now().Add(time.Duration(p.delays[dir].Load()))
 }
 
 // LastReply returns when the proxy last passed bytes from the server to one
@@ -581,7 +611,7 @@ func (c *proxyConn) run() {
 		}
 		first = f
 	}
-	at := time.Now()
+	at := c.p.due(upstream)
 	var sid int64
 	if !raw {
 		sid = zkwire.ConnectRequestSession(first)
@@ -606,7 +636,7 @@ func (c *proxyConn) run() {
 		c.raw = true
 	}
 	if len(first) > 0 {
-		up <- chunk{data: first, at: at.Add(c.p.currentDelay()), kind: kind}
+		up <- chunk{data: first, at: at, kind: kind}
 	}
 
 	var wg sync.WaitGroup
@@ -617,8 +647,6 @@ func (c *proxyConn) run() {
 	c.readClient(up, raw)
 	wg.Wait()
 }
-
-func (p *Proxy) currentDelay() time.Duration { return time.Duration(p.delay.Load()) }
 
 // waitForwardable holds a new connection while the proxy is black-holed or
 // while its session is held (HoldSession, ExpireSession). It reports false if the connection
@@ -658,26 +686,26 @@ func (c *proxyConn) send(q chan<- chunk, ch chunk) bool {
 
 // readPackets reads packets (or raw bytes) from r into q until r fails; then
 // it queues an EOF marker so the writer flushes what is queued and closes.
-func (c *proxyConn) readPackets(r net.Conn, q chan<- chunk, raw bool, inspect func([]byte) (stop bool, lose *loseArm)) {
+func (c *proxyConn) readPackets(r net.Conn, q chan<- chunk, dir direction, raw bool, inspect func([]byte) (stop bool, lose *loseArm)) {
 	buf := make([]byte, 32<<10)
 	for {
 		var data []byte
 		if raw {
 			n, err := r.Read(buf)
 			if err != nil {
-				c.send(q, chunk{at: time.Now().Add(c.p.currentDelay()), kind: kindEOF})
+				c.send(q, chunk{at: c.p.due(dir), kind: kindEOF})
 				return
 			}
 			data = append([]byte(nil), buf[:n]...)
 		} else {
 			f, err := zkwire.ReadFrame(r)
 			if err != nil {
-				c.send(q, chunk{at: time.Now().Add(c.p.currentDelay()), kind: kindEOF})
+				c.send(q, chunk{at: c.p.due(dir), kind: kindEOF})
 				return
 			}
 			data = f
 		}
-		at := time.Now().Add(c.p.currentDelay())
+		at := c.p.due(dir)
 		if inspect != nil {
 			if stop, arm := inspect(data); stop {
 				c.send(q, chunk{at: at, kind: kindLose, arm: arm})
@@ -691,16 +719,16 @@ func (c *proxyConn) readPackets(r net.Conn, q chan<- chunk, raw bool, inspect fu
 }
 
 func (c *proxyConn) readClient(up chan<- chunk, raw bool) {
-	c.readPackets(c.client, up, raw, nil)
+	c.readPackets(c.client, up, upstream, raw, nil)
 }
 
 func (c *proxyConn) readServer(srv net.Conn, down chan<- chunk, raw bool) {
 	if raw {
-		c.readPackets(srv, down, true, nil)
+		c.readPackets(srv, down, downstream, true, nil)
 		return
 	}
 	first := true
-	c.readPackets(srv, down, false, func(f []byte) (bool, *loseArm) {
+	c.readPackets(srv, down, downstream, false, func(f []byte) (bool, *loseArm) {
 		if first {
 			first = false
 			c.p.recordSession(c, f)
@@ -722,17 +750,50 @@ func (c *proxyConn) readServer(srv net.Conn, down chan<- chunk, raw bool) {
 
 // waitUntil waits for t unless the connection closes first.
 func (c *proxyConn) waitUntil(t time.Time) bool {
-	d := time.Until(t)
-	if d <= 0 {
-		return !c.closed()
+	wait := time.Until(t)
+	if kernelSleeps {
+		wait -= kernelSleepWithin // the rest in sleepUntil
 	}
-	timer := time.NewTimer(d)
-	defer timer.Stop()
-	select {
-	case <-timer.C:
-		return true
-	case <-c.done:
-		return false
+	if wait > 0 {
+		timer := time.NewTimer(wait)
+		select {
+		case <-timer.C:
+		case <-c.done:
+			timer.Stop()
+			return false
+		}
+	}
+	c.p.sleepUntil(t)
+	return !c.closed()
+}
+
+// kernelSleepWithin is how far ahead of a packet's time the proxy stops
+// waiting on Go's timers, which wake up to about a millisecond late (an
+// idle Go process waits for its next timer in epoll, whose timeout is in
+// milliseconds), and sleeps in the kernel instead (sleepInKernel), where
+// the platform allows.
+const kernelSleepWithin = 2 * time.Millisecond
+
+// sleepUntil sleeps until t, a short time ahead (at most
+// kernelSleepWithin): in the kernel for all but how late such a sleep has
+// lately woken (p.late, a moving average), then yielding the processor
+// until t. So a packet is held for its delay to within the kernel's
+// wake-up jitter, and the yielding is as short as the average is true.
+func (p *Proxy) sleepUntil(t time.Time) {
+	for kernelSleeps {
+		d := time.Until(t)
+		if d <= 0 {
+			return
+		}
+		late := time.Duration(p.late.Load())
+		if d <= late {
+			runtime.Gosched()
+			continue
+		}
+		start := time.Now()
+		sleepInKernel(d - late)
+		over := time.Since(start) - (d - late)
+		p.late.Store(int64(late + (over-late)/8)) // lost updates only slow the average down
 	}
 }
 
