@@ -39,8 +39,9 @@ type Proxy struct {
 	armed  atomic.Int32    // len(arms), read per request
 	toward atomic.Int64    // unix nanoseconds of the last write to a client (LastReply)
 
-	requests   [countedOpcodes]atomic.Int64 // forwarded requests by opcode (see opcodeIndex)
-	countWaits atomic.Int32                 // len(waits), read per request
+	requests      [countedOpcodes]atomic.Int64 // forwarded requests by opcode (see opcodeIndex)
+	notifications atomic.Int64                 // watch notifications read from the server
+	countWaits    atomic.Int32                 // len(waits), read per request
 
 	mu         sync.Mutex
 	closed     bool
@@ -77,6 +78,9 @@ const (
 	countedOpcodes   = maxCountedOpcode + 1
 )
 
+// notificationXid is the xid of a watch notification.
+const notificationXid = -1
+
 // opcodeIndex returns the slot of requests that counts opcode.
 func opcodeIndex(opcode int32) (int, bool) {
 	switch {
@@ -105,6 +109,12 @@ func (p *Proxy) Requests(opcode int32) int64 {
 	}
 	return p.requests[i].Load()
 }
+
+// Notifications returns how many watch notifications (the server's
+// packets with xid -1) the proxy has read from the server, over all its
+// connections: with Requests, whose replies are the server's other
+// packets but pings', what the server sent.
+func (p *Proxy) Notifications() int64 { return p.notifications.Load() }
 
 // WaitRequests waits until Requests(opcode) is at least n, or ctx ends.
 func (p *Proxy) WaitRequests(ctx context.Context, opcode int32, n int64) error {
@@ -735,6 +745,9 @@ func (c *proxyConn) readServer(srv net.Conn, down chan<- chunk, raw bool) {
 			return false, nil
 		}
 		xid, ok := zkwire.ReplyXid(f)
+		if ok && xid == notificationXid {
+			c.p.notifications.Add(1)
+		}
 		if !ok || xid < 0 {
 			return false, nil
 		}

@@ -189,3 +189,29 @@ func (c *wireClient) createBurst(t *testing.T, prefix string, n int) (xids []int
 	}
 	return xids, seqs
 }
+
+// Notifications counts the watch events the server sends through the
+// proxy, and nothing else.
+func TestProxyNotifications(t *testing.T) {
+	s := NewServer(t)
+	p := NewProxy(t, s.Addr())
+	conn, _ := connect(t, p.Addr(), 10*time.Second)
+	other, _ := connect(t, s.Addr(), 10*time.Second)
+	if _, err := conn.Create("/notified", nil, 0, acl); err != nil {
+		t.Fatal(err)
+	}
+	_, _, ch, err := conn.GetW("/notified")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := p.Notifications(); n != 0 {
+		t.Fatalf("%d notifications before any watch fired", n)
+	}
+	if err := other.Delete("/notified", -1); err != nil {
+		t.Fatal(err)
+	}
+	recvWithin(t, ch, time.Minute, "the watch's event")
+	if n := p.Notifications(); n != 1 {
+		t.Fatalf("%d notifications after one watch fired", n)
+	}
+}
