@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"runtime"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -34,7 +33,6 @@ type Proxy struct {
 	raw    bool // every connection is a plain byte stream (WithRawStream)
 	ln     net.Listener
 	delays [2]atomic.Int64 // time.Duration, by direction
-	late   atomic.Int64    // how late a precise sleep wakes, averaged (see sleepUntil)
 	bh     atomic.Bool     // mirror of blackholed, read per packet
 	armed  atomic.Int32    // len(arms), read per request
 	toward atomic.Int64    // unix nanoseconds of the last write to a client (LastReply)
@@ -250,10 +248,11 @@ func (p *Proxy) SetDelay(d time.Duration) { p.SetDelays(d, d) }
 // Each direction of each connection is a queue: packets keep their order,
 // and are held concurrently, not one after the other (a burst of packets
 // read together is written together, d later). Packets already queued
-// keep the delay they were read with. Delays below a few milliseconds are
-// kept to within some tens of microseconds on Linux (the proxy sleeps in
-// the kernel for them: Go's timers wake no sooner than about a millisecond
-// on an idle process); elsewhere, and above that, to within Go's timers.
+// keep the delay they were read with. A packet is held at least its delay,
+// and a little more: below a few milliseconds, on Linux, the kernel's
+// wake-up, some tens of microseconds (the proxy sleeps in the kernel for
+// them: Go's timers wake up to a millisecond late on an idle process);
+// elsewhere, and above that, Go's timers' lateness.
 func (p *Proxy) SetDelays(toServer, toClient time.Duration) {
 	p.delays[upstream].Store(int64(max(toServer, 0)))
 	p.delays[downstream].Store(int64(max(toClient, 0)))
@@ -776,7 +775,7 @@ func (c *proxyConn) waitUntil(t time.Time) bool {
 			return false
 		}
 	}
-	c.p.sleepUntil(t)
+	sleepUntil(t)
 	return !c.closed()
 }
 
@@ -788,25 +787,15 @@ func (c *proxyConn) waitUntil(t time.Time) bool {
 const kernelSleepWithin = 2 * time.Millisecond
 
 // sleepUntil sleeps until t, a short time ahead (at most
-// kernelSleepWithin): in the kernel for all but how late such a sleep has
-// lately woken (p.late, a moving average), then yielding the processor
-// until t. So a packet is held for its delay to within the kernel's
-// wake-up jitter, and the yielding is as short as the average is true.
-func (p *Proxy) sleepUntil(t time.Time) {
+// kernelSleepWithin), in the kernel: a packet is held for its delay and
+// the kernel's wake-up latency, some tens of microseconds.
+func sleepUntil(t time.Time) {
 	for kernelSleeps {
 		d := time.Until(t)
 		if d <= 0 {
 			return
 		}
-		late := time.Duration(p.late.Load())
-		if d <= late {
-			runtime.Gosched()
-			continue
-		}
-		start := time.Now()
-		sleepInKernel(d - late)
-		over := time.Since(start) - (d - late)
-		p.late.Store(int64(late + (over-late)/8)) // lost updates only slow the average down
+		sleepInKernel(d)
 	}
 }
 
