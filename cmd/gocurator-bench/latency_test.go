@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -75,5 +76,35 @@ func TestLatencySectionSmoke(t *testing.T) {
 	}
 	if left := ourChildren(t); len(left) > 0 {
 		t.Errorf("processes left behind: %v", left)
+	}
+}
+
+// -timeline, with few cycles, on a real server: every Go implementation's
+// cycle is laid out step by step from the frames its connection logged
+// (the floor's listing after its create's reply, gocurator's before it).
+func TestTimeline(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts ZooKeeper")
+	}
+	if err := zktest.Available(); err != nil {
+		t.Skip(err)
+	}
+	srv := zktest.NewServer(t, zktest.WithStandaloneMode())
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	var out strings.Builder
+	if err := runTimeline(ctx, &out, srv.Addr(), "/timeline", 200, 50); err != nil {
+		t.Fatal(err)
+	}
+	t.Log(out.String())
+	for _, want := range []string{
+		nameFloor + ": 200 cycles", nameLimit + ": 200 cycles", nameOurs + ": 200 cycles",
+		"create's reply read → listing written", // the floor's
+		"create written → listing written",      // gocurator's
+		"delete written → delete's reply read",
+	} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("the timeline lacks %q", want)
+		}
 	}
 }

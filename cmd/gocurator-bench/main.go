@@ -61,6 +61,8 @@ type options struct {
 	reps      int
 	waiters   int
 	render    string
+	timeline  bool
+	heapProf  string
 }
 
 // allScenarios are the scenarios' keys, in the order they run: the
@@ -76,6 +78,8 @@ func main() {
 	flag.IntVar(&o.reps, "reps", 0, "repetitions (0: 3, or 1 with -quick)")
 	flag.IntVar(&o.waiters, "waiters", 0, "waiting handles in scenario 6 (0: 10000, or 500 with -quick)")
 	flag.StringVar(&o.render, "render", "", "render the report again from this results file (.json), beside it, and run nothing")
+	flag.StringVar(&o.heapProf, "heapprofile", "", "write heap profiles (every allocation sampled) of scenario 6's waiters, once all wait, to this file's name -gocurator and -floor (their times are then not comparable)")
+	flag.BoolVar(&o.timeline, "timeline", false, "trace where the time of the uncontended cycle (scenario 1) and of its slowest cycles goes, for each Go implementation, and run nothing else")
 	flag.Parse()
 	servingProxy()
 	if o.out == "" {
@@ -87,9 +91,12 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	var err error
-	if o.render != "" {
+	switch {
+	case o.render != "":
 		err = renderFile(o.render)
-	} else {
+	case o.timeline:
+		err = timeline(ctx, os.Stdout)
+	default:
 		err = run(ctx, o)
 	}
 	if err != nil {
@@ -121,7 +128,7 @@ func run(ctx context.Context, o options) error {
 	if loadHigh(res.LoadStart) {
 		logf("!!!!! LOAD AVERAGE %s AT THE START: THE REPORT WILL SAY THAT ITS NUMBERS ARE NOISE !!!!!", fmtLoads(res.LoadStart))
 	}
-	e := &env{c: c, logf: logf, base: "/gocurator-bench/" + strconv.FormatInt(began.UnixNano(), 36)}
+	e := &env{c: c, logf: logf, heapProfile: o.heapProf, base: "/gocurator-bench/" + strconv.FormatInt(began.UnixNano(), 36)}
 	if o.java {
 		j, err := newJavaRunner(ctx, &res.Versions)
 		if err != nil {
@@ -134,11 +141,7 @@ func run(ctx context.Context, o options) error {
 	if e.javaOff = res.JavaOff; e.javaOff != "" {
 		logf("!!!!! JAVA CURATOR WILL NOT BE MEASURED: %s !!!!!", e.javaOff)
 	}
-	zkOpts := []zktest.Option{
-		zktest.WithContainerCheckInterval(60 * time.Second), // ZooKeeper's default: containers are not reaped mid-run
-		zktest.WithTmpfs(), // no disk stalls in what is measured
-		zktest.WithJVMFlags("-Xmx1g", "-XX:TieredStopAtLevel=4"),
-	}
+	zkOpts := serverOptions()
 	const setup = "forceSync=no, containers reaped every 60 s, JVM -Xmx1g with the full JIT, on the same machine as the clients; "
 	onEnsemble := func(k string) bool { return strings.HasSuffix(k, "e") }
 	if standalone := slices.DeleteFunc(slices.Clone(keys), onEnsemble); len(standalone) > 0 {
@@ -201,6 +204,15 @@ func run(ctx context.Context, o options) error {
 		fmt.Printf("  %-3s %-8s %s %s: %s vs %s = %s\n", t.Scenario, t.Status, t.Measure, t.Target, t.Ours, t.Theirs, t.Ratio)
 	}
 	return nil
+}
+
+// serverOptions are the options of the servers the bench starts.
+func serverOptions() []zktest.Option {
+	return []zktest.Option{
+		zktest.WithContainerCheckInterval(60 * time.Second), // ZooKeeper's default: containers are not reaped mid-run
+		zktest.WithTmpfs(), // no disk stalls in what is measured
+		zktest.WithJVMFlags("-Xmx1g", "-XX:TieredStopAtLevel=4"),
+	}
 }
 
 // runOn runs the scenarios of keys with srv, whose clients connect to

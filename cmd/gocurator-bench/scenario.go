@@ -28,6 +28,9 @@ type env struct {
 	proxy   *proxyProc  // the proxy every client is behind, in the latency section; else nil
 	latency *latencySetup
 	logf    func(format string, args ...any)
+	// heapProfile, if set, is where scenario 6 writes a heap profile of
+	// gocurator's waiters once all wait.
+	heapProfile string
 }
 
 func (e *env) path(key, impl string) string { return fmt.Sprintf("%s/s%s/%s", e.base, key, impl) }

@@ -2,8 +2,11 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"os"
 	"runtime"
+	"runtime/pprof"
 	"time"
 )
 
@@ -64,6 +67,14 @@ func (e *env) s6Go(ctx context.Context, im goImpl, n int) (map[string]float64, e
 	if err != nil {
 		return nil, err
 	}
+	profile := e.heapProfile + "-" + im.key
+	if e.heapProfile != "" {
+		restore := profileHeap()
+		defer restore()
+		if err := writeHeapProfile(profile + ".base"); err != nil {
+			return nil, err
+		}
+	}
 	var m0, m1 runtime.MemStats
 	runtime.GC()
 	runtime.GC()
@@ -82,6 +93,13 @@ func (e *env) s6Go(ctx context.Context, im goImpl, n int) (map[string]float64, e
 	runtime.GC()
 	runtime.ReadMemStats(&m1)
 	v["heap"] = (float64(m1.HeapInuse) - float64(m0.HeapInuse)) / float64(n)
+	if e.heapProfile != "" {
+		if err := writeHeapProfile(profile); err != nil {
+			return nil, err
+		}
+		e.logf("scenario 6: %s: wrote the heap profile of %d waiters to %s, and the one before they queued to %s.base "+
+			"(go tool pprof -sample_index=inuse_space -base %[3]s.base %[3]s); this repetition's times are not comparable", im.name, n, profile)
+	}
 	v["stack"] = (float64(m1.StackInuse) - float64(m0.StackInuse)) / float64(n)
 	first := holder.Token()
 	acquired, err := q.drain(holder, time.Hour)
@@ -106,4 +124,32 @@ func checkFIFO(first int64, tokens []int64, n int) error {
 		prev = t
 	}
 	return nil
+}
+
+// profileHeap samples every allocation from now on (for a heap profile of
+// what the waiters keep: slower), and returns what sets the sampling back.
+func profileHeap() func() {
+	rate := runtime.MemProfileRate
+	runtime.MemProfileRate = 1
+	return func() { runtime.MemProfileRate = rate }
+}
+
+// writeHeapProfile writes the heap profile (after a GC) to path: what is in
+// use by where it was allocated (go tool pprof -sample_index=inuse_space);
+// and what every goroutine is doing, to path.goroutines.
+func writeHeapProfile(path string) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	runtime.GC()
+	err = pprof.Lookup("heap").WriteTo(f, 0)
+	if err = errors.Join(err, f.Close()); err != nil {
+		return err
+	}
+	if f, err = os.Create(path + ".goroutines"); err != nil {
+		return err
+	}
+	err = pprof.Lookup("goroutine").WriteTo(f, 1)
+	return errors.Join(err, f.Close())
 }
