@@ -76,7 +76,7 @@ func main() {
 	flag.BoolVar(&o.java, "java", true, "measure Java Curator too (needs javac and Debian's libcurator-recipes-java)")
 	flag.StringVar(&o.scenarios, "scenarios", strings.Join(allScenarios, ","), "scenarios to run")
 	flag.IntVar(&o.reps, "reps", 0, "repetitions (0: 3, or 1 with -quick)")
-	flag.IntVar(&o.waiters, "waiters", 0, "waiting handles in scenario 6 (0: 10000, or 500 with -quick)")
+	flag.IntVar(&o.waiters, "waiters", 0, "waiting handles in scenario 6 (0: 5000, or 500 with -quick)")
 	flag.StringVar(&o.render, "render", "", "render the report again from this results file (.json), beside it, and run nothing")
 	flag.StringVar(&o.heapProf, "heapprofile", "", "write heap profiles (every allocation sampled) of scenario 6's waiters, once all wait, to this file's name -gocurator and -floor (their times are then not comparable)")
 	flag.BoolVar(&o.timeline, "timeline", false, "trace where the time of the uncontended cycle (scenario 1) and of its slowest cycles goes, for each Go implementation, and run nothing else")

@@ -43,13 +43,13 @@ type counts struct {
 	S4Leases  int           // its leases
 	S5Paths   int           // lock paths
 	S5Worker  int           // goroutines (threads) on one session
-	S6Wait    int           // waiting handles
+	S6Wait    int           // waiting handles, as many for every implementation (the scenario takes time as their square)
 	S7Handoff int           // leader hand-offs of each kind per repetition
 }
 
 func fullCounts() counts {
 	return counts{Reps: 3, WarmGo: time.Second, WarmJava: 4 * time.Second, Duration: 2 * time.Second,
-		S2Client: 8, S2Sweep: []int{1, 2, 4, 8, 16, 32}, S3Reader: 50, S3Group: 3, S4Client: 16, S4Leases: 3, S5Paths: 200, S5Worker: 16, S6Wait: 10000, S7Handoff: 200}
+		S2Client: 8, S2Sweep: []int{1, 2, 4, 8, 16, 32}, S3Reader: 50, S3Group: 3, S4Client: 16, S4Leases: 3, S5Paths: 200, S5Worker: 16, S6Wait: 5000, S7Handoff: 200}
 }
 
 func quickCounts() counts {

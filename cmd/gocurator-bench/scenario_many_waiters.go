@@ -33,7 +33,7 @@ func (e *env) scenario6(ctx context.Context) *Scenario {
 			"Every waiter of a ZooKeeper lock lists the lock's children when it queues, and a waiter (the floor's) or one of the waiters behind it (gocurator's lookahead) " +
 				"when a hand-off wakes it: each listing grows with the queue, so the drain per hand-off grows with the number of waiters.",
 		}}
-	cold := *e // no warm-up: 10,000 waiters take half a minute, and their memory varies little
+	cold := *e // no warm-up: thousands of waiters take many seconds, and their memory varies little
 	cold.c.WarmGo = 0
 	n := e.c.S6Wait
 	entries := cold.goEntries([]goImpl{implFloor, implOurs}, func(ctx context.Context, im goImpl) (*contender, error) {
