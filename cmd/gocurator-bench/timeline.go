@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/go-zookeeper/zk"
@@ -333,9 +334,11 @@ func runTimeline(ctx context.Context, w io.Writer, servers, base string, n, run 
 	gcs := []metrics.Sample{{Name: "/gc/cycles/total:gc-cycles"}}
 	gcCount := func() uint64 { metrics.Read(gcs); return gcs[0].Value.Uint64() }
 	cycles := make([][]*timedCycle, len(cs))
-	for round := range 2 * n / run { // the first half: warm-up
+	switches := make([]int64, len(cs)) // voluntary context switches of the process over the timed cycles
+	for round := range 2 * n / run {   // the first half: warm-up
 		for i, c := range cs {
 			var cycled []*timedCycle
+			sw0 := contextSwitches()
 			for range run {
 				gc0 := gcCount()
 				start := time.Now()
@@ -345,10 +348,12 @@ func runTimeline(ctx context.Context, w io.Writer, servers, base string, n, run 
 				}
 				cycled = append(cycled, &timedCycle{start: start, held: held, end: time.Now(), gc: gcCount() != gc0})
 			}
+			sw := contextSwitches() - sw0
 			ev := c.log.take()
 			if round < n/run {
 				continue
 			}
+			switches[i] += sw
 			for _, tc := range cycled {
 				tc.timeline(ev)
 			}
@@ -357,8 +362,18 @@ func runTimeline(ctx context.Context, w io.Writer, servers, base string, n, run 
 	}
 	for i, c := range cs {
 		writeTimeline(w, c.name, cycles[i])
+		fmt.Fprintf(w, "  voluntary context switches of the process (a thread that blocked: its next wake-up is the kernel's) per cycle: %.2f\n",
+			float64(switches[i])/float64(len(cycles[i])))
 	}
 	return nil
+}
+
+// contextSwitches returns the voluntary context switches of this process's
+// threads so far.
+func contextSwitches() int64 {
+	var ru syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return ru.Nvcsw
 }
 
 // writeTimeline writes, for one implementation's cycles, the median of
