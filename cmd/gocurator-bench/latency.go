@@ -240,7 +240,7 @@ func measureRTT(ctx context.Context, direct, proxied string, n int) (time.Durati
 		}
 	}()
 	for _, addr := range []string{direct, proxied} {
-		c, err := newRawConn(ctx, addr)
+		c, err := newRawConn(ctx, addr, nil)
 		if err != nil {
 			return 0, 0, err
 		}

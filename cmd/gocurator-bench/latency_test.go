@@ -108,3 +108,29 @@ func TestTimeline(t *testing.T) {
 		}
 	}
 }
+
+// The drain's timeline, with few waiters, on a real server: every
+// hand-off of each implementation is a delete, its notification, and the
+// next delete.
+func TestDrainTimeline(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts ZooKeeper")
+	}
+	if err := zktest.Available(); err != nil {
+		t.Skip(err)
+	}
+	srv := zktest.NewServer(t, zktest.WithStandaloneMode())
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	e := &env{srv: srv, servers: srv.Addr(), base: "/drain", logf: t.Logf}
+	var out strings.Builder
+	if err := e.drainTimeline(ctx, &out, 30); err != nil {
+		t.Fatal(err)
+	}
+	t.Log(out.String())
+	for _, want := range []string{nameFloor + ": 30 waiters drained", nameOurs + ": 30 waiters drained", "notification read", "the median hand-off:"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("the drain's timeline lacks %q", want)
+		}
+	}
+}

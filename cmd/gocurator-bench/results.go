@@ -67,6 +67,9 @@ type Scenario struct {
 	Rows     map[string]Row // by implementation
 	Sweep    []SweepPoint   `json:",omitempty"` // scenario 2: rows at each number of sessions
 	Notes    []string       `json:",omitempty"`
+	// HeapBy is, in scenario 6, where a waiter's heap goes, by
+	// implementation (waiterHeap).
+	HeapBy map[string][]heapShare `json:",omitempty"`
 }
 
 // Measure is one number a scenario takes of every implementation.

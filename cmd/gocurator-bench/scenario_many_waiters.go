@@ -16,12 +16,13 @@ import (
 func (e *env) scenario6(ctx context.Context) *Scenario {
 	s := &Scenario{Key: "6", Title: "Many waiting handles in one process",
 		Setup: fmt.Sprintf("One session; one handle holds the lock while %d more, each on its own goroutine, queue behind it; "+
-			"memory per waiter = growth of runtime.MemStats HeapInuse (after GC) / waiters, goroutine stacks (StackInuse) apart; "+
+			"memory per waiter = growth of runtime.MemStats HeapInuse (after GC) / waiters (the spans in use: live objects, HeapAlloc, and the free slots of spans that hold any), goroutine stacks (StackInuse) apart; "+
 			"then the holder releases and each waiter releases as soon as it acquires; the drain per hand-off is the time from that release until all acquired, "+
 			"divided by the waiters; the same number of waiters for every implementation; %d repetitions, each on a new session, without warm-up", e.c.S6Wait, e.c.Reps),
 		Measures: append([]Measure{
 			{Key: "waiters", Label: "waiting handles", Unit: unitCount},
 			{Key: "heap", Label: "heap per waiting handle", Unit: unitBytes, Better: "lower"},
+			{Key: "objects", Label: "of which live objects (HeapAlloc)", Unit: unitBytes, Better: "lower"},
 			{Key: "stack", Label: "goroutine stack per waiting handle", Unit: unitBytes, Better: "lower"},
 			{Key: "formed", Label: "time until all wait", Unit: unitTime},
 			{Key: "acquired", Label: "time from the holder's release until all acquired", Unit: unitTime},
@@ -43,6 +44,21 @@ func (e *env) scenario6(ctx context.Context) *Scenario {
 		}}, nil
 	})
 	cold.interleave(ctx, s, entries, nil)
+	for _, im := range []goImpl{implOurs, implFloor} {
+		e.logf("scenario 6: %s: where a waiter's heap goes: %d more waiters, every allocation sampled ...", im.name, heapProfiled)
+		shares, err := e.waiterHeap(ctx, im)
+		if err != nil {
+			s.Notes = append(s.Notes, fmt.Sprintf("Where a waiter's heap goes, %s: not measured: %v.", im.name, err))
+			continue
+		}
+		if s.HeapBy == nil {
+			s.HeapBy = map[string][]heapShare{}
+			s.Notes = append(s.Notes, fmt.Sprintf("Where a waiter's heap goes: the heap profile's growth (every allocation sampled, the objects' sizes, "+
+				"without the spans' slack that HeapInuse counts) from before until all of %d more waiters wait, an unmeasured queue of each implementation, by what allocated it, in the next items.", heapProfiled))
+		}
+		s.HeapBy[im.name] = shares
+		s.Notes = append(s.Notes, "Where a waiter's heap goes, "+fmtHeapShares(im.name, shares)+".")
+	}
 	s.Rows[nameCurator] = Row{Status: "not measured: a Curator waiter is a blocked thread, so this would take as many JVM threads as waiters"}
 	return s
 }
@@ -93,6 +109,7 @@ func (e *env) s6Go(ctx context.Context, im goImpl, n int) (map[string]float64, e
 	runtime.GC()
 	runtime.ReadMemStats(&m1)
 	v["heap"] = (float64(m1.HeapInuse) - float64(m0.HeapInuse)) / float64(n)
+	v["objects"] = (float64(m1.HeapAlloc) - float64(m0.HeapAlloc)) / float64(n)
 	if e.heapProfile != "" {
 		if err := writeHeapProfile(profile); err != nil {
 			return nil, err

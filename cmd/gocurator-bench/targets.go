@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 )
 
@@ -42,7 +43,7 @@ var targets = []target{
 	{"5", "rate", nameFloor, 1.0, nil},
 	{"5d", "rate", nameCurator, 1.2, floorBound("5d", "rate")},
 	{"6", "heap", "", 2048, waiterBound},
-	{"6", "handoff", nameFloor, 1.2, nil},
+	{"6", "handoff", nameFloor, 1.2, drainBound},
 	{"7", "p50", nameCurator, 0.51, nil},  // last report
 	{"7", "sp50", nameCurator, 0.33, nil}, // last report
 	// client CPU per acquisition no more than Curator's, in every scenario
@@ -225,14 +226,46 @@ func floorBound(key, measure string) func(*Results) string {
 }
 
 // waiterBound: what a waiting handle keeps that the floor's waiter does
-// not.
+// not, by use, from the run's heap profile of both (Scenario.HeapBy).
 func waiterBound(r *Results) string {
+	s := r.scenario("6")
 	ours, floor := r.value("6", nameOurs, "heap"), r.value("6", nameFloor, "heap")
-	if min(ours, floor) == 0 {
+	if s == nil || min(ours, floor) == 0 || s.HeapBy[nameOurs] == nil || s.HeapBy[nameFloor] == nil {
 		return ""
 	}
-	return fmt.Sprintf("a waiting handle keeps %s more than the floor's waiter, which is a goroutine blocked on go-zookeeper's "+
-		"watch channel and nothing else: the handle, its grant (a context derived from the client's trust, made before "+
-		"its node is created), its turn in the handle, and its share of the client's shared watch on the node it "+
-		"waits for (what lets a wait that gives up leave no watch behind).", fmtValue(unitBytes, ours-floor))
+	theirs := map[string]float64{}
+	for _, sh := range s.HeapBy[nameFloor] {
+		theirs[sh.Label] = sh.Bytes
+	}
+	var more []string
+	var oursTotal, floorTotal float64
+	for _, sh := range s.HeapBy[nameOurs] {
+		oursTotal += sh.Bytes
+		if d := sh.Bytes - theirs[sh.Label]; d >= 16 {
+			more = append(more, fmt.Sprintf("%s %s", sh.Label, fmtValue(unitBytes, d)))
+		}
+	}
+	for _, sh := range s.HeapBy[nameFloor] {
+		floorTotal += sh.Bytes
+	}
+	return fmt.Sprintf("a waiting handle takes %s of heap (HeapInuse), the floor's waiter %s. The heap profile of both (see the scenario's notes) "+
+		"has %s of objects per waiter for gocurator, %s for the floor; what gocurator's has more of: %s. The floor's waiter is a goroutine "+
+		"blocked on go-zookeeper's watch channel and nothing else; 2 KiB of HeapInuse is about the floor's and 0.5 KiB more.",
+		fmtValue(unitBytes, ours), fmtValue(unitBytes, floor), fmtValue(unitBytes, oursTotal), fmtValue(unitBytes, floorTotal), strings.Join(more, "; "))
+}
+
+// drainBound: what a hand-off of scenario 6's drain waits on, for both.
+func drainBound(r *Results) string {
+	ours, floor := r.value("6", nameOurs, "handoff"), r.value("6", nameFloor, "handoff")
+	op, fp := r.value("6", nameOurs, "packets"), r.value("6", nameFloor, "packets")
+	if min(ours, floor, op, fp) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("a hand-off takes %s here, the floor's %s; %.2f server packets per acquisition to the floor's %.2f. In both, each hand-off waits "+
+		"for the server to apply the holder's delete and to answer, on the same session, a listing of the whole queue (%d waiters): "+
+		"the floor's next holder lists when the delete's notification wakes it; gocurator's lists when the hand-off before wakes it (the "+
+		"lookahead), and the client's waiters list one listing at a time (the lister), so that listing goes out right behind the delete "+
+		"and its reply comes after the delete's. `gocurator-bench -timeline` lays a 2000-waiter drain of both out frame by frame: "+
+		"per hand-off, delete written → its notification read → the next delete written.",
+		fmtValue(unitTime, ours), fmtValue(unitTime, floor), op, fp, r.Counts.S6Wait)
 }

@@ -15,14 +15,8 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/go-zookeeper/zk"
-
-	"github.com/gocurator/curator/framework"
 	"github.com/gocurator/curator/framework/zktest"
-	"github.com/gocurator/curator/internal/rawlock"
 	"github.com/gocurator/curator/internal/zkwire"
-	"github.com/gocurator/curator/recipes"
-	"github.com/gocurator/curator/retry"
 )
 
 // This file holds -timeline: where the time of the uncontended cycle
@@ -246,63 +240,32 @@ type cycler struct {
 // timelineCyclers sets up the floor, the limit and gocurator on servers.
 func timelineCyclers(ctx context.Context, servers, base string) ([]*cycler, error) {
 	var out []*cycler
-	closeAll := func() {
-		for _, c := range out {
-			c.close()
-		}
-	}
-	for _, kind := range []struct {
-		name string
-		kind rawlock.Kind
-	}{{nameFloor, rawlock.Exclusive}, {nameLimit, rawlock.Limit}} {
+	for _, im := range []goImpl{implFloor, implLimit, implOurs} {
 		log := &wireLog{}
-		conn, events, err := zk.Connect(strings.Split(servers, ","), sessionTimeout,
-			zk.WithLogger(nopLogger{}), zk.WithLogInfo(false), zk.WithDialer(log.dial))
+		s, err := im.dial(ctx, servers, log.dial)
+		var mk func() owner
+		if err == nil {
+			if mk, err = s.mutex(base + "/" + im.key); err != nil {
+				s.close()
+			}
+		}
 		if err != nil {
-			closeAll()
+			for _, c := range out {
+				c.close()
+			}
 			return nil, err
 		}
-		rc := &rawConn{Conn: conn, events: events}
-		l := &rawlock.Lock{Conn: conn, Dir: base + "/" + short(kind.name), Prefix: "lock-", Kind: kind.kind}
-		out = append(out, &cycler{name: kind.name, log: log, close: rc.close, cycle: func(ctx context.Context) (time.Time, error) {
-			if err := l.Acquire(ctx); err != nil {
+		o := mk()
+		out = append(out, &cycler{name: im.name, log: log, close: s.close, cycle: func(ctx context.Context) (time.Time, error) {
+			if err := o.Acquire(ctx); err != nil {
 				return time.Time{}, err
 			}
 			held := time.Now()
-			return held, l.Release()
+			return held, o.Release(ctx)
 		}})
 	}
-	log := &wireLog{}
-	c, err := framework.New(servers, retry.NewExponentialBackoff(100*time.Millisecond, 5),
-		framework.WithSessionTimeout(sessionTimeout), framework.WithDialer(log.dial))
-	if err == nil {
-		err = c.BlockUntilConnected(ctx)
-	}
-	var m *recipes.InterProcessMutex
-	if err == nil {
-		m, err = recipes.NewInterProcessMutex(c, base+"/gocurator")
-	}
-	if err != nil {
-		if c != nil {
-			c.Close()
-		}
-		closeAll()
-		return nil, err
-	}
-	h := m.NewHandle()
-	out = append(out, &cycler{name: nameOurs, log: log, close: func() { c.Close() }, cycle: func(ctx context.Context) (time.Time, error) {
-		if err := h.Acquire(ctx); err != nil {
-			return time.Time{}, err
-		}
-		held := time.Now()
-		return held, h.Release(ctx)
-	}})
 	return out, nil
 }
-
-type nopLogger struct{}
-
-func (nopLogger) Printf(string, ...any) {}
 
 // timeline runs runTimeline on a throwaway standalone server, set up as the
 // bench's.
@@ -315,7 +278,140 @@ func timeline(ctx context.Context, w io.Writer) error {
 	defer srv.Close()
 	logf("timing %d uncontended cycles of each Go implementation, after as many of warm-up ...", timelineCycles)
 	fmt.Fprintf(w, "gocurator-bench -timeline: load average %s at the start\n", fmtLoads(loadAverage()))
-	return runTimeline(ctx, w, srv.Addr(), "/gocurator-bench/timeline-"+strconv.FormatInt(time.Now().UnixNano(), 36), timelineCycles, timelineRun)
+	e := &env{srv: srv, servers: srv.Addr(), logf: logf, base: "/gocurator-bench/timeline-" + strconv.FormatInt(time.Now().UnixNano(), 36)}
+	if err := runTimeline(ctx, w, e.servers, e.base, timelineCycles, timelineRun); err != nil {
+		return err
+	}
+	logf("timing the drain of %d waiters of the floor and of gocurator ...", timelineDrain)
+	fmt.Fprintf(w, "\nload average %s\n", fmtLoads(loadAverage()))
+	return e.drainTimeline(ctx, w, timelineDrain)
+}
+
+// timelineDrain is how many waiters drainTimeline queues.
+const timelineDrain = 2000
+
+// drainTimeline queues n waiters of the floor and then of gocurator behind
+// a holder, each implementation on one logged connection (as scenario 6),
+// drains them, and writes what a hand-off is made of: from one delete
+// written to the next, the delete's notification read between.
+func (e *env) drainTimeline(ctx context.Context, w io.Writer, n int) error {
+	for _, im := range []goImpl{implFloor, implOurs} {
+		log := &wireLog{}
+		s, err := im.dial(ctx, e.servers, log.dial)
+		if err != nil {
+			return err
+		}
+		d, ev, err := e.loggedDrain(ctx, s, im, n, log)
+		s.close()
+		if err != nil {
+			return fmt.Errorf("%s: %w", im.name, err)
+		}
+		writeDrain(w, im.name, n, d, ev)
+	}
+	return nil
+}
+
+// loggedDrain queues n waiters of s behind a holder, drains them, and
+// returns how long that took and the frames logged meanwhile.
+func (e *env) loggedDrain(ctx context.Context, s *session, im goImpl, n int, log *wireLog) (time.Duration, []wireEvent, error) {
+	mk, err := s.mutex(e.base + "/drain-" + im.key)
+	if err != nil {
+		return 0, nil, err
+	}
+	holder := mk()
+	if err := holder.Acquire(ctx); err != nil {
+		return 0, nil, err
+	}
+	watch0, err := e.counter("zk_watch_count")
+	if err != nil {
+		return 0, nil, err
+	}
+	q := newQueue(ctx)
+	defer q.close()
+	for range n {
+		q.add(mk())
+	}
+	if err := e.waitWatches(q.ctx, watch0, n, 20*time.Millisecond, time.Minute); err != nil {
+		return 0, nil, err
+	}
+	log.take()
+	d, err := q.drain(holder, 10*time.Minute)
+	return d, log.take(), err
+}
+
+// writeDrain writes what the hand-offs of a drain were made of: the time
+// from a delete written to its notification read, and from that to the
+// next delete written; whether a listing was written meanwhile, and
+// before the notification; and the frames of the median hand-off.
+func writeDrain(w io.Writer, name string, n int, d time.Duration, ev []wireEvent) {
+	var dels []int
+	for i, e := range ev {
+		if e.out && e.op == zktest.OpDelete {
+			dels = append(dels, i)
+		}
+	}
+	fmt.Fprintf(w, "\n%s: %d waiters drained in %s, %s per hand-off; %d deletes written\n", name, n, fmtDur(d), fmtDur(d/time.Duration(n)), len(dels))
+	if len(dels) < 3 {
+		return
+	}
+	type handOff struct {
+		i, next            int
+		toNotified, toNext time.Duration // delete written → its notification read → the next delete written
+		listedBefore       bool          // a listing was written before the notification was read
+		listed             bool
+	}
+	var hs []handOff
+	for k := 1; k < len(dels); k++ {
+		h := handOff{i: dels[k-1], next: dels[k]}
+		notified := -1
+		for j := h.i + 1; j < h.next; j++ {
+			e := ev[j]
+			switch {
+			case !e.out && e.op == opNotification && notified < 0:
+				notified = j
+			case e.out && (e.op == zktest.OpGetChildren || e.op == zktest.OpGetChildren2):
+				h.listed = true
+				h.listedBefore = h.listedBefore || notified < 0
+			}
+		}
+		if notified < 0 {
+			continue
+		}
+		h.toNotified, h.toNext = ev[notified].at.Sub(ev[h.i].at), ev[h.next].at.Sub(ev[notified].at)
+		hs = append(hs, h)
+	}
+	med := func(f func(handOff) time.Duration) string {
+		xs := make([]time.Duration, 0, len(hs))
+		for _, h := range hs {
+			xs = append(xs, f(h))
+		}
+		return fmtDur(percentileSorted(slices.Sorted(slices.Values(xs)), 50))
+	}
+	listed, before := 0, 0
+	for _, h := range hs {
+		if h.listed {
+			listed++
+		}
+		if h.listedBefore {
+			before++
+		}
+	}
+	fmt.Fprintf(w, "  per hand-off (medians of %d): delete written → its notification read %s, → the next delete written %s; "+
+		"a listing written in %d of them, before the notification was read in %d\n",
+		len(hs), med(func(h handOff) time.Duration { return h.toNotified }), med(func(h handOff) time.Duration { return h.toNext }), listed, before)
+	slices.SortFunc(hs, func(a, b handOff) int { return int(a.toNotified + a.toNext - b.toNotified - b.toNext) })
+	h := hs[len(hs)/2]
+	fmt.Fprintf(w, "  the median hand-off:\n")
+	for _, e := range ev[h.i : h.next+1] {
+		what := opName(e.op) + " written"
+		if !e.out {
+			what = opName(e.op) + "'s reply read"
+			if e.op == opNotification {
+				what = "notification read"
+			}
+		}
+		fmt.Fprintf(w, "    %9s  %s\n", fmtDur(e.at.Sub(ev[h.i].at)), what)
+	}
 }
 
 // runTimeline times n uncontended cycles of every Go implementation (after
