@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"os"
-	"strings"
 	"testing"
 	"time"
 
@@ -23,15 +22,7 @@ func TestMain(m *testing.M) {
 // their requests down by kind (the floor's uncontended cycle: one create,
 // one listing, one delete), and the process is gone afterwards.
 func TestLatencySectionSmoke(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts ZooKeeper and JVMs")
-	}
-	if err := zktest.Available(); err != nil {
-		t.Skip(err)
-	}
-	srv := zktest.NewServer(t, zktest.WithStandaloneMode(), zktest.WithContainerCheckInterval(time.Minute))
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
+	srv, ctx := benchServer(t)
 	e := &env{srv: srv, servers: srv.Addr(), base: "/latency", logf: t.Logf, javaOff: "not in this test", c: counts{
 		Reps: 2, WarmGo: 50 * time.Millisecond, WarmJava: 300 * time.Millisecond, Duration: 200 * time.Millisecond,
 		S2Client: 3, S4Client: 4, S4Leases: 2, S5Paths: 10, S5Worker: 4,
@@ -79,58 +70,19 @@ func TestLatencySectionSmoke(t *testing.T) {
 	}
 }
 
-// -timeline, with few cycles, on a real server: every Go implementation's
-// cycle is laid out step by step from the frames its connection logged
-// (the floor's listing after its create's reply, gocurator's before it).
-func TestTimeline(t *testing.T) {
+// benchServer starts a standalone server, as the command runs it, for a
+// test that skips in -short mode or without ZooKeeper; ctx bounds the
+// test.
+func benchServer(t *testing.T) (*zktest.Server, context.Context) {
+	t.Helper()
 	if testing.Short() {
 		t.Skip("starts ZooKeeper")
 	}
 	if err := zktest.Available(); err != nil {
 		t.Skip(err)
 	}
-	srv := zktest.NewServer(t, zktest.WithStandaloneMode())
+	srv := zktest.NewServer(t, zktest.WithStandaloneMode(), zktest.WithContainerCheckInterval(time.Minute))
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	var out strings.Builder
-	if err := runTimeline(ctx, &out, srv.Addr(), "/timeline", 200, 50); err != nil {
-		t.Fatal(err)
-	}
-	t.Log(out.String())
-	for _, want := range []string{
-		nameFloor + ": 200 cycles", nameLimit + ": 200 cycles", nameOurs + ": 200 cycles",
-		"create's reply read → listing written", // the floor's
-		"create written → listing written",      // gocurator's
-		"delete written → delete's reply read",
-	} {
-		if !strings.Contains(out.String(), want) {
-			t.Errorf("the timeline lacks %q", want)
-		}
-	}
-}
-
-// The drain's timeline, with few waiters, on a real server: every
-// hand-off of each implementation is a delete, its notification, and the
-// next delete.
-func TestDrainTimeline(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts ZooKeeper")
-	}
-	if err := zktest.Available(); err != nil {
-		t.Skip(err)
-	}
-	srv := zktest.NewServer(t, zktest.WithStandaloneMode())
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	e := &env{srv: srv, servers: srv.Addr(), base: "/drain", logf: t.Logf}
-	var out strings.Builder
-	if err := e.drainTimeline(ctx, &out, 30); err != nil {
-		t.Fatal(err)
-	}
-	t.Log(out.String())
-	for _, want := range []string{nameFloor + ": 30 waiters drained", nameOurs + ": 30 waiters drained", "notification read", "the median hand-off:"} {
-		if !strings.Contains(out.String(), want) {
-			t.Errorf("the drain's timeline lacks %q", want)
-		}
-	}
+	t.Cleanup(cancel)
+	return srv, ctx
 }

@@ -71,15 +71,7 @@ func (e *env) s6Go(ctx context.Context, im goImpl, n int) (map[string]float64, e
 		return nil, err
 	}
 	defer sess.close()
-	mk, err := sess.mutex(e.path("6", im.key))
-	if err != nil {
-		return nil, err
-	}
-	holder := mk()
-	if err := holder.Acquire(ctx); err != nil {
-		return nil, err
-	}
-	watch0, err := e.counter("zk_watch_count")
+	mk, holder, watch0, err := e.holdFor(ctx, sess, e.path("6", im.key))
 	if err != nil {
 		return nil, err
 	}
@@ -98,10 +90,7 @@ func (e *env) s6Go(ctx context.Context, im goImpl, n int) (map[string]float64, e
 	start := time.Now()
 	q := newQueue(ctx)
 	defer q.close()
-	for range n {
-		q.add(mk())
-	}
-	if err := e.waitWatches(q.ctx, watch0, n, 20*time.Millisecond, time.Minute); err != nil {
+	if err := e.form(q, mk, n, watch0); err != nil {
 		return nil, err
 	}
 	v := map[string]float64{"waiters": float64(n), "formed": float64(time.Since(start))}

@@ -57,15 +57,7 @@ func (e *env) waiterHeap(ctx context.Context, im goImpl) ([]heapShare, error) {
 		return nil, err
 	}
 	defer sess.close()
-	mk, err := sess.mutex(e.path("6", im.key+"-heap"))
-	if err != nil {
-		return nil, err
-	}
-	holder := mk()
-	if err := holder.Acquire(ctx); err != nil {
-		return nil, err
-	}
-	watch0, err := e.counter("zk_watch_count")
+	mk, holder, watch0, err := e.holdFor(ctx, sess, e.path("6", im.key+"-heap"))
 	if err != nil {
 		return nil, err
 	}
@@ -75,10 +67,7 @@ func (e *env) waiterHeap(ctx context.Context, im goImpl) ([]heapShare, error) {
 	before := heapProfile()
 	q := newQueue(ctx)
 	defer q.close()
-	for range heapProfiled {
-		q.add(mk())
-	}
-	if err := e.waitWatches(q.ctx, watch0, heapProfiled, 20*time.Millisecond, time.Minute); err != nil {
+	if err := e.form(q, mk, heapProfiled, watch0); err != nil {
 		return nil, err
 	}
 	after := heapProfile()

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"fmt"
@@ -100,13 +101,11 @@ type loggedConn struct {
 
 func (c *loggedConn) Write(p []byte) (int, error) {
 	now := time.Now()
-	for f := p; len(f) >= zkwire.FrameHeaderLen; {
-		size, ok := zkwire.FrameLen([zkwire.FrameHeaderLen]byte(f))
-		if !ok || len(f) < zkwire.FrameHeaderLen+size {
+	for r := bytes.NewReader(p); ; { // go-zookeeper writes whole frames
+		frame, err := zkwire.ReadFrame(r)
+		if err != nil {
 			break
 		}
-		frame := f[:zkwire.FrameHeaderLen+size]
-		f = f[len(frame):]
 		c.mu.Lock()
 		hs := !c.sentHs
 		c.sentHs = true
@@ -314,24 +313,13 @@ func (e *env) drainTimeline(ctx context.Context, w io.Writer, n int) error {
 // loggedDrain queues n waiters of s behind a holder, drains them, and
 // returns how long that took and the frames logged meanwhile.
 func (e *env) loggedDrain(ctx context.Context, s *session, im goImpl, n int, log *wireLog) (time.Duration, []wireEvent, error) {
-	mk, err := s.mutex(e.base + "/drain-" + im.key)
-	if err != nil {
-		return 0, nil, err
-	}
-	holder := mk()
-	if err := holder.Acquire(ctx); err != nil {
-		return 0, nil, err
-	}
-	watch0, err := e.counter("zk_watch_count")
+	mk, holder, watch0, err := e.holdFor(ctx, s, e.base+"/drain-"+im.key)
 	if err != nil {
 		return 0, nil, err
 	}
 	q := newQueue(ctx)
 	defer q.close()
-	for range n {
-		q.add(mk())
-	}
-	if err := e.waitWatches(q.ctx, watch0, n, 20*time.Millisecond, time.Minute); err != nil {
+	if err := e.form(q, mk, n, watch0); err != nil {
 		return 0, nil, err
 	}
 	log.take()
