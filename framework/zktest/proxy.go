@@ -790,11 +790,10 @@ const kernelSleepWithin = 2 * time.Millisecond
 // kernelSleepWithin), in the kernel: a packet is held for its delay and
 // the kernel's wake-up latency, some tens of microseconds.
 func sleepUntil(t time.Time) {
-	for kernelSleeps {
-		d := time.Until(t)
-		if d <= 0 {
-			return
-		}
+	if !kernelSleeps {
+		return
+	}
+	for d := time.Until(t); d > 0; d = time.Until(t) {
 		sleepInKernel(d)
 	}
 }
