@@ -30,9 +30,9 @@ type target struct {
 var targets = []target{
 	{"1", "p50", nameFloor, 0.85, limitBound("1", 0.85)},
 	{"1", "p99", nameFloor, 1.0, nil},
-	{"1", "p50", nameLimit, 1.15, nil}, // last report
+	{"1", "p50", nameLimit, 1.15, listingBound("1")}, // last report
 	{"1d", "p50", nameFloor, 0.70, limitBound("1d", 0.70)},
-	{"1d", "p50", nameLimit, 1.05, nil},
+	{"1d", "p50", nameLimit, 1.05, listingBound("1d")},
 	{"1e", "p50", nameFloor, 0.75, limitBound("1e", 0.75)}, // last report
 	{"2", "rate", nameCurator, 2, handOffBound("2", "1")},
 	{"2d", "rate", nameCurator, 2, handOffBound("2d", "1d")},
@@ -195,18 +195,42 @@ func handOffBound(key, uncontended string) func(r *Results) string {
 
 func handOffWait(r *Results, key, uncontended string) string {
 	limit, rate := r.value(uncontended, nameLimit, "p50"), r.value(key, nameOurs, "rate")
-	curatorRate := r.value(key, nameCurator, "rate")
+	curatorRate, floorRate := r.value(key, nameCurator, "rate"), r.value(key, nameFloor, "rate")
 	packets, curator := r.value(key, nameOurs, "packets"), r.value(key, nameCurator, "packets")
 	if min(limit, rate, curatorRate, packets, curator) == 0 {
 		return ""
 	}
-	return fmt.Sprintf("not a bound, what it waits on: each acquisition waits for the previous holder's delete to be committed and "+
+	why := fmt.Sprintf("not a bound, what it waits on: each acquisition waits for the previous holder's delete to be committed and "+
 		"its notification to reach the next waiter, which then holds at once (the hand-off). One write's round trip, half "+
 		"scenario %s's limit, is about %s; gocurator takes %s per acquisition, where the target needs %s, with the %d sessions' "+
-		"other requests and the server sharing the CPUs: %.2f server packets per acquisition to Curator's %.2f (the "+
-		"lookahead's watch and its notification, which take the re-listing off the hand-off's path).",
+		"other requests and the server sharing the CPUs: %.2f server packets per acquisition to Curator's %.2f",
 		uncontended, fmtValue(unitTime, limit/2), fmtValue(unitTime, float64(time.Second)/rate),
 		fmtValue(unitTime, float64(time.Second)/(2*curatorRate)), r.Counts.S2Client, packets, curator)
+	if kinds := requestBreakdown(r, key, nameOurs); kinds != "" {
+		why += fmt.Sprintf(" (gocurator's, by the proxy's count: %s; Curator's: %s)", kinds, requestBreakdown(r, key, nameCurator))
+	}
+	why += ". The two more are the lookahead's watch (a get data of the node two ahead) and its notification: they wake the waiter " +
+		"to list again while its predecessor holds, so that the predecessor's delete alone makes it the holder, with no listing " +
+		"between. Without them the cycle is the floor's, which sends Curator's requests"
+	if floorRate > 0 {
+		why += fmt.Sprintf(" and reaches %.0f acquisitions per second here, %s gocurator's", floorRate, fmtRatio(floorRate/rate))
+	}
+	return why + "."
+}
+
+// requestBreakdown is impl's requests per acquisition in scenario key by
+// kind, from the proxy's counts; "" when they were not counted.
+func requestBreakdown(r *Results, key, impl string) string {
+	var parts []string
+	for _, k := range requestKinds {
+		if x := r.value(key, impl, "req:"+k.key); x >= 0.005 {
+			parts = append(parts, fmt.Sprintf("%s %.2f", k.key, x))
+		}
+	}
+	if x := r.value(key, impl, "req:notify"); x >= 0.005 {
+		parts = append(parts, fmt.Sprintf("notifications %.2f", x))
+	}
+	return strings.Join(parts, ", ")
 }
 
 // floorBound: the floor sends the same requests through the same
@@ -268,4 +292,21 @@ func drainBound(r *Results) string {
 		"and its reply comes after the delete's. `gocurator-bench -timeline` lays a 2000-waiter drain of both out frame by frame: "+
 		"per hand-off, delete written → its notification read → the next delete written.",
 		fmtValue(unitTime, ours), fmtValue(unitTime, floor), op, fp, r.Counts.S6Wait)
+}
+
+// listingBound: what gocurator's uncontended cycle does beyond the limit's
+// two writes: the listing, sent behind its create.
+func listingBound(key string) func(*Results) string {
+	return func(r *Results) string {
+		ours, limit := r.value(key, nameOurs, "p50"), r.value(key, nameLimit, "p50")
+		if min(ours, limit) == 0 {
+			return ""
+		}
+		return fmt.Sprintf("gocurator's cycle takes %s more than the limit's (create + delete) here: its listing, the third request, "+
+			"which goes out behind the create and is answered behind it. Its cost, as `gocurator-bench -timeline` lays it out on "+
+			"loopback: the listing is written some 20 µs after the create (go-zookeeper's calls block until their reply, so the "+
+			"listing's must be handed to a goroutine of its own, woken as the create is written), the server answers it after the "+
+			"create, and the client reads and sorts it before it holds.",
+			fmtValue(unitTime, ours-limit))
+	}
 }
