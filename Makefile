@@ -17,7 +17,13 @@ GOTEST  := $(GO) test -race -count=1 -timeout 20m
 # instrumented.
 ZKNORACE := -gcflags=github.com/go-zookeeper/zk=-race=false
 
-.PHONY: deps check test compat chaos demo bench zk-up zk-down
+.PHONY: deps check test compat chaos demo bench zk-up zk-down api release-check tidy
+
+# The core module is built, vetted and tested from its own go.mod alone, as
+# its users get it (GOWORK=off); $(OTELMETRICS) against this checkout's
+# core, through the committed go.work ($(WORK)).
+export GOWORK := off
+WORK := GOWORK=$(CURDIR)/go.work
 
 # deps installs, with apt-get, whatever of the prerequisites is missing.
 deps:
@@ -40,22 +46,56 @@ deps:
 OTELMETRICS := framework/otelmetrics
 
 # check: formatting, vet and staticcheck (from the module proxy), of the core
-# module and of $(OTELMETRICS), and the core module free of OpenTelemetry.
+# module and of $(OTELMETRICS), the core module free of OpenTelemetry, the
+# two go.mod files as a release needs them (internal/releasecheck -mods),
+# and docs/api the exported API as it is (else: run `make api`).
 STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 check:
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 	 if [ -n "$$unformatted" ]; then echo "gofmt would change:"; echo "$$unformatted"; exit 1; fi
 	@if grep -q 'opentelemetry' go.mod go.sum; then \
 	   echo "go.mod/go.sum name OpenTelemetry: only $(OTELMETRICS)'s own module may depend on it"; exit 1; fi
+	$(GO) run ./internal/releasecheck -mods
+	@tmp=$$(mktemp -d); trap 'rm -rf "$$tmp"' EXIT; $(MAKE) -s --no-print-directory api API_DIR="$$tmp"; \
+	 if ! diff -ru $(API_DIR_COMMITTED) "$$tmp" > "$$tmp.diff"; then cat "$$tmp.diff"; rm -f "$$tmp.diff"; \
+	   echo "the exported API changed (the diff above, from $(API_DIR_COMMITTED) to now): run \`make api\` and commit $(API_DIR_COMMITTED)"; exit 1; fi; \
+	 rm -f "$$tmp.diff"
 	$(GO) vet ./...
 	$(GO) run $(STATICCHECK) ./...
-	cd $(OTELMETRICS) && $(GO) vet ./... && $(GO) run $(STATICCHECK) ./...
+	cd $(OTELMETRICS) && $(WORK) $(GO) vet ./... && $(WORK) $(GO) run $(STATICCHECK) ./...
+
+# api: the exported API, `go doc -all` of each public package (all but
+# internal/, the commands and the compat suite), into $(API_DIR)/<package>.txt,
+# so that a change to it shows in review; `make check` fails while they
+# differ. Written by the Go the Makefile runs: go doc's layout may change
+# with Go's version.
+API_DIR_COMMITTED := docs/api
+API_DIR ?= $(API_DIR_COMMITTED)
+api:
+	@mkdir -p $(API_DIR) && rm -f $(API_DIR)/*.txt
+	@for p in $$($(GO) list -f '{{if ne .Name "main"}}{{.ImportPath}}{{end}}' ./... | grep -v -e '/internal/' -e '/compat_test'); do \
+	   $(GO) doc -all $$p > $(API_DIR)/$$(echo $${p#github.com/gocurator/curator/} | tr / .).txt || exit 1; done
+	@cd $(OTELMETRICS) && $(WORK) $(GO) doc -all . > $(abspath $(API_DIR))/$$(echo $(OTELMETRICS) | tr / .).txt
+
+# release-check: the two modules installed as an outside user installs
+# them (internal/releasecheck, about half a minute): served from a local
+# file module proxy, the core at the version $(OTELMETRICS) requires (its
+# tag, or this tree if untagged) and $(OTELMETRICS) at RELEASE_VERSION, a
+# fresh module outside the repository built against them alone and run.
+# tidy: `go mod tidy` of $(OTELMETRICS), the core served the same way.
+RELEASE_VERSION ?= v0.1.0
+release-check:
+	$(GO) run ./internal/releasecheck -version $(RELEASE_VERSION)
+tidy:
+	$(GO) run ./internal/releasecheck -tidy
 
 # test: every package (and $(OTELMETRICS)'s) against real ZooKeeper servers
-# the tests start, with Java Curator 5.4 peers for the interop suite.
+# the tests start, with Java Curator 5.4 peers for the interop suite, and
+# release-check (quick, and needs no server).
 test: deps check
 	$(GOTEST) $$($(GO) list ./... | grep -v '/compat_test$$')
-	cd $(OTELMETRICS) && $(GOTEST) ./...
+	cd $(OTELMETRICS) && $(WORK) $(GOTEST) ./...
+	$(MAKE) --no-print-directory release-check
 	$(GOTEST) $(ZKNORACE) ./compat_test/
 
 # compat: only the Go/Java interop suite.

@@ -1,6 +1,6 @@
 module github.com/gocurator/curator
 
-go 1.24
+go 1.24.0
 
 require (
 	github.com/cenkalti/backoff/v4 v4.3.0

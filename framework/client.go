@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
 
 	"github.com/gocurator/curator/internal/errs"
 	"github.com/gocurator/curator/internal/listeners"
@@ -51,10 +52,11 @@ type Client struct {
 	bgCtx     context.Context
 	bgCancel  context.CancelFunc
 	bg        sync.WaitGroup
-	later     laterDeletes            // deletes waiting for their time (background.go)
-	hook      EventHook               // nil: none
-	events    *listeners.Queue[Event] // to the hook, when there is one (events.go)
-	runners   runners                 // the goroutines that run calls a caller's context may cut short (runner.go)
+	later     laterDeletes // deletes waiting for their time (background.go)
+	hooks     []EventHook  // in the order added; none: nil
+	sink      *zap.Logger  // the user's logger, named: written to on the outbox's goroutine only
+	out       *outbox      // hands events and log lines to the hook and the sink (outbox.go)
+	runners   runners      // the goroutines that run calls a caller's context may cut short (runner.go)
 }
 
 // New returns a client for connectString ("host:port,host:port") that runs
@@ -80,13 +82,13 @@ func New(connectString string, policy retry.Policy, opts ...Option) (*Client, er
 	}
 	c := &Client{
 		cfg:          cfg,
-		log:          cfg.logger.Named("gocurator"),
+		sink:         cfg.logger.Named("gocurator"),
 		policy:       policy,
 		servers:      servers,
 		changed:      make(chan struct{}),
 		sessionEnded: make(chan struct{}),
 		negotiated:   cfg.sessionTimeout,
-		hook:         cfg.eventHook,
+		hooks:        cfg.eventHooks,
 	}
 	if cfg.namespace != "" {
 		c.ns = namespace("/" + cfg.namespace)
@@ -94,10 +96,9 @@ func New(connectString string, policy retry.Policy, opts ...Option) (*Client, er
 	for _, l := range cfg.listeners {
 		c.listeners.Add(l)
 	}
+	c.out = newOutbox(c.deliver, maxQueuedEvents)
+	c.log = c.sink.WithOptions(zap.WrapCore(func(core zapcore.Core) zapcore.Core { return outboxCore{core, c.out} }))
 	c.states = listeners.NewQueue(c.tell, 0, nil)
-	if c.hook != nil {
-		c.events = listeners.NewQueue(c.deliver, maxQueuedEvents, c.eventsDropped)
-	}
 	c.trust.begin(0)
 	c.bgCtx, c.bgCancel = context.WithCancel(context.Background())
 	c.mu.Lock() // events may arrive before connect returns; they wait for c.conn
@@ -110,9 +111,7 @@ func New(connectString string, policy retry.Policy, opts ...Option) (*Client, er
 	if err != nil {
 		c.bgCancel()
 		c.states.Close()
-		if c.events != nil {
-			c.events.Close()
-		}
+		c.out.close()
 		return nil, invalidArgument("connect string %q: %w", connectString, err)
 	}
 	return c, nil
@@ -221,8 +220,10 @@ func (c *Client) Logger() *zap.Logger {
 }
 
 // BlockUntilConnected waits until the client is connected (CONNECTED,
-// RECONNECTED or READ_ONLY) or ctx ends, as Curator's blockUntilConnected.
-// A nil ctx is an error wrapping ErrInvalidArgument.
+// RECONNECTED or READ_ONLY) or ctx ends, as Curator's blockUntilConnected:
+// the error of an ended ctx is a *NoServerError naming each server and its
+// last dial (see Unreachable to give up sooner). A nil ctx is an error
+// wrapping ErrInvalidArgument.
 func (c *Client) BlockUntilConnected(ctx context.Context) error {
 	if ctx == nil {
 		return invalidArgument("nil context")
@@ -230,9 +231,10 @@ func (c *Client) BlockUntilConnected(ctx context.Context) error {
 	if !c.usable() {
 		return errUnusable
 	}
+	start := time.Now()
 	err := c.awaitConnected(ctx, 0)
 	if err != nil && !errors.Is(err, ErrClosed) {
-		return errs.Errorf("waiting for a connection: %w", err)
+		return errs.Errorf("waiting for a connection: %w", c.noServer(err, start)) // names each server's last dial
 	}
 	return err
 }
@@ -289,9 +291,7 @@ func (c *Client) Close() error {
 	c.runners.close()
 	c.runners.wait()
 	c.states.Close() // what was posted before Close is still told
-	if c.events != nil {
-		c.events.Close()
-	}
+	c.out.close()
 	return nil
 }
 

@@ -1,14 +1,11 @@
 package framework
 
 import (
-	"context"
-	"strings"
 	"time"
 
 	"github.com/go-zookeeper/zk"
 	"go.uber.org/zap"
 
-	"github.com/gocurator/curator/internal/errs"
 	"github.com/gocurator/curator/internal/listeners"
 	"github.com/gocurator/curator/state"
 )
@@ -55,6 +52,7 @@ func (c *Client) onEvent(z *conn, ev zk.Event) {
 			c.endSession()
 			c.sessionID = sid
 			c.sessionEnded = make(chan struct{})
+			c.warnShortTimeout()
 		}
 		if c.trust.session != sid {
 			if c.trust.session != 0 {
@@ -89,15 +87,15 @@ func (c *Client) onEvent(z *conn, ev zk.Event) {
 func (c *Client) post(s state.ConnectionState) {
 	c.Emit(Event{Kind: StateChanged, State: s, Session: c.sessionID})
 	c.cur = s
-	close(c.changed)
-	c.changed = make(chan struct{})
-	c.states.Push(s)
 	if s == state.Lost {
 		c.endSession()
 	}
 	if s == state.Lost || c.cfg.errorPolicy.IsErrorState(s) {
 		c.endTrust(s)
 	}
+	close(c.changed)
+	c.changed = make(chan struct{})
+	c.states.Push(s) // last: a listener, on the states goroutine, finds all of the above done
 }
 
 // lostDeadline is when a client SUSPENDED since its last contact with the
@@ -166,7 +164,7 @@ func (c *Client) startSilentTimer() {
 			return
 		}
 		c.log.Warn("no ZooKeeper server has answered", zap.Duration("for", time.Since(since).Round(time.Millisecond)),
-			zap.String("servers", strings.Join(c.servers, ",")))
+			zap.Stringer("servers", c.dials()))
 	})
 }
 
@@ -194,49 +192,4 @@ func (c *Client) tell(s state.ConnectionState) {
 			c.log.Error("connection state listener", zap.Stringer("state", s), zap.Error(err))
 		}
 	}
-}
-
-// waitConnected waits up to the connection timeout for a connection, as
-// Curator does before each attempt. A client still not connected then fails
-// the attempt with connection loss (zk.ErrNoServer), which the retry policy
-// may retry.
-func (c *Client) waitConnected(ctx context.Context) error {
-	return c.awaitConnected(ctx, c.cfg.connectionTimeout)
-}
-
-// awaitConnected waits until the client is connected, and returns nil, or
-// closed (ErrClosed), or ctx ends (ctx.Err()), or limit has passed
-// (zk.ErrNoServer; 0: no limit). A client connected already costs no timer.
-func (c *Client) awaitConnected(ctx context.Context, limit time.Duration) error {
-	var timeout <-chan time.Time
-	for {
-		c.mu.Lock()
-		closed, connected, changed := c.closed, c.cur.IsConnected(), c.changed
-		c.mu.Unlock()
-		switch {
-		case closed:
-			return ErrClosed
-		case connected:
-			return nil
-		}
-		if timeout == nil && limit > 0 {
-			t := time.NewTimer(limit)
-			defer t.Stop()
-			timeout = t.C
-		}
-		select {
-		case <-changed:
-		case <-timeout:
-			return zk.ErrNoServer
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-	}
-}
-
-// noServer names the servers and the time waited in an error of a call
-// that found no server: the retry loop's last error.
-func (c *Client) noServer(err error, start time.Time) error {
-	return errs.Errorf("no server of %s answered in %v: %w", strings.Join(c.servers, ","),
-		time.Since(start).Round(time.Millisecond), err)
 }

@@ -1,7 +1,10 @@
 package framework
 
 import (
+	"context"
 	"fmt"
+	"strconv"
+	"strings"
 	"time"
 
 	"go.uber.org/zap"
@@ -111,18 +114,31 @@ type Event struct {
 	// (Retrying).
 	Op    string
 	Retry int
+	// Context carries the values of the context the acquire was called
+	// with (AcquireStarted, Acquired, AcquireFailed, and the Released or
+	// Lost that ends its grant), without its deadline or cancellation: a
+	// hook finds the caller's trace span there, say. Nil for other events.
+	Context context.Context
 }
 
-// EventHook hears a client's events, and its recipes'. A hook is called on a
-// goroutine of the client's, one event at a time, in the order they happened:
-// it never holds the library up (a slow hook only makes its events come
-// later; past maxQueuedEvents (10000) waiting, the oldest are dropped, and a
-// WARN says so). A hook that panics is logged at ERROR; the library goes on.
-// Events that come after the client's Close (a waiter's last failure, a
-// holder's loss) do not go through that queue: each is told at once, on
-// the goroutine that makes it, so that such events may reach the hook at
-// the same time as each other (or as the last queued one); a hook that
-// keeps state must guard it for that.
+// EventHook hears a client's events, and its recipes'. A client may have
+// several (WithEventHook): each hears every event, in the order they were
+// added. A hook is called on a goroutine of the client's, one event at a
+// time, in the order they happened: it never holds the library up (a slow
+// hook only makes its events come later), and it is never called under a
+// lock of the library's or on go-zookeeper's goroutines. Past maxQueuedEvents (10000) notes waiting for
+// a slow hook or log sink, events are dropped, DEBUG ones first, but never
+// the end of what the hook heard begin (an acquisition's Acquired or
+// AcquireFailed, a grant's Released or Lost, a term's LeadershipLost): an
+// acquisition whose start was dropped is not told at all, so that gauges
+// built on the events stay true. A WARN says when dropping begins and ends;
+// Client.EventsDropped counts what was dropped. A slow hook delays the
+// hooks after it too. A hook that panics is logged at ERROR; the library,
+// and the hooks after it, go on. Events that come after the client's Close
+// (a waiter's last failure, a holder's loss) are each told at once, on the
+// goroutine that makes it, so that such events may reach the hook at the
+// same time as each other (or as the last queued one); a hook that keeps
+// state must guard it for that.
 type EventHook interface {
 	// Event is called with each event.
 	Event(Event)
@@ -134,64 +150,89 @@ type EventFunc func(Event)
 // Event calls f(e).
 func (f EventFunc) Event(e Event) { f(e) }
 
-// WithEventHook sets the hook that hears the client's events, and its
-// recipes' (see EventHook and Event). Without one, an event costs a check,
-// and a log line where the logger's level asks for it. A nil hook makes New
-// fail with ErrInvalidArgument.
+// WithEventHook adds a hook that hears the client's events, and its
+// recipes' (see EventHook and Event). Each WithEventHook adds one: a second
+// does not replace the first, and the hooks hear each event in the order
+// they were added (otelmetrics' and your own, say). Without any, an event
+// costs a check, and a log line where the logger's level asks for it. A nil
+// hook makes New fail with ErrInvalidArgument.
 func WithEventHook(h EventHook) Option {
-	return optionFunc(func(c *config) {
-		c.eventHook = h
-		c.eventHookSet = true
-	})
+	return optionFunc(func(c *config) { c.eventHooks = append(c.eventHooks, h) })
 }
 
-// maxQueuedEvents bounds the events waiting for a slow hook.
+// maxQueuedEvents bounds the notes (events and log lines) that may be
+// dropped while they wait for a slow hook or log sink (outbox.go).
 const maxQueuedEvents = 10000
 
-// Observed reports whether events are heard: a hook is set, or the
+// Observed reports whether events are heard: a hook is added, or the
 // client's logger takes DEBUG lines. A recipe may skip what it would only
 // measure for an event (a time.Now) when nothing hears it.
 func (c *Client) Observed() bool {
-	return c.usable() && (c.hook != nil || c.log.Core().Enabled(zapcore.DebugLevel))
+	return c.usable() && (len(c.hooks) > 0 || c.log.Core().Enabled(zapcore.DebugLevel))
 }
 
-// Emit reports e to the hook, if one is set, and to the client's logger. The
-// log level is e's kind's: DEBUG for an acquisition's steps, a retry and
+// Emit reports e to the hooks, if any, and to the client's logger,
+// and reports whether e was dropped because they are too slow (see
+// EventHook): a recipe then tells nothing more of what e began. The log
+// level is e's kind's: DEBUG for an acquisition's steps, a retry and
 // leadership gained; INFO for a loss, a revocation asked, leadership lost, a
 // state change and a session given up. Recipes built on the client report
-// their events with it; a zero Time is now. It never blocks while the
-// client is open (after Close, the hook is called on the caller's
-// goroutine, see EventHook).
-func (c *Client) Emit(e Event) {
+// their events with it; a zero Time is now. It never blocks, and runs no
+// user code but the logger's level check: the hook and the log sink hear e
+// on the client's goroutine (after Close, on the caller's, see EventHook).
+func (c *Client) Emit(e Event) (dropped bool) {
 	if !c.usable() {
-		return
+		return false
 	}
-	ce := c.log.Check(e.Kind.level(), e.Kind.String())
-	if ce == nil && c.hook == nil {
-		return // nothing hears it
+	level := e.Kind.level()
+	logged := c.log.Core().Enabled(level)
+	if !logged && len(c.hooks) == 0 {
+		return false // nothing hears it
 	}
 	if e.Time.IsZero() {
 		e.Time = time.Now()
 	}
-	if ce != nil {
-		ce.Write(e.fields()...)
-	}
-	if c.events != nil {
-		c.events.Push(e)
-	}
+	return !c.out.push(note{event: e, logged: logged, level: level})
 }
 
-// deliver hands e to the hook, on the events queue's goroutine.
-func (c *Client) deliver(e Event) {
-	if err := listeners.Safe(func() { c.hook.Event(e) }); err != nil {
-		c.log.Error("event hook", zap.Stringer("event", e.Kind), zap.Error(err))
+// EventsDropped returns how many events and log lines the client has
+// dropped because its hook or log sink was too slow (see EventHook).
+func (c *Client) EventsDropped() uint64 {
+	if !c.usable() {
+		return 0
 	}
+	return c.out.dropped.Load()
 }
 
-// eventsDropped warns, once, that the hook is too slow for its events.
-func (c *Client) eventsDropped(n int) {
-	if n == 1 {
-		c.log.Warn("the event hook is too slow: events are dropped", zap.Int("queued", maxQueuedEvents))
+// deliver hands a note to the user's log sink and hooks (each in turn), on
+// the outbox's goroutine. A hook that panics is logged at ERROR; a sink that panics
+// loses that line.
+func (c *Client) deliver(n note) {
+	if l := n.line; l != nil {
+		core := l.core
+		if core == nil { // the outbox's own
+			core = c.sink.Core()
+			l.entry.LoggerName, l.entry.Time = c.sink.Name(), time.Now()
+		}
+		_ = listeners.Safe(func() { // as zap writes: every core the user's composes, hooks included
+			if ce := core.Check(l.entry, nil); ce != nil {
+				ce.Write(l.fields...)
+			}
+		})
+		return
+	}
+	e := n.event
+	if n.logged {
+		_ = listeners.Safe(func() {
+			if ce := c.sink.Check(n.level, e.Kind.String()); ce != nil {
+				ce.Write(e.fields()...)
+			}
+		})
+	}
+	for _, h := range c.hooks {
+		if err := listeners.Safe(func() { h.Event(e) }); err != nil {
+			c.log.Error("event hook", zap.Stringer("event", e.Kind), zap.Error(err))
+		}
 	}
 }
 
@@ -207,32 +248,70 @@ func (k EventKind) level() zapcore.Level {
 // fields are e's log fields.
 func (e Event) fields() []zap.Field {
 	fields := make([]zap.Field, 0, 8)
+	e.each(func(key string, value any) { fields = append(fields, zap.Any(key, value)) })
+	return fields
+}
+
+// each calls f with each of e's fields that apply to its kind, as its log
+// line, String and MarshalLogObject show them: what it concerns (recipe,
+// path, node, session), what its kind measures, then why (the error). A
+// field of its kind that is zero still shows (a position 0: held at once);
+// one of another kind never does.
+func (e Event) each(f func(key string, value any)) {
 	if e.Recipe != "" {
-		fields = append(fields, zap.String("recipe", e.Recipe))
+		f("recipe", e.Recipe)
 	}
 	if e.Path != "" {
-		fields = append(fields, zap.String("path", e.Path))
+		f("path", e.Path)
 	}
 	if e.Node != "" {
-		fields = append(fields, zap.String("node", e.Node))
+		f("node", e.Node)
 	}
 	if e.Session != 0 {
-		fields = append(fields, zap.String("session", zkconn.SessionString(e.Session)))
+		f("session", zkconn.SessionString(e.Session))
 	}
 	switch e.Kind {
 	case Acquired:
-		fields = append(fields, zap.Int("position", e.Position), zap.Duration("wait", e.Wait))
+		f("position", e.Position)
+		f("wait", e.Wait)
 	case AcquireFailed:
-		fields = append(fields, zap.Duration("wait", e.Wait))
+		f("wait", e.Wait)
 	case Released, Lost, LeadershipLost:
-		fields = append(fields, zap.Duration("hold", e.Hold))
+		f("hold", e.Hold)
 	case StateChanged:
-		fields = append(fields, zap.Stringer("state", e.State))
+		f("state", e.State)
 	case Retrying:
-		fields = append(fields, zap.String("op", e.Op), zap.Int("retry", e.Retry), zap.Duration("wait", e.Wait))
+		f("op", e.Op)
+		f("retry", e.Retry)
+		f("wait", e.Wait)
 	}
 	if e.Err != nil {
-		fields = append(fields, zap.Error(e.Err))
+		f("error", e.Err)
 	}
-	return fields
+}
+
+// String returns e as its kind and the fields that apply to it, as its log
+// line shows them: "acquired recipe=mutex path=/locks/a node=… position=0
+// wait=1.2ms". Its Time and Context are left out.
+func (e Event) String() string {
+	var b strings.Builder
+	b.WriteString(e.Kind.String())
+	e.each(func(key string, value any) {
+		v := fmt.Sprint(value)
+		if v == "" || strings.ContainsAny(v, " \t\n\"=") {
+			v = strconv.Quote(v)
+		}
+		b.WriteString(" " + key + "=" + v)
+	})
+	return b.String()
+}
+
+// MarshalLogObject writes e's kind and the fields that apply to it, for
+// zap.Object("event", e) (a zapcore.ObjectMarshaler).
+func (e Event) MarshalLogObject(enc zapcore.ObjectEncoder) error {
+	enc.AddString("kind", e.Kind.String())
+	for _, f := range e.fields() {
+		f.AddTo(enc)
+	}
+	return nil
 }

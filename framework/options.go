@@ -73,8 +73,7 @@ type config struct {
 	containers        bool
 	dialer            zk.Dialer
 	listeners         []state.Listener
-	eventHook         EventHook
-	eventHookSet      bool
+	eventHooks        []EventHook
 	juteMaxBuffer     int
 
 	// beforeParentCreate, when set (by tests only), runs before mkdirs
@@ -101,7 +100,10 @@ func WithSessionTimeout(d time.Duration) Option {
 }
 
 // WithConnectionTimeout sets how long an operation waits for a connection
-// before the attempt fails with connection loss (default 15 s).
+// before the attempt fails with connection loss (default 15 s). The wait
+// ends sooner once every server has refused a connection since it began
+// (a *NoServerError names each server and its last dial); the retry policy
+// then decides, as for any connection loss.
 func WithConnectionTimeout(d time.Duration) Option {
 	return optionFunc(func(c *config) { c.connectionTimeout = d })
 }
@@ -210,8 +212,10 @@ func (c *config) validate() error {
 			return invalidArgument("nil listener (WithListener)")
 		}
 	}
-	if c.eventHookSet && listeners.IsNil(c.eventHook) {
-		return invalidArgument("nil event hook (WithEventHook)")
+	for _, h := range c.eventHooks {
+		if listeners.IsNil(h) {
+			return invalidArgument("nil event hook (WithEventHook)")
+		}
 	}
 	for _, a := range c.auth {
 		if a.scheme == "" {

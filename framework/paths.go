@@ -111,6 +111,19 @@ func plainPath(path string) bool {
 	return true
 }
 
+// reservedTree is the tree a ZooKeeper server keeps for itself (quotas,
+// the ensemble's config).
+const reservedTree = "/zookeeper"
+
+// IsReserved reports whether path is /zookeeper or below it: the servers'
+// own tree (quotas, the ensemble's config), which the servers let clients
+// write to but which is no place for an application's nodes. The recipes
+// refuse it.
+func IsReserved(path string) bool {
+	rest, ok := strings.CutPrefix(path, reservedTree)
+	return ok && (rest == "" || rest[0] == '/')
+}
+
 // JoinPath joins a parent path and a child name. It does what Curator's
 // ZKPaths.makePath does for the common case: JoinPath("/a", "b") and
 // JoinPath("/a/", "b") are "/a/b"; JoinPath("/", "b") is "/b".

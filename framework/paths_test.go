@@ -119,6 +119,16 @@ func TestParseConnectString(t *testing.T) {
 	}
 }
 
+// The servers' own tree is /zookeeper and what is below it, nothing else.
+func TestIsReserved(t *testing.T) {
+	for path, want := range map[string]bool{"/zookeeper": true, "/zookeeper/quota": true, "/zookeeper/config": true,
+		"/": false, "/zookeeperx": false, "/zoo": false, "/a/zookeeper": false, "zookeeper": false} {
+		if got := IsReserved(path); got != want {
+			t.Errorf("IsReserved(%q) = %v, want %v", path, got, want)
+		}
+	}
+}
+
 // A lock node's path, as every operation on it validates it.
 func BenchmarkValidatePath(b *testing.B) {
 	p := "/gocurator-test/BenchmarkMutexAcquireRelease/_c_40bfe6fd-3b9e-4c4d-9a5e-0123456789ab-lock-0000000007"

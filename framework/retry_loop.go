@@ -128,3 +128,60 @@ func interruptible[T any](ctx context.Context, c *Client, z *zkconn.Conn, arg st
 	}
 	return j.v, nil, j.err
 }
+
+// waitConnected waits up to the connection timeout for a connection, as
+// Curator does before each attempt. A client still not connected then fails
+// the attempt with connection loss (zk.ErrNoServer), which the retry policy
+// may retry; so does one that every server has refused since the wait
+// began (a dial of each has failed, other than by a timeout, as
+// Unreachable tells): it is not kept waiting for the whole timeout.
+func (c *Client) waitConnected(ctx context.Context) error {
+	return c.awaitConnected(ctx, c.cfg.connectionTimeout)
+}
+
+// awaitConnected waits until the client is connected, and returns nil, or
+// closed (ErrClosed), or ctx ends (ctx.Err()), or, if limit is not 0, no
+// server answers (zk.ErrNoServer): limit has passed, or every server has
+// refused since the wait began (zkconn.Dials.RefusedSince). A client
+// connected already costs no timer.
+func (c *Client) awaitConnected(ctx context.Context, limit time.Duration) error {
+	var timeout <-chan time.Time
+	var z *conn     // the connection whose dials the wait follows
+	var from uint64 // its dials ended when the wait began (or it became current)
+	for {
+		c.mu.Lock()
+		closed, connected, changed := c.closed, c.cur.IsConnected(), c.changed
+		c.mu.Unlock()
+		switch {
+		case closed:
+			return ErrClosed
+		case connected:
+			return nil
+		}
+		var dialled <-chan struct{}
+		if limit > 0 {
+			if timeout == nil {
+				t := time.NewTimer(limit)
+				defer t.Stop()
+				timeout = t.C
+			}
+			cur := c.zk()
+			d := cur.Dials()
+			switch {
+			case cur != z:
+				z, from = cur, d.Count
+			case d.RefusedSince(from):
+				return zk.ErrNoServer
+			}
+			dialled = d.Next
+		}
+		select {
+		case <-changed:
+		case <-dialled:
+		case <-timeout:
+			return zk.ErrNoServer
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}

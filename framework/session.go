@@ -44,6 +44,10 @@ func (c *Client) connect() (*conn, error) {
 		MaxRequest:     c.cfg.juteMaxBuffer,
 		OnEvent:        func(_ *zkconn.Conn, ev zk.Event) { c.onEvent(z, ev) },
 		Log:            c.logZK,
+		OnUntracked: func(why string) {
+			c.log.Warn("lost track of the connection's replies: the last contact stands still until it reconnects, and LOST may come early",
+				zap.String("why", why))
+		},
 	})
 	if err != nil {
 		return nil, errs.Errorf("connecting to %s: %w", strings.Join(c.servers, ","), err)
@@ -75,7 +79,7 @@ func (c *Client) abandonSession() {
 	c.conn.Store(z)
 	old.Cut()
 	s := old.Session()
-	notBefore := c.expiryBound(old)
+	notBefore := c.expiryBound(old, s.ID)
 	c.Emit(Event{Kind: SessionAbandoned, Session: s.ID})
 	c.log.Info("closing the abandoned session on the servers when one answers",
 		zap.String("session", zkconn.SessionString(s.ID)), zap.Time("not_before", notBefore))
@@ -97,18 +101,20 @@ func (c *Client) abandonSession() {
 }
 
 // expiryBound is, as far as the client can tell, the earliest moment the
-// servers can expire z's session: the negotiated session timeout after
-// the last request they answered (zkconn.Conn.LastContact); zero when they
-// have answered none. c.mu is held.
-func (c *Client) expiryBound(z *conn) time.Time {
+// servers can expire session on z: its negotiated timeout after the last
+// request they answered in it (zkconn.Conn.SessionContact); zero when they
+// have answered none. It is the session's own, whatever z has done since:
+// after go-zookeeper moved to a new session, its handshake says nothing of
+// the old one's. c.mu is held.
+func (c *Client) expiryBound(z *conn, session int64) time.Time {
 	if z == nil {
 		return time.Time{}
 	}
-	last := z.LastContact()
+	last, timeout := z.SessionContact(session)
 	if last.IsZero() {
 		return time.Time{}
 	}
-	return last.Add(c.negotiated)
+	return last.Add(timeout)
 }
 
 // Session returns the id of the client's current session and a channel closed
@@ -144,6 +150,17 @@ func (c *Client) SessionTimeout() time.Duration {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.negotiated
+}
+
+// warnShortTimeout warns, once per session (at its start), when the
+// servers granted a shorter session timeout than the one asked for: their
+// maxSessionTimeout (by default 20 ticks) caps it, and the session expires,
+// and LOST comes, that much sooner. c.mu is held.
+func (c *Client) warnShortTimeout() {
+	if c.negotiated < c.cfg.sessionTimeout {
+		c.log.Warn("the servers granted a shorter session timeout than asked for (their maxSessionTimeout caps it): the session expires, and LOST comes, sooner",
+			zap.Duration("asked", c.cfg.sessionTimeout), zap.Duration("granted", c.negotiated))
+	}
 }
 
 // endSession closes the current session's ended channel; c.mu is held.

@@ -121,3 +121,40 @@ func TestCloseFromAListener(t *testing.T) {
 		t.Fatalf("Exists after Close = %v", err)
 	}
 }
+
+// The stretch of trust that ends when go-zookeeper moves to a new session
+// (the servers expired the old one) says when the servers could first have
+// expired the old session: its own last contact plus its own timeout, which
+// has passed, not the new session's handshake plus its timeout, which would
+// lie in the future for a session already gone.
+func TestExpiryBoundOfAnExpiredSessionIsItsOwn(t *testing.T) {
+	testutil.CheckLeaks(t)
+	ctx := testutil.Context(t)
+	const timeout = 500 * time.Millisecond
+	proxy := zktest.NewProxy(t, server.Addr())
+	rec := testutil.NewStateRecorder()
+	c := newClient(t, proxy.Addr(), WithListener(rec), WithSessionTimeout(timeout))
+	release := proxy.HoldNewSessions()
+	defer release()
+	old := c.SessionID()
+	testutil.Must(t, proxy.ExpireSession(old))
+	rec.WaitFor(ctx, t, state.Lost)
+	trust, session := c.Trust() // the stretch after LOST: still the old session's, until a new one begins
+	if session != old {
+		t.Fatalf("the trust vouches for %x, want the old session %x until a new one begins", session, old)
+	}
+	testutil.Until(t, "the old session's own bound passed", func() (bool, string) {
+		return time.Now().After(proxy.LastReply().Add(timeout)), ""
+	})
+	released := time.Now()
+	release() // the new session's handshake goes through now
+	testutil.Recv(t, trust.Done(), "the end of the old session's stretch")
+	var se *StateError
+	if !errors.As(context.Cause(trust), &se) || se.State != state.Lost {
+		t.Fatalf("the stretch ended with %v, want LOST", context.Cause(trust))
+	}
+	if se.ExpiryBound.IsZero() || se.ExpiryBound.After(released) {
+		t.Fatalf("ExpiryBound %v: after the old session was gone (%v); want the old session's last contact + its timeout",
+			se.ExpiryBound, released)
+	}
+}

@@ -82,5 +82,5 @@ func (c *Client) Trust() (ctx context.Context, session int64) {
 // endTrust ends the current stretch of trust because of state s; c.mu is
 // held.
 func (c *Client) endTrust(s state.ConnectionState) {
-	c.trust.end(&StateError{State: s, ExpiryBound: c.expiryBound(c.zk())})
+	c.trust.end(&StateError{State: s, ExpiryBound: c.expiryBound(c.zk(), c.trust.session)})
 }

@@ -3,6 +3,7 @@ package recipes
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 
 	"github.com/go-zookeeper/zk"
@@ -134,6 +135,16 @@ func TestMultiLockOfOneOwnerTwice(t *testing.T) {
 }
 
 // ephemerals counts the ephemeral nodes at and below path.
+// noEphemeralsLeft waits until no ephemeral node is left at or below path:
+// for a delete the library makes in the background (after a loss).
+func noEphemeralsLeft(t *testing.T, path, what string) {
+	t.Helper()
+	testutil.Until(t, what, func() (bool, string) {
+		n := ephemerals(t, path)
+		return n == 0, fmt.Sprintf("%d lock nodes left", n)
+	})
+}
+
 func ephemerals(t *testing.T, path string) int {
 	t.Helper()
 	_, st, err := rawConn(t).Get(path)

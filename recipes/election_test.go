@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -454,57 +453,100 @@ func TestAwaitEndsWhenTheClientCloses(t *testing.T) {
 	}
 }
 
-// Close of a leading selector cancels its function's context (the cause
-// wraps framework.ErrClosed) and returns only once the function has
-// returned and the node is deleted; HasLeadership is false from then on.
-// The function, told, goes on until the test has seen Close blocked (its
-// goroutine parked in Close), and notes if Close returned meanwhile.
-func TestLeaderSelectorCloseWaitsForTheFunction(t *testing.T) {
+// Close never waits for the leadership function (the package's rule: Close
+// does not wait for user code, which may be the caller): while the function
+// runs, Close cancels its context (the cause wraps framework.ErrClosed) and
+// returns; HasLeadership is false from then on; leadership is given up
+// (the node deleted) only when the function returns, which Closed tells.
+func TestLeaderSelectorCloseNeverWaitsForTheFunction(t *testing.T) {
 	_, base := testutil.Begin(t, server.Addr())
-	leading, told := make(chan struct{}), make(chan error, 1)
-	proceed, closeReturned := make(chan struct{}), make(chan struct{})
-	var early atomic.Bool // Close returned while the function still ran
+	leading, told, proceed := make(chan struct{}), make(chan error, 1), make(chan struct{})
 	s, err := NewLeaderSelector(newClient(t, ""), base, func(lctx context.Context) error {
 		close(leading)
 		<-lctx.Done()
 		told <- context.Cause(lctx)
-		select {
-		case <-closeReturned:
-			early.Store(true)
-		case <-proceed:
-		}
+		<-proceed
 		return nil
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Start(); err != nil {
-		t.Fatal(err)
-	}
+	testutil.Must(t, err)
+	testutil.Must(t, s.Start())
 	testutil.Recv(t, leading, "leadership")
 	if !s.HasLeadership() {
 		t.Fatal("no leadership while the function runs")
 	}
 	closed := make(chan error, 1)
-	go func() {
-		closed <- s.Close()
-		close(closeReturned)
-	}()
+	go func() { closed <- s.Close() }()
+	testutil.Must(t, testutil.Recv(t, closed, "Close, while the function runs"))
 	testutil.ErrorIs(t, testutil.Recv(t, told, "the function told of the close"), framework.ErrClosed)
-	blocked := testutil.WaitBlocked(t, "recipes.(*LeaderSelector).Close", closeReturned)
-	close(proceed)
-	if err := testutil.Recv(t, closed, "Close"); err != nil {
-		t.Fatal(err)
-	}
-	if !blocked || early.Load() {
-		t.Fatal("Close returned while the leadership function still ran")
-	}
 	if s.HasLeadership() {
 		t.Fatal("HasLeadership after Close")
 	}
-	if kids := children(t, base); len(kids) != 0 {
-		t.Fatalf("nodes left once Close returned: %v", kids)
+	if kids := children(t, base); len(kids) != 1 {
+		t.Fatalf("nodes while the function still runs: %v, want its node kept until it returns", kids)
 	}
+	select {
+	case <-s.Closed():
+		t.Fatal("Closed is closed while the function still runs")
+	default:
+	}
+	close(proceed)
+	testutil.Recv(t, s.Closed(), "Closed, once the function returned")
+	if kids := children(t, base); len(kids) != 0 {
+		t.Fatalf("nodes left once Closed: %v", kids)
+	}
+}
+
+// A leadership function that hands Close to a goroutine and waits for it
+// (errgroup style) does not deadlock: Close returns, then the function,
+// and leadership is given up.
+func TestLeaderSelectorClosedByAGoroutineItsFunctionWaitsFor(t *testing.T) {
+	_, base := testutil.Begin(t, server.Addr())
+	var s *LeaderSelector
+	s, err := NewLeaderSelector(newClient(t, ""), base, func(context.Context) error {
+		var wg sync.WaitGroup
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_ = s.Close()
+		}()
+		wg.Wait()
+		return nil
+	})
+	testutil.Must(t, err)
+	testutil.Must(t, s.Start())
+	testutil.Recv(t, s.Closed(), "the selector closed by its function's goroutine")
+	if kids := children(t, base); len(kids) != 0 {
+		t.Fatalf("nodes left once Closed: %v", kids)
+	}
+}
+
+// A selector closed while it only queues (another candidate leads) runs no
+// user code: Close waits until its node is deleted.
+func TestLeaderSelectorCloseWhileQueuedWaitsForItsNode(t *testing.T) {
+	_, base := testutil.Begin(t, server.Addr())
+	leading, done := make(chan struct{}), make(chan struct{})
+	leader, err := NewLeaderSelector(newClient(t, ""), base, func(context.Context) error {
+		close(leading)
+		<-done
+		return nil
+	})
+	testutil.Must(t, err)
+	testutil.Must(t, leader.Start())
+	defer leader.Close()
+	defer close(done)
+	testutil.Recv(t, leading, "the leader's leadership")
+	s, err := NewLeaderSelector(newClient(t, ""), base, func(context.Context) error {
+		t.Error("the queued selector led")
+		return nil
+	})
+	testutil.Must(t, err)
+	testutil.Must(t, s.Start())
+	testutil.WaitChildren(t, rawConn(t), base, 2)
+	testutil.Must(t, s.Close())
+	if kids := children(t, base); len(kids) != 1 {
+		t.Fatalf("nodes once Close returned: %v, want the leader's alone", kids)
+	}
+	assertClosed(t, s.Closed(), "Closed once Close returned")
 }
 
 // A selector whose function ignores its context (the caller's bug) is told

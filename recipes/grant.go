@@ -18,8 +18,8 @@ import (
 // lock, a lease, or a term of leadership: the node it holds, and a context
 // that ends when the grant does. Every owner type (Handle and so the
 // read-write lock's halves, Lease and so the semaphore mutex, the
-// multi-lock, a latch's and a selector's terms) keeps its current grant and
-// derives Done, Err, IsHeld and FencingToken from it alone:
+// multi-lock, a latch's and a selector's terms) keeps its current (or last)
+// grant and derives Done, Err, IsHeld and FencingToken from it alone:
 //
 //   - The grant's context is context.WithCancelCause of the client's trust
 //     (framework.Client.Trust) taken before the node was created, so it ends
@@ -27,17 +27,27 @@ import (
 //     error policy, any LOST), at Close, when the owner finds the node gone
 //     (errNodeVanished), and at release (errReleased). A goroutine waiting
 //     on Done always returns.
-//   - Err is nil while the context lives; once it has ended, its cause says
-//     why: errReleased (ErrNotHeld) after a release, and otherwise an error
-//     wrapping ErrLockLost and the cause.
+//   - A grant handed to its owner ends once, settled by one compare-and-swap
+//     (end): released by its owner, or lost, whichever comes first. The
+//     winner alone does what that end calls for and tells it: exactly one
+//     Released or Lost event per grant, after its Acquired. A loss is
+//     settled by whoever sees the context ended first: the holdings'
+//     follower of the trust (holdings.go), the owner's Err, Release or
+//     FencingToken, so that Err is never read unsettled.
+//   - Err is nil while the grant holds; once it has ended it says how, and
+//     keeps saying it: errReleased (ErrNotHeld) after a release, and an
+//     error wrapping ErrLockLost and the cause after a loss, released
+//     since or not, until the owner acquires again.
 //   - A lock's or a lease's grant lost at SUSPENDED leaves nothing behind:
 //     its node is deleted by the library (framework.Client.DeleteLater) no
 //     sooner than the servers themselves could have let it go
 //     (StateError.ExpiryBound), so the holder told of the loss keeps that
-//     margin to stop, whether or not it ever calls Release. (A release
-//     deletes at once. LOST and Close end the session, and its nodes with
-//     it. A latch's node is a candidacy, not a held resource: it stays, as
-//     in Curator.)
+//     margin to stop, whether or not it ever calls Release. A Release after
+//     a loss waits for no server: it brings that delete forward to now, in
+//     the background (the owner has stopped), and returns the loss. (A
+//     release of a held grant deletes at once. LOST and Close end the
+//     session, and its nodes with it. A latch's node is a candidacy, not a
+//     held resource: it stays, as in Curator.)
 //
 // Whose the node is: the trust vouches for one session (grant.session)
 // until it ends, so while the context lives the node, created in between,
@@ -45,7 +55,7 @@ import (
 // error state is the node's Stat read (own), as CURATOR-604 needs.
 type grant struct {
 	ctx     context.Context
-	end     context.CancelCauseFunc
+	cancel  context.CancelCauseFunc
 	trust   context.Context // the client's trust ctx was made from
 	session int64           // the session the trust vouched for then
 
@@ -56,17 +66,29 @@ type grant struct {
 	stopRevoke func()       // nil unless revocable
 	first      firstListing // the listing sent behind the create, if any; taken by the first look
 
-	recipe     string      // the recipe kind its events name; "" when none are told (events.go)
-	recipePath string      // the recipe's path its events name
-	grantedAt  time.Time   // when it was granted, if its events are heard
-	position   int         // our node's place in the queue at its first look
-	endTold    atomic.Bool // its Released or Lost event has been told
+	recipe     string    // the recipe kind its events name; "" when none are told (events.go)
+	recipePath string    // the recipe's path its events name
+	grantedAt  time.Time // when it was granted, if its events are heard
+	position   int       // our node's place in the queue at its first look
+	// acquireCtx is the acquire's context without its cancellation, for
+	// its events' Context (events.go); nil when none are told.
+	acquireCtx context.Context
+
+	held atomic.Bool              // handed to its owner (hold): its end is settled, cleaned up and told
+	fin  atomic.Pointer[grantEnd] // how it ended, once settled (end); nil while it may still hold
 
 	mu          sync.Mutex
-	held        bool        // one of its client's holdings (hold)
-	released    bool        // given up by its owner: a clean-up of a loss is not needed
-	cancelLater func() bool // takes back a delete the clean-up of a loss scheduled, or nil
+	released    bool        // given up by its owner (release ran)
+	cancelLater func() bool // takes back the delete the clean-up of a loss planned, or nil
 }
+
+// grantEnd is how a grant ended: lost (cause: why; err: the owner's Err,
+// wrapping ErrLockLost and cause), or released (cause nil, err
+// errReleased).
+type grantEnd struct{ cause, err error }
+
+// releasedEnd is the end of every grant its owner released while it held.
+var releasedEnd = &grantEnd{err: errReleased}
 
 // errReleased is an ended grant's cause once it was given up: the owner no
 // longer holds it, which ErrNotHeld says.
@@ -82,13 +104,14 @@ func newGrant(li *lockInternals) *grant {
 
 // arm makes the grant's context anew from the client's trust now (and ends
 // the old one, if any): for a grant after an error state, which the node's
-// Stat is then read for, and for a latch's next term.
+// Stat is then read for, and for a latch's next term. It is called before
+// the grant is handed out.
 func (g *grant) arm() {
-	if g.end != nil {
-		g.end(errReleased)
+	if g.cancel != nil {
+		g.cancel(errReleased)
 	}
 	g.trust, g.session = g.li.client.Trust()
-	g.ctx, g.end = context.WithCancelCause(g.trust)
+	g.ctx, g.cancel = context.WithCancelCause(g.trust)
 }
 
 // renew returns a new grant of the same node, for the next grant on it (a
@@ -98,7 +121,7 @@ func (g *grant) arm() {
 // made in g's session, and if the client is in another one now, the next
 // look reads the node (and finds it not ours) rather than trusting it.
 func (g *grant) renew() *grant {
-	g.end(errReleased)
+	g.release()
 	next := &grant{li: g.li, path: g.path, name: g.name, own: &zk.Stat{EphemeralOwner: g.owner()}}
 	next.arm()
 	return next
@@ -115,39 +138,72 @@ func (g *grant) owner() int64 {
 // done returns the channel closed when the grant ends.
 func (g *grant) done() <-chan struct{} { return g.ctx.Done() }
 
-// err returns nil while the grant holds, errReleased once it was given up,
-// and otherwise an error wrapping ErrLockLost and why it ended.
+// holds reports whether the grant still holds, settling nothing (for a
+// look across many grants under a lock of their own).
+func (g *grant) holds() bool { return g.fin.Load() == nil && g.ctx.Err() == nil }
+
+// err returns nil while the grant holds, and otherwise how it ended:
+// errReleased once it was given up, and otherwise an error wrapping
+// ErrLockLost and why. A handed-out grant whose context has ended is
+// settled here as lost, if nobody has settled it yet.
 func (g *grant) err() error {
+	if e := g.fin.Load(); e != nil {
+		return e.err
+	}
 	if g.ctx.Err() == nil {
 		return nil
 	}
 	cause := context.Cause(g.ctx)
-	if cause == errReleased || errors.Is(cause, ErrLockLost) {
-		return cause
+	if !g.held.Load() {
+		if cause == errReleased {
+			return cause
+		}
+		return asLost(cause)
 	}
-	return errs.Errorf("%w: %w", ErrLockLost, cause)
+	g.lost(cause)
+	return g.fin.Load().err
 }
+
+// end settles how the grant ended, once: it reports whether e did.
+func (g *grant) end(e *grantEnd) bool { return g.fin.CompareAndSwap(nil, e) }
 
 // lose ends the grant because its node was found gone (or not ours).
 func (g *grant) lose() {
-	g.end(errs.Errorf("%w: %w", ErrLockLost, errNodeVanished))
-	g.ended(g.lostCause())
+	g.lost(errs.Errorf("%w: %w", ErrLockLost, errNodeVanished))
 }
 
-// hold makes the grant one of its client's holdings, as it goes to its
-// owner: a lock's or a lease's node is then deleted when the grant is lost
-// at SUSPENDED (see the package comment above; holdings.go). A latch's
-// grant does not call it.
+// lost settles the grant as lost for cause, unless it has ended already,
+// and then does what a loss calls for: the context ends, the holdings
+// forget it, a node lost at SUSPENDED has its delete planned (cleanUp),
+// and then the loss is told. A grant not handed out only ends.
+func (g *grant) lost(cause error) {
+	if !g.end(&grantEnd{cause: cause, err: asLost(cause)}) {
+		return
+	}
+	g.cancel(cause)
+	if !g.held.Load() {
+		return
+	}
+	g.li.holdings.forget(g)
+	var se *framework.StateError
+	if errors.As(cause, &se) {
+		g.cleanUp(se)
+	}
+	g.ended(cause)
+}
+
+// hold hands the grant to its owner: it becomes one of its lock's holdings
+// (holdings.go), and its end is settled, cleaned up and told from then on.
+// A latch's grant does not call it.
 func (g *grant) hold() {
-	g.mu.Lock()
-	g.held = true
-	g.mu.Unlock()
-	holdingsOf(g.li.client).add(g)
+	g.held.Store(true)
+	g.li.holdings.add(g)
 }
 
-// cleanUp deletes the node of a grant lost when the trust it came from
-// ended with se (an error state of a live session), once the servers could
-// have let it go themselves.
+// cleanUp plans the delete of the node of a grant lost when the trust it
+// came from ended with se (an error state of a live session), for when the
+// servers could have let it go themselves; for now, if its owner has
+// released it already.
 func (g *grant) cleanUp(se *framework.StateError) {
 	if se.State == state.Lost {
 		return // the session is gone, and its nodes with it
@@ -158,45 +214,60 @@ func (g *grant) cleanUp(se *framework.StateError) {
 	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if !g.released {
-		g.cancelLater = g.li.client.DeleteLater(g.path, at)
+	if g.released {
+		at = time.Now() // its owner has stopped: no margin to keep
 	}
+	g.cancelLater = g.li.client.DeleteLater(g.path, at)
 }
 
-// isReleased reports whether the grant's owner has given it up.
-func (g *grant) isReleased() bool {
+// release gives the grant up for its owner, and reports how it had ended:
+// nil when this call released it (its caller deletes the node), or the
+// loss that ended it first. Only the first call does anything. Released
+// while it holds, the grant ends (errReleased) and the release is told;
+// lost, the loss is settled if it was not yet, and the node is deleted in
+// the background from now (a delete the clean-up of the loss planned for
+// later is brought forward; a node gone with its session or found gone
+// costs one request that finds nothing): the owner has stopped, and a
+// release after a loss waits for no server. The revocation watcher stops
+// either way. first is false for every call but the first.
+func (g *grant) release() (lost error, first bool) {
 	g.mu.Lock()
-	defer g.mu.Unlock()
-	return g.released
-}
-
-// release ends the grant as given up by its owner (unless it had ended
-// already) and stops what watches it: the revocation watcher, the clean-up
-// of a loss, and a delete that clean-up scheduled (the owner deletes the
-// node itself, at once). It reports whether it was the first release.
-func (g *grant) release() bool {
-	g.mu.Lock()
-	first := !g.released
+	first = !g.released
 	g.released = true
-	later, held := g.cancelLater, g.held
 	g.mu.Unlock()
 	if !first {
-		return false
+		return g.lostErr(), false
 	}
-	if g.ctx.Err() == nil {
-		g.ended(nil) // a loss was told when it came
-	}
-	if held {
-		holdingsOf(g.li.client).remove(g)
-	}
-	if later != nil {
-		later()
-	}
-	g.end(errReleased)
 	if g.stopRevoke != nil {
-		g.stopRevoke()
+		defer g.stopRevoke()
 	}
-	return true
+	if g.ctx.Err() == nil && g.end(releasedEnd) {
+		g.cancel(errReleased)
+		if g.held.Load() {
+			g.li.holdings.forget(g)
+			g.ended(nil)
+		}
+		return nil, true
+	}
+	lost = g.lostErr()
+	if lost == nil || !g.held.Load() { // a grant never handed out, given up: its caller deletes
+		return lost, true
+	}
+	g.mu.Lock()
+	if g.cancelLater == nil || g.cancelLater() {
+		g.cancelLater = g.li.client.DeleteLater(g.path, time.Now())
+	}
+	g.mu.Unlock()
+	return lost, true
+}
+
+// lostErr returns the loss that ended the grant, or nil when it was
+// released (or holds).
+func (g *grant) lostErr() error {
+	if err := g.err(); err != errReleased {
+		return err
+	}
+	return nil
 }
 
 // firstListing is the listing sent behind a grant's create

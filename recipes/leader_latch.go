@@ -65,6 +65,7 @@ type LeaderLatch struct {
 	node      string    // our node's path, "" when none
 	term      *grant    // the current or last term of leadership
 	termBegan time.Time // when the current term began; zero once it ended
+	termTold  bool      // the current term's LeadershipGained was not dropped: its end is told
 	changed   chan struct{}
 	ended     error // why the goroutine ended: the latch or its client closed
 }
@@ -443,10 +444,14 @@ func (l *LeaderLatch) beginTerm(g *grant) {
 	l.mu.Lock()
 	l.term = g
 	l.termBegan = time.Now()
+	began := l.termBegan
 	l.broadcast()
 	l.mu.Unlock()
-	l.li.client.Emit(framework.Event{Kind: framework.LeadershipGained, Time: l.termBegan, Recipe: recipeLatch,
+	told := !l.li.client.Emit(framework.Event{Kind: framework.LeadershipGained, Time: began, Recipe: recipeLatch,
 		Path: l.li.base, Node: g.path, Session: g.owner()})
+	l.mu.Lock()
+	l.termTold = told
+	l.mu.Unlock()
 	l.tell(LeaderLatchListener.IsLeader)
 }
 
@@ -457,7 +462,7 @@ func (l *LeaderLatch) beginTerm(g *grant) {
 func (l *LeaderLatch) endTerm(closing bool) {
 	l.mu.Lock()
 	notify := false
-	term, began := l.term, l.termBegan
+	term, began, told := l.term, l.termBegan, l.termTold
 	if term != nil {
 		notify = !closing || term.err() == nil && l.closeMode == CloseNotifyLeader
 		if closing {
@@ -467,7 +472,7 @@ func (l *LeaderLatch) endTerm(closing bool) {
 	}
 	l.broadcast()
 	l.mu.Unlock()
-	if !began.IsZero() { // a term that led ends
+	if !began.IsZero() && told { // a term that led ends
 		l.li.client.Emit(framework.Event{Kind: framework.LeadershipLost, Recipe: recipeLatch, Path: l.li.base,
 			Node: term.path, Session: term.owner(), Hold: time.Since(began), Err: term.lostCause()})
 	}

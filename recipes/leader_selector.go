@@ -3,8 +3,6 @@ package recipes
 import (
 	"context"
 	"errors"
-	"reflect"
-	"runtime"
 	"sync"
 	"time"
 
@@ -12,6 +10,7 @@ import (
 
 	"github.com/gocurator/curator/framework"
 	"github.com/gocurator/curator/internal/errs"
+	"github.com/gocurator/curator/internal/listeners"
 	"github.com/gocurator/curator/internal/locktree"
 	"github.com/gocurator/curator/retry"
 )
@@ -19,6 +18,10 @@ import (
 // ErrLeadershipInterrupted is the cause of the context a LeaderSelector's
 // function runs with when InterruptLeadership ends its leadership.
 var ErrLeadershipInterrupted = errors.New("gocurator: leadership interrupted")
+
+// errLeadershipPanicked is why a term ended whose function panicked, as its
+// LeadershipLost event tells it.
+var errLeadershipPanicked = errors.New("gocurator: the leadership function panicked")
 
 // LeaderSelector is a candidate in a leader election that runs a function
 // while it leads. It is Curator's LeaderSelector: the candidates of an
@@ -43,17 +46,21 @@ var ErrLeadershipInterrupted = errors.New("gocurator: leadership interrupted")
 // function has not returned by then (the node of a lost term does not keep
 // others from leading). A function that ignores its context is the
 // caller's bug: it goes on believing it leads while another candidate
-// does, and Close waits for it.
+// does. A function that panics gives leadership up first: the node is
+// deleted (within a bound of its own) before the panic goes on.
 //
 // Start and Close follow the package's one lifecycle rule: starting twice,
-// or after Close, fails with ErrInvalidState; Close is idempotent. A zero
-// LeaderSelector fails every call with ErrBadArgument.
+// or after Close, fails with ErrInvalidState; Close is idempotent, and
+// never waits for user code (see Close). A zero LeaderSelector fails every
+// call with ErrBadArgument.
 type LeaderSelector struct {
 	mu          *InterProcessMutex
 	fn          func(ctx context.Context) error
 	id          string
 	autoRequeue bool
 	life        lifecycle
+
+	gate listeners.Gate // the leadership function's calls: Close does not wait while one is under way
 
 	lock      sync.Mutex
 	queued    bool                    // a turn is queued or under way
@@ -193,21 +200,34 @@ func (s *LeaderSelector) InterruptLeadership() {
 }
 
 // Close leaves the election. A queued turn is dropped, and the function under
-// way has its context cancelled (with a cause wrapping framework.ErrClosed).
-// Close returns once the function has returned and the node is deleted;
-// HasLeadership is false from then on. Called from a leadership function
-// (this selector's own, which cannot return while it waits, or another
-// selector's), Close returns as soon as the function is told, without
-// waiting. Close is idempotent.
+// way has its context cancelled (with a cause wrapping framework.ErrClosed);
+// HasLeadership is false from then on. Close never waits for the
+// leadership function: while one runs, Close returns at once, and
+// leadership is given up (the node deleted) when the function returns;
+// otherwise Close returns once the selector has let go of everything (its
+// node deleted). So Close may be called from the function itself, or from
+// a goroutine the function waits for. Closed tells when everything is
+// over. Close is idempotent.
 func (s *LeaderSelector) Close() error {
 	if !s.usable() {
 		return errZero("LeaderSelector")
 	}
 	done := s.life.stop(closedError{s.what()})
-	if done != nil && !inLeadership() {
+	if done != nil && s.gate.Close() {
 		<-done
 	}
 	return nil
+}
+
+// Closed returns a channel that is closed once the selector is closed and
+// has let go of everything: the leadership function has returned and the
+// node is deleted. Before Close (or for a selector never started) it is a
+// channel that Close, or the end of the client, will close.
+func (s *LeaderSelector) Closed() <-chan struct{} {
+	if !s.usable() {
+		return closedChan
+	}
+	return s.life.ended()
 }
 
 // Participants returns every candidate, leader first, in queue order, with
@@ -283,21 +303,33 @@ func (s *LeaderSelector) turn(ctx context.Context) error {
 	began := time.Now()
 	c := s.mu.li.client
 	g := h.current() // its node's session is the one its events name
-	c.Emit(framework.Event{Kind: framework.LeadershipGained, Time: began, Recipe: recipeSelector, Path: s.Path(), Node: g.path, Session: g.owner()})
-	err := s.lead(lctx)
-	c.Emit(framework.Event{Kind: framework.LeadershipLost, Recipe: recipeSelector, Path: s.Path(), Node: g.path,
-		Session: g.owner(), Hold: time.Since(began), Err: termEnd(lctx)})
-
-	s.lock.Lock()
-	s.holder, s.interrupt = nil, nil
-	s.lock.Unlock()
-	stop()
+	dropped := c.Emit(framework.Event{Kind: framework.LeadershipGained, Time: began, Recipe: recipeSelector, Path: s.Path(), Node: g.path, Session: g.owner()})
+	returned := false
+	defer func() { // as the function returns, or panics: leadership is given up first
+		why := termEnd(lctx)
+		if !returned {
+			why = errLeadershipPanicked
+		}
+		if !dropped {
+			c.Emit(framework.Event{Kind: framework.LeadershipLost, Recipe: recipeSelector, Path: s.Path(), Node: g.path,
+				Session: g.owner(), Hold: time.Since(began), Err: why})
+		}
+		s.lock.Lock()
+		s.holder, s.interrupt = nil, nil
+		s.lock.Unlock()
+		stop()
+		rctx, rcancel := cleanupContext(ctx)
+		defer rcancel()
+		_ = h.Release(rctx) // after a loss it says so; leadership is given up either way
+	}()
+	var err error
+	if ctx.Err() == nil { // not closed meanwhile
+		s.gate.Call(func() { err = s.fn(lctx) })
+	}
+	returned = true
 	if err != nil && !errors.Is(err, context.Canceled) && lctx.Err() == nil {
 		s.mu.li.client.Logger().Info("leader selector: the leadership function failed", zap.String("path", s.Path()), zap.Error(err))
 	}
-	rctx, rcancel := cleanupContext(ctx)
-	defer rcancel()
-	_ = h.Release(rctx) // after a loss it says so; leadership is given up either way
 	return nil
 }
 
@@ -310,40 +342,4 @@ func termEnd(ctx context.Context) error {
 		return nil
 	}
 	return cause
-}
-
-// lead runs the leadership function; a panic in it is the caller's, but
-// the node is given up first (turn's release runs as the panic unwinds).
-// Close knows a call from inside it by this frame (inLeadership).
-//
-//go:noinline
-func (s *LeaderSelector) lead(ctx context.Context) error {
-	return s.fn(ctx)
-}
-
-// leadFrame is lead's function, as runtime.Callers names it.
-var leadFrame = runtime.FuncForPC(reflect.ValueOf((*LeaderSelector).lead).Pointer()).Name()
-
-// inLeadership reports whether the calling goroutine is inside a leadership
-// function (a selector's lead frame is on its stack): Close then must not
-// wait for a function that cannot return until Close does. It looks at the
-// caller's own stack only, once per Close: not who the caller is, but what
-// it is in the middle of.
-func inLeadership() bool {
-	pcs := make([]uintptr, 64)
-	n := runtime.Callers(2, pcs)
-	for n == len(pcs) {
-		pcs = make([]uintptr, 2*len(pcs))
-		n = runtime.Callers(2, pcs)
-	}
-	frames := runtime.CallersFrames(pcs[:n])
-	for {
-		f, more := frames.Next()
-		if f.Function == leadFrame {
-			return true
-		}
-		if !more {
-			return false
-		}
-	}
 }

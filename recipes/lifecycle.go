@@ -19,10 +19,13 @@ import (
 //     closed twice; a Go Close that may run twice (defer, and an explicit
 //     one) must not fail.
 type lifecycle struct {
-	mu     sync.Mutex
-	state  runState
-	cancel context.CancelCauseFunc // ends the goroutine's context
-	done   chan struct{}           // closed when the goroutine has ended
+	mu      sync.Mutex
+	state   runState
+	cancel  context.CancelCauseFunc // ends the goroutine's context
+	done    chan struct{}           // closed when the goroutine has ended
+	running bool                    // the goroutine has not ended
+	over    chan struct{}           // closed once closed with no goroutine left (ended); made when asked for
+	isOver  bool                    // over is closed
 }
 
 // runState is the life of a recipe value: Curator's LATENT, STARTED,
@@ -45,9 +48,15 @@ func (l *lifecycle) start(what string, run func(ctx context.Context)) error {
 	}
 	l.state = started
 	ctx, cancel := context.WithCancelCause(context.Background())
-	l.cancel, l.done = cancel, make(chan struct{})
+	l.cancel, l.done, l.running = cancel, make(chan struct{}), true
 	go func() {
-		defer close(l.done)
+		defer func() {
+			l.mu.Lock()
+			l.running = false
+			l.settle()
+			l.mu.Unlock()
+			close(l.done)
+		}()
 		run(ctx)
 	}()
 	return nil
@@ -61,11 +70,34 @@ func (l *lifecycle) stop(cause error) <-chan struct{} {
 	defer l.mu.Unlock()
 	prev := l.state
 	l.state = closed
+	l.settle()
 	if prev != started {
 		return nil
 	}
 	l.cancel(cause)
 	return l.done
+}
+
+// ended returns a channel closed once the goroutine has ended after the
+// value was closed: at once for a value closed before it ever started, and
+// never before Close.
+func (l *lifecycle) ended() <-chan struct{} {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.over == nil {
+		l.over = make(chan struct{})
+		l.settle()
+	}
+	return l.over
+}
+
+// settle closes over once the value is closed and its goroutine, if any,
+// has ended; l.mu is held.
+func (l *lifecycle) settle() {
+	if l.over != nil && !l.isOver && l.state == closed && !l.running {
+		close(l.over)
+		l.isOver = true
+	}
 }
 
 // current returns the state.

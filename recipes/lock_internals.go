@@ -24,6 +24,8 @@ const cleanupTimeout = 5 * time.Second
 type lockInternals struct {
 	client *framework.Client
 	base   string
+	// holdings are the grants of this lock value held now (holdings.go).
+	holdings holdings
 	// listHook, when set (by tests only), hears what a waiter of this
 	// value does in its lister (see lister.list), and when it takes the
 	// listing sent behind its create (createAndList).
@@ -52,7 +54,7 @@ type attempt struct {
 // (guaranteed) before acquire returns. The grant it returns holds (its loss
 // is cleaned up: grant.hold).
 func (li *lockInternals) acquire(ctx context.Context, a attempt) (*grant, error) {
-	o := li.observeAcquire(a.recipe, li.base)
+	o := li.observeAcquire(ctx, a.recipe, li.base)
 	g, err := retryVanished(ctx, li.client, li.base, func() (*grant, error) { return li.attemptOnce(ctx, a) })
 	o.done(g, err) // before hold publishes g: its fields are set by then
 	if err == nil {
@@ -139,12 +141,12 @@ func (li *lockInternals) create(ctx context.Context, a attempt, ls *lister) (*gr
 		path, err = li.createAndList(ctx, a, g, mode, protect, parents)
 	}
 	if err != nil {
-		g.end(errReleased)
+		g.release()
 		return nil, err
 	}
 	g.path, g.name = path, path[len(li.base)+1:]
 	if a.revoked != nil {
-		g.stopRevoke = li.watchRevocation(path, a.revoked)
+		g.stopRevoke = li.watchRevocation(a.recipe, path, a.revoked)
 	}
 	return g, nil
 }

@@ -4,13 +4,8 @@ import (
 	"context"
 	"errors"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
-
-	"go.uber.org/zap"
-	"go.uber.org/zap/zapcore"
-	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/gocurator/curator/framework"
 	"github.com/gocurator/curator/framework/zktest"
@@ -93,65 +88,6 @@ func TestLostGrantLeavesNothingBehind(t *testing.T) {
 			}
 			releaseLost(ctx, t, o)
 		})
-	}
-}
-
-// A holder released at once after a loss gives the node up at once, and
-// the delete the library had planned for later is taken back: nothing of
-// it is left to run once the release has returned. The delete is planned
-// before the loss is told: when the Lost event is written (the client's log
-// entry, written by the goroutine that tells it; the event hook hears it
-// later, from a queue) the grant has it already.
-func TestReleaseAfterLossTakesTheLaterDeleteBack(t *testing.T) {
-	ctx, base := testutil.Begin(t, server.Addr())
-	proxy := zktest.NewProxy(t, server.Addr())
-	rec := testutil.NewStateRecorder()
-	var held atomic.Pointer[grant]
-	plannedAtLost := make(chan bool, 1)
-	atLost := zap.Hooks(func(e zapcore.Entry) error {
-		if g := held.Load(); g != nil && e.Message == framework.Lost.String() {
-			g.mu.Lock()
-			planned := g.cancelLater != nil
-			g.mu.Unlock()
-			select { // never blocks the client; one loss is told
-			case plannedAtLost <- planned:
-			default:
-			}
-		}
-		return nil
-	})
-	core, _ := observer.New(zap.DebugLevel) // Debug: the client then tells events (Observed)
-	c := newClient(t, proxy.Addr(), framework.WithSessionTimeout(lossTimeout), framework.WithListener(rec),
-		framework.WithLogger(zap.New(core, atLost)))
-	h := mustMutex(t, c, base).NewHandle()
-	if err := h.Acquire(ctx); err != nil {
-		t.Fatal(err)
-	}
-	session := c.SessionID()
-	g := h.current()
-	held.Store(g)
-	proxy.DropConnections()
-	if !testutil.Recv(t, plannedAtLost, "the Lost event") {
-		t.Fatal("the Lost event was told before the delete for later was planned")
-	}
-	waitClosed(ctx, t, h.Done(), "Done after SUSPENDED")
-	reconnected(ctx, t, rec, c, session)
-	var se *framework.StateError
-	if err := h.Err(); !errors.As(err, &se) || !time.Now().Before(se.ExpiryBound) {
-		t.Fatalf("Err = %v: the test wants to release before the planned delete (%v)", err, se)
-	}
-	testutil.ErrorIs(t, h.Release(ctx), ErrLockLost)
-	if n := ephemerals(t, base); n != 0 {
-		t.Fatalf("%d nodes left after releasing the lost lock", n)
-	}
-	g.mu.Lock()
-	later := g.cancelLater
-	g.mu.Unlock()
-	if later == nil {
-		t.Fatal("no delete was planned for the lost lock")
-	}
-	if later() {
-		t.Fatal("the delete planned for later was still pending after the release")
 	}
 }
 

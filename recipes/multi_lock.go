@@ -27,6 +27,7 @@ type InterProcessMultiLock struct {
 	mu    sync.Mutex
 	count int         // acquisitions through this value not yet released, lost ones included
 	grant *multiGrant // while count > 0
+	last  *multiGrant // the current or last acquisition's: what Done and Err tell of
 }
 
 // NewInterProcessMultiLock returns a multi-lock of one InterProcessMutex per
@@ -215,7 +216,7 @@ func (m *InterProcessMultiLock) acquire(ctx context.Context, take func(Locker) e
 	m.mu.Lock()
 	m.count++
 	if m.count == 1 {
-		m.grant, g = g, nil
+		m.grant, m.last, g = g, g, nil
 	}
 	m.mu.Unlock()
 	if g != nil {
@@ -225,7 +226,8 @@ func (m *InterProcessMultiLock) acquire(ctx context.Context, take func(Locker) e
 }
 
 // Release releases every lock in reverse list order, trying them all, and
-// returns every error, joined (after a loss, one wraps ErrLockLost).
+// returns every error, joined (after a loss, one wraps ErrLockLost, and the
+// lost locks' releases wait for no server).
 // Releasing a multi-lock that is not held through this value is an error
 // wrapping ErrNotHeld.
 func (m *InterProcessMultiLock) Release(ctx context.Context) error {
@@ -271,21 +273,23 @@ func (m *InterProcessMultiLock) IsHeld() bool { return m.Err() == nil }
 // longer be trusted, or when the multi-lock is released. It is already closed
 // when the multi-lock is not held. Err tells which.
 func (m *InterProcessMultiLock) Done() <-chan struct{} {
-	if g := m.current(); g != nil {
+	if g := m.lastGrant(); g != nil {
 		return g.ctx.Done()
 	}
 	return closedChan
 }
 
 // Err returns nil while the multi-lock is held through this value, and
-// otherwise says why not. Once one of its locks ends (lost, or released
-// behind the multi-lock's back), it is that lock's Err, wrapping ErrLockLost;
-// when the multi-lock is not held, it is an error wrapping ErrNotHeld.
+// otherwise says why not, as a Handle's Err does. Once one of its locks
+// ends (lost, or released behind the multi-lock's back), it is that lock's
+// Err, wrapping ErrLockLost, released since or not, until the multi-lock
+// is acquired again; after a release of a multi-lock that held, or before
+// the first acquisition, it is an error wrapping ErrNotHeld.
 func (m *InterProcessMultiLock) Err() error {
 	if !m.usable() {
 		return errZero("InterProcessMultiLock")
 	}
-	g := m.current()
+	g := m.lastGrant()
 	if g == nil {
 		return errs.Errorf("multi-lock: %w", ErrNotHeld)
 	}
@@ -307,6 +311,16 @@ func (m *InterProcessMultiLock) current() *multiGrant {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return m.grant
+}
+
+// lastGrant returns the current or last acquisition's grant, or nil.
+func (m *InterProcessMultiLock) lastGrant() *multiGrant {
+	if !m.usable() {
+		return nil
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.last
 }
 
 // multiGrant is one acquisition of a multi-lock: a context that ends when
@@ -348,10 +362,13 @@ func (g *multiGrant) err() error {
 	return context.Cause(g.ctx)
 }
 
-// stop ends the grant as released and stops following the locks.
+// stop ends the grant as released, unless one of its locks was lost
+// first (that loss is what it keeps saying), and stops following the locks.
+// It calls the lockers, so it runs without the multi-lock's mutex.
 func (g *multiGrant) stop() {
 	for _, stop := range g.stops {
 		stop()
 	}
+	g.err() // a loss not yet followed ends it now
 	g.end(errReleased)
 }

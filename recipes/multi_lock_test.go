@@ -187,8 +187,8 @@ func TestMultiLockLost(t *testing.T) {
 		t.Fatalf("Release of a lost multi-lock = %v, want ErrLockLost", err)
 	}
 	assertClosed(t, ml.Done(), "Done of an unheld multi-lock")
-	if err := ml.Err(); !errors.Is(err, ErrNotHeld) {
-		t.Fatalf("Err of a released multi-lock = %v, want ErrNotHeld", err)
+	if err := ml.Err(); !errors.Is(err, ErrLockLost) {
+		t.Fatalf("Err of a multi-lock released after its loss = %v, want ErrLockLost", err)
 	}
 }
 

@@ -2,7 +2,6 @@ package recipes
 
 import (
 	"context"
-	"errors"
 	"sync"
 
 	"github.com/gocurator/curator/framework"
@@ -93,7 +92,7 @@ func (m *InterProcessMutex) NewHandle() *Handle {
 // IsAcquiredInThisProcess reports whether a handle of this mutex value
 // holds it, and has not lost it.
 func (m *InterProcessMutex) IsAcquiredInThisProcess() bool {
-	return m.usable() && holdingsOf(m.li.client).heldOn(&m.li)
+	return m.usable() && m.li.holdings.any()
 }
 
 // ParticipantNodes returns the full paths of every child of the lock path,
@@ -138,7 +137,7 @@ type Handle struct {
 
 	mu        sync.Mutex // guards what follows; never held across a call to ZooKeeper
 	count     int        // holds not yet released, lost ones included
-	grant     *grant     // the current grant while count > 0
+	grant     *grant     // the current grant while count > 0, else the last one (nil before the first)
 	revocable func()
 }
 
@@ -214,11 +213,13 @@ func (h *Handle) acquire(ctx context.Context, try bool) error {
 
 // Release gives up one hold; the last one deletes the lock node. Releasing
 // a lock the handle does not hold is an error wrapping ErrNotHeld. After a
-// loss, each Release returns an error wrapping ErrLockLost, and the first
-// one deletes the node if it is still there. The handle is released even
-// when the delete fails (connection loss, or ctx ending): the delete then
-// goes on in the background until it succeeds, and the error is returned
-// for information. A nil ctx, or a zero Handle, is an error wrapping
+// loss, each Release returns at once an error wrapping ErrLockLost,
+// waiting for no server: the library deletes the node if it is still
+// there, in the background (the first Release brings that delete forward
+// to now). The handle is released even when the delete of a held lock
+// fails (connection loss, or ctx ending): the delete then goes on in the
+// background until it succeeds, and the error is returned for
+// information. A nil ctx, or a zero Handle, is an error wrapping
 // ErrBadArgument.
 func (h *Handle) Release(ctx context.Context) error {
 	if !h.usable() {
@@ -233,32 +234,38 @@ func (h *Handle) Release(ctx context.Context) error {
 		return errs.Errorf("release %s: %w", h.m.li.base, ErrNotHeld)
 	}
 	g := h.grant
-	lost := g.err()
 	h.count--
-	if lost == nil && h.count > 0 {
-		h.mu.Unlock()
-		return nil
-	}
-	if h.count == 0 {
-		h.grant = nil
-	}
+	rest := h.count
 	h.mu.Unlock()
-
-	var err error
-	if g.release() { // the first Release of a lost grant, or the last of a held one; Done closes now, whatever the delete does
-		err = h.hooks.release(ctx, g)
+	if rest > 0 && g.err() == nil {
+		return nil // a reentrant hold given back
 	}
+	lost, _ := g.release() // Done closes now, whatever the delete does
 	if lost != nil {
-		return errors.Join(errs.Errorf("release %s: %w", h.m.li.base, lost), err)
+		return errs.Errorf("release %s: %w", h.m.li.base, lost)
 	}
-	if err != nil {
+	if err := h.hooks.release(ctx, g); err != nil {
 		return errs.Errorf("release %s: %w", h.m.li.base, err)
 	}
 	return nil
 }
 
-// current returns the handle's grant while it has one (held or lost).
+// current returns the handle's grant while it has holds (held or lost).
 func (h *Handle) current() *grant {
+	if !h.usable() {
+		return nil
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.count == 0 {
+		return nil
+	}
+	return h.grant
+}
+
+// last returns the grant of the handle's current or last acquisition, nil
+// before its first: what Done, Err and FencingToken tell of.
+func (h *Handle) last() *grant {
 	if !h.usable() {
 		return nil
 	}
@@ -300,25 +307,31 @@ func (h *Handle) IsHeld() bool { return h.Err() == nil }
 //			stopWork()
 //		}
 //	}()
-func (h *Handle) Done() <-chan struct{} { return doneOf(h.current()) }
+func (h *Handle) Done() <-chan struct{} { return doneOf(h.last()) }
 
 // Err returns nil while the handle holds the lock, and otherwise says why
-// not. Once the acquisition is lost, until the handle is released, it is an
-// error wrapping ErrLockLost (and what ended it: the connection state,
-// ErrClosed, or zk.ErrNoNode for a node found gone); when the handle holds
-// nothing, an error wrapping ErrNotHeld (ErrBadArgument for a zero Handle).
+// not. Once the acquisition is lost it is an error wrapping ErrLockLost
+// (and what ended it: the connection state, ErrClosed, or zk.ErrNoNode for
+// a node found gone), released since or not, until the handle acquires
+// again; after a release of a lock that held, and before the first
+// acquisition, an error wrapping ErrNotHeld (ErrBadArgument for a zero
+// Handle). So a goroutine that waits on Done and then reads Err learns of
+// a loss whatever the owner did meanwhile.
 func (h *Handle) Err() error {
 	if !h.usable() {
 		return errZero("Handle")
 	}
-	return ownerErr(h.current(), h.m.li.base, ErrNotHeld)
+	return ownerErr(h.last(), h.m.li.base, ErrNotHeld)
 }
 
-// FencingToken returns the lock node's czxid: a number that strictly
-// increases across every acquisition of this lock. It rises across every
-// holder's acquisitions, across sessions and re-created parents. Pass it to
-// the resource you protect and have it refuse lower tokens than it has seen
-// (docs/guarantees.md).
+// FencingToken returns the lock node's czxid: a number that rises across
+// the holders of this lock, across sessions and re-created parents. A
+// holder's token is higher than that of every holder before it whose hold
+// it excludes: every earlier holder of a mutex or of a write lock, every
+// earlier writer for a read lock. A downgrade's read lock has the token of
+// the write lock whose place in the queue it takes (its own node comes
+// later). Pass it to the resource you protect and have it refuse lower
+// tokens than it has seen (docs/guarantees.md).
 //
 // The first call for an acquisition reads the node's Stat (one round trip;
 // an acquire that never asks pays nothing for it), later calls answer at
@@ -332,7 +345,7 @@ func (h *Handle) FencingToken(ctx context.Context) (int64, error) {
 	if err := checkContext(ctx); err != nil {
 		return 0, errs.Errorf("fencing token of %s: %w", h.m.li.base, err)
 	}
-	g := h.current()
+	g := h.last()
 	if g == nil {
 		return 0, errs.Errorf("fencing token of %s: %w", h.m.li.base, ErrNotHeld)
 	}

@@ -266,8 +266,8 @@ func TestMutexLostBeforeAnotherHolds(t *testing.T) {
 	if err := holder.Release(ctx); !errors.Is(err, ErrLockLost) {
 		t.Fatalf("release of a lost lock = %v, want ErrLockLost", err)
 	}
-	if err := holder.Err(); !errors.Is(err, ErrNotHeld) {
-		t.Fatalf("Err after the release of a lost lock = %v, want ErrNotHeld", err)
+	if err := holder.Err(); !errors.Is(err, ErrLockLost) {
+		t.Fatalf("Err after the release of a lost lock = %v, want ErrLockLost", err)
 	}
 	if err := contender.Release(ctx); err != nil {
 		t.Fatal(err)

@@ -167,7 +167,11 @@ func (r rwHalf) acquire(ctx context.Context, a attempt) (*grant, error) {
 		return li.acquire(ctx, a)
 	}
 	defer o.conv.give()
-	if err := w.err(); err != nil {
+	// The read lock takes the write lock's place in the queue, and its
+	// fencing token: its own node is created after writers that queued
+	// behind the write node, whose tokens are lower than its czxid.
+	token, err := li.token(ctx, w)
+	if err != nil {
 		return nil, errs.Errorf("the write lock it would downgrade: %w", err)
 	}
 	a.path = framework.JoinPath(li.base, locktree.ReadName+locktree.ReadWriteSortKey(w.name))
@@ -181,7 +185,11 @@ func (r rwHalf) acquire(ctx context.Context, a attempt) (*grant, error) {
 		}
 		return nil
 	}
-	return li.acquire(ctx, a)
+	g, err := li.acquire(ctx, a)
+	if err == nil {
+		g.token.Store(token)
+	}
+	return g, err
 }
 
 // release deletes the node of a grant that has ended. The write node waits

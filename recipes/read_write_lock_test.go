@@ -269,9 +269,14 @@ func TestReadWriteLockDowngrade(t *testing.T) {
 		t.Fatalf("downgrade node: data %q owner %x (%v); want ephemeral of %x with the lock data", data, stat.EphemeralOwner, err, c1.SessionID())
 	}
 	// Non-sequential: a sequential create would have had the parent's cversion
-	// appended, so the name would not end in the write node's sequence.
-	if tok := tokenOf(t, owner.ReadLock()); tok != stat.Czxid {
-		t.Fatalf("read token %d, czxid %d", tok, stat.Czxid)
+	// appended, so the name would not end in the write node's sequence. Its
+	// token is the write lock's, whose place it takes (TestDowngradeTokenIsTheWriteLocks).
+	_, wstat, err := raw.Get(owner.WriteLock().LockPath())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tok := tokenOf(t, owner.ReadLock()); tok != wstat.Czxid {
+		t.Fatalf("read token %d, the write node's czxid %d", tok, wstat.Czxid)
 	}
 	if err := owner.WriteLock().Release(ctx); err != nil {
 		t.Fatal(err)

@@ -38,8 +38,9 @@ func Revoke(ctx context.Context, client *framework.Client, nodePath string) erro
 // watcher does: each change is read again (re-arming the watch), and
 // RevokeMessage calls listener on a goroutine of its own, so that the
 // listener may release the lock. It returns a function that stops the
-// watching and waits for it to end.
-func (li *lockInternals) watchRevocation(path string, listener func()) (stop func()) {
+// watching and waits for it to end. Its events name recipe, the kind of
+// the lock.
+func (li *lockInternals) watchRevocation(recipe, path string, listener func()) (stop func()) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {
@@ -51,8 +52,8 @@ func (li *lockInternals) watchRevocation(path string, listener func()) (stop fun
 				return // node gone, client closed, or stopped
 			}
 			if !first && string(data) == RevokeMessage {
-				li.client.Emit(framework.Event{Kind: framework.RevocationRequested, Path: li.base, Node: path})
-				go listener()
+				li.client.Emit(framework.Event{Kind: framework.RevocationRequested, Recipe: recipe, Path: li.base, Node: path})
+				go li.revoked(path, listener)
 			}
 			first = false
 			select {
@@ -72,4 +73,18 @@ func (li *lockInternals) watchRevocation(path string, listener func()) (stop fun
 			<-done
 		})
 	}
+}
+
+// revoked calls the revocation listener of our node at path. A listener that
+// panics takes the process down (it runs on a goroutine of the library's),
+// but not with the lock: the node is deleted first, within a bound of its
+// own, and the panic then goes on.
+func (li *lockInternals) revoked(path string, listener func()) {
+	defer func() {
+		if p := recover(); p != nil {
+			li.deleteNode(context.Background(), path)
+			panic(p)
+		}
+	}()
+	listener()
 }

@@ -227,7 +227,7 @@ func (s *InterProcessSemaphoreV2) acquireOne(ctx context.Context, try bool) (*Le
 		driver: s.lockDriver, try: try}
 	leaseAttempt := attempt{path: s.leasePath, mode: framework.EphemeralSequential,
 		data: s.data, driver: leaseDriver{s}, try: try}
-	o := s.leases.observeAcquire(recipeSemaphore, s.path)
+	o := s.leases.observeAcquire(ctx, recipeSemaphore, s.path)
 	g, err := retryVanished(ctx, s.client, s.path, func() (*grant, error) {
 		lock, err := s.locks.attemptOnce(ctx, lockAttempt)
 		if err != nil {
@@ -300,11 +300,12 @@ func (l *Lease) usable() bool { return l != nil && l.g != nil }
 // Close returns the lease: its node is deleted. The delete is guaranteed: if
 // it fails for connection loss, it goes on in the background, and the error
 // is returned for information; the lease counts as returned either way.
-// Closing a lease that was lost returns an error wrapping ErrLockLost, so
-// that its owner learns its work was not protected all along. Closing a lease
-// that is already closed returns an error wrapping ErrNotHeld, so that a
-// double return is visible; ReturnAll ignores it. A nil ctx is an error
-// wrapping ErrBadArgument.
+// Closing a lease that was lost returns at once an error wrapping
+// ErrLockLost, waiting for no server (the library deletes the node in the
+// background), so that its owner learns its work was not protected all
+// along. Closing a lease that is already closed returns an error wrapping
+// ErrNotHeld, so that a double return is visible; ReturnAll ignores it. A
+// nil ctx is an error wrapping ErrBadArgument.
 func (l *Lease) Close(ctx context.Context) error {
 	if !l.usable() {
 		return errZero("Lease")
@@ -312,15 +313,14 @@ func (l *Lease) Close(ctx context.Context) error {
 	if err := checkContext(ctx); err != nil {
 		return errs.Errorf("close lease %s: %w", l.g.path, err)
 	}
-	lost := l.g.err()
-	if !l.g.release() {
+	lost, first := l.g.release()
+	switch {
+	case !first:
 		return errs.Errorf("close lease %s: %w", l.g.path, ErrNotHeld)
+	case lost != nil:
+		return errs.Errorf("close lease %s: %w", l.g.path, lost)
 	}
-	err := l.li.deleteGranted(ctx, l.g)
-	if lost != nil {
-		return errors.Join(errs.Errorf("close lease %s: %w", l.g.path, lost), err)
-	}
-	if err != nil {
+	if err := l.li.deleteGranted(ctx, l.g); err != nil {
 		return errs.Errorf("close lease %s: %w", l.g.path, err)
 	}
 	return nil
@@ -367,18 +367,14 @@ func (l *Lease) Done() <-chan struct{} {
 	return l.g.done()
 }
 
-// Err returns nil while the lease is held, and otherwise says why not. It
-// wraps ErrLockLost once the lease is lost (until it is closed), and
-// ErrNotHeld once it is closed.
+// Err returns nil while the lease is held, and otherwise says why not, as
+// a Handle's Err does: it wraps ErrLockLost once the lease is lost, closed
+// since or not, and ErrNotHeld once it is closed after holding.
 func (l *Lease) Err() error {
 	if !l.usable() {
 		return errZero("Lease")
 	}
-	err := l.g.err()
-	if err != nil && l.g.isReleased() {
-		return errReleased // closed after a loss: closed is what it is now
-	}
-	return err
+	return l.g.err()
 }
 
 // grantContext is the lease's grant's context (contextOf).
@@ -400,9 +396,6 @@ func (l *Lease) FencingToken(ctx context.Context) (int64, error) {
 	}
 	if err := checkContext(ctx); err != nil {
 		return 0, errs.Errorf("fencing token of lease %s: %w", l.g.path, err)
-	}
-	if l.g.isReleased() {
-		return 0, errs.Errorf("fencing token of lease %s: %w", l.g.path, ErrNotHeld)
 	}
 	t, err := l.li.token(ctx, l.g)
 	if err != nil {

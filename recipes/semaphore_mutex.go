@@ -29,6 +29,7 @@ type InterProcessSemaphoreMutex struct {
 
 	mu    sync.Mutex
 	lease *Lease // while held (or lost and not yet released)
+	last  *Lease // the lease of the current or last acquisition: what Err tells of
 }
 
 // NewInterProcessSemaphoreMutex returns the mutex at path. A bad path (the
@@ -91,18 +92,18 @@ func (m *InterProcessSemaphoreMutex) take(l *Lease, err error) error {
 		return err
 	}
 	m.mu.Lock()
-	m.lease = l
+	m.lease, m.last = l, l
 	m.mu.Unlock()
 	return nil
 }
 
 // Release releases the lock, whichever goroutine took it. When it is not
 // held, Release returns an error wrapping ErrNotHeld (Curator's
-// IllegalStateException "Not acquired"); when it was lost, an error
-// wrapping ErrLockLost, having deleted the node if it was still there. The
-// lock counts as released even when the delete fails (connection loss): it
-// then goes on in the background, and the error is returned for
-// information.
+// IllegalStateException "Not acquired"); when it was lost, at once an
+// error wrapping ErrLockLost, waiting for no server (the library deletes
+// the node in the background). The lock counts as released even when the
+// delete fails (connection loss): it then goes on in the background, and
+// the error is returned for information.
 func (m *InterProcessSemaphoreMutex) Release(ctx context.Context) error {
 	if !m.usable() {
 		return errZero("InterProcessSemaphoreMutex")
@@ -128,16 +129,17 @@ func (m *InterProcessSemaphoreMutex) IsHeld() bool { return m.Err() == nil }
 // Done returns a channel that is closed when the value's current acquisition
 // ends, lost or released (see Lease.Done). It is already closed when the lock
 // is not held.
-func (m *InterProcessSemaphoreMutex) Done() <-chan struct{} { return m.held().Done() }
+func (m *InterProcessSemaphoreMutex) Done() <-chan struct{} { return m.lastLease().Done() }
 
 // Err returns nil while the lock is held through this value, and otherwise
-// says why not. It wraps ErrLockLost once the lock is lost (until it is
-// released), and ErrNotHeld when it is not held.
+// says why not, as a Handle's Err does: it wraps ErrLockLost once the lock
+// is lost, released since or not, until the value acquires again; and
+// ErrNotHeld when it was released after holding, or never acquired.
 func (m *InterProcessSemaphoreMutex) Err() error {
 	if !m.usable() {
 		return errZero("InterProcessSemaphoreMutex")
 	}
-	if l := m.held(); l != nil {
+	if l := m.lastLease(); l != nil {
 		return l.Err()
 	}
 	return errs.Errorf("%s: %w", m.s.path, ErrNotHeld)
@@ -152,7 +154,7 @@ func (m *InterProcessSemaphoreMutex) FencingToken(ctx context.Context) (int64, e
 	if !m.usable() {
 		return 0, errZero("InterProcessSemaphoreMutex")
 	}
-	if l := m.held(); l != nil {
+	if l := m.lastLease(); l != nil {
 		return l.FencingToken(ctx)
 	}
 	return 0, errs.Errorf("fencing token of %s: %w", m.s.path, ErrNotHeld)
@@ -170,4 +172,14 @@ func (m *InterProcessSemaphoreMutex) held() *Lease {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return m.lease
+}
+
+// lastLease returns the lease of the current or last acquisition, or nil.
+func (m *InterProcessSemaphoreMutex) lastLease() *Lease {
+	if !m.usable() {
+		return nil
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.last
 }

@@ -68,3 +68,29 @@ func TestMutexTokenWhenAChildChangesBeforeTheListing(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// A downgrade's read lock takes the write lock's place in the queue, and
+// its fencing token: a writer that queued behind the write node holds
+// after the read lock is released, and its token must be the higher one,
+// though the read node was created after the writer's.
+func TestDowngradeTokenIsTheWriteLocks(t *testing.T) {
+	ctx, base := testutil.Begin(t, server.Addr())
+	o := mustRW(t, newClient(t, ""), base).NewHandle()
+	testutil.Must(t, o.WriteLock().Acquire(ctx))
+	writeToken := tokenOf(t, o.WriteLock())
+	next := mustRW(t, newClient(t, ""), base).NewHandle().WriteLock()
+	acquired := make(chan error, 1)
+	go func() { acquired <- next.Acquire(ctx) }()
+	testutil.WaitChildren(t, rawConn(t), base, 2) // queued behind our write node
+	testutil.Must(t, o.ReadLock().Acquire(ctx))   // the downgrade: its node is created now
+	readToken := tokenOf(t, o.ReadLock())
+	testutil.Must(t, o.WriteLock().Release(ctx))
+	testutil.Must(t, o.ReadLock().Release(ctx))
+	testutil.Must(t, testutil.Recv(t, acquired, "the next writer's acquisition"))
+	nextToken := tokenOf(t, next)
+	if readToken != writeToken || nextToken <= readToken {
+		t.Fatalf("tokens: write %d, its downgrade's read %d, the next writer's %d: want the read lock's to be the write lock's, and the next writer's higher",
+			writeToken, readToken, nextToken)
+	}
+	testutil.Must(t, next.Release(ctx))
+}

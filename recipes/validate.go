@@ -2,6 +2,7 @@ package recipes
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/gocurator/curator/framework"
 	"github.com/gocurator/curator/internal/errs"
@@ -10,10 +11,12 @@ import (
 // checkArgs checks what every recipe constructor (and Revoke) is given: a
 // client that is neither nil (an error wrapping ErrBadArgument) nor closed
 // (wrapping framework.ErrClosed), and a path ZooKeeper accepts other than
-// the root (wrapping ErrBadArgument and zk.ErrInvalidPath): a recipe's nodes go under its path,
-// and Curator's names for them assume a path of at least one segment; no
-// lock node is the root. A path so long that no node under it would fit in
-// a request the servers take is refused too (wrapping ErrBadArgument).
+// the root or under /zookeeper, the servers' own tree (namespace included;
+// framework.IsReserved), wrapping ErrBadArgument and zk.ErrInvalidPath: a
+// recipe's nodes go under its path, and Curator's names for them assume a
+// path of at least one segment; no lock node is the root. A path so long
+// that no node under it would fit in a request the servers take is refused
+// too (wrapping ErrBadArgument).
 func checkArgs(client *framework.Client, path string) error {
 	if client == nil {
 		return errs.Errorf("%w: nil client", ErrBadArgument)
@@ -26,6 +29,13 @@ func checkArgs(client *framework.Client, path string) error {
 	}
 	if path == "/" {
 		return &framework.PathError{Path: path, Problem: "a recipe's path must not be the root"}
+	}
+	if full := framework.JoinPath("/"+client.Namespace(), path); framework.IsReserved(full) {
+		problem := "a recipe's path must not be under /zookeeper, the servers' own tree"
+		if full != path {
+			problem += fmt.Sprintf(" (in namespace %q it is %s)", client.Namespace(), full)
+		}
+		return &framework.PathError{Path: path, Problem: problem}
 	}
 	if room := client.JuteMaxBuffer() - lockNodeRoom - len(client.Namespace()); len(path) > room {
 		return errs.Errorf("%w: path of %d bytes is too long: the servers take requests of at most %d bytes (jute.maxbuffer), and a lock node's name, data and ACL need %d of them",

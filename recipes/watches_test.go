@@ -54,23 +54,30 @@ func TestAbandonedWaitsLeaveNothingBehind(t *testing.T) {
 		runtime.ReadMemStats(&ms)
 		return ms.HeapAlloc
 	}
+	// The waiters' nodes go and their watches settle as the acquires that
+	// gave up finish their clean-up (in the background when it is slow, as
+	// on a loaded machine): nothing signals that, so poll, bounded, before
+	// the heap is read.
+	settled := func() {
+		t.Helper()
+		testutil.WaitChildren(t, rawConn(t), base, 1) // the holder's alone
+		testutil.Until(t, "the one shared watch on the holder's node", func() (bool, string) {
+			n := liveWatches()
+			return n == 1, fmt.Sprintf("%d shared watches live", n)
+		})
+	}
 	giveUp(320) // warm up: runners, listers, the watch
+	settled()
 	before := heap()
 	const waits = 2000
 	giveUp(waits)
+	settled()
 	grew := int64(heap()) - int64(before)
 	t.Logf("%d abandoned waits: the heap grew by %d bytes (%.1f a wait); shared watches live: %d",
 		waits, grew, float64(grew)/waits, liveWatches())
 	if grew > 100*1024 {
 		t.Errorf("%d abandoned waits grew the heap by %d bytes, %.0f a wait: want it flat", waits, grew, float64(grew)/waits)
 	}
-	// The waiters' nodes go and their watches settle as the acquires that
-	// gave up finish their clean-up: nothing signals that, so poll, bounded.
-	testutil.WaitChildren(t, rawConn(t), base, 1) // the holder's alone
-	testutil.Until(t, "the one shared watch on the holder's node", func() (bool, string) {
-		n := liveWatches()
-		return n == 1, fmt.Sprintf("%d shared watches live", n)
-	})
 	if err := holder.Release(ctx); err != nil {
 		t.Fatal(err)
 	}

@@ -27,14 +27,17 @@ type Locker interface {
 	Err() error
 }
 
-// WithLock acquires l, runs fn, and releases l whatever fn returns. It is the
+// WithLock acquires l, runs fn, and releases l whatever fn does. It is the
 // shortest way to hold a lock, and the one that leaks nothing. fn's context
 // is cancelled, with a cause wrapping ErrLockLost (see context.Cause), as
 // soon as the lock can no longer be trusted, so that work under a lost lock
 // stops. The result is fn's error joined with the release's: after a loss the
 // release reports it (ErrLockLost), so the caller always learns that fn's
-// work was not protected all along. A nil ctx or fn is an error wrapping
-// ErrBadArgument.
+// work was not protected all along. If fn panics (or calls
+// runtime.Goexit), l is released first, with a context of its own bounded
+// by a few seconds, and the panic then goes on as it was: a caller that
+// recovers it (net/http does) finds the lock free. A nil ctx or fn is an
+// error wrapping ErrBadArgument.
 func WithLock(ctx context.Context, l Locker, fn func(ctx context.Context) error) error {
 	if err := checkContext(ctx); err != nil {
 		return errs.Errorf("with lock: %w", err)
@@ -46,7 +49,17 @@ func WithLock(ctx context.Context, l Locker, fn func(ctx context.Context) error)
 		return err
 	}
 	lctx, _, stop := watchLoss(ctx, l)
+	returned := false
+	defer func() {
+		if !returned { // fn panicked: the lock goes before the panic does
+			stop()
+			rctx, rcancel := cleanupContext(ctx)
+			defer rcancel()
+			_ = l.Release(rctx)
+		}
+	}()
 	err := fn(lctx)
+	returned = true
 	stop()
 	rctx, rcancel := cleanupContext(ctx)
 	defer rcancel()

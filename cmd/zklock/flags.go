@@ -11,13 +11,17 @@ import (
 	"io"
 	"net"
 	"os"
+	"regexp"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/go-zookeeper/zk"
 
 	"github.com/gocurator/curator/framework"
+	"github.com/gocurator/curator/internal/errs"
 	"github.com/gocurator/curator/retry"
+	"github.com/gocurator/curator/state"
 )
 
 // Defaults of the global flags. The session timeout is half the library's
@@ -72,6 +76,10 @@ func (o *globalOptions) register(fs *flag.FlagSet) {
 func (o *globalOptions) validate() error {
 	if strings.TrimSpace(o.servers) == "" {
 		return usageErrorf("--servers must not be empty")
+	}
+	if i := strings.IndexByte(o.servers, '/'); i >= 0 {
+		return usageErrorf("--servers %q ends in a chroot path (%s); zklock takes none: give the servers alone and --namespace %s",
+			o.servers, o.servers[i:], cmp.Or(strings.Trim(o.servers[i:], "/"), "NS"))
 	}
 	if o.auth != "" && !strings.Contains(o.auth, ":") {
 		return usageErrorf("--auth wants user:password")
@@ -139,18 +147,55 @@ func (o *globalOptions) connect(ctx context.Context, extra ...framework.Option) 
 	}
 	client, err := framework.New(o.servers, retry.NewExponentialBackoff(200*time.Millisecond, 5), opts...)
 	if err != nil {
+		if errors.Is(err, framework.ErrInvalidArgument) && strings.Contains(err.Error(), "connect string") {
+			return nil, usageErrorf("--servers: %s", strings.TrimPrefix(errs.Strip(err.Error()), "invalid argument: "))
+		}
 		if errors.Is(err, framework.ErrInvalidArgument) {
-			return nil, usageErrorf("%v", err)
+			return nil, usageErrorf("%s", errs.Strip(err.Error()))
 		}
 		return nil, err
 	}
-	cctx, cancel := context.WithTimeout(ctx, o.connectTimeout)
-	defer cancel()
-	if err := client.BlockUntilConnected(cctx); err != nil {
+	if err := awaitConnection(ctx, client, o.connectTimeout); err != nil {
 		client.Close()
-		return nil, fmt.Errorf("cannot connect to %s within %v: %w", o.servers, o.connectTimeout, err)
+		return nil, err
 	}
 	return client, nil
+}
+
+// awaitConnection waits until client is connected, at most timeout (its
+// --connect-timeout). It gives up as soon as every server has refused
+// (framework.Client.Unreachable: a dial of each has failed, not by a
+// timeout), and says why, server by server, then too.
+func awaitConnection(ctx context.Context, client *framework.Client, timeout time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	changed := make(chan struct{}, 1)
+	defer client.AddListener(state.ListenerFunc(func(state.ConnectionState) {
+		select {
+		case changed <- struct{}{}:
+		default:
+		}
+	}))()
+	for {
+		next, unreachable := client.Unreachable()
+		switch {
+		case client.State().IsConnected():
+			return nil
+		case unreachable != nil:
+			return fmt.Errorf("cannot connect: %s", errs.Strip(withoutWait(unreachable).Error()))
+		}
+		select {
+		case <-changed:
+		case <-next:
+		case <-ctx.Done():
+			err := client.BlockUntilConnected(ctx) // its error names each server and its last dial
+			if err == nil {
+				return nil
+			}
+			return fmt.Errorf("cannot connect within %v (--connect-timeout): %s", timeout,
+				strings.TrimPrefix(errs.Strip(err.Error()), "waiting for a connection: "))
+		}
+	}
 }
 
 // newFlagSet returns a command's flag set with the global flags. It prints
@@ -220,7 +265,7 @@ func parseFailure(fs *flag.FlagSet, s streams, err error) error {
 // (fs) of args: a flag that is a command's own says so; the hint is to the
 // --help of the command in args, if any, and run's status is its own 125.
 func topFlagError(fs *flag.FlagSet, args []string, err error) *statusError {
-	se := &statusError{code: exitUsage, err: err}
+	se := &statusError{code: exitUsage, err: badFlagValue(fs, err)}
 	if name, owners := flagOfOthers(err); len(owners) > 0 {
 		se.err = fmt.Errorf("-%s is a flag of %s, not a global one: give it after the command", name, strings.Join(owners, " and "))
 	}
@@ -277,7 +322,7 @@ func parseFlags(fs *flag.FlagSet, args []string) ([]string, error) {
 		if errors.Is(err, flag.ErrHelp) {
 			return nil, err
 		}
-		return nil, &statusError{code: exitUsage, err: err}
+		return nil, &statusError{code: exitUsage, err: badFlagValue(fs, err)}
 	}
 	return fs.Args(), nil
 }
@@ -303,9 +348,9 @@ func parseArgs(fs *flag.FlagSet, args []string) ([]string, error) {
 }
 
 // parseOnePath parses fs over args and checks the global flags and the one
-// positional argument, a path called what ("PATH", "NODE"); hint says what
-// the argument is, for the usage error.
-func parseOnePath(fs *flag.FlagSet, g *globalOptions, args []string, what, hint string) (string, error) {
+// positional argument, a path called what ("PATH", "NODE"), which may be
+// the root if rootOK; hint says what the argument is, for the usage error.
+func parseOnePath(fs *flag.FlagSet, g *globalOptions, args []string, what, hint string, rootOK bool) (string, error) {
 	pos, err := parseArgs(fs, args)
 	if err != nil {
 		return "", err
@@ -315,6 +360,9 @@ func parseOnePath(fs *flag.FlagSet, g *globalOptions, args []string, what, hint 
 	}
 	if len(pos) != 1 {
 		return "", usageErrorf("%s wants exactly one %s%s, got %d arguments", fs.Name(), what, hint, len(pos))
+	}
+	if rootOK && pos[0] == "/" {
+		return pos[0], nil
 	}
 	return pos[0], validatePath(what, pos[0])
 }
@@ -329,3 +377,50 @@ func validatePath(what, p string) error {
 	}
 	return nil
 }
+
+// withoutWait is err, a *framework.NoServerError from Unreachable, without
+// how long no server has answered: zklock has waited a few milliseconds,
+// no more than it takes each server to refuse once.
+func withoutWait(err error) error {
+	var nse *framework.NoServerError
+	if !errors.As(err, &nse) {
+		return err
+	}
+	shown := *nse
+	shown.Waited = 0
+	return &shown
+}
+
+// badFlagValue is err, the flag package's error for a value a flag of fs
+// could not parse, saying what the flag wants instead of "parse error": a
+// duration with its unit, a whole number. Any other error is returned as
+// it is.
+func badFlagValue(fs *flag.FlagSet, err error) error {
+	m := flagValueError.FindStringSubmatch(err.Error())
+	if m == nil {
+		return err
+	}
+	value, uerr := strconv.Unquote(m[1])
+	f := fs.Lookup(m[2])
+	if uerr != nil || f == nil {
+		return err
+	}
+	getter, ok := f.Value.(flag.Getter)
+	if !ok {
+		return err
+	}
+	var want string
+	switch getter.Get().(type) {
+	case time.Duration:
+		want = "a duration with its unit, such as 30s, 1m30s or 500ms"
+	case int, int64, uint, uint64:
+		want = "a whole number"
+	default:
+		return err
+	}
+	return fmt.Errorf("--%s %q is not %s", f.Name, value, want)
+}
+
+// flagValueError matches the flag package's error for a value its own
+// parser refused: the value (quoted) and the flag's name.
+var flagValueError = regexp.MustCompile(`^invalid value ("(?:[^"\\]|\\.)*") for flag -([^:]+): (?:parse error|value out of range)$`)

@@ -35,7 +35,7 @@ func lsFlags(g *globalOptions, o *lsOptions) *flag.FlagSet {
 func cmdLs(ctx context.Context, g *globalOptions, args []string, s streams) error {
 	var o lsOptions
 	fs := lsFlags(g, &o)
-	path, err := parseOnePath(fs, g, args, "PATH", "")
+	path, err := parseOnePath(fs, g, args, "PATH", "", true)
 	if err == nil {
 		err = checkLsOptions(&o.Options)
 	}
@@ -76,7 +76,7 @@ func list(ctx context.Context, client *framework.Client, path string, o lockqueu
 			return parent, err
 		}
 	}
-	if client.Namespace() == "" {
+	if client.Namespace() == "" && path != "/" {
 		for _, p := range namespacesHolding(ctx, client, path) {
 			l.Warnings = append(l.Warnings, lockqueue.Warning{
 				Message: fmt.Sprintf("no lock at %s; %s has one: a --namespace may be missing (--namespace %s)", path, p, p[1:len(p)-len(path)]),
@@ -99,7 +99,7 @@ func namespacesHolding(ctx context.Context, client *framework.Client, path strin
 	var found []string
 	tried := 0
 	for _, ns := range top {
-		if ns == "zookeeper" {
+		if framework.IsReserved("/" + ns) {
 			continue
 		}
 		if tried++; tried > lsMaxTopLevel {

@@ -56,7 +56,7 @@ type revokeResult struct {
 func cmdRevoke(ctx context.Context, g *globalOptions, args []string, s streams) error {
 	var o revokeOptions
 	fs := revokeFlags(g, &o)
-	target, err := parseOnePath(fs, g, args, "NODE or PATH", " (a lock node from zklock ls, or a lock path)")
+	target, err := parseOnePath(fs, g, args, "NODE or PATH", " (a lock node from zklock ls, or a lock path)", false)
 	if err == nil && o.timeout < 0 {
 		err = usageErrorf("--timeout must not be negative")
 	}

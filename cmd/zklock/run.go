@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"runtime"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -131,6 +132,9 @@ func parseRunArgs(fs *flag.FlagSet, args []string, o *runOptions) error {
 	}
 	if len(rest) == 0 {
 		return usageErrorf("run wants PATH -- COMMAND [ARGS...]")
+	}
+	if n := len(args) - len(rest); n > 0 && args[n-1] == "--" && !strings.HasPrefix(rest[0], "/") {
+		return usageErrorf("PATH is missing: run wants the lock's PATH before -- (zklock run PATH -- COMMAND [ARGS...])")
 	}
 	o.path = rest[0]
 	if o.argv, err = parseFlags(fs, rest[1:]); err != nil {

@@ -17,6 +17,8 @@ import (
 	"time"
 
 	"github.com/gocurator/curator/framework"
+	"github.com/gocurator/curator/framework/zktest"
+	"github.com/gocurator/curator/internal/testclient"
 	"github.com/gocurator/curator/internal/testutil"
 	"github.com/gocurator/curator/recipes"
 )
@@ -35,6 +37,12 @@ type terminal struct {
 // the shared server, in a new terminal, stopped (by pid) when the test ends.
 func startTerminal(t testing.TB, args ...string) *terminal {
 	t.Helper()
+	return startTerminalAt(t, server.Addr(), args...)
+}
+
+// startTerminalAt is startTerminal with ZK_SERVERS set to servers.
+func startTerminalAt(t testing.TB, servers string, args ...string) *terminal {
+	t.Helper()
 	tmux, err := exec.LookPath("tmux")
 	if err != nil {
 		t.Fatal("tmux is needed (Debian package tmux; make deps installs it)")
@@ -50,7 +58,7 @@ func startTerminal(t testing.TB, args ...string) *terminal {
 	}
 	script += `; echo "[zklock exited $?]"`
 	if out, err := exec.Command(tmux, "-S", term.sock, "-f", conf, "new-session", "-d", "-x", "200", "-y", "60",
-		"-e", "ZK_SERVERS="+server.Addr(), "sh", "-c", script).CombinedOutput(); err != nil {
+		"-e", "ZK_SERVERS="+servers, "sh", "-c", script).CombinedOutput(); err != nil {
 		os.RemoveAll(dir)
 		t.Fatalf("tmux new-session: %v: %s", err, out)
 	}
@@ -247,5 +255,49 @@ func TestBinaryLsWatchJSON(t *testing.T) {
 	if last := lines[len(lines)-1]; len(lines) < 3 || lines[0]["exists"] != false || last["recipe"] != "parent" ||
 		!strings.Contains(fmt.Sprint(last["locks"]), h.LockPath()) {
 		t.Errorf("lines %v, want a missing path first and, last, the parent with the holder %s", lines, h.LockPath())
+	}
+}
+
+// ls --watch in a terminal through an outage of its server: the banner
+// under the title says the connection's state (CONNECTED; SUSPENDED since
+// when, and that no server answered, naming the server and its dial's
+// error; LOST once zklock's 3s session is given up), the last listing
+// stays on the screen marked stale, and it is listed afresh, not stale,
+// once the server is back. AGE ticks between changes of the tree.
+func TestBinaryLsWatchThroughAnOutage(t *testing.T) {
+	testutil.CheckLeaks(t) // first: its check runs once the server is closed
+	s := zktest.NewServer(t, zktest.WithTickTime(100*time.Millisecond), zktest.WithSessionTimeoutRange(200*time.Millisecond, time.Minute))
+	ctx, path := testutil.Context(t), testutil.Path(t) // the server is the test's own: no tree to clean up
+	mu, err := recipes.NewInterProcessMutex(testclient.New(t, s.Addr(), framework.WithSessionTimeout(time.Minute)), path)
+	testutil.Must(t, err)
+	h := mu.NewHandle()
+	testutil.Must(t, h.Acquire(ctx))
+	defer h.Release(context.Background())
+	_, node := framework.SplitPath(h.LockPath())
+
+	term := startTerminalAt(t, s.Addr(), "ls", "--watch", "--session-timeout", "3s", path)
+	first := holderRow(term.waitFor(ctx, "connection CONNECTED", node))
+	term.waitScreen(ctx, "the holder's AGE ticking", func(screen string) bool {
+		row := holderRow(screen)
+		return row != "" && strings.Fields(row)[4] != strings.Fields(first)[4]
+	})
+
+	testutil.Must(t, s.Stop())
+	down := term.waitFor(ctx, "connection SUSPENDED since ", "no server answered for ", s.Addr()+" (connection refused)", "STALE: listed at ")
+	if !strings.Contains(holderRow(down), node) {
+		t.Errorf("the stale listing is gone:\n%s", down)
+	}
+	term.waitFor(ctx, "connection LOST since ", s.Addr()+" (connection refused)", "STALE: listed at ", node)
+
+	testutil.Must(t, s.Restart())
+	back := term.waitScreen(ctx, "a fresh listing", func(screen string) bool {
+		return strings.Contains(screen, "connection RECONNECTED") && !strings.Contains(screen, "STALE")
+	})
+	if !strings.Contains(holderRow(back), node) {
+		t.Errorf("the holder is not listed once the server is back:\n%s", back)
+	}
+	term.run("send-keys", "C-c")
+	if status := term.waitExit(ctx); status != 0 {
+		t.Errorf("Ctrl-C: status %d, screen:\n%s", status, term.screen())
 	}
 }

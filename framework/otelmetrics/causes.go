@@ -15,6 +15,13 @@ import (
 // OpenTelemetry's conventions name it.
 const causeOther = "_OTHER"
 
+// The causes that are also outcomes of an acquire (outcomes.go).
+const (
+	causeTimeout  = "timeout"
+	causeCanceled = "canceled"
+	causeLocked   = "locked"
+)
+
 // causeOf is the value of error.type for err, why an acquisition failed or
 // a grant or a term ended: one of the fixed set the package doc lists.
 func causeOf(err error) string {
@@ -32,11 +39,11 @@ func causeOf(err error) string {
 	case errors.Is(err, zk.ErrNoNode):
 		return "node_gone"
 	case errors.Is(err, context.DeadlineExceeded):
-		return "timeout"
+		return causeTimeout
 	case errors.Is(err, recipes.ErrLocked):
-		return "locked"
+		return causeLocked
 	case errors.Is(err, context.Canceled):
-		return "canceled"
+		return causeCanceled
 	case errors.Is(err, recipes.ErrLeadershipInterrupted):
 		return "interrupted"
 	}

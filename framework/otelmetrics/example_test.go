@@ -15,6 +15,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	otelprometheus "go.opentelemetry.io/otel/exporters/prometheus"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
 	"github.com/gocurator/curator/framework"
 	"github.com/gocurator/curator/framework/otelmetrics"
@@ -130,4 +132,59 @@ func Example() {
 	// gocurator_lock_hold_duration_seconds_count 2
 	// gocurator_lock_holder_count 0
 	// gocurator_lock_waiter_count 0
+}
+
+// A mutex acquired and released under a request's span: the acquire's span
+// and the hold's are its children. A real program gives NewTracing its
+// tracer provider (otel.GetTracerProvider()), and the Tracing and a Metrics
+// to the client as two hooks.
+func ExampleNewTracing() {
+	exporter := tracetest.NewInMemoryExporter() // an OTLP exporter in a real program
+	provider := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exporter))
+	defer provider.Shutdown(context.Background())
+	tracing, err := otelmetrics.NewTracing(provider)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	client, err := framework.New(os.Getenv("ZK_SERVERS"), retry.NewExponentialBackoff(100*time.Millisecond, 5),
+		framework.WithEventHook(tracing))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer client.Close()
+	mu, err := recipes.NewInterProcessMutex(client, "/examples/tracing")
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	ctx, request := provider.Tracer("example").Start(ctx, "request")
+	h := mu.NewHandle()
+	if err := h.Acquire(ctx); err != nil {
+		fmt.Println(err)
+		return
+	}
+	h.Release(ctx)
+	request.End()
+	client.Close() // the hooks hear every event before Close returns
+
+	for _, span := range exporter.GetSpans() {
+		if span.Name == "request" {
+			continue
+		}
+		var outcome string
+		for _, kv := range span.Attributes {
+			if kv.Key == "gocurator.outcome" {
+				outcome = kv.Value.AsString()
+			}
+		}
+		fmt.Println(span.Name, outcome, "child of request:", span.Parent.SpanID() == request.SpanContext().SpanID())
+	}
+	// Output:
+	// gocurator.lock.acquire acquired child of request: true
+	// gocurator.lock.hold released child of request: true
 }

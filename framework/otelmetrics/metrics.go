@@ -17,9 +17,10 @@ const ScopeName = "github.com/gocurator/curator/framework/otelmetrics"
 // The attributes every measurement carries, and the failures' and losses'
 // cause (OpenTelemetry's error.type).
 const (
-	attrPath   = attribute.Key("gocurator.path")
-	attrRecipe = attribute.Key("gocurator.recipe")
-	attrCause  = attribute.Key("error.type")
+	attrPath    = attribute.Key("gocurator.path")
+	attrRecipe  = attribute.Key("gocurator.recipe")
+	attrCause   = attribute.Key("error.type")
+	attrOutcome = attribute.Key("gocurator.outcome")
 )
 
 // Metrics is an event hook (framework.EventHook: give it to
@@ -56,7 +57,7 @@ func New(provider metric.MeterProvider, opts ...Option) (*Metrics, error) {
 	m := &Metrics{
 		pathLabel: cfg.pathLabel,
 
-		acquireDuration: mk.seconds("gocurator.lock.acquire.duration", "The time an acquisition of a lock or lease waited for its grant."),
+		acquireDuration: mk.seconds("gocurator.lock.acquire.duration", "The time an acquisition of a lock or lease waited, to its grant or failure, by gocurator.outcome."),
 		holdDuration:    mk.seconds("gocurator.lock.hold.duration", "The time a lock or lease was held, to its release or loss."),
 		acquisitions:    mk.counter("gocurator.lock.acquisitions", "{acquisition}", "Locks and leases granted."),
 		failures:        mk.counter("gocurator.lock.acquire.failures", "{failure}", "Acquisitions of a lock or lease that gave up, by error.type."),
@@ -75,16 +76,24 @@ func New(provider metric.MeterProvider, opts ...Option) (*Metrics, error) {
 }
 
 // Event records e; the events of the client itself (no Recipe) and
-// revocation requests are not measured.
+// revocation requests are not measured. The measurements are made with the
+// event's Context (the acquire's), so that an SDK that keeps exemplars
+// links them to the caller's trace.
 func (m *Metrics) Event(e framework.Event) {
 	if e.Recipe == "" {
 		return
 	}
-	ctx := context.Background()
-	at := metric.WithAttributeSet(attribute.NewSet(attrPath.String(m.pathLabel(e.Path)), attrRecipe.String(e.Recipe)))
+	ctx := e.Context
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	path, recipe := attrPath.String(m.pathLabel(e.Path)), attrRecipe.String(e.Recipe)
+	at := metric.WithAttributeSet(attribute.NewSet(path, recipe))
 	because := func() metric.MeasurementOption {
-		return metric.WithAttributeSet(attribute.NewSet(attrPath.String(m.pathLabel(e.Path)), attrRecipe.String(e.Recipe),
-			attrCause.String(causeOf(e.Err))))
+		return metric.WithAttributeSet(attribute.NewSet(path, recipe, attrCause.String(causeOf(e.Err))))
+	}
+	waited := func() {
+		m.acquireDuration.Record(ctx, e.Wait.Seconds(), metric.WithAttributeSet(attribute.NewSet(path, recipe, attrOutcome.String(outcomeOf(e)))))
 	}
 	switch e.Kind {
 	case framework.AcquireStarted:
@@ -93,10 +102,11 @@ func (m *Metrics) Event(e framework.Event) {
 		m.waiters.Add(ctx, -1, at)
 		m.holders.Add(ctx, 1, at)
 		m.acquisitions.Add(ctx, 1, at)
-		m.acquireDuration.Record(ctx, e.Wait.Seconds(), at)
+		waited()
 	case framework.AcquireFailed:
 		m.waiters.Add(ctx, -1, at)
 		m.failures.Add(ctx, 1, because())
+		waited()
 	case framework.Released:
 		m.holders.Add(ctx, -1, at)
 		m.holdDuration.Record(ctx, e.Hold.Seconds(), at)

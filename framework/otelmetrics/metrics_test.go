@@ -24,14 +24,15 @@ import (
 	"github.com/gocurator/curator/state"
 )
 
-// recorder is the example's wiring (serve), with its hook told to a channel
-// too once it has recorded each event: a test waits for an event there,
-// and the next scrape counts it.
+// recorder is the example's wiring (serve), with a hook of the test's own
+// added after the Metrics: a user's hook beside otelmetrics'. It tells each
+// event to a channel, once the Metrics (a hook before it) has recorded it:
+// a test waits for an event there, and the next scrape counts it.
 type recorder struct {
 	t     *testing.T
 	addr  string
 	heard chan framework.Event
-	hook  framework.EventHook
+	hooks []framework.Option
 }
 
 func newRecorder(t *testing.T, opts ...otelmetrics.Option) *recorder {
@@ -42,10 +43,10 @@ func newRecorder(t *testing.T, opts ...otelmetrics.Option) *recorder {
 	}
 	t.Cleanup(stop)
 	r := &recorder{t: t, addr: addr, heard: make(chan framework.Event, 4096)}
-	r.hook = framework.EventFunc(func(e framework.Event) {
-		metrics.Event(e)
-		r.heard <- e
-	})
+	r.hooks = []framework.Option{
+		framework.WithEventHook(metrics),
+		framework.WithEventHook(framework.EventFunc(func(e framework.Event) { r.heard <- e })),
+	}
 	return r
 }
 
@@ -122,9 +123,10 @@ next:
 	return 0, false
 }
 
-// expect is one sample a scrape must show.
+// expect is one sample a scrape must show: of the family, with the path
+// and recipe, and a third label if one is given ("error_type=timeout").
 type expect struct {
-	family, path, recipe, cause string
+	family, path, recipe, label string
 	want                        float64
 }
 
@@ -132,8 +134,8 @@ func (r *recorder) check(families map[string]*dto.MetricFamily, es ...expect) {
 	r.t.Helper()
 	for _, e := range es {
 		labels := []string{"gocurator_path", e.path, "gocurator_recipe", e.recipe}
-		if e.cause != "" {
-			labels = append(labels, "error_type", e.cause)
+		if name, value, ok := strings.Cut(e.label, "="); ok {
+			labels = append(labels, name, value)
 		}
 		if got, ok := value(families, e.family, labels...); !ok || got != e.want {
 			r.t.Errorf("%s%v = %v (found: %v), want %v", e.family, labels, got, ok, e.want)
@@ -142,29 +144,24 @@ func (r *recorder) check(families map[string]*dto.MetricFamily, es ...expect) {
 }
 
 // Real acquisitions, failures and losses, scraped from the example's
-// /metrics: the counts and histogram counts of each lock and term, the
+// /metrics: the counts and histogram counts of each lock and term (every
+// acquire's wait, by its outcome: acquired, timeout, canceled, locked), the
 // causes of failures and losses, a waiter counted while it waits, every
 // waiter, holder and leader count back at 0 at the end, and no attribute
-// but the path, the recipe and the cause (no node names, no sessions).
+// but the path, the recipe and the cause or the outcome (no node names, no
+// sessions). The Grafana dashboard (docs/grafana) queries only what this
+// scrape shows.
 func TestMetricsOfRealLocks(t *testing.T) {
 	ctx, base := testutil.Begin(t, server.Addr())
 	r := newRecorder(t)
-	c := testclient.New(t, server.Addr(), framework.WithEventHook(r.hook))
+	c := testclient.New(t, server.Addr(), r.hooks...)
 	other := testclient.New(t, server.Addr())
 	var nodes []string // every node that events named, for the check that no label does
-	mutex := func(c *framework.Client, path string) *recipes.Handle {
-		t.Helper()
-		m, err := recipes.NewInterProcessMutex(c, path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return m.NewHandle()
-	}
 
 	// A mutex acquired and released three times.
 	const n = 3
 	mu := base + "/mutex"
-	h := mutex(c, mu)
+	h := mutex(t, c, mu)
 	for range n {
 		if err := h.Acquire(ctx); err != nil {
 			t.Fatal(err)
@@ -177,7 +174,7 @@ func TestMetricsOfRealLocks(t *testing.T) {
 
 	// Held elsewhere: a waiter counted while it waits, then canceled; a
 	// timeout; a try that finds it held.
-	held := mutex(other, mu)
+	held := mutex(t, other, mu)
 	if err := held.Acquire(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -219,8 +216,8 @@ func TestMetricsOfRealLocks(t *testing.T) {
 	// dropped at a fault proxy.
 	lost, leaderLost := base+"/lost", base+"/leader-lost"
 	proxy := zktest.NewProxy(t, server.Addr())
-	pc := testclient.New(t, proxy.Addr(), framework.WithEventHook(r.hook))
-	ph := mutex(pc, lost)
+	pc := testclient.New(t, proxy.Addr(), r.hooks...)
+	ph := mutex(t, pc, lost)
 	if err := ph.Acquire(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -251,7 +248,7 @@ func TestMetricsOfRealLocks(t *testing.T) {
 
 	// A lock whose node is found gone: deleted behind its holder's back.
 	gone := base + "/gone"
-	gh := mutex(c, gone)
+	gh := mutex(t, c, gone)
 	if err := gh.Acquire(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -284,19 +281,22 @@ func TestMetricsOfRealLocks(t *testing.T) {
 	families := r.scrape()
 	r.check(families,
 		expect{"gocurator_lock_acquisitions_total", mu, "mutex", "", n},
-		expect{"gocurator_lock_acquire_duration_seconds", mu, "mutex", "", n},
+		expect{"gocurator_lock_acquire_duration_seconds", mu, "mutex", "gocurator_outcome=acquired", n},
+		expect{"gocurator_lock_acquire_duration_seconds", mu, "mutex", "gocurator_outcome=canceled", 1},
+		expect{"gocurator_lock_acquire_duration_seconds", mu, "mutex", "gocurator_outcome=timeout", 1},
+		expect{"gocurator_lock_acquire_duration_seconds", mu, "mutex", "gocurator_outcome=locked", 1},
 		expect{"gocurator_lock_hold_duration_seconds", mu, "mutex", "", n},
-		expect{"gocurator_lock_acquire_failures_total", mu, "mutex", "canceled", 1},
-		expect{"gocurator_lock_acquire_failures_total", mu, "mutex", "timeout", 1},
-		expect{"gocurator_lock_acquire_failures_total", mu, "mutex", "locked", 1},
+		expect{"gocurator_lock_acquire_failures_total", mu, "mutex", "error_type=canceled", 1},
+		expect{"gocurator_lock_acquire_failures_total", mu, "mutex", "error_type=timeout", 1},
+		expect{"gocurator_lock_acquire_failures_total", mu, "mutex", "error_type=locked", 1},
 		expect{"gocurator_lock_acquisitions_total", sem, "semaphore", "", 1},
 		expect{"gocurator_lock_hold_duration_seconds", sem, "semaphore", "", 1},
-		expect{"gocurator_lock_losses_total", lost, "mutex", "suspended", 1},
+		expect{"gocurator_lock_losses_total", lost, "mutex", "error_type=suspended", 1},
 		expect{"gocurator_lock_hold_duration_seconds", lost, "mutex", "", 1},
-		expect{"gocurator_lock_losses_total", gone, "mutex", "node_gone", 1},
+		expect{"gocurator_lock_losses_total", gone, "mutex", "error_type=node_gone", 1},
 		expect{"gocurator_leader_terms_total", latchPath, "latch", "", 1},
 		expect{"gocurator_leader_term_duration_seconds", latchPath, "latch", "", 1},
-		expect{"gocurator_leader_losses_total", leaderLost, "latch", "suspended", 1},
+		expect{"gocurator_leader_losses_total", leaderLost, "latch", "error_type=suspended", 1},
 	)
 	if _, ok := value(families, "gocurator_leader_losses_total", "gocurator_path", latchPath); ok {
 		t.Errorf("a latch closed while it led counted as a loss of leadership")
@@ -312,6 +312,17 @@ func TestMetricsOfRealLocks(t *testing.T) {
 		}
 	}
 	checkLabels(t, families, []string{mu, sem, lost, leaderLost, gone, latchPath}, nodes)
+	checkDashboard(t, families)
+}
+
+// mutex returns a handle of a new mutex of c on path.
+func mutex(t *testing.T, c *framework.Client, path string) *recipes.Handle {
+	t.Helper()
+	m, err := recipes.NewInterProcessMutex(c, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m.NewHandle()
 }
 
 // checkLabels fails the test unless every gocurator series is labelled by
@@ -325,9 +336,10 @@ func checkLabels(t *testing.T, families map[string]*dto.MetricFamily, paths, nod
 		}
 	}
 	allowed := map[string][]string{
-		"gocurator_path":   paths,
-		"gocurator_recipe": {"mutex", "read", "write", "semaphore", "latch", "selector"},
-		"error_type":       {"timeout", "locked", "canceled", "suspended", "lost", "closed", "node_gone", "interrupted", "_OTHER"},
+		"gocurator_path":    paths,
+		"gocurator_recipe":  {"mutex", "read", "write", "semaphore", "latch", "selector"},
+		"error_type":        {"timeout", "locked", "canceled", "suspended", "lost", "closed", "node_gone", "interrupted", "_OTHER"},
+		"gocurator_outcome": {"acquired", "timeout", "canceled", "locked", "failed"},
 	}
 	seen := 0
 	for name, f := range families {
@@ -364,7 +376,7 @@ func TestPathLabel(t *testing.T) {
 	ctx, base := testutil.Begin(t, server.Addr())
 	orders := base + "/orders"
 	r := newRecorder(t, otelmetrics.WithPathLabel(path.Dir))
-	c := testclient.New(t, server.Addr(), framework.WithEventHook(r.hook))
+	c := testclient.New(t, server.Addr(), r.hooks...)
 	for _, id := range []string{"1", "2"} {
 		m, err := recipes.NewInterProcessMutex(c, orders+"/"+id)
 		if err != nil {

@@ -47,6 +47,7 @@ type Proxy struct {
 	conns      map[*proxyConn]struct{}
 	changed    chan struct{} // closed (and replaced) to wake held connections
 	held       map[int64]int // sessions held (HoldSession) or being expired: their reconnects wait
+	holdNew    int           // HoldNewSessions calls not yet released: connects asking for a new session wait
 	arms       []*loseArm
 	waits      []*requestWait
 	sessions   map[int64]sessionCred
@@ -413,6 +414,26 @@ func (p *Proxy) HoldSession(sessionID int64) (release func()) {
 	}
 }
 
+// HoldNewSessions holds every connection that asks for a new session (a
+// ConnectRequest with session id 0: a client's first, or its next after
+// its session expired), accepted with nothing forwarded or answered, while
+// reconnects to live sessions pass as usual. The returned function ends the
+// hold (it is idempotent): a held connection then goes through.
+func (p *Proxy) HoldNewSessions() (release func()) {
+	p.mu.Lock()
+	p.holdNew++
+	p.mu.Unlock()
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			p.mu.Lock()
+			defer p.mu.Unlock()
+			p.holdNew--
+			p.signalLocked()
+		})
+	}
+}
+
 // Close stops listening, closes every connection and waits for all of the
 // proxy's goroutines to end. It is idempotent.
 func (p *Proxy) Close() error {
@@ -669,7 +690,7 @@ func (c *proxyConn) waitForwardable(sid int64, raw bool) bool {
 			return false
 		}
 		c.reqSession = sid
-		held := p.blackholed || (!raw && sid != 0 && p.held[sid] > 0)
+		held := p.blackholed || (!raw && sid != 0 && p.held[sid] > 0) || (!raw && sid == 0 && p.holdNew > 0)
 		ch := p.changed
 		p.mu.Unlock()
 		if !held {
@@ -879,10 +900,12 @@ func (c *proxyConn) writeClient(down <-chan chunk) {
 		if c.p.bh.Load() {
 			continue
 		}
+		// Recorded before the write: once the client has the bytes (and
+		// its caller may look), LastReply already says so.
+		c.p.toward.Store(time.Now().UnixNano())
 		if _, err := c.client.Write(ch.data); err != nil {
 			c.close()
 			return
 		}
-		c.p.toward.Store(time.Now().UnixNano())
 	}
 }

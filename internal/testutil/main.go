@@ -21,7 +21,13 @@ import (
 // client's request may wait in the server until that client's next ping;
 // standalone mode's own 3.8.0 bug (a connection made while the server
 // starts is left hanging) cannot bite a server that is never restarted.
+//
+// In a child process of a test (RunChild) it starts no server: the child
+// uses its parent's, named by ZK_SERVERS.
 func Main(m *testing.M, server **zktest.Server, opts ...zktest.Option) int {
+	if IsChild() {
+		return m.Run()
+	}
 	s, err := zktest.StartServer(append([]zktest.Option{zktest.WithStandaloneMode()}, opts...)...)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "starting ZooKeeper:", err)

@@ -28,6 +28,12 @@ type Config struct {
 	OnEvent func(*Conn, zk.Event)
 	// Log hears go-zookeeper's own messages; nil drops them.
 	Log func(format string, args ...any)
+	// OnUntracked hears, on go-zookeeper's reader, that the tap could not
+	// follow what a server sent as ZooKeeper frames (why): until that TCP
+	// connection ends, no reply on it counts as contact, so LastContact
+	// stands still (and a LOST timer counting from it comes early). It
+	// must not block. Nil: nobody hears.
+	OnUntracked func(why string)
 }
 
 // Session is a session as the server's connect response gave it: what it
@@ -52,13 +58,20 @@ type Conn struct {
 	// the wall clock; 0 before the first answer.
 	contact atomic.Int64
 	written writeHooks // creates that want to hear when their request is written
+	dials   dialLog    // what the last dial of each server gave (dials.go)
 
 	mu      sync.Mutex
 	tcp     net.Conn // the current TCP connection, closed on Close to unblock a handshake
 	closing bool     // Close has begun: a connection dialled now is closed at once
 	session Session  // of the last handshake that gave one
+	// before is the session before it (go-zookeeper moves to a new one when
+	// the servers expired the last), and beforeContact its last contact.
+	before        Session
+	beforeContact int64
 
 	containers inflight // container creates under way (container.go)
+
+	onUntracked func(why string) // Config.OnUntracked
 }
 
 // goZKSendBuffer is the size of go-zookeeper's default send buffer: a
@@ -70,16 +83,18 @@ const goZKSendBuffer = 1536 * 1024
 // work: go-zookeeper connects in the background, and cfg.OnEvent hears how
 // it goes, from the moment Dial returns.
 func Dial(cfg Config) (*Conn, error) {
-	c := &Conn{}
+	c := &Conn{onUntracked: cfg.OnUntracked}
 	ready := make(chan struct{}) // closed once c.Conn is set: events wait for it
 	dial := cfg.Dial
 	if dial == nil {
 		dial = net.DialTimeout
 	}
 	logger := zkLogger(cfg.Log)
+	c.dials.init(cfg.Servers)
 	zc, events, err := zk.Connect(cfg.Servers, cfg.SessionTimeout,
 		zk.WithHostProvider(&staticHosts{}),
 		zk.WithEventCallback(func(ev zk.Event) {
+			c.dials.event(ev)
 			if cfg.OnEvent != nil {
 				<-ready
 				cfg.OnEvent(c, ev)
@@ -87,7 +102,7 @@ func Dial(cfg Config) (*Conn, error) {
 		}),
 		zk.WithLogger(logger),
 		zk.WithMaxConnBufferSize(max(goZKSendBuffer, cfg.MaxRequest+4)),
-		zk.WithDialer(c.dialer(dial)))
+		zk.WithDialer(c.dialer(c.dials.recording(dial))))
 	if err != nil {
 		return nil, err
 	}
@@ -217,11 +232,42 @@ func (c *Conn) dialer(dial zk.Dialer) zk.Dialer {
 	}
 }
 
-// setSession records the session a connect response gave.
+// setSession records the session a connect response gave. A new one (not
+// the one resumed) keeps the last one's contact for SessionContact, and
+// starts its own from none: the handshake that made it is answered next.
 func (c *Conn) setSession(s Session) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if c.session.ID != 0 && s.ID != c.session.ID {
+		c.before, c.beforeContact = c.session, c.contact.Swap(0)
+	}
 	c.session = s
+}
+
+// SessionContact returns the last contact (as LastContact) and the
+// negotiated timeout of session id: the current one, or the one just
+// before it; zeros for any other. Once go-zookeeper has moved to a new
+// session, the old one's last contact and timeout are still known: when
+// the servers could first have expired it is its last contact plus its
+// timeout, not anything of the new session's handshake.
+func (c *Conn) SessionContact(id int64) (last time.Time, timeout time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var ns int64
+	switch {
+	case id == 0:
+		return time.Time{}, 0
+	case id == c.session.ID:
+		ns, timeout = c.contact.Load(), c.session.Timeout
+	case id == c.before.ID:
+		ns, timeout = c.beforeContact, c.before.Timeout
+	default:
+		return time.Time{}, 0
+	}
+	if ns == 0 {
+		return time.Time{}, timeout
+	}
+	return epoch.Add(time.Duration(ns)), timeout
 }
 
 // contacted records that a request sent at sent was answered.

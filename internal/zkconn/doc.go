@@ -16,7 +16,9 @@
 //     then reaches the server after it, without waiting for its reply;
 //   - a guard against go-zookeeper's race between CreateContainer and Close
 //     (CreateContainer);
-//   - a Close that waits until go-zookeeper's goroutines have ended.
+//   - a Close that waits until go-zookeeper's goroutines have ended;
+//   - what the last dial of each server gave (Dials: connection refused, a
+//     handshake without a session...), which go-zookeeper only logs.
 //
 // CloseSession closes a session on a server from a connection of its own,
 // and staticHosts gives go-zookeeper its servers without DNS.
@@ -49,4 +51,9 @@
 //     dropped (conn.go, notifyWatches and invalidateWatches): every
 //     goroutine receiving from it wakes, one of them with the event. The
 //     recipes' shared watches rely on it (recipes/watches.go).
+//  9. The session events name the server of the connection (Event.Server):
+//     StateConnected once a dial has connected, then StateHasSession, or
+//     StateExpired, or StateDisconnected when the handshake failed; and
+//     StateDisconnected when a connection with a session drops (conn.go,
+//     connect, loop and setState). The dial log relies on it (dials.go).
 package zkconn

@@ -2,6 +2,7 @@ package zkconn
 
 import (
 	"encoding/binary"
+	"fmt"
 	"math"
 	"net"
 	"sync"
@@ -44,11 +45,22 @@ type tap struct {
 	readHs    bool   // the connect response has been read
 }
 
-// sent is a request written: its xid and when.
+// sent is a request written: its xid, whether its reply renews the session
+// (contact), and when.
 type sent struct {
-	xid int32
-	at  int64 // monotonic ns (mono)
+	xid     int32
+	contact bool
+	at      int64 // monotonic ns (mono)
 }
+
+// The opcodes of the requests a server answers without renewing the
+// session: it handles them as they arrive, not through its request
+// pipeline, which is where a session is touched (ZooKeeperServer.
+// processPacket: auth, sasl).
+const (
+	opAuth = 100
+	opSASL = 102
+)
 
 // handshakeXid stands for the connect request, which has no xid.
 const handshakeXid = math.MinInt32
@@ -94,11 +106,11 @@ func (t *tap) sent(frame []byte, now int64) bool {
 	defer t.mu.Unlock()
 	if !t.sentHs {
 		t.sentHs = true
-		t.pending = append(t.pending, sent{handshakeXid, now})
+		t.pending = append(t.pending, sent{handshakeXid, true, now})
 		return false
 	}
-	if xid, _, ok := zkwire.RequestHeader(frame); ok {
-		t.pending = append(t.pending, sent{xid, now})
+	if xid, op, ok := zkwire.RequestHeader(frame); ok {
+		t.pending = append(t.pending, sent{xid, op != opAuth && op != opSASL, now})
 	}
 	return true
 }
@@ -157,6 +169,9 @@ func (t *tap) follow(b []byte) {
 			size, ok := zkwire.FrameLen(t.hdr)
 			if !ok {
 				t.lost = true
+				if f := t.c.onUntracked; f != nil {
+					f(fmt.Sprintf("a frame of %d bytes from %s is no ZooKeeper frame", int32(binary.BigEndian.Uint32(t.hdr[:])), t.RemoteAddr()))
+				}
 				return
 			}
 			t.hdrN, t.rest, t.bodyN = 0, size, 0
@@ -227,7 +242,9 @@ func (t *tap) answered(xid int32) {
 		case t.head >= 1024 && 2*t.head >= len(t.pending):
 			t.pending, t.head = t.pending[:copy(t.pending, t.pending[t.head:])], 0 // a queue never empty
 		}
-		t.c.contacted(s.at)
+		if s.contact {
+			t.c.contacted(s.at)
+		}
 		return
 	}
 }

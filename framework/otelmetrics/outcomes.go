@@ -1,0 +1,30 @@
+package otelmetrics
+
+import (
+	"github.com/gocurator/curator/framework"
+)
+
+// The outcomes of an acquire: the value of gocurator.outcome on the wait
+// histogram and on the acquire's span.
+const (
+	outcomeAcquired = "acquired"    // granted
+	outcomeTimeout  = causeTimeout  // its context's deadline passed first
+	outcomeCanceled = causeCanceled // its context was canceled first
+	outcomeLocked   = causeLocked   // a try found the lock held elsewhere
+	outcomeFailed   = "failed"      // anything else: a connection lost, the client closed, ...
+)
+
+// outcomeOf is how the acquire that e ended (an Acquired or AcquireFailed
+// event) came out: one of the outcomes above. A failure's outcome agrees
+// with its error.type (causeOf): timeout, canceled and locked are those
+// causes, every other cause is failed.
+func outcomeOf(e framework.Event) string {
+	if e.Kind == framework.Acquired {
+		return outcomeAcquired
+	}
+	switch cause := causeOf(e.Err); cause {
+	case causeTimeout, causeCanceled, causeLocked:
+		return cause
+	}
+	return outcomeFailed
+}

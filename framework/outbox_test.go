@@ -1,0 +1,156 @@
+package framework
+
+import (
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+	"go.uber.org/zap/zaptest/observer"
+
+	"github.com/gocurator/curator/framework/zktest"
+	"github.com/gocurator/curator/internal/testutil"
+	"github.com/gocurator/curator/state"
+)
+
+// blockingCore is a log sink that blocks every write while it is shut,
+// and calls back into the client as it writes (a sink that reads the
+// client's state is the user's right): written under a lock of the
+// client's, or on go-zookeeper's goroutine, it would stall the client.
+type blockingCore struct {
+	zapcore.Core
+	mu     sync.Mutex
+	shut   chan struct{} // nil: open
+	c      *Client
+	writes int // writes begun while shut
+}
+
+func (b *blockingCore) Check(e zapcore.Entry, ce *zapcore.CheckedEntry) *zapcore.CheckedEntry {
+	return ce.AddCore(e, b)
+}
+
+func (b *blockingCore) Write(zapcore.Entry, []zapcore.Field) error {
+	b.mu.Lock()
+	shut, c := b.shut, b.c
+	if shut != nil {
+		b.writes++
+	}
+	b.mu.Unlock()
+	if c != nil {
+		_ = c.State()
+	}
+	if shut != nil {
+		<-shut
+	}
+	return nil
+}
+
+func (b *blockingCore) With([]zapcore.Field) zapcore.Core { return b }
+
+func (b *blockingCore) Enabled(zapcore.Level) bool { return true } // every line, DEBUG included
+
+// A log sink that blocks (and reads the client's state as it writes) holds
+// nothing of the library up: the client changes state at a blip, its
+// listeners hear it, and its calls go on, while every line waits. The
+// lines come once the sink opens.
+func TestSlowLogSinkDoesNotStallTheClient(t *testing.T) {
+	testutil.CheckLeaks(t)
+	ctx := testutil.Context(t)
+	sink := &blockingCore{Core: zapcore.NewNopCore()}
+	proxy := zktest.NewProxy(t, server.Addr())
+	rec := testutil.NewStateRecorder()
+	c := newClient(t, proxy.Addr(), WithListener(rec), WithLogger(zap.New(sink)))
+	open := make(chan struct{})
+	sink.mu.Lock()
+	sink.shut, sink.c = open, c
+	sink.mu.Unlock()
+	t.Cleanup(func() { close(open) }) // before the client's Close, which writes what is left
+	proxy.DropConnections()
+	rec.WaitFor(ctx, t, state.Suspended)
+	rec.WaitFor(ctx, t, state.Reconnected)
+	for i := range 20 {
+		if _, _, err := c.Exists(ctx, "/"); err != nil {
+			t.Fatalf("call %d while the sink is blocked: %v", i, err)
+		}
+	}
+	sink.mu.Lock()
+	writes := sink.writes
+	sink.mu.Unlock()
+	if writes > 1 {
+		t.Fatalf("%d lines written while the sink blocks in its first: not one at a time, in order", writes)
+	}
+}
+
+// A hook too slow for the events: past the bound, starts are dropped (and
+// say so: Emit reports it) but never an end of a start that was taken, so
+// that a gauge built on the events comes back to zero; the queue never
+// holds more droppable notes than its bound; a WARN says when the episode
+// begins and when it ends, with what it dropped; EventsDropped counts it.
+func TestOverflowKeepsEveryEndAndSaysSo(t *testing.T) {
+	testutil.CheckLeaks(t)
+	const pairs = 3 * maxQueuedEvents
+	core, logs := observer.New(zapcore.WarnLevel)
+	open := make(chan struct{})
+	var mu sync.Mutex
+	started, ended := map[string]bool{}, 0
+	var orphans []string
+	c := newClient(t, server.Addr(), WithLogger(zap.New(core)), WithEventHook(EventFunc(func(e Event) {
+		<-open
+		mu.Lock()
+		defer mu.Unlock()
+		switch e.Kind {
+		case AcquireStarted:
+			started[e.Path] = true
+		case AcquireFailed:
+			if !started[e.Path] {
+				orphans = append(orphans, e.Path)
+			}
+			ended++
+		}
+	})))
+	dropped := 0
+	most := 0
+	for i := range pairs {
+		p := fmt.Sprintf("/p%d", i)
+		if c.Emit(Event{Kind: AcquireStarted, Recipe: "mutex", Path: p}) {
+			dropped++
+			continue
+		}
+		c.Emit(Event{Kind: AcquireFailed, Recipe: "mutex", Path: p})
+		c.out.mu.Lock()
+		queued := len(c.out.items) + c.out.busy
+		c.out.mu.Unlock()
+		most = max(most, queued)
+	}
+	if dropped == 0 || uint64(dropped) != c.EventsDropped() {
+		t.Fatalf("%d starts dropped, EventsDropped %d: want some, counted", dropped, c.EventsDropped())
+	}
+	if told := pairs - dropped; most > maxQueuedEvents+2 {
+		t.Fatalf("%d notes queued at most (%d pairs taken): the bound is %d, and ends of taken starts", most, told, maxQueuedEvents)
+	}
+	close(open)
+	testutil.Until(t, "every end of a taken start heard", func() (bool, string) {
+		mu.Lock()
+		defer mu.Unlock()
+		return ended == pairs-dropped, fmt.Sprintf("%d of %d", ended, pairs-dropped)
+	})
+	mu.Lock()
+	if len(orphans) > 0 || len(started) != pairs-dropped {
+		t.Fatalf("%d ends heard without their start (%v...), %d starts heard, want %d", len(orphans), orphans[:min(3, len(orphans))], len(started), pairs-dropped)
+	}
+	mu.Unlock()
+	testutil.Until(t, "a WARN as the episode began, and one as it ended", func() (bool, string) {
+		var msgs []string
+		var ours []observer.LoggedEntry
+		for _, e := range logs.All() {
+			msgs = append(msgs, e.Message)
+			if strings.Contains(e.Message, "dropped") || strings.Contains(e.Message, "overflow") {
+				ours = append(ours, e)
+			}
+		}
+		return len(ours) == 2 && strings.Contains(ours[0].Message, "dropped") && strings.Contains(ours[1].Message, "over") &&
+			ours[1].ContextMap()["dropped"] == uint64(dropped), strings.Join(msgs, " | ")
+	})
+}

@@ -1,0 +1,238 @@
+// Command releasecheck proves that this repository's two modules install
+// as an outside user installs them (`make release-check`): it serves the
+// core module and framework/otelmetrics from a module proxy of files, builds
+// a fresh module outside the repository that imports both, from that proxy
+// alone for our modules (GOWORK=off, GOFLAGS=-mod=mod, a module cache of its
+// own), runs it, and checks that it was built with the versions and the
+// zips served, unreplaced, and that `go mod tidy` kept its go line, ours.
+//
+// The core is served at the version framework/otelmetrics requires: from
+// its tag when the tag exists (what users get), else from the working tree
+// (the release about to be tagged). framework/otelmetrics is served from
+// the working tree at -version. Third-party modules come from the module
+// cache (as a proxy), else from GOPROXY; their sums from our go.sum files.
+//
+// With -tidy it runs `go mod tidy` in framework/otelmetrics instead, with
+// the core served the same way, and leaves the core's go.sum lines as they
+// were (the sum of a version is known once it is published). With -mods it
+// only checks the go.mod files and go.work (`make check`): no replace, one
+// go line, a released version of the core required, and go.work standing
+// in for that version with the checkout's core.
+package main
+
+import (
+	"bytes"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+)
+
+// otelmetricsDir is framework/otelmetrics' directory in the repository.
+const otelmetricsDir = "framework/otelmetrics"
+
+func main() {
+	version := flag.String("version", "v0.1.0", "the version framework/otelmetrics is served at")
+	tidy := flag.Bool("tidy", false, "run go mod tidy in framework/otelmetrics against the core served locally")
+	mods := flag.Bool("mods", false, "only check the go.mod files and go.work")
+	flag.Parse()
+	if err := run(*version, *tidy, *mods); err != nil {
+		fmt.Fprintln(os.Stderr, "release-check:", err)
+		os.Exit(1)
+	}
+}
+
+func run(version string, tidy, modsOnly bool) error {
+	out, err := git(".", "rev-parse", "--show-toplevel")
+	if err != nil {
+		return err
+	}
+	root := strings.TrimSpace(string(out))
+	coreMod, err := readMod(filepath.Join(root, "go.mod"))
+	if err != nil {
+		return err
+	}
+	otelMod, err := readMod(filepath.Join(root, otelmetricsDir, "go.mod"))
+	if err != nil {
+		return err
+	}
+	work, err := readMod(filepath.Join(root, "go.work"))
+	if err != nil {
+		return err
+	}
+	coreVersion, err := checkMods(coreMod, otelMod, work)
+	if err != nil || modsOnly {
+		return err
+	}
+
+	tmp, err := os.MkdirTemp("", "gocurator-release-check-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(tmp) // the module cache is made writable (-modcacherw)
+	proxy := filepath.Join(tmp, "proxy")
+	core, from, err := coreAt(root, coreMod.module, coreVersion)
+	if err != nil {
+		return err
+	}
+	if err := core.serve(proxy); err != nil {
+		return err
+	}
+	env, err := outsideEnv(tmp, proxy)
+	if err != nil {
+		return err
+	}
+	if tidy {
+		return tidyOtelmetrics(filepath.Join(root, otelmetricsDir), env, core)
+	}
+
+	otel, err := fromWorkTree(root, otelmetricsDir, otelMod.module, version)
+	if err != nil {
+		return err
+	}
+	if err := otel.serve(proxy); err != nil {
+		return err
+	}
+	consumer := filepath.Join(tmp, "consumer")
+	if err := os.Mkdir(consumer, 0o755); err != nil {
+		return err
+	}
+	var sums [][]byte
+	for _, dir := range []string{root, filepath.Join(root, otelmetricsDir)} {
+		s, err := os.ReadFile(filepath.Join(dir, "go.sum"))
+		if err != nil {
+			return err
+		}
+		sums = append(sums, s)
+	}
+	if err := writeConsumer(consumer, coreMod.goLine, sums, core, otel); err != nil {
+		return err
+	}
+	if _, err := goCmd(consumer, env, "mod", "tidy"); err != nil {
+		return err
+	}
+	after, err := readMod(filepath.Join(consumer, "go.mod"))
+	if err != nil {
+		return err
+	}
+	if after.goLine != coreMod.goLine || len(after.replaces) > 0 {
+		return fmt.Errorf("go mod tidy of a module at go %s that requires ours made its go line %s (replaces: %q)",
+			coreMod.goLine, after.goLine, after.replaces)
+	}
+	bin := filepath.Join(tmp, "consumer-bin")
+	if _, err := goCmd(consumer, env, "build", "-o", bin, "."); err != nil {
+		return err
+	}
+	ran := exec.Command(bin)
+	printed, err := ran.Output()
+	if err != nil {
+		return fmt.Errorf("the consumer: %w", err)
+	}
+	if err := checkBuilt(printed, core, otel); err != nil {
+		return err
+	}
+	fmt.Printf("release-check: a module outside the repository (go %s) built and ran with\n", coreMod.goLine)
+	fmt.Printf("  %s %s %s (%s)\n  %s %s %s (the working tree)\n",
+		core.path, core.version, core.sum(), from, otel.path, otel.version, otel.sum())
+	fmt.Println("from a local file module proxy, unreplaced; go mod tidy kept its go line")
+	return nil
+}
+
+// readMod reads and parses the go.mod at name.
+func readMod(name string) (modFile, error) {
+	data, err := os.ReadFile(name)
+	if err != nil {
+		return modFile{}, err
+	}
+	m, err := parseMod(data)
+	if err != nil {
+		return m, fmt.Errorf("%s: %w", name, err)
+	}
+	return m, nil
+}
+
+// checkMods checks what an outside user needs of the two go.mod files, and
+// that work (the go.work) stands in for the core's version that
+// framework/otelmetrics requires with the checkout's core; it returns that
+// version.
+func checkMods(core, otel, work modFile) (string, error) {
+	var problems []string
+	if len(core.replaces) > 0 || len(otel.replaces) > 0 {
+		problems = append(problems, fmt.Sprintf("replace directives, which outside users do not get: %q %q", core.replaces, otel.replaces))
+	}
+	if core.goLine != otel.goLine || work.goLine != core.goLine {
+		problems = append(problems, fmt.Sprintf("go lines differ: %s (core), %s (%s), %s (go.work)", core.goLine, otel.goLine, otelmetricsDir, work.goLine))
+	}
+	version := otel.requires[core.module]
+	if version == "" || strings.Count(version, "-") >= 2 {
+		problems = append(problems, fmt.Sprintf("%s requires %s at %q: not a released version", otelmetricsDir, core.module, version))
+	}
+	if want := core.module + " " + version + " => ./"; len(work.replaces) != 1 || work.replaces[0] != want {
+		problems = append(problems, fmt.Sprintf("go.work replaces %q, want only %q: the version %s requires, with this checkout's core", work.replaces, want, otelmetricsDir))
+	}
+	if len(problems) > 0 {
+		return "", errors.New(strings.Join(problems, "; "))
+	}
+	return version, nil
+}
+
+// coreAt is the core module at version: from its tag if there is one,
+// else from the working tree; from says which.
+func coreAt(root, modPath, version string) (m *module, from string, err error) {
+	if _, err := git(root, "rev-parse", "-q", "--verify", "refs/tags/"+version+"^{commit}"); err == nil {
+		m, err = fromTag(root, "", version, modPath, version)
+		return m, "its tag", err
+	}
+	m, err = fromWorkTree(root, "", modPath, version)
+	return m, "the working tree: not tagged yet", err
+}
+
+// outsideEnv is the environment of an outside user's go commands: no
+// workspace, our modules from proxy and nowhere else (a module cache of
+// its own, our modules not checked against the checksum database), the
+// others from the module cache or GOPROXY, the local toolchain.
+func outsideEnv(tmp, proxy string) ([]string, error) {
+	goenv, err := goCmd("", os.Environ(), "env", "GOMODCACHE", "GOPROXY")
+	if err != nil {
+		return nil, err
+	}
+	lines := strings.Split(strings.TrimSpace(string(goenv)), "\n")
+	if len(lines) != 2 {
+		return nil, fmt.Errorf("go env: %q", goenv)
+	}
+	proxies := "file://" + filepath.ToSlash(proxy) + ",file://" + filepath.ToSlash(filepath.Join(lines[0], "cache", "download"))
+	if p := lines[1]; p != "" && p != "off" {
+		proxies += "," + p
+	}
+	var env []string
+	for _, kv := range os.Environ() {
+		switch k, _, _ := strings.Cut(kv, "="); k {
+		case "GOWORK", "GOPROXY", "GOMODCACHE", "GOFLAGS", "GONOSUMDB", "GOPRIVATE", "GONOPROXY", "GOTOOLCHAIN":
+		default:
+			env = append(env, kv)
+		}
+	}
+	return append(env, "GOWORK=off", "GOPROXY="+proxies, "GOMODCACHE="+filepath.Join(tmp, "modcache"),
+		"GOFLAGS=-mod=mod -modcacherw", "GONOSUMDB=github.com/gocurator/curator", "GOTOOLCHAIN=local"), nil
+}
+
+// goCmd runs the go command (GO, or go) in dir with env, and returns its
+// output; its error says what it printed.
+func goCmd(dir string, env []string, args ...string) ([]byte, error) {
+	goBin := os.Getenv("GO")
+	if goBin == "" {
+		goBin = "go"
+	}
+	cmd := exec.Command(goBin, args...)
+	cmd.Dir, cmd.Env = dir, env
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return nil, fmt.Errorf("go %s (in %s): %v\n%s", strings.Join(args, " "), dir, err, stderr.Bytes())
+	}
+	return out, nil
+}
