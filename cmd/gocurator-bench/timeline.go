@@ -236,10 +236,17 @@ type cycler struct {
 	close func()
 }
 
-// timelineCyclers sets up the floor, the limit and gocurator on servers.
+// uncancellable is gocurator called with a context that cannot end, whose
+// calls to ZooKeeper run on the caller's goroutine (a context that can end
+// hands each to one of the client's runners, which the caller waits for,
+// and which it can abandon).
+var uncancellable = goImpl{nameOurs + ", with a context that cannot end", "gocurator-bg", connectOurs}
+
+// timelineCyclers sets up the floor, the limit and gocurator (called with
+// the caller's context, and with one that cannot end) on servers.
 func timelineCyclers(ctx context.Context, servers, base string) ([]*cycler, error) {
 	var out []*cycler
-	for _, im := range []goImpl{implFloor, implLimit, implOurs} {
+	for _, im := range []goImpl{implFloor, implLimit, implOurs, uncancellable} {
 		log := &wireLog{}
 		s, err := im.dial(ctx, servers, log.dial)
 		var mk func() owner
@@ -254,8 +261,11 @@ func timelineCyclers(ctx context.Context, servers, base string) ([]*cycler, erro
 			}
 			return nil, err
 		}
-		o := mk()
+		o, bg := mk(), im.key == uncancellable.key
 		out = append(out, &cycler{name: im.name, log: log, close: s.close, cycle: func(ctx context.Context) (time.Time, error) {
+			if bg {
+				ctx = context.WithoutCancel(ctx)
+			}
 			if err := o.Acquire(ctx); err != nil {
 				return time.Time{}, err
 			}
@@ -387,6 +397,13 @@ func writeDrain(w io.Writer, name string, n int, d time.Duration, ev []wireEvent
 	fmt.Fprintf(w, "  per hand-off (medians of %d): delete written → its notification read %s, → the next delete written %s; "+
 		"a listing written in %d of them, before the notification was read in %d\n",
 		len(hs), med(func(h handOff) time.Duration { return h.toNotified }), med(func(h handOff) time.Duration { return h.toNext }), listed, before)
+	whole := make([]time.Duration, 0, len(hs))
+	for _, h := range hs {
+		whole = append(whole, h.toNotified+h.toNext)
+	}
+	slices.Sort(whole)
+	fmt.Fprintf(w, "  delete written → the next delete written: p50 %s, p90 %s, p99 %s, slowest %s\n", fmtDur(percentileSorted(whole, 50)),
+		fmtDur(percentileSorted(whole, 90)), fmtDur(percentileSorted(whole, 99)), fmtDur(whole[len(whole)-1]))
 	slices.SortFunc(hs, func(a, b handOff) int { return int(a.toNotified + a.toNext - b.toNotified - b.toNext) })
 	h := hs[len(hs)/2]
 	fmt.Fprintf(w, "  the median hand-off:\n")
