@@ -35,7 +35,8 @@ func delayed(key string) bool { return strings.HasSuffix(key, delayedSuffix) }
 
 // latencyNote is what the latency section's scenarios say of their setup.
 func latencyNote(l *latencySetup) string {
-	return fmt.Sprintf("; every client behind the proxy, %s each way", l.OneWay)
+	return fmt.Sprintf("; every client behind the proxy, which adds %s to a round trip (%s each way: it holds each packet %s, its own forwarding and the kernel's wake-ups do the rest)",
+		fmtValue(unitTime, float64(2*l.OneWay)), fmtValue(unitTime, float64(l.OneWay)), fmtValue(unitTime, float64(l.Delay)))
 }
 
 // latencySetup is what the latency section ran behind, as measured.
