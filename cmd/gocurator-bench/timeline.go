@@ -310,12 +310,16 @@ func (e *env) drainTimeline(ctx context.Context, w io.Writer, n int) error {
 		if err != nil {
 			return err
 		}
+		gc0 := gcStats()
 		d, ev, err := e.loggedDrain(ctx, s, im, n, log)
+		gc1 := gcStats()
 		s.close()
 		if err != nil {
 			return fmt.Errorf("%s: %w", im.name, err)
 		}
 		writeDrain(w, im.name, n, d, ev)
+		fmt.Fprintf(w, "  garbage collections from the queue's start to the drain's end: %d, their CPU %s (%s per hand-off)\n",
+			gc1.cycles-gc0.cycles, fmtDur(gc1.cpu-gc0.cpu), fmtDur((gc1.cpu-gc0.cpu)/time.Duration(n)))
 	}
 	return nil
 }
@@ -467,6 +471,18 @@ func runTimeline(ctx context.Context, w io.Writer, servers, base string, n, run 
 			float64(switches[i])/float64(len(cycles[i])))
 	}
 	return nil
+}
+
+// gcCounts are the garbage collections so far, and the CPU time they took.
+type gcCounts struct {
+	cycles uint64
+	cpu    time.Duration
+}
+
+func gcStats() gcCounts {
+	s := []metrics.Sample{{Name: "/gc/cycles/total:gc-cycles"}, {Name: "/cpu/classes/gc/total:cpu-seconds"}}
+	metrics.Read(s)
+	return gcCounts{s[0].Value.Uint64(), time.Duration(s[1].Value.Float64() * float64(time.Second))}
 }
 
 // contextSwitches returns the voluntary context switches of this process's
