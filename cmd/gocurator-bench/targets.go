@@ -289,8 +289,10 @@ func drainBound(r *Results) string {
 		"for the server to apply the holder's delete and to answer, on the same session, a listing of the whole queue (%d waiters): "+
 		"the floor's next holder lists when the delete's notification wakes it; gocurator's lists when the hand-off before wakes it (the "+
 		"lookahead), and the client's waiters list one listing at a time (the lister), so that listing goes out right behind the delete "+
-		"and its reply comes after the delete's. `gocurator-bench -timeline` lays a 2000-waiter drain of both out frame by frame: "+
-		"per hand-off, delete written → its notification read → the next delete written.",
+		"and its reply comes after the delete's. `gocurator-bench -timeline` lays a 2000-waiter drain of both out frame by frame "+
+		"(per hand-off, delete written → its notification read → the next delete written, and the spread of those) and counts the "+
+		"garbage collections meanwhile and their CPU, which gocurator's waiters, with twice the floor's stack and more live heap "+
+		"each (the rows above), make dearer on the same CPUs as the hand-offs.",
 		fmtValue(unitTime, ours), fmtValue(unitTime, floor), op, fp, r.Counts.S6Wait)
 }
 
