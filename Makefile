@@ -153,8 +153,11 @@ demo: deps
 # go-zookeeper), on a fresh throwaway ZooKeeper and a 3-member ensemble, in
 # one run; writes docs/performance.json and renders docs/performance.md and
 # its plot, docs/hot-mutex-sessions.svg, from it.
+# Three repetitions of everything, judged on their medians and on each; the
+# latency section behind a proxy that adds 0.5 ms to a round trip.
 # BENCH_FLAGS=-quick: a smoke run of a minute or two, written to $$TMPDIR
-# instead; BENCH_FLAGS="-reps 5": the committed report's repetitions.
+# instead; BENCH_FLAGS=-timeline: where the uncontended cycle's and a
+# drain's hand-off's time goes, frame by frame, printed.
 bench: deps
 	$(GO) run ./cmd/gocurator-bench $(BENCH_FLAGS)
 

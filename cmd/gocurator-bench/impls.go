@@ -4,6 +4,8 @@ import (
 	"context"
 	"time"
 
+	"github.com/go-zookeeper/zk"
+
 	"github.com/gocurator/curator/framework"
 	"github.com/gocurator/curator/internal/rawlock"
 	"github.com/gocurator/curator/recipes"
@@ -37,9 +39,16 @@ type session struct {
 
 // goImpl is a Go implementation under test.
 type goImpl struct {
-	name    string
-	key     string // in lock paths
-	connect func(ctx context.Context, servers string) (*session, error)
+	name string
+	key  string // in lock paths
+	// dial opens a session on servers, its connections dialled with dial
+	// (nil: net.DialTimeout).
+	dial func(ctx context.Context, servers string, dial zk.Dialer) (*session, error)
+}
+
+// connect opens a session of im on servers.
+func (im goImpl) connect(ctx context.Context, servers string) (*session, error) {
+	return im.dial(ctx, servers, nil)
 }
 
 var (
@@ -52,9 +61,9 @@ var (
 // mutex: the floor (Exclusive) with its read-write lock, semaphore and
 // election, or the limit (Limit), which is a mutex only while nobody
 // contends.
-func connectRaw(mutex rawlock.Kind) func(context.Context, string) (*session, error) {
-	return func(ctx context.Context, servers string) (*session, error) {
-		c, err := newRawConn(ctx, servers)
+func connectRaw(mutex rawlock.Kind) func(context.Context, string, zk.Dialer) (*session, error) {
+	return func(ctx context.Context, servers string, dial zk.Dialer) (*session, error) {
+		c, err := newRawConn(ctx, servers, dial)
 		if err != nil {
 			return nil, err
 		}
@@ -92,9 +101,12 @@ type rawOwner struct{ rawlock.Lock }
 func (o *rawOwner) Release(context.Context) error { return o.Lock.Release() }
 func (o *rawOwner) Token() int64                  { return rawlock.Seq(o.Node()) }
 
-func connectOurs(ctx context.Context, servers string) (*session, error) {
-	c, err := framework.New(servers, retry.NewExponentialBackoff(100*time.Millisecond, 5),
-		framework.WithSessionTimeout(sessionTimeout))
+func connectOurs(ctx context.Context, servers string, dial zk.Dialer) (*session, error) {
+	opts := []framework.Option{framework.WithSessionTimeout(sessionTimeout)}
+	if dial != nil {
+		opts = append(opts, framework.WithDialer(dial))
+	}
+	c, err := framework.New(servers, retry.NewExponentialBackoff(100*time.Millisecond, 5), opts...)
 	if err != nil {
 		return nil, err
 	}

@@ -14,9 +14,11 @@ import (
 	"github.com/gocurator/curator/internal/testutil"
 )
 
-// ourJVMs lists the pids of this process's children that are CuratorBench
-// JVMs or zombies.
-func ourJVMs(t *testing.T) []string {
+// ourChildren lists the pids of this process's children that are
+// CuratorBench JVMs, the latency section's proxy (this executable), or
+// zombies.
+func ourChildren(t *testing.T) []string {
+	self, _ := os.Executable()
 	stats, err := filepath.Glob("/proc/[0-9]*/stat")
 	if err != nil || len(stats) == 0 {
 		t.Skip("no /proc")
@@ -30,7 +32,8 @@ func ourJVMs(t *testing.T) []string {
 			continue
 		}
 		cmdline, _ := os.ReadFile(filepath.Join(filepath.Dir(path), "cmdline"))
-		if f[0] == "Z" || bytes.Contains(cmdline, []byte("CuratorBench")) {
+		exe, _ := os.Readlink(filepath.Join(filepath.Dir(path), "exe"))
+		if f[0] == "Z" || bytes.Contains(cmdline, []byte("CuratorBench")) || exe == self {
 			out = append(out, filepath.Base(filepath.Dir(path)))
 		}
 	}
@@ -57,7 +60,7 @@ func TestJavaRunnerKillsAHungJVM(t *testing.T) {
 	if d := time.Since(start); d > 30*time.Second {
 		t.Errorf("took %s to give up", d)
 	}
-	if left := ourJVMs(t); len(left) > 0 {
+	if left := ourChildren(t); len(left) > 0 {
 		t.Errorf("JVMs left behind: %v", left)
 	}
 }

@@ -9,8 +9,11 @@
 // Usage:
 //
 //	gocurator-bench [-quick] [-out docs/performance.md] [-java=true] [-reps n]
-//	                [-scenarios 1,2,3,4,5,6,7,1e,2e] [-waiters n]
+//	                [-scenarios 1,2,3,4,5,6,7,1d,2d,4d,5d,1e,2e] [-waiters n]
 //	gocurator-bench -render docs/performance.json
+//
+// (Run with GOCURATOR_BENCH_PROXY set, it is the latency section's proxy,
+// in a process of its own: see latency.go.)
 //
 // The servers are Debian's zookeeper package run by framework/zktest:
 // forceSync off, as the tests run them; their data dirs on /dev/shm where
@@ -21,10 +24,12 @@
 // change of the template (report.md.tmpl) or of the targets (targets.go).
 //
 // The scenarios, keys 1 to 7, are each a file, scenario_*.go, that says
-// what it measures (their sizes: counts, in results.go); 1e and 2e are
-// scenarios 1 and 2 (without the sweep) on the ensemble, where every write
-// goes through a quorum, as in production. How the implementations take
-// turns: scenario.go; the Java side: java.go.
+// what it measures (their sizes: counts, in results.go); 1d, 2d, 4d and 5d
+// are scenarios 1, 2 (without the sweep), 4 and 5 at a datacenter's
+// latency, every client behind a proxy that holds each packet 0.25 ms each
+// way (latency.go); 1e and 2e are scenarios 1 and 2 (without the sweep) on
+// the ensemble, where every write goes through a quorum, as in production.
+// How the implementations take turns: scenario.go; the Java side: java.go.
 package main
 
 import (
@@ -56,11 +61,13 @@ type options struct {
 	reps      int
 	waiters   int
 	render    string
+	timeline  bool
+	heapProf  string
 }
 
 // allScenarios are the scenarios' keys, in the order they run: the
-// standalone server's, then the ensemble's.
-var allScenarios = []string{"1", "2", "3", "4", "5", "6", "7", "1e", "2e"}
+// standalone server's, then its latency section's, then the ensemble's.
+var allScenarios = []string{"1", "2", "3", "4", "5", "6", "7", "1d", "2d", "4d", "5d", "1e", "2e"}
 
 func main() {
 	var o options
@@ -69,9 +76,12 @@ func main() {
 	flag.BoolVar(&o.java, "java", true, "measure Java Curator too (needs javac and Debian's libcurator-recipes-java)")
 	flag.StringVar(&o.scenarios, "scenarios", strings.Join(allScenarios, ","), "scenarios to run")
 	flag.IntVar(&o.reps, "reps", 0, "repetitions (0: 3, or 1 with -quick)")
-	flag.IntVar(&o.waiters, "waiters", 0, "waiting handles in scenario 6 (0: 10000, or 500 with -quick)")
+	flag.IntVar(&o.waiters, "waiters", 0, "waiting handles in scenario 6 (0: 5000, or 500 with -quick)")
 	flag.StringVar(&o.render, "render", "", "render the report again from this results file (.json), beside it, and run nothing")
+	flag.StringVar(&o.heapProf, "heapprofile", "", "write heap profiles (every allocation sampled) of scenario 6's waiters, once all wait, to this file's name -gocurator and -floor (their times are then not comparable)")
+	flag.BoolVar(&o.timeline, "timeline", false, "trace where the time of the uncontended cycle (scenario 1) and of its slowest cycles goes, for each Go implementation, and run nothing else")
 	flag.Parse()
+	servingProxy()
 	if o.out == "" {
 		o.out = "docs/performance.md"
 		if o.quick {
@@ -81,9 +91,12 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	var err error
-	if o.render != "" {
+	switch {
+	case o.render != "":
 		err = renderFile(o.render)
-	} else {
+	case o.timeline:
+		err = timeline(ctx, os.Stdout)
+	default:
 		err = run(ctx, o)
 	}
 	if err != nil {
@@ -115,7 +128,7 @@ func run(ctx context.Context, o options) error {
 	if loadHigh(res.LoadStart) {
 		logf("!!!!! LOAD AVERAGE %s AT THE START: THE REPORT WILL SAY THAT ITS NUMBERS ARE NOISE !!!!!", fmtLoads(res.LoadStart))
 	}
-	e := &env{c: c, logf: logf, base: "/gocurator-bench/" + strconv.FormatInt(began.UnixNano(), 36)}
+	e := &env{c: c, logf: logf, heapProfile: o.heapProf, base: "/gocurator-bench/" + strconv.FormatInt(began.UnixNano(), 36)}
 	if o.java {
 		j, err := newJavaRunner(ctx, &res.Versions)
 		if err != nil {
@@ -128,14 +141,11 @@ func run(ctx context.Context, o options) error {
 	if e.javaOff = res.JavaOff; e.javaOff != "" {
 		logf("!!!!! JAVA CURATOR WILL NOT BE MEASURED: %s !!!!!", e.javaOff)
 	}
-	zkOpts := []zktest.Option{
-		zktest.WithContainerCheckInterval(60 * time.Second), // ZooKeeper's default: containers are not reaped mid-run
-		zktest.WithTmpfs(), // no disk stalls in what is measured
-		zktest.WithJVMFlags("-Xmx1g", "-XX:TieredStopAtLevel=4"),
-	}
+	zkOpts := serverOptions()
 	const setup = "forceSync=no, containers reaped every 60 s, JVM -Xmx1g with the full JIT, on the same machine as the clients; "
 	onEnsemble := func(k string) bool { return strings.HasSuffix(k, "e") }
 	if standalone := slices.DeleteFunc(slices.Clone(keys), onEnsemble); len(standalone) > 0 {
+		loopback := slices.DeleteFunc(slices.Clone(standalone), delayed)
 		logf("starting a throwaway ZooKeeper ...")
 		srv, err := zktest.StartServer(append(zkOpts, zktest.WithStandaloneMode())...)
 		if err != nil {
@@ -144,8 +154,13 @@ func run(ctx context.Context, o options) error {
 		defer srv.Close()
 		res.ServerSetup = "a throwaway server in standalone mode (framework/zktest): " + setup + dataDirSetup(srv.DataDir()) +
 			"; standalone mode has no CommitProcessor, so ZOOKEEPER-4537 (fixed in 3.8.1: a lone client's request can wait for its next ping, 10 s) cannot stall it"
-		if err := e.runOn(ctx, srv, standalone, res); err != nil {
+		if err := e.runOn(ctx, srv, srv.Addr(), loopback, res); err != nil {
 			return err
+		}
+		if behind := slices.DeleteFunc(standalone, func(k string) bool { return !delayed(k) }); len(behind) > 0 {
+			if err := e.runBehindProxy(ctx, srv, behind, res); err != nil {
+				return err
+			}
 		}
 		srv.Close() // free its memory and CPU for the ensemble
 	}
@@ -165,7 +180,7 @@ func run(ctx context.Context, o options) error {
 			"so that each write goes to the leader and is committed by a quorum before the follower replies; ZooKeeper 3.8.0's ZOOKEEPER-4537 "+
 			"(fixed in 3.8.1) can make a lone client's request there wait for its next ping, 10 s: such a stall shows in scenario 1e's slowest cycle",
 			setup, dataDirSetup(ens.Dir()), follower.ID())
-		if err := e.runOn(ctx, follower, ensemble, res); err != nil {
+		if err := e.runOn(ctx, follower, follower.Addr(), ensemble, res); err != nil {
 			return err
 		}
 		ens.Close()
@@ -191,11 +206,24 @@ func run(ctx context.Context, o options) error {
 	return nil
 }
 
-// runOn runs the scenarios of keys with srv, after warming it up: the
-// floor's mutex for a while, so that its JIT has compiled its request path
-// before anything is measured.
-func (e *env) runOn(ctx context.Context, srv *zktest.Server, keys []string, res *Results) error {
-	e.srv, e.servers = srv, srv.Addr()
+// serverOptions are the options of the servers the bench starts.
+func serverOptions() []zktest.Option {
+	return []zktest.Option{
+		zktest.WithContainerCheckInterval(60 * time.Second), // ZooKeeper's default: containers are not reaped mid-run
+		zktest.WithTmpfs(), // no disk stalls in what is measured
+		zktest.WithJVMFlags("-Xmx1g", "-XX:TieredStopAtLevel=4"),
+	}
+}
+
+// runOn runs the scenarios of keys with srv, whose clients connect to
+// servers (srv's address, or a proxy's), after warming it up: the floor's
+// mutex for a while, so that its JIT has compiled its request path before
+// anything is measured.
+func (e *env) runOn(ctx context.Context, srv *zktest.Server, servers string, keys []string, res *Results) error {
+	if len(keys) == 0 {
+		return nil
+	}
+	e.srv, e.servers = srv, servers
 	m, err := srv.Mntr()
 	if err != nil {
 		return err
@@ -219,21 +247,42 @@ func (e *env) runOn(ctx context.Context, srv *zktest.Server, keys []string, res 
 	return nil
 }
 
+// runBehindProxy runs the latency section's scenarios of keys with srv,
+// every client behind a proxy's process in front of it, after measuring
+// what a round trip takes straight and through the proxy.
+func (e *env) runBehindProxy(ctx context.Context, srv *zktest.Server, keys []string, res *Results) error {
+	logf("starting the proxy's process, and setting its delay so that it adds %s to a round trip ...", 2*oneWayDelay)
+	p, err := startProxy(ctx, srv.Addr())
+	if err != nil {
+		return err
+	}
+	defer func() { p.close(); e.proxy = nil }()
+	l, err := p.calibrate(ctx, srv.Addr(), oneWayDelay)
+	if err != nil {
+		return err
+	}
+	logf("the proxy holds each packet %s each way: a round trip of one read takes %s straight to the server, %s through the proxy",
+		l.Delay, l.RTTDirect, l.RTTProxied)
+	res.Latency, e.proxy, e.latency = l, p, l
+	return e.runOn(ctx, srv, p.addr, keys, res)
+}
+
 // scenario runs the scenario of key.
 func (e *env) scenario(ctx context.Context, key string) *Scenario {
+	where := map[string]string{"e": ", on the ensemble", delayedSuffix: ", at a datacenter's latency"}[key[len(key)-1:]]
 	switch key {
-	case "1", "1e":
-		return e.scenario1(ctx, key, map[bool]string{true: ", on the ensemble"}[key == "1e"])
+	case "1", "1e", "1d":
+		return e.scenario1(ctx, key, where)
 	case "2":
 		return e.scenario2(ctx, key, "", e.c.S2Sweep)
-	case "2e":
-		return e.scenario2(ctx, key, ", on the ensemble", nil)
+	case "2e", "2d":
+		return e.scenario2(ctx, key, where, nil)
 	case "3":
 		return e.scenario3(ctx)
-	case "4":
-		return e.scenario4(ctx)
-	case "5":
-		return e.scenario5(ctx)
+	case "4", "4d":
+		return e.scenario4(ctx, key, where)
+	case "5", "5d":
+		return e.scenario5(ctx, key, where)
 	case "6":
 		return e.scenario6(ctx)
 	default:

@@ -80,3 +80,27 @@ func (e *env) waitWatches(ctx context.Context, watch0 int64, n int, every, limit
 	}
 	return nil
 }
+
+// holdFor acquires, on sess, a holder of the mutex at path for a queue to
+// form behind it, and returns what makes the queue's owners and the
+// server's watch count before it formed (form's watch0).
+func (e *env) holdFor(ctx context.Context, sess *session, path string) (mk func() owner, holder owner, watch0 int64, err error) {
+	if mk, err = sess.mutex(path); err != nil {
+		return nil, nil, 0, err
+	}
+	holder = mk()
+	if err := holder.Acquire(ctx); err != nil {
+		return nil, nil, 0, err
+	}
+	watch0, err = e.counter("zk_watch_count")
+	return mk, holder, watch0, err
+}
+
+// form queues n owners of mk on q and waits until they all wait: until
+// the server counts n more watches than watch0.
+func (e *env) form(q *queue, mk func() owner, n int, watch0 int64) error {
+	for range n {
+		q.add(mk())
+	}
+	return e.waitWatches(q.ctx, watch0, n, 20*time.Millisecond, time.Minute)
+}

@@ -20,6 +20,8 @@ var reportTemplate string
 var reportTmpl = template.Must(template.New("report").Funcs(template.FuncMap{
 	"join":  strings.Join,
 	"loads": fmtLoads,
+	"dur":   func(d time.Duration) string { return fmtValue(unitTime, float64(d)) },
+	"twice": func(d time.Duration) time.Duration { return 2 * d },
 }).Parse(reportTemplate))
 
 // hotMutexSVG is the file name of the plot of scenario 2's sweep, which the
@@ -43,19 +45,21 @@ type table struct {
 // section is a scenario as the template shows it.
 type section struct {
 	*Scenario
-	Table   *table
-	Missing []string // "impl: why not measured"
+	Table        *table
+	Missing      []string // "impl: why not measured"
+	LatencyIntro bool     // the first of the latency section's: the section's introduction comes before it
 }
 
 // render writes the report of r.
 func (r *Results) render(w io.Writer) error {
 	v := struct {
 		*Results
-		LoadHigh bool
-		Targets  []targetResult
-		Bounds   []targetResult // the missed targets with a bound
-		Sections []section
-		PlotFile string
+		LoadHigh    bool
+		Targets     []targetResult
+		Bounds      []targetResult // the missed targets with a bound
+		Sections    []section
+		PlotFile    string
+		LatencyKeys []string
 	}{Results: r, LoadHigh: loadHigh(r.LoadStart), Targets: r.targetResults(), PlotFile: hotMutexSVG}
 	for _, t := range v.Targets {
 		if t.Bound != "" {
@@ -64,6 +68,10 @@ func (r *Results) render(w io.Writer) error {
 	}
 	for _, s := range r.Scenarios {
 		sec := section{Scenario: s, Table: measureTable(s)}
+		if delayed(s.Key) && r.Latency != nil {
+			sec.LatencyIntro = len(v.LatencyKeys) == 0
+			v.LatencyKeys = append(v.LatencyKeys, s.Key)
+		}
 		for _, name := range implOrder {
 			if st := s.Rows[name].Status; st != "" {
 				sec.Missing = append(sec.Missing, name+": "+st)
@@ -104,7 +112,7 @@ func measureTable(s *Scenario) *table {
 		for _, name := range impls {
 			cell := "—"
 			if x, ok := rows[name].Value[m.Key]; ok {
-				cell = fmtValue(m.Unit, x)
+				cell = fmtValue(m.Unit, x) + fmtSpread(rows[name], m, x)
 			}
 			line = append(line, cell)
 		}
@@ -201,6 +209,17 @@ func fmtValue(unit string, x float64) string {
 	default:
 		return fmt.Sprintf("%.2f", x)
 	}
+}
+
+// fmtSpread is " ±x%" beside a median x of m that varied over the
+// repetitions: half their range, relative to x; "" when it did not vary,
+// for a count or a sum, and for fewer than two repetitions.
+func fmtSpread(r Row, m Measure, x float64) string {
+	lo, hi, ok := r.spread(m.Key)
+	if !ok || m.Agg != "" || m.Unit == unitCount || x == 0 || hi == lo {
+		return ""
+	}
+	return fmt.Sprintf(" ±%.0f%%", 50*(hi-lo)/math.Abs(x))
 }
 
 func fmtRatio(x float64) string {

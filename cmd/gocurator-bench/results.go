@@ -17,8 +17,9 @@ type Results struct {
 	LoadStart, LoadEnd []float64 // 1, 5 and 15 minute load averages; nil: unknown
 	Versions           versions
 	ServerSetup        string
-	EnsembleSetup      string `json:",omitempty"`
-	JavaOff            string `json:",omitempty"` // why Java Curator was not measured
+	EnsembleSetup      string        `json:",omitempty"`
+	JavaOff            string        `json:",omitempty"` // why Java Curator was not measured
+	Latency            *latencySetup `json:",omitempty"` // what the latency section ran behind, if it ran
 	Scenarios          []*Scenario
 }
 
@@ -42,13 +43,13 @@ type counts struct {
 	S4Leases  int           // its leases
 	S5Paths   int           // lock paths
 	S5Worker  int           // goroutines (threads) on one session
-	S6Wait    int           // waiting handles
+	S6Wait    int           // waiting handles, as many for every implementation (the scenario takes time as their square)
 	S7Handoff int           // leader hand-offs of each kind per repetition
 }
 
 func fullCounts() counts {
 	return counts{Reps: 3, WarmGo: time.Second, WarmJava: 4 * time.Second, Duration: 2 * time.Second,
-		S2Client: 8, S2Sweep: []int{1, 2, 4, 8, 16, 32}, S3Reader: 50, S3Group: 3, S4Client: 16, S4Leases: 3, S5Paths: 200, S5Worker: 16, S6Wait: 10000, S7Handoff: 200}
+		S2Client: 8, S2Sweep: []int{1, 2, 4, 8, 16, 32}, S3Reader: 50, S3Group: 3, S4Client: 16, S4Leases: 3, S5Paths: 200, S5Worker: 16, S6Wait: 5000, S7Handoff: 200}
 }
 
 func quickCounts() counts {
@@ -66,6 +67,9 @@ type Scenario struct {
 	Rows     map[string]Row // by implementation
 	Sweep    []SweepPoint   `json:",omitempty"` // scenario 2: rows at each number of sessions
 	Notes    []string       `json:",omitempty"`
+	// HeapBy is, in scenario 6, where a waiter's heap goes, by
+	// implementation (waiterHeap).
+	HeapBy map[string][]heapShare `json:",omitempty"`
 }
 
 // Measure is one number a scenario takes of every implementation.
@@ -89,6 +93,11 @@ const (
 type Row struct {
 	Status string             `json:",omitempty"` // empty when measured; else why not
 	Value  map[string]float64 `json:",omitempty"` // by measure key, the repetitions combined
+	// Reps are each measure's values, one per repetition, in the order the
+	// repetitions ran (the i-th of every implementation ran in the same
+	// round): the spread the report shows, and what a target is judged on
+	// in each repetition.
+	Reps map[string][]float64 `json:",omitempty"`
 }
 
 // SweepPoint is a scenario's rows at one number of sessions.
@@ -135,7 +144,7 @@ func perAcquisition(r repResult) map[string]float64 {
 
 // rowOf is a row of measures from its repetitions' values.
 func rowOf(measures []Measure, reps []map[string]float64) Row {
-	r := Row{Value: map[string]float64{}}
+	r := Row{Value: map[string]float64{}, Reps: map[string][]float64{}}
 	for _, m := range measures {
 		var xs []float64
 		for _, rep := range reps {
@@ -146,6 +155,7 @@ func rowOf(measures []Measure, reps []map[string]float64) Row {
 		if len(xs) == 0 {
 			continue
 		}
+		r.Reps[m.Key] = xs
 		switch m.Agg {
 		case "max":
 			r.Value[m.Key] = slices.Max(xs)
@@ -158,6 +168,16 @@ func rowOf(measures []Measure, reps []map[string]float64) Row {
 		}
 	}
 	return r
+}
+
+// spread returns the least and the greatest of a measure's values over the
+// repetitions; ok is false for fewer than two.
+func (r Row) spread(key string) (lo, hi float64, ok bool) {
+	xs := r.Reps[key]
+	if len(xs) < 2 {
+		return 0, 0, false
+	}
+	return slices.Min(xs), slices.Max(xs), true
 }
 
 // scenario returns the scenario of key, nil if not run.

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"strings"
 	"syscall"
 	"time"
 
@@ -24,7 +25,12 @@ type env struct {
 	c       counts
 	java    *javaRunner // nil: Java is off
 	javaOff string      // why Java is off
+	proxy   *proxyProc  // the proxy every client is behind, in the latency section; else nil
+	latency *latencySetup
 	logf    func(format string, args ...any)
+	// heapProfile, if set, is where scenario 6 writes a heap profile of
+	// gocurator's waiters once all wait.
+	heapProfile string
 }
 
 func (e *env) path(key, impl string) string { return fmt.Sprintf("%s/s%s/%s", e.base, key, impl) }
@@ -199,6 +205,13 @@ func (e *env) measure(ctx context.Context, c *contender, sessions int) (repResul
 			return repResult{}, err
 		}
 	}
+	var q0, q1 proxyCounts
+	var errQ error
+	if e.proxy != nil {
+		if q0, errQ = e.proxy.counts(ctx); errQ != nil {
+			return repResult{}, errQ
+		}
+	}
 	p0, errP := e.counter("zk_packets_sent")
 	c0, errC := cpu()
 	if err := cmp.Or(errP, errC); err != nil {
@@ -211,7 +224,31 @@ func (e *env) measure(ctx context.Context, c *contender, sessions int) (repResul
 	c1, errC := cpu()
 	p1, errP := e.counter("zk_packets_sent")
 	r.cpu, r.packets = c1-c0, p1-p0
-	return r, cmp.Or(errC, errP)
+	if e.proxy != nil {
+		if q1, errQ = e.proxy.counts(ctx); errQ == nil {
+			if r.values == nil {
+				r.values = map[string]float64{}
+			}
+			q1.perAcquisition(q0, r, r.values)
+		}
+	}
+	return r, cmp.Or(errC, errP, errQ)
+}
+
+// newScenario is the scenario of key with title and setup, taking
+// measures; in the latency section, its setup says so and it breaks its
+// requests down by kind (requestMeasures).
+func (e *env) newScenario(key, title, setup string, measures []Measure) *Scenario {
+	s := &Scenario{Key: key, Title: title, Setup: setup, Measures: measures}
+	if e.latency != nil && delayed(key) {
+		s.Setup += latencyNote(e.latency)
+		what := "acquisition"
+		if m, ok := s.measure("packets"); ok {
+			what = strings.TrimPrefix(m.Label, "server packets per ")
+		}
+		s.Measures = append(s.Measures, requestMeasures(what)...)
+	}
+	return s
 }
 
 // processCPU is the CPU time (user and system) this process has used.

@@ -79,7 +79,7 @@ func TestScenariosSmoke(t *testing.T) {
 	if err := back.render(&out); err != nil || !strings.Contains(out.String(), "## Scenario 7: Leader hand-off") {
 		t.Errorf("rendering the results: %v", err)
 	}
-	if left := ourJVMs(t); len(left) > 0 {
+	if left := ourChildren(t); len(left) > 0 {
 		t.Errorf("CuratorBench JVMs left behind: %v", left)
 	}
 }

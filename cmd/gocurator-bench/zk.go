@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"log"
+	"net"
 	"slices"
 	"strconv"
 	"strings"
@@ -24,10 +25,14 @@ type rawConn struct {
 	events <-chan zk.Event
 }
 
-// newRawConn opens a go-zookeeper connection and waits for its session.
-func newRawConn(ctx context.Context, servers string) (*rawConn, error) {
+// newRawConn opens a go-zookeeper connection, its connections dialled with
+// dial (nil: net.DialTimeout), and waits for its session.
+func newRawConn(ctx context.Context, servers string, dial zk.Dialer) (*rawConn, error) {
+	if dial == nil {
+		dial = net.DialTimeout
+	}
 	conn, events, err := zk.Connect(strings.Split(servers, ","), sessionTimeout,
-		zk.WithLogger(log.New(io.Discard, "", 0)), zk.WithLogInfo(false))
+		zk.WithLogger(log.New(io.Discard, "", 0)), zk.WithLogInfo(false), zk.WithDialer(dial))
 	if err != nil {
 		return nil, err
 	}

@@ -67,7 +67,8 @@
 // A Proxy sits between a client and a server (client → Proxy.Addr → server)
 // and injects faults:
 //
-//   - SetDelay: latency on every packet, order preserved;
+//   - SetDelay, SetDelays: latency on every packet (SetDelays: one way each,
+//     as a network's), order preserved;
 //   - DropConnections: close every connection (the client reconnects and
 //     keeps its session);
 //   - BlackHole and Restore: a partition; held long enough, the server

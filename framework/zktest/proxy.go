@@ -32,13 +32,14 @@ type Proxy struct {
 	target string
 	raw    bool // every connection is a plain byte stream (WithRawStream)
 	ln     net.Listener
-	delay  atomic.Int64 // time.Duration
-	bh     atomic.Bool  // mirror of blackholed, read per packet
-	armed  atomic.Int32 // len(arms), read per request
-	toward atomic.Int64 // unix nanoseconds of the last write to a client (LastReply)
+	delays [2]atomic.Int64 // time.Duration, by direction
+	bh     atomic.Bool     // mirror of blackholed, read per packet
+	armed  atomic.Int32    // len(arms), read per request
+	toward atomic.Int64    // unix nanoseconds of the last write to a client (LastReply)
 
-	requests   [countedOpcodes]atomic.Int64 // forwarded requests by opcode (see opcodeIndex)
-	countWaits atomic.Int32                 // len(waits), read per request
+	requests      [countedOpcodes]atomic.Int64 // forwarded requests by opcode (see opcodeIndex)
+	notifications atomic.Int64                 // watch notifications read from the server
+	countWaits    atomic.Int32                 // len(waits), read per request
 
 	mu         sync.Mutex
 	closed     bool
@@ -76,6 +77,9 @@ const (
 	countedOpcodes   = maxCountedOpcode + 1
 )
 
+// notificationXid is the xid of a watch notification.
+const notificationXid = -1
+
 // opcodeIndex returns the slot of requests that counts opcode.
 func opcodeIndex(opcode int32) (int, bool) {
 	switch {
@@ -104,6 +108,12 @@ func (p *Proxy) Requests(opcode int32) int64 {
 	}
 	return p.requests[i].Load()
 }
+
+// Notifications returns how many watch notifications (the server's
+// packets with xid -1) the proxy has read from the server, over all its
+// connections: with Requests, whose replies are the server's other
+// packets but pings', what the server sent.
+func (p *Proxy) Notifications() int64 { return p.notifications.Load() }
 
 // WaitRequests waits until Requests(opcode) is at least n, or ctx ends.
 func (p *Proxy) WaitRequests(ctx context.Context, opcode int32, n int64) error {
@@ -224,13 +234,42 @@ func (p *Proxy) ConnectString() string { return p.Addr() }
 func (p *Proxy) Target() string { return p.target }
 
 // SetDelay delays every forwarded packet, in both directions, by d from the
-// moment the proxy read it (0 = no delay). Order is preserved. Packets
-// already queued keep the delay they were read with.
-func (p *Proxy) SetDelay(d time.Duration) {
-	if d < 0 {
-		d = 0
-	}
-	p.delay.Store(int64(d))
+// moment the proxy read it (0 = no delay): SetDelays(d, d). Order is
+// preserved. Packets already queued keep the delay they were read with.
+func (p *Proxy) SetDelay(d time.Duration) { p.SetDelays(d, d) }
+
+// SetDelays sets a one-way delay for each direction: every packet (every
+// chunk of a raw stream) on its way to the server is held for toServer
+// from the moment the proxy read it, and every one on its way to the
+// client for toClient (0 = none; a negative delay is 0). A round trip
+// then grows by toServer + toClient, as across a network whose one-way
+// latencies they are: SetDelays(250*time.Microsecond,
+// 250*time.Microsecond) stands for a round trip of 0.5 ms, a datacenter's.
+//
+// Each direction of each connection is a queue: packets keep their order,
+// and are held concurrently, not one after the other (a burst of packets
+// read together is written together, d later). Packets already queued
+// keep the delay they were read with. A packet is held at least its delay,
+// and a little more: below a few milliseconds, on Linux, the kernel's
+// wake-up, some tens of microseconds (the proxy sleeps in the kernel for
+// them: Go's timers wake up to a millisecond late on an idle process);
+// elsewhere, and above that, Go's timers' lateness.
+func (p *Proxy) SetDelays(toServer, toClient time.Duration) {
+	p.delays[upstream].Store(int64(max(toServer, 0)))
+	p.delays[downstream].Store(int64(max(toClient, 0)))
+}
+
+// direction is which way a packet goes through the proxy.
+type direction int
+
+const (
+	upstream   direction = iota // client → server
+	downstream                  // server → client
+)
+
+// due is when a packet going dir, read now, may be written.
+func (p *Proxy) due(dir direction) time.Time {
+	return time.Now().Add(time.Duration(p.delays[dir].Load()))
 }
 
 // LastReply returns when the proxy last passed bytes from the server to one
@@ -602,7 +641,7 @@ func (c *proxyConn) run() {
 		}
 		first = f
 	}
-	at := time.Now()
+	at := c.p.due(upstream)
 	var sid int64
 	if !raw {
 		sid = zkwire.ConnectRequestSession(first)
@@ -627,7 +666,7 @@ func (c *proxyConn) run() {
 		c.raw = true
 	}
 	if len(first) > 0 {
-		up <- chunk{data: first, at: at.Add(c.p.currentDelay()), kind: kind}
+		up <- chunk{data: first, at: at, kind: kind}
 	}
 
 	var wg sync.WaitGroup
@@ -638,8 +677,6 @@ func (c *proxyConn) run() {
 	c.readClient(up, raw)
 	wg.Wait()
 }
-
-func (p *Proxy) currentDelay() time.Duration { return time.Duration(p.delay.Load()) }
 
 // waitForwardable holds a new connection while the proxy is black-holed or
 // while its session is held (HoldSession, ExpireSession). It reports false if the connection
@@ -679,26 +716,26 @@ func (c *proxyConn) send(q chan<- chunk, ch chunk) bool {
 
 // readPackets reads packets (or raw bytes) from r into q until r fails; then
 // it queues an EOF marker so the writer flushes what is queued and closes.
-func (c *proxyConn) readPackets(r net.Conn, q chan<- chunk, raw bool, inspect func([]byte) (stop bool, lose *loseArm)) {
+func (c *proxyConn) readPackets(r net.Conn, q chan<- chunk, dir direction, raw bool, inspect func([]byte) (stop bool, lose *loseArm)) {
 	buf := make([]byte, 32<<10)
 	for {
 		var data []byte
 		if raw {
 			n, err := r.Read(buf)
 			if err != nil {
-				c.send(q, chunk{at: time.Now().Add(c.p.currentDelay()), kind: kindEOF})
+				c.send(q, chunk{at: c.p.due(dir), kind: kindEOF})
 				return
 			}
 			data = append([]byte(nil), buf[:n]...)
 		} else {
 			f, err := zkwire.ReadFrame(r)
 			if err != nil {
-				c.send(q, chunk{at: time.Now().Add(c.p.currentDelay()), kind: kindEOF})
+				c.send(q, chunk{at: c.p.due(dir), kind: kindEOF})
 				return
 			}
 			data = f
 		}
-		at := time.Now().Add(c.p.currentDelay())
+		at := c.p.due(dir)
 		if inspect != nil {
 			if stop, arm := inspect(data); stop {
 				c.send(q, chunk{at: at, kind: kindLose, arm: arm})
@@ -712,22 +749,25 @@ func (c *proxyConn) readPackets(r net.Conn, q chan<- chunk, raw bool, inspect fu
 }
 
 func (c *proxyConn) readClient(up chan<- chunk, raw bool) {
-	c.readPackets(c.client, up, raw, nil)
+	c.readPackets(c.client, up, upstream, raw, nil)
 }
 
 func (c *proxyConn) readServer(srv net.Conn, down chan<- chunk, raw bool) {
 	if raw {
-		c.readPackets(srv, down, true, nil)
+		c.readPackets(srv, down, downstream, true, nil)
 		return
 	}
 	first := true
-	c.readPackets(srv, down, false, func(f []byte) (bool, *loseArm) {
+	c.readPackets(srv, down, downstream, false, func(f []byte) (bool, *loseArm) {
 		if first {
 			first = false
 			c.p.recordSession(c, f)
 			return false, nil
 		}
 		xid, ok := zkwire.ReplyXid(f)
+		if ok && xid == notificationXid {
+			c.p.notifications.Add(1)
+		}
 		if !ok || xid < 0 {
 			return false, nil
 		}
@@ -743,17 +783,39 @@ func (c *proxyConn) readServer(srv net.Conn, down chan<- chunk, raw bool) {
 
 // waitUntil waits for t unless the connection closes first.
 func (c *proxyConn) waitUntil(t time.Time) bool {
-	d := time.Until(t)
-	if d <= 0 {
-		return !c.closed()
+	wait := time.Until(t)
+	if kernelSleeps {
+		wait -= kernelSleepWithin // the rest in sleepUntil
 	}
-	timer := time.NewTimer(d)
-	defer timer.Stop()
-	select {
-	case <-timer.C:
-		return true
-	case <-c.done:
-		return false
+	if wait > 0 {
+		timer := time.NewTimer(wait)
+		select {
+		case <-timer.C:
+		case <-c.done:
+			timer.Stop()
+			return false
+		}
+	}
+	sleepUntil(t)
+	return !c.closed()
+}
+
+// kernelSleepWithin is how far ahead of a packet's time the proxy stops
+// waiting on Go's timers, which wake up to about a millisecond late (an
+// idle Go process waits for its next timer in epoll, whose timeout is in
+// milliseconds), and sleeps in the kernel instead (sleepInKernel), where
+// the platform allows.
+const kernelSleepWithin = 2 * time.Millisecond
+
+// sleepUntil sleeps until t, a short time ahead (at most
+// kernelSleepWithin), in the kernel: a packet is held for its delay and
+// the kernel's wake-up latency, some tens of microseconds.
+func sleepUntil(t time.Time) {
+	if !kernelSleeps {
+		return
+	}
+	for d := time.Until(t); d > 0; d = time.Until(t) {
+		sleepInKernel(d)
 	}
 }
 

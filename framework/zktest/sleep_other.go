@@ -1,0 +1,11 @@
+//go:build !linux
+
+package zktest
+
+import "time"
+
+// kernelSleeps: no precise sleep here; the proxy holds packets with Go's
+// timers alone (see Proxy.sleepUntil).
+const kernelSleeps = false
+
+func sleepInKernel(d time.Duration) { time.Sleep(d) }
