@@ -34,9 +34,18 @@ func TestREADMEShowsTheExample(t *testing.T) {
 	}
 }
 
+// The server runs in standalone mode, as testutil.Main's do: zktest's
+// default, a quorum of one, has ZooKeeper 3.8.0's ZOOKEEPER-4537 (fixed in
+// 3.8.1), a lost wake-up in the quorum's CommitProcessor that strands a
+// committed request until the server's next request. For the example's
+// lone client that is its next ping, 20 s on, past WithLock's 5 s bound on
+// a release; and when the request stranded is the handshake's
+// createSession, the client sends none: the first create waited out run's
+// 30 s context. Standalone mode's own 3.8.0 bug (a connection made while
+// the server starts is left hanging) cannot bite a server never restarted.
 func TestExampleRuns(t *testing.T) {
 	testutil.CheckLeaks(t)
-	s := zktest.NewServer(t, zktest.WithTickTime(100*time.Millisecond))
+	s := zktest.NewServer(t, zktest.WithStandaloneMode(), zktest.WithTickTime(100*time.Millisecond))
 	t.Setenv("ZK_SERVERS", s.Addr())
 	if err := run(); err != nil {
 		t.Fatal(err)
