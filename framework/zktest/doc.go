@@ -33,7 +33,9 @@
 // same port with the same data; FourLetterWord, Mntr and Mode query it. It
 // runs as a quorum of one member (Mode "leader") rather than in ZooKeeper's
 // standalone mode, whose 3.8.0 release leaves connections made while it
-// starts hanging; WithStandaloneMode asks for standalone mode anyway.
+// starts hanging; WithStandaloneMode asks for standalone mode, which a
+// server never restarted is better in: a quorum's 3.8.0 release may keep a
+// lone client's request until the server's next one (ZOOKEEPER-4537).
 // NewEnsemble starts a quorum (3 members is usual) whose members can be
 // killed and restarted one by one; Leader and WaitForQuorum poll its state.
 // Options tune the server for fast tests: WithTickTime (default 100ms),

@@ -151,6 +151,16 @@ func WithConfig(key, value string) Option {
 // then hang until its own connect timeout (go-zookeeper: 20/3 of the session
 // timeout). A one-member quorum closes such connections, so clients retry
 // promptly. Ensembles ignore this option.
+//
+// The quorum of one has a 3.8.0 bug of its own, which standalone mode (no
+// CommitProcessor) has not: ZOOKEEPER-4537 (fixed in 3.8.1), a lost
+// wake-up in the CommitProcessor, strands a committed request until the
+// server's next request of any client. A lone client's write then waits
+// for its next ping (a third of the session timeout); a lone client's
+// handshake (its createSession) for another client's request, as the
+// client sends nothing else meanwhile. It strikes about one write or
+// handshake in a few thousand, more often on a loaded machine. Ensembles
+// have it too.
 func WithStandaloneMode() Option {
 	return optionFunc(func(c *config) { c.standalone = true })
 }

@@ -69,9 +69,12 @@ func Available() error {
 // when done.
 //
 // The server is a quorum of one (it reports Mode "leader"), unless
-// WithStandaloneMode asks for ZooKeeper's standalone mode; to clients the two
-// behave the same, except that the quorum of one reliably closes connections
-// that arrive while it is (re)starting.
+// WithStandaloneMode asks for ZooKeeper's standalone mode. With ZooKeeper
+// 3.8.0 each has a bug of its own (see WithStandaloneMode): the quorum of
+// one may keep a lone client's request, its handshake included, until the
+// server's next request (ZOOKEEPER-4537); standalone mode leaves a
+// connection made while it (re)starts hanging. A server that is never
+// restarted is better standalone.
 func StartServer(opts ...Option) (*Server, error) {
 	cfg := newConfig(opts)
 	if err := Available(); err != nil {

@@ -18,7 +18,8 @@ import (
 //
 // The server runs in ZooKeeper's standalone mode: a one-member quorum,
 // zktest's default, has ZooKeeper 3.8.0's ZOOKEEPER-4537, where a lone
-// client's request may wait in the server until that client's next ping;
+// client's request may wait in the server until that client's next ping,
+// and its handshake until another client's request (docs/example's test);
 // standalone mode's own 3.8.0 bug (a connection made while the server
 // starts is left hanging) cannot bite a server that is never restarted.
 //
