@@ -133,3 +133,36 @@ func TestBlockUntilConnectedNamesTheServers(t *testing.T) {
 		t.Fatalf("BlockUntilConnected = %v, want the context's error naming %s", err, refusingNamed)
 	}
 }
+
+// A server that takes the connection and never answers the handshake keeps
+// a call waiting for a connection until its context ends (ZooKeeper
+// 3.8.0's ZOOKEEPER-4537 can leave a lone client's handshake so, in a
+// quorum); the call's error then names the server and its dial, not only
+// the context's end.
+func TestContextEndedWaitNamesTheServers(t *testing.T) {
+	testutil.CheckLeaks(t)
+	p := zktest.NewProxy(t, server.Addr())
+	p.HoldNewSessions() // never released: the proxy's Close ends the connection it holds
+	c, err := New(p.Addr(), retry.NewNTimes(0, 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	for d := c.zk().Dials(); d.Servers[0].At.IsZero(); d = c.zk().Dials() {
+		testutil.Recv(t, d.Next, "the dial")
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		_, _, err := c.Exists(ctx, "/")
+		done <- err
+	}()
+	testutil.WaitBlocked(t, "framework.(*Client).awaitConnected", nil)
+	cancel()
+	err = testutil.Recv(t, done, "Exists")
+	want := p.Addr() + " (connected, no session yet): context canceled"
+	var nse *NoServerError
+	if !errors.Is(err, context.Canceled) || !errors.As(err, &nse) || !strings.HasSuffix(err.Error(), want) {
+		t.Fatalf("Exists whose context ended while the handshake went unanswered = %v, want a *NoServerError ending %q", err, want)
+	}
+}

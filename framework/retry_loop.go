@@ -48,7 +48,7 @@ func retryLoop[T any](ctx context.Context, c *Client, op, path, arg string, atte
 		return out, nil
 	}
 	if !c.retryable(err) && !errors.Is(err, zk.ErrNoServer) {
-		return out, err // the common failure (NoNode, NodeExists...) builds no retry machinery
+		return out, c.unanswered(err, start) // the common failure (NoNode, NodeExists...) builds no retry machinery
 	}
 	err = retry.Do(ctx, c.policy, func(ctx context.Context) error {
 		v, err := attemptOnce(ctx, c, arg, attempt, abandoned)
@@ -57,11 +57,32 @@ func retryLoop[T any](ctx context.Context, c *Client, op, path, arg string, atte
 	}, retry.FirstAttempt(start, err), retry.OnRetry(func(err error, n int, wait time.Duration) {
 		c.Emit(Event{Kind: Retrying, Op: op, Path: path, Retry: n, Wait: wait, Err: err})
 	}))
-	if errors.Is(err, zk.ErrNoServer) {
-		err = c.noServer(err, start)
-	}
-	return out, err
+	return out, c.unanswered(err, start)
 }
+
+// unanswered is the error of a call begun at start that ended with err: a
+// *NoServerError naming each server's last dial when no server answered
+// (a connection loss for want of one, or the context ended while the call
+// waited for one), else err.
+func (c *Client) unanswered(err error, start time.Time) error {
+	var nc noConnection
+	switch {
+	case errors.As(err, &nc):
+		return c.noServer(nc.err, start)
+	case errors.Is(err, zk.ErrNoServer):
+		return c.noServer(err, start)
+	}
+	return err
+}
+
+// noConnection is the error of an attempt whose context ended while it
+// waited for a connection: the context's error, which unanswered makes a
+// *NoServerError. A server that took the connection and never answered the
+// handshake is so told, not as a bare timeout.
+type noConnection struct{ err error }
+
+func (e noConnection) Error() string { return e.err.Error() }
+func (e noConnection) Unwrap() error { return e.err }
 
 // noAttempt is the attempt of a call whose context has ended: never made.
 func noAttempt(context.Context) error { return nil }
@@ -135,8 +156,14 @@ func interruptible[T any](ctx context.Context, c *Client, z *zkconn.Conn, arg st
 // may retry; so does one that every server has refused since the wait
 // began (a dial of each has failed, other than by a timeout, as
 // Unreachable tells): it is not kept waiting for the whole timeout.
+//
+// A wait that ctx ends returns its error as a noConnection.
 func (c *Client) waitConnected(ctx context.Context) error {
-	return c.awaitConnected(ctx, c.cfg.connectionTimeout)
+	err := c.awaitConnected(ctx, c.cfg.connectionTimeout)
+	if err != nil && err == ctx.Err() {
+		return noConnection{err}
+	}
+	return err
 }
 
 // awaitConnected waits until the client is connected, and returns nil, or
