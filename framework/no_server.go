@@ -59,7 +59,9 @@ type ServerDial struct {
 	// Err is why the dial failed: the dialer's error (connection refused, a
 	// timeout, a TLS handshake...), or the server took the connection and
 	// closed it before a session began (it is not serving: starting, or
-	// without a quorum), or the connection dropped. nil: it connected.
+	// without a quorum), or it did not answer the handshake within the
+	// session timeout over the number of servers (the client dialled
+	// again), or the connection dropped. nil: it connected.
 	Err error
 }
 

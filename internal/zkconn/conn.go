@@ -72,6 +72,8 @@ type Conn struct {
 	containers inflight // container creates under way (container.go)
 
 	onUntracked func(why string) // Config.OnUntracked
+	asked       time.Duration    // Config.SessionTimeout
+	nservers    int              // len(Config.Servers)
 }
 
 // goZKSendBuffer is the size of go-zookeeper's default send buffer: a
@@ -83,7 +85,7 @@ const goZKSendBuffer = 1536 * 1024
 // work: go-zookeeper connects in the background, and cfg.OnEvent hears how
 // it goes, from the moment Dial returns.
 func Dial(cfg Config) (*Conn, error) {
-	c := &Conn{onUntracked: cfg.OnUntracked}
+	c := &Conn{onUntracked: cfg.OnUntracked, asked: cfg.SessionTimeout, nservers: len(cfg.Servers)}
 	ready := make(chan struct{}) // closed once c.Conn is set: events wait for it
 	dial := cfg.Dial
 	if dial == nil {
@@ -229,7 +231,8 @@ func (c *Conn) close(abandon bool) {
 }
 
 // dialer wraps dial for go-zookeeper: it keeps the TCP connection (to close
-// it on Close), closes one dialled once Close has begun, and taps it (tap).
+// it on Close), closes one dialled once Close has begun, taps it (tap), and
+// bounds its handshake (handshake.go).
 func (c *Conn) dialer(dial zk.Dialer) zk.Dialer {
 	return func(network, address string, timeout time.Duration) (net.Conn, error) {
 		nc, err := dial(network, address, timeout)
@@ -242,8 +245,10 @@ func (c *Conn) dialer(dial zk.Dialer) zk.Dialer {
 			nc.Close()
 			return nil, zk.ErrClosing
 		}
-		c.tcp = nc
-		return &tap{Conn: nc, c: c}, nil
+		t := &tap{Conn: nc, c: c}
+		t.boundHandshake(address, c.handshakeBound())
+		c.tcp = t
+		return t, nil
 	}
 }
 

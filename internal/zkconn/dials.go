@@ -26,8 +26,10 @@ type ServerDial struct {
 	At time.Time
 	// Err is why the dial failed (the dialer's error: connection refused, a
 	// timeout...), or ErrNoSession (the server took the connection and
-	// closed it before a session began), or ErrDropped (the connection, with
-	// a session, dropped since). nil: the dial connected.
+	// closed it before a session began), or ErrNoAnswer (it did not answer
+	// the handshake within its bound: the client closed the connection), or
+	// ErrDropped (the connection, with a session, dropped since). nil: the
+	// dial connected.
 	Err error
 
 	n       uint64 // the number of the dial, counted from 1 in the order dials ended
@@ -112,6 +114,7 @@ type dialLog struct {
 	since       time.Time
 	next        chan struct{}
 	handshaking string // the server connected to whose handshake has not ended
+	unanswered  error  // why the client gave that handshake up (noAnswer), if it did
 	session     string // the server of the current session
 }
 
@@ -155,6 +158,8 @@ func (l *dialLog) event(ev zk.Event) {
 		l.handshaking = "" // the server answered: the session had expired
 	case zk.StateDisconnected:
 		switch {
+		case l.handshaking != "" && l.unanswered != nil:
+			l.endLocked(l.handshaking, l.unanswered, false)
 		case l.handshaking != "":
 			l.endLocked(l.handshaking, ErrNoSession, false)
 		case l.session != "":
@@ -162,6 +167,19 @@ func (l *dialLog) event(ev zk.Event) {
 			l.since = time.Now()
 		}
 		l.handshaking, l.session = "", ""
+	}
+	if l.handshaking == "" {
+		l.unanswered = nil
+	}
+}
+
+// noAnswer records that the client gave up the handshake with server, for
+// err (ErrNoAnswer): the handshake's end, which follows, is told so.
+func (l *dialLog) noAnswer(server string, err error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.handshaking == server {
+		l.unanswered = err
 	}
 }
 

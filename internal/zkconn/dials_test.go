@@ -118,3 +118,33 @@ func TestDialsTimeoutIsNoRefusal(t *testing.T) {
 		t.Errorf("%+v (reason %q): a timeout taken for a refusal", s, Reason(s.Err))
 	}
 }
+
+// A server that takes the connection and never answers the handshake (here
+// proxies that hold every new session) is given the session timeout over
+// the number of servers, as ZooKeeper's Java client gives it, not
+// go-zookeeper's 20/3 of the session timeout: the client closes the
+// connection, its dial says so, and it dials the next server (assumption
+// 9: the handshake's end, with StateDisconnected, naming the server).
+func TestDialsBoundTheHandshake(t *testing.T) {
+	testutil.CheckLeaks(t)
+	var servers []string
+	for range 2 {
+		p := zktest.NewProxy(t, server.Addr())
+		p.HoldNewSessions() // never released: the proxy's Close ends the connections it holds
+		servers = append(servers, p.Addr())
+	}
+	const timeout = 2 * time.Second // go-zookeeper's own bound: 13.3 s
+	c, err := Dial(Config{Servers: servers, SessionTimeout: timeout})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	d := untilDials(t, c, "both handshakes given up", func(d Dials) bool {
+		return d.Servers[0].Err != nil && d.Servers[1].Err != nil
+	})
+	for _, s := range d.Servers {
+		if !errors.Is(s.Err, ErrNoAnswer) || s.Refused() || Reason(s.Err) != "no answer to the handshake within 1s" {
+			t.Errorf("%s: %q, want the handshake given up at its bound: no answer to the handshake within 1s", s.Server, Reason(s.Err))
+		}
+	}
+}

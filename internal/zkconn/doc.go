@@ -20,7 +20,10 @@
 //     (CreateContainer);
 //   - a Close that waits until go-zookeeper's goroutines have ended;
 //   - what the last dial of each server gave (Dials: connection refused, a
-//     handshake without a session...), which go-zookeeper only logs.
+//     handshake without a session...), which go-zookeeper only logs;
+//   - a bound on each handshake, the session timeout over the number of
+//     servers, as ZooKeeper's Java client (go-zookeeper waits 20/3 of the
+//     session timeout, pinned to one server).
 //
 // CloseSession closes a session on a server from a connection of its own,
 // and staticHosts gives go-zookeeper its servers without DNS.

@@ -20,7 +20,8 @@ import (
 // whoever waits for a create request that it has been written.
 type tap struct {
 	net.Conn
-	c *Conn
+	c  *Conn
+	hs handshake // its bound (handshake.go)
 
 	mu      sync.Mutex
 	sentHs  bool   // the connect request has been written
@@ -204,6 +205,7 @@ func (t *tap) follow(b []byte) {
 func (t *tap) frameRead() {
 	if t.handshake {
 		t.readHs = true
+		t.handshakeAnswered()
 		if timeout, id, passwd, ok := zkwire.ParseConnectResponse(t.resp); ok && id != 0 {
 			t.c.setSession(Session{ID: id, Passwd: passwd, Timeout: time.Duration(timeout) * time.Millisecond})
 			t.answered(handshakeXid)
