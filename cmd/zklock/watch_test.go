@@ -275,7 +275,7 @@ func TestBinaryLsWatchThroughAnOutage(t *testing.T) {
 	defer h.Release(context.Background())
 	_, node := framework.SplitPath(h.LockPath())
 
-	term := startTerminalAt(t, s.Addr(), "ls", "--watch", "--session-timeout", "3s", path)
+	term := startTerminalAt(t, s.Addr(), "ls", "--watch", "--session-timeout", "8s", path) // SUSPENDED shows for seconds before LOST
 	first := holderRow(term.waitFor(ctx, "connection CONNECTED", node))
 	term.waitScreen(ctx, "the holder's AGE ticking", func(screen string) bool {
 		row := holderRow(screen)
