@@ -67,7 +67,7 @@ func (c *Client) zk() *conn { return c.conn.Load() }
 // LOST. It is then abandoned on a goroutine of the client's (its watches
 // fire), and its session closed on the servers as soon as one answers, but
 // not before the servers could have expired it themselves (T after the
-// last contact, expiryBound): the holders told at LOST keep that margin to
+// last renewal the client is sure of, expiryBound): the holders told at LOST keep that margin to
 // stop before anyone else can take their locks.
 func (c *Client) abandonSession() {
 	old := c.zk()

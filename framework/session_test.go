@@ -17,10 +17,11 @@ import (
 // the session could expire), the client gives the session up, as Curator
 // does: it moves to a new session at once, and closes the old one on the
 // server from a connection of its own as soon as a server answers it — but
-// not before the session timeout has passed since the last contact, so that
-// a holder told at LOST keeps its margin — and the old session's ephemeral
-// nodes go then, not when the server's own expiry comes to them (or never,
-// while the old session is resumed).
+// not before the session timeout has passed since the last renewal it is
+// sure of (StateError.ExpiryBound), so that a holder told at LOST keeps its
+// margin — and the old session's ephemeral nodes go then, not when the
+// server's own expiry comes to them (or never, while the old session is
+// resumed).
 //
 // HoldSession plays a partition of the old session alone: the server keeps
 // it (its timeout is 4 s), every connection that presents it (the
@@ -80,9 +81,16 @@ func TestTimerLostClosesTheOldSession(t *testing.T) {
 		t.Fatal(err)
 	}
 	testutil.WaitGone(t, raw, node)
-	if goneAt := time.Now(); goneAt.Before(beforeCreate.Add(timeout)) {
+	// The bound told with SUSPENDED: T after the last renewal the client
+	// is sure of (the handshake here: the create's answer, with none after
+	// it, proves nothing of a leader), the earliest the servers could have
+	// expired the session as far as the client can tell.
+	if se.ExpiryBound.IsZero() || se.ExpiryBound.After(beforeCreate.Add(timeout)) {
+		t.Fatalf("ExpiryBound %v, want one no later than T after the create (%v)", se.ExpiryBound, beforeCreate.Add(timeout))
+	}
+	if goneAt := time.Now(); goneAt.Before(se.ExpiryBound) {
 		t.Fatalf("the old session's node went %v after LOST, %v before the servers could have expired the session",
-			goneAt.Sub(lostAt), beforeCreate.Add(timeout).Sub(goneAt))
+			goneAt.Sub(lostAt), se.ExpiryBound.Sub(goneAt))
 	}
 	if err := rec.Equal(state.Connected, state.Suspended, state.Lost, state.Reconnected); err != nil {
 		t.Fatal(err) // the old session's return moved nothing

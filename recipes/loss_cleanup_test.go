@@ -51,8 +51,8 @@ func exclusiveKinds() []exclusiveKind {
 // never releases it: the library deletes the node itself, so the lock is
 // not wedged — but not before the servers themselves could have expired the
 // session (the loss's ExpiryBound: the session timeout after the last
-// request they answered), so the holder told of the loss keeps that margin
-// to stop. A rival on another client then holds. The owner's Release, late,
+// renewal the client is sure of), so the holder told of the loss keeps
+// that margin to stop. A rival on another client then holds. The owner's Release, late,
 // still says the lock was lost, and leaves it clean: it acquires again.
 func TestLostGrantLeavesNothingBehind(t *testing.T) {
 	for _, k := range exclusiveKinds() {
