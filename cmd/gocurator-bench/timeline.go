@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"encoding/binary"
 	"fmt"
 	"io"
 	"net"
@@ -90,13 +89,7 @@ type loggedConn struct {
 	ops    map[int32]int32 // xid → opcode of the requests written
 	sentHs bool
 
-	// the reader's place in the stream (only Read touches these)
-	hdr         [zkwire.FrameHeaderLen]byte
-	hdrN, rest  int
-	bodyN       int
-	xid         [4]byte
-	readHs      bool
-	readingBody bool
+	stream zkwire.ServerStream // the frames read so far (only Read touches it)
 }
 
 func (c *loggedConn) Write(p []byte) (int, error) {
@@ -124,36 +117,12 @@ func (c *loggedConn) Write(p []byte) (int, error) {
 func (c *loggedConn) Read(p []byte) (int, error) {
 	n, err := c.Conn.Read(p)
 	now := time.Now()
-	for b := p[:n]; len(b) > 0; {
-		if !c.readingBody {
-			k := copy(c.hdr[c.hdrN:], b)
-			c.hdrN += k
-			b = b[k:]
-			if c.hdrN < len(c.hdr) {
-				break
-			}
-			size, _ := zkwire.FrameLen(c.hdr)
-			c.hdrN, c.rest, c.bodyN, c.readingBody = 0, size, 0, size > 0
-			continue
-		}
-		k := min(len(b), c.rest)
-		if c.bodyN < len(c.xid) {
-			copy(c.xid[c.bodyN:], b[:min(k, len(c.xid)-c.bodyN)])
-			if c.bodyN+k >= len(c.xid) && c.readHs {
-				c.replyRead(int32(binary.BigEndian.Uint32(c.xid[:])), now)
-			}
-		}
-		c.bodyN += k
-		c.rest -= k
-		b = b[k:]
-		if c.rest == 0 {
-			c.readingBody, c.readHs = false, true
-		}
-	}
+	// A stream that is no ZooKeeper frames is logged no further.
+	_ = c.stream.Follow(p[:n], func([]byte) {}, func(xid int32) { c.replyRead(xid, now) })
 	return n, err
 }
 
-// replyRead logs a frame from the server whose xid has been read.
+// replyRead logs a frame from the server read whole.
 func (c *loggedConn) replyRead(xid int32, at time.Time) {
 	if xid == opNotification {
 		c.log.add(wireEvent{at: at, op: opNotification, xid: xid})

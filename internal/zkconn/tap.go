@@ -34,16 +34,9 @@ type tap struct {
 	r, w int
 	rerr error
 
-	// What the reader has of the frame it is in; only Read touches these.
-	hdr       [zkwire.FrameHeaderLen]byte
-	hdrN      int // bytes of hdr read
-	rest      int // bytes of the frame's body still to come; 0: in a header
-	bodyN     int // bytes of the body read so far
-	xid       [4]byte
-	handshake bool   // the frame is the connect response
-	resp      []byte // the connect response so far
-	lost      bool   // the stream is not ZooKeeper's frames: stop following it
-	readHs    bool   // the connect response has been read
+	// The frames read so far; only Read touches these.
+	stream zkwire.ServerStream
+	lost   bool // the stream is not ZooKeeper's frames: stop following it
 }
 
 // sent is a request written: its xid, whether its reply renews the session
@@ -152,71 +145,29 @@ func (t *tap) Read(p []byte) (int, error) {
 
 // seen follows the bytes go-zookeeper gets.
 func (t *tap) seen(b []byte) {
-	if len(b) > 0 && !t.lost {
-		t.follow(b)
+	if len(b) == 0 || t.lost {
+		return
 	}
-}
-
-// follow reads the frames in b, a piece of the stream from the server.
-func (t *tap) follow(b []byte) {
-	for len(b) > 0 {
-		if t.rest == 0 {
-			k := copy(t.hdr[t.hdrN:], b)
-			t.hdrN += k
-			b = b[k:]
-			if t.hdrN < len(t.hdr) {
-				return
-			}
-			size, ok := zkwire.FrameLen(t.hdr)
-			if !ok {
-				t.lost = true
-				if f := t.c.onUntracked; f != nil {
-					f(fmt.Sprintf("a frame of %d bytes from %s is no ZooKeeper frame", int32(binary.BigEndian.Uint32(t.hdr[:])), t.RemoteAddr()))
-				}
-				return
-			}
-			t.hdrN, t.rest, t.bodyN = 0, size, 0
-			t.handshake = !t.readHs
-			if t.handshake {
-				t.resp = append(t.resp[:0], t.hdr[:]...)
-			}
-			if size == 0 {
-				t.frameRead()
-			}
-			continue
-		}
-		k := min(len(b), t.rest)
-		if t.handshake {
-			t.resp = append(t.resp, b[:k]...)
-		} else if t.bodyN < len(t.xid) {
-			copy(t.xid[t.bodyN:], b[:k])
-		}
-		t.bodyN += k
-		t.rest -= k
-		b = b[k:]
-		if t.rest == 0 {
-			t.frameRead()
+	if err := t.stream.Follow(b, t.connectRead, t.replyRead); err != nil {
+		t.lost = true
+		if f := t.c.onUntracked; f != nil {
+			f(fmt.Sprintf("%v, from %s", err, t.RemoteAddr()))
 		}
 	}
 }
 
-// frameRead handles a frame read whole: the connect response, a reply, or
-// a watch event.
-func (t *tap) frameRead() {
-	if t.handshake {
-		t.readHs = true
-		t.handshakeAnswered()
-		if timeout, id, passwd, ok := zkwire.ParseConnectResponse(t.resp); ok && id != 0 {
-			t.c.setSession(Session{ID: id, Passwd: passwd, Timeout: time.Duration(timeout) * time.Millisecond})
-			t.answered(handshakeXid)
-		}
-		t.resp = nil
-		return
+// connectRead handles the connect response, read whole.
+func (t *tap) connectRead(frame []byte) {
+	t.handshakeAnswered()
+	if timeout, id, passwd, ok := zkwire.ParseConnectResponse(frame); ok && id != 0 {
+		t.c.setSession(Session{ID: id, Passwd: passwd, Timeout: time.Duration(timeout) * time.Millisecond})
+		t.answered(handshakeXid)
 	}
-	if t.bodyN < len(t.xid) {
-		return
-	}
-	if xid := int32(binary.BigEndian.Uint32(t.xid[:])); xid != eventXid {
+}
+
+// replyRead handles a reply or a watch event, read whole.
+func (t *tap) replyRead(xid int32) {
+	if xid != eventXid {
 		t.answered(xid)
 	}
 }

@@ -1,9 +1,11 @@
 // Package zkwire reads and writes the few parts of ZooKeeper's wire
 // protocol that gocurator handles itself, below go-zookeeper: the framing
-// (a 4-byte big-endian length, then the packet), the connect handshake, and
-// closing a session from a connection of its own. The framework uses it to
-// learn a session's password and to close a session it gave up; zktest's
-// proxy to follow and fault the traffic it forwards.
+// (a 4-byte big-endian length, then the packet), the connect handshake,
+// closing a session from a connection of its own, and following a server's
+// stream of frames as it is read (ServerStream). The framework uses it to
+// learn a session's password, to pair replies with requests (its tap) and
+// to close a session it gave up; zktest's proxy to follow and fault the
+// traffic it forwards; the bench's -timeline to log the frames of a cycle.
 package zkwire
 
 import (
