@@ -28,7 +28,8 @@ type renewals struct {
 	margin  int64   // ns: a twentieth of the session timeout
 	newest  int64   // ns (mono); 0: nothing answered
 	renewed int64   // ns (mono); 0: nothing renewed
-	recent  []int64 // answered send times after renewed and within margin of newest, oldest first
+	recent  []int64 // answered send times after renewed and within margin of newest (from head on), oldest first
+	head    int
 }
 
 // answered records that a request sent at sent (mono ns) was answered; a
@@ -38,7 +39,7 @@ func (r *renewals) answered(sent int64, handshake bool) {
 	defer r.mu.Unlock()
 	if handshake {
 		r.newest, r.renewed = max(r.newest, sent), max(r.renewed, sent)
-		r.recent = r.recent[:0]
+		r.recent, r.head = r.recent[:0], 0
 		return
 	}
 	if sent > r.newest {
@@ -47,13 +48,18 @@ func (r *renewals) answered(sent int64, handshake bool) {
 	} else if sent <= r.newest-r.margin {
 		r.renewed = max(r.renewed, sent) // an answer come late, to a request long since followed
 	}
-	n := 0
-	for n < len(r.recent) && r.recent[n] <= r.newest-r.margin {
-		r.renewed = max(r.renewed, r.recent[n])
-		n++
+	for r.head < len(r.recent) && r.recent[r.head] <= r.newest-r.margin {
+		r.renewed = max(r.renewed, r.recent[r.head])
+		r.head++
 	}
-	if n > 0 {
-		r.recent = r.recent[:copy(r.recent, r.recent[n:])]
+	// Entries leave from the head, one or a few a reply: the slice is
+	// moved down only once the head has passed half of it, not on every
+	// reply (a busy client's window holds a twentieth of T of requests).
+	switch {
+	case r.head == len(r.recent):
+		r.recent, r.head = r.recent[:0], 0
+	case r.head >= 1024 && 2*r.head >= len(r.recent):
+		r.recent, r.head = r.recent[:copy(r.recent, r.recent[r.head:])], 0
 	}
 }
 
@@ -71,7 +77,7 @@ func (r *renewals) reset(margin int64) (renewed int64) {
 	defer r.mu.Unlock()
 	renewed = r.renewed
 	r.newest, r.renewed, r.margin = 0, 0, margin
-	r.recent = r.recent[:0]
+	r.recent, r.head = r.recent[:0], 0
 	return renewed
 }
 

@@ -34,8 +34,25 @@ func TestRenewals(t *testing.T) {
 	check("a busy client: the margin behind its newest", ms(5500), ms(5200))
 	r.answered(ms(5100), false) // a late answer, within the margin of the newest: proves nothing more
 	check("a late answer", ms(5500), ms(5200))
-	if old := r.reset(int64(T / 20)); old != ms(5200) {
+	for at := int64(5501); at <= 9000; at++ { // busy for longer than its window holds: the window moves down
+		r.answered(ms(at), false)
+		if _, rn := r.times(); rn != ms(at-300) {
+			t.Fatalf("busy at %d ms: renewed %v, want the margin behind", at, time.Duration(rn))
+		}
+	}
+	if old := r.reset(int64(T / 20)); old != ms(8700) {
 		t.Fatalf("reset returned %v, want the old session's renewal", time.Duration(old))
 	}
 	check("a new session", 0, 0)
+}
+
+// BenchmarkRenewalsBusy is one answer of a busy client: a request every
+// 10 µs, a 40 s session (a margin of 2 s: 200,000 answers in the window).
+func BenchmarkRenewalsBusy(b *testing.B) {
+	var r renewals
+	r.setMargin(int64(2 * time.Second))
+	r.answered(1, true)
+	for i := range b.N {
+		r.answered(int64(i+2)*int64(10*time.Microsecond), false)
+	}
 }
