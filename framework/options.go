@@ -24,8 +24,9 @@ const (
 	DefaultConnectionTimeout = 15 * time.Second
 	// DefaultSimulatedSessionExpirationPercent is the default share of the
 	// session timeout after which a SUSPENDED client declares the session
-	// LOST. The share is of the negotiated timeout, counted from the servers'
-	// last answer (see WithSimulatedSessionExpirationPercent).
+	// LOST. The share is of the negotiated timeout, counted from the last
+	// renewal of the session the servers surely had (see
+	// WithSimulatedSessionExpirationPercent).
 	DefaultSimulatedSessionExpirationPercent = 100
 )
 
@@ -153,7 +154,9 @@ func WithDefaultData(data []byte) Option {
 // WithSimulatedSessionExpirationPercent sets when a client that has stayed
 // SUSPENDED reports LOST without hearing from the server. p, from 1 to 100
 // (default 100), is the share of the negotiated session timeout, counted
-// from the last request the servers answered; LOST comes no later than a
+// from the last renewal of the session the servers surely had (as
+// StateError.ExpiryBound: an answer followed by another a twentieth of the
+// timeout later, or a handshake); LOST comes no later than a
 // twentieth of the timeout before the servers could expire the session,
 // whatever p. (Curator counts the share from SUSPENDED instead.) The client
 // then gives that session up, as Curator does: it moves to a new session,

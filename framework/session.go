@@ -45,7 +45,7 @@ func (c *Client) connect() (*conn, error) {
 		OnEvent:        func(_ *zkconn.Conn, ev zk.Event) { c.onEvent(z, ev) },
 		Log:            c.logZK,
 		OnUntracked: func(why string) {
-			c.log.Warn("lost track of the connection's replies: the last contact stands still until it reconnects, and LOST may come early",
+			c.log.Warn("lost track of the connection's replies: the last renewal stands still until it reconnects, and LOST may come early",
 				zap.String("why", why))
 		},
 	})

@@ -15,8 +15,10 @@ type StateError struct {
 	State state.ConnectionState
 	// ExpiryBound is, as far as the client could tell when the state came,
 	// the earliest moment the servers could expire the session: the
-	// negotiated session timeout after the last request they answered.
-	// Until then no server can have given the session's ephemeral nodes
+	// negotiated session timeout after the last renewal of it the servers'
+	// leader surely had (an answer followed by another a twentieth of the
+	// timeout later, or a handshake: not the newest answer, which a
+	// follower cut off from its leader may still give). Until then no server can have given the session's ephemeral nodes
 	// (and so its locks) to anyone else. Zero when the client had not heard
 	// from the servers in that session.
 	ExpiryBound time.Time

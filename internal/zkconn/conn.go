@@ -30,8 +30,8 @@ type Config struct {
 	// OnUntracked hears, on go-zookeeper's reader, that the tap could not
 	// follow what a server sent as ZooKeeper frames (why): until that TCP
 	// connection ends, no reply on it counts as contact, so LastContact
-	// stands still (and a LOST timer counting from it comes early). It
-	// must not block. Nil: nobody hears.
+	// and LastRenewal stand still (and a LOST timer counting from the
+	// renewal comes early). It must not block. Nil: nobody hears.
 	OnUntracked func(why string)
 }
 
@@ -65,7 +65,7 @@ type Conn struct {
 	closing bool     // Close has begun: a connection dialled now is closed at once
 	session Session  // of the last handshake that gave one
 	// before is the session before it (go-zookeeper moves to a new one when
-	// the servers expired the last), and beforeContact its last contact.
+	// the servers expired the last), and beforeRenewed its last renewal.
 	before        Session
 	beforeRenewed int64
 

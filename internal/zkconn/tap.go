@@ -16,7 +16,8 @@ import (
 // byte passes through unchanged, and the tap follows the frames both ways
 // (assumptions 1–3 of the package doc). It reads the session's credentials
 // from the connect response, pairs each reply with its request to tell when
-// the servers last heard from the client (Conn.LastContact), and tells
+// the servers last heard from the client (Conn.LastContact) and last surely
+// renewed the session (Conn.LastRenewal), and tells
 // whoever waits for a create request that it has been written.
 type tap struct {
 	net.Conn
