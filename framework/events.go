@@ -209,31 +209,33 @@ func (c *Client) EventsDropped() uint64 {
 // loses that line.
 func (c *Client) deliver(n note) {
 	if l := n.line; l != nil {
-		core := l.core
-		if core == nil { // the outbox's own
+		core, entry := l.core, l.entry
+		if core == nil { // the outbox's own, about now
 			core = c.sink.Core()
-			l.entry.LoggerName, l.entry.Time = c.sink.Name(), time.Now()
+			entry.LoggerName, entry.Time = c.sink.Name(), time.Now()
 		}
-		_ = listeners.Safe(func() { // as zap writes: every core the user's composes, hooks included
-			if ce := core.Check(l.entry, nil); ce != nil {
-				ce.Write(l.fields...)
-			}
-		})
+		writeLine(core, entry, l.fields)
 		return
 	}
 	e := n.event
-	if n.logged {
-		_ = listeners.Safe(func() {
-			if ce := c.sink.Check(n.level, e.Kind.String()); ce != nil {
-				ce.Write(e.fields()...)
-			}
-		})
+	if n.logged { // stamped when it happened, not when its turn came
+		writeLine(c.sink.Core(), zapcore.Entry{LoggerName: c.sink.Name(), Time: e.Time, Level: n.level, Message: e.Kind.String()}, e.fields())
 	}
 	for _, h := range c.hooks {
 		if err := listeners.Safe(func() { h.Event(e) }); err != nil {
 			c.log.Error("event hook", zap.Stringer("event", e.Kind), zap.Error(err))
 		}
 	}
+}
+
+// writeLine writes a line to core as zap does, to every core it composes
+// (hooks included); a core that panics loses that line.
+func writeLine(core zapcore.Core, entry zapcore.Entry, fields []zapcore.Field) {
+	_ = listeners.Safe(func() {
+		if ce := core.Check(entry, nil); ce != nil {
+			ce.Write(fields...)
+		}
+	})
 }
 
 // level is the level events of kind k are logged at.
