@@ -5,6 +5,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
@@ -31,9 +32,9 @@ func (b *blockingCore) Check(e zapcore.Entry, ce *zapcore.CheckedEntry) *zapcore
 	return ce.AddCore(e, b)
 }
 
-func (b *blockingCore) Write(zapcore.Entry, []zapcore.Field) error {
+func (b *blockingCore) Write(e zapcore.Entry, fields []zapcore.Field) error {
 	b.mu.Lock()
-	shut, c := b.shut, b.c
+	shut, c, core := b.shut, b.c, b.Core
 	if shut != nil {
 		b.writes++
 	}
@@ -44,7 +45,7 @@ func (b *blockingCore) Write(zapcore.Entry, []zapcore.Field) error {
 	if shut != nil {
 		<-shut
 	}
-	return nil
+	return core.Write(e, fields)
 }
 
 func (b *blockingCore) With([]zapcore.Field) zapcore.Core { return b }
@@ -66,7 +67,9 @@ func TestSlowLogSinkDoesNotStallTheClient(t *testing.T) {
 	sink.mu.Lock()
 	sink.shut, sink.c = open, c
 	sink.mu.Unlock()
-	t.Cleanup(func() { close(open) }) // before the client's Close, which writes what is left
+	var opened sync.Once
+	openSink := func() { opened.Do(func() { close(open) }) }
+	t.Cleanup(openSink) // before the client's Close, which writes what is left
 	proxy.DropConnections()
 	rec.WaitFor(ctx, t, state.Suspended)
 	rec.WaitFor(ctx, t, state.Reconnected)
@@ -75,12 +78,28 @@ func TestSlowLogSinkDoesNotStallTheClient(t *testing.T) {
 			t.Fatalf("call %d while the sink is blocked: %v", i, err)
 		}
 	}
-	sink.mu.Lock()
-	writes := sink.writes
-	sink.mu.Unlock()
-	if writes > 1 {
+	shutWrites := func() int {
+		sink.mu.Lock()
+		defer sink.mu.Unlock()
+		return sink.writes
+	}
+	testutil.Until(t, "the sink's first write, which blocks", func() (bool, string) {
+		return shutWrites() > 0, "none begun"
+	})
+	if writes := shutWrites(); writes > 1 {
 		t.Fatalf("%d lines written while the sink blocks in its first: not one at a time, in order", writes)
 	}
+	// Opened, the sink gets the lines that waited: RECONNECTED's among them
+	// (the first, which began while shut, was written to the shut core).
+	core, logs := observer.New(zapcore.DebugLevel)
+	sink.mu.Lock()
+	sink.shut, sink.Core = nil, core
+	sink.mu.Unlock()
+	openSink()
+	testutil.Until(t, "the lines that waited, once the sink opens", func() (bool, string) {
+		n := logs.FilterMessage(StateChanged.String()).Len()
+		return n >= 1, fmt.Sprintf("%d state changes written", n)
+	})
 }
 
 // A hook too slow for the events: past the bound, starts are dropped (and
@@ -96,6 +115,8 @@ func TestOverflowKeepsEveryEndAndSaysSo(t *testing.T) {
 	var mu sync.Mutex
 	started, ended := map[string]bool{}, 0
 	var orphans []string
+	var opened sync.Once
+	openHook := func() { opened.Do(func() { close(open) }) }
 	c := newClient(t, server.Addr(), WithLogger(zap.New(core)), WithEventHook(EventFunc(func(e Event) {
 		<-open
 		mu.Lock()
@@ -110,6 +131,7 @@ func TestOverflowKeepsEveryEndAndSaysSo(t *testing.T) {
 			ended++
 		}
 	})))
+	t.Cleanup(openHook) // a failure below must not leave the hook blocked for the leak check
 	dropped := 0
 	most := 0
 	for i := range pairs {
@@ -127,7 +149,7 @@ func TestOverflowKeepsEveryEndAndSaysSo(t *testing.T) {
 	if told := pairs - dropped; most > maxQueuedEvents+2 {
 		t.Fatalf("%d notes queued at most (%d pairs taken): the bound is %d, and ends of taken starts", most, told, maxQueuedEvents)
 	}
-	close(open)
+	openHook()
 	testutil.Until(t, "every end of a taken start heard", func() (bool, string) {
 		mu.Lock()
 		defer mu.Unlock()
@@ -149,5 +171,26 @@ func TestOverflowKeepsEveryEndAndSaysSo(t *testing.T) {
 		}
 		return len(ours) == 2 && strings.Contains(ours[0].Message, "dropped") && strings.Contains(ours[1].Message, "over") &&
 			ours[1].ContextMap()["dropped"] == uint64(dropped), strings.Join(msgs, " | ")
+	})
+}
+
+// An event's log line carries the event's time, not the time the outbox
+// got to write it: behind a slow sink the lines keep their order in time
+// with the client's other lines.
+func TestEventLineKeepsTheEventsTime(t *testing.T) {
+	testutil.CheckLeaks(t)
+	core, logs := observer.New(zapcore.DebugLevel)
+	c := newClient(t, server.Addr(), WithLogger(zap.New(core)))
+	at := time.Now().Add(-time.Hour).Round(0)
+	c.Emit(Event{Kind: Lost, Recipe: "mutex", Path: "/x", Time: at})
+	testutil.Until(t, "the Lost event's line", func() (bool, string) {
+		lines := logs.FilterMessage(Lost.String()).All()
+		if len(lines) == 0 {
+			return false, "not written yet"
+		}
+		if !lines[0].Time.Equal(at) {
+			t.Fatalf("the line of an event at %v is stamped %v", at.Format(time.TimeOnly), lines[0].Time.Format(time.TimeOnly))
+		}
+		return true, ""
 	})
 }
