@@ -211,7 +211,11 @@ func (c *Client) RetryPolicy() retry.Policy {
 	return c.policy
 }
 
-// Logger returns the client's logger, for recipes built on the client.
+// Logger returns the client's logger, for recipes built on the client. Its
+// lines go to the logger given WithLogger on a goroutine of the client's,
+// as events do (see EventHook): they are written a little later, in order,
+// and dropped, DEBUG first, when the sink is too slow (EventsDropped counts
+// them); its Sync does nothing (call the sink's own).
 func (c *Client) Logger() *zap.Logger {
 	if !c.usable() {
 		return zap.NewNop()
