@@ -77,9 +77,6 @@ const (
 	countedOpcodes   = maxCountedOpcode + 1
 )
 
-// notificationXid is the xid of a watch notification.
-const notificationXid = -1
-
 // opcodeIndex returns the slot of requests that counts opcode.
 func opcodeIndex(opcode int32) (int, bool) {
 	switch {
@@ -765,7 +762,7 @@ func (c *proxyConn) readServer(srv net.Conn, down chan<- chunk, raw bool) {
 			return false, nil
 		}
 		xid, ok := zkwire.ReplyXid(f)
-		if ok && xid == notificationXid {
+		if ok && xid == zkwire.NotificationXid {
 			c.p.notifications.Add(1)
 		}
 		if !ok || xid < 0 {

@@ -69,13 +69,7 @@ func mono() int64 { return int64(time.Since(epoch)) }
 func (t *tap) Write(p []byte) (int, error) {
 	now := mono()
 	hooks := t.c.written.waiting.Load() != 0 // while no create waits, a frame costs no parse of its path
-	for f := p; len(f) >= zkwire.FrameHeaderLen; {
-		size, ok := zkwire.FrameLen([zkwire.FrameHeaderLen]byte(f))
-		if !ok || len(f) < zkwire.FrameHeaderLen+size {
-			break
-		}
-		frame := f[:zkwire.FrameHeaderLen+size]
-		f = f[len(frame):]
+	for frame := range zkwire.Frames(p) {
 		if !t.sent(frame, now) {
 			continue // the connect request: no xid, and no create
 		}
@@ -168,13 +162,10 @@ func (t *tap) connectRead(frame []byte) {
 
 // replyRead handles a reply or a watch event, read whole.
 func (t *tap) replyRead(xid int32) {
-	if xid != eventXid {
+	if xid != zkwire.NotificationXid {
 		t.answered(xid)
 	}
 }
-
-// eventXid is the xid of a watch event, which answers no request.
-const eventXid = -1
 
 // answered records the reply to the oldest request written with xid.
 func (t *tap) answered(xid int32) {

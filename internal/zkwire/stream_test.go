@@ -84,3 +84,32 @@ func TestServerStreamStopsAtABadLength(t *testing.T) {
 		t.Fatalf("%d replies handed on, want the 3 before the bad length", replies)
 	}
 }
+
+// Frames yields each whole frame of a buffer in place, and stops at a
+// frame cut short or a length no frame has.
+func TestFrames(t *testing.T) {
+	a, b := PutFrame([]byte{1, 2, 3}), PutFrame(nil)
+	bad := binary.BigEndian.AppendUint32(nil, uint32(MaxFrame+1))
+	for _, c := range []struct {
+		name string
+		p    []byte
+		want [][]byte
+	}{
+		{"two", slices.Concat(a, b), [][]byte{a, b}},
+		{"cut short", slices.Concat(a, b[:2]), [][]byte{a}},
+		{"a body cut short", slices.Concat(b, a[:5]), [][]byte{b}},
+		{"a bad length", slices.Concat(a, bad, b), [][]byte{a}},
+		{"empty", nil, nil},
+	} {
+		var got [][]byte
+		for f := range Frames(c.p) {
+			got = append(got, f)
+			if &f[0] != &c.p[len(slices.Concat(got[:len(got)-1]...))] {
+				t.Errorf("%s: frame %d copied", c.name, len(got))
+			}
+		}
+		if !slices.EqualFunc(got, c.want, bytes.Equal) {
+			t.Errorf("%s: frames %x, want %x", c.name, got, c.want)
+		}
+	}
+}

@@ -13,11 +13,16 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"iter"
 	"net"
 )
 
 // OpCloseSession is the opcode of a closeSession request.
 const OpCloseSession int32 = -11
+
+// NotificationXid is the xid of a watch notification, which answers no
+// request.
+const NotificationXid int32 = -1
 
 // Sizes of the protocol.
 const (
@@ -49,6 +54,25 @@ func ReadFrame(r io.Reader) ([]byte, error) {
 func FrameLen(hdr [FrameHeaderLen]byte) (int, bool) {
 	n := int32(binary.BigEndian.Uint32(hdr[:]))
 	return int(n), n >= 0 && n <= MaxFrame
+}
+
+// Frames yields the whole frames at the start of p, one by one, header
+// included, without copying them: a buffer of frames as go-zookeeper
+// writes them. A length no ZooKeeper frame has, or a frame cut short, ends
+// them.
+func Frames(p []byte) iter.Seq[[]byte] {
+	return func(yield func([]byte) bool) {
+		for len(p) >= FrameHeaderLen {
+			size, ok := FrameLen([FrameHeaderLen]byte(p))
+			if !ok || len(p) < FrameHeaderLen+size {
+				return
+			}
+			if !yield(p[:FrameHeaderLen+size]) {
+				return
+			}
+			p = p[FrameHeaderLen+size:]
+		}
+	}
 }
 
 // ReadFrameBody reads the rest of the frame whose header is hdr and returns
