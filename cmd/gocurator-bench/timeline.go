@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -53,7 +52,9 @@ type wireEvent struct {
 	xid int32
 }
 
-const opNotification int32 = -1
+// opNotification stands for a notification's opcode in the log: it has none
+// (its xid, zkwire.NotificationXid, answers no request).
+const opNotification = zkwire.NotificationXid
 
 func (l *wireLog) add(e wireEvent) {
 	l.mu.Lock()
@@ -94,11 +95,7 @@ type loggedConn struct {
 
 func (c *loggedConn) Write(p []byte) (int, error) {
 	now := time.Now()
-	for r := bytes.NewReader(p); ; { // go-zookeeper writes whole frames
-		frame, err := zkwire.ReadFrame(r)
-		if err != nil {
-			break
-		}
+	for frame := range zkwire.Frames(p) { // go-zookeeper writes whole frames
 		c.mu.Lock()
 		hs := !c.sentHs
 		c.sentHs = true
@@ -124,7 +121,7 @@ func (c *loggedConn) Read(p []byte) (int, error) {
 
 // replyRead logs a frame from the server read whole.
 func (c *loggedConn) replyRead(xid int32, at time.Time) {
-	if xid == opNotification {
+	if xid == zkwire.NotificationXid {
 		c.log.add(wireEvent{at: at, op: opNotification, xid: xid})
 		return
 	}
