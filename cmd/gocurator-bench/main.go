@@ -10,7 +10,9 @@
 //
 //	gocurator-bench [-quick] [-out docs/performance.md] [-java=true] [-reps n]
 //	                [-scenarios 1,2,3,4,5,6,7,1d,2d,4d,5d,1e,2e] [-waiters n]
+//	                [-heapprofile file]
 //	gocurator-bench -render docs/performance.json
+//	gocurator-bench -timeline
 //
 // (Run with GOCURATOR_BENCH_PROXY set, it is the latency section's proxy,
 // in a process of its own: see latency.go.)

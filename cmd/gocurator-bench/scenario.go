@@ -28,8 +28,9 @@ type env struct {
 	proxy   *proxyProc  // the proxy every client is behind, in the latency section; else nil
 	latency *latencySetup
 	logf    func(format string, args ...any)
-	// heapProfile, if set, is where scenario 6 writes a heap profile of
-	// gocurator's waiters once all wait.
+	// heapProfile, if set, is where scenario 6 writes heap profiles of
+	// gocurator's and the floor's waiters once all wait (-gocurator and
+	// -floor appended to the name).
 	heapProfile string
 }
 

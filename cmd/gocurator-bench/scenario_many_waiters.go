@@ -140,7 +140,7 @@ func profileHeap() func() {
 	return func() { runtime.MemProfileRate = rate }
 }
 
-// writeHeapProfile writes the heap profile (after a GC) to path: what is in
+// writeHeapProfile writes the heap profile, as of now, to path: what is in
 // use by where it was allocated (go tool pprof -sample_index=inuse_space);
 // and what every goroutine is doing, to path.goroutines.
 func writeHeapProfile(path string) error {
@@ -148,7 +148,7 @@ func writeHeapProfile(path string) error {
 	if err != nil {
 		return err
 	}
-	runtime.GC()
+	settleHeapProfile()
 	err = pprof.Lookup("heap").WriteTo(f, 0)
 	if err = errors.Join(err, f.Close()); err != nil {
 		return err

@@ -61,9 +61,8 @@ func (e *env) waiterHeap(ctx context.Context, im goImpl) ([]heapShare, error) {
 	if err != nil {
 		return nil, err
 	}
-	rate := runtime.MemProfileRate
-	runtime.MemProfileRate = 1
-	defer func() { runtime.MemProfileRate = rate }()
+	restore := profileHeap()
+	defer restore()
 	before := heapProfile()
 	q := newQueue(ctx)
 	defer q.close()
@@ -71,7 +70,7 @@ func (e *env) waiterHeap(ctx context.Context, im goImpl) ([]heapShare, error) {
 		return nil, err
 	}
 	after := heapProfile()
-	runtime.MemProfileRate = rate
+	restore()
 	if _, err := q.drain(holder, 10*time.Minute); err != nil {
 		return nil, err
 	}
@@ -88,12 +87,9 @@ func (e *env) waiterHeap(ctx context.Context, im goImpl) ([]heapShare, error) {
 }
 
 // heapProfile returns the bytes in use by allocating stack, as of a
-// garbage collection now (the profile publishes a collection's state only
-// after two more).
+// garbage collection now.
 func heapProfile() map[[32]uintptr]int64 {
-	for range 3 {
-		runtime.GC()
-	}
+	settleHeapProfile()
 	var recs []runtime.MemProfileRecord
 	n, ok := runtime.MemProfile(nil, true)
 	for !ok {
@@ -105,6 +101,15 @@ func heapProfile() map[[32]uintptr]int64 {
 		out[r.Stack0] += r.InUseBytes()
 	}
 	return out
+}
+
+// settleHeapProfile collects garbage until the heap profile shows the heap
+// as of now: the runtime publishes a collection's state only after two
+// more.
+func settleHeapProfile() {
+	for range 3 {
+		runtime.GC()
+	}
 }
 
 // useOf is the label of the use an allocation of stack is for, "other"
