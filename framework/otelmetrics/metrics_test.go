@@ -42,12 +42,20 @@ func newRecorder(t *testing.T, opts ...otelmetrics.Option) *recorder {
 		t.Fatal(err)
 	}
 	t.Cleanup(stop)
-	r := &recorder{t: t, addr: addr, heard: make(chan framework.Event, 4096)}
-	r.hooks = []framework.Option{
-		framework.WithEventHook(metrics),
-		framework.WithEventHook(framework.EventFunc(func(e framework.Event) { r.heard <- e })),
-	}
+	r := &recorder{t: t, addr: addr}
+	r.hooks, r.heard = heardAfter(metrics, 4096)
 	return r
+}
+
+// heardAfter returns the options of two hooks, h and one of the test's own
+// after it, and the channel that one tells each event to: once an event is
+// there, h has had it.
+func heardAfter(h framework.EventHook, size int) ([]framework.Option, chan framework.Event) {
+	heard := make(chan framework.Event, size)
+	return []framework.Option{
+		framework.WithEventHook(h),
+		framework.WithEventHook(framework.EventFunc(func(e framework.Event) { heard <- e })),
+	}, heard
 }
 
 // until returns the next event of kind on path, once recorded.
@@ -60,9 +68,17 @@ func (r *recorder) until(kind framework.EventKind, path string) framework.Event 
 // each path that want names, once all are recorded, in whatever order.
 func (r *recorder) untilEach(want ...framework.Event) []framework.Event {
 	r.t.Helper()
+	return untilEach(r.t, r.heard, want...)
+}
+
+// untilEach returns, in the order given, the next event of each kind on
+// each path that want names, once all are heard on heard, in whatever
+// order.
+func untilEach(t *testing.T, heard <-chan framework.Event, want ...framework.Event) []framework.Event {
+	t.Helper()
 	got := make([]framework.Event, len(want))
 	for left := len(want); left > 0; {
-		e := testutil.Recv(r.t, r.heard, fmt.Sprintf("%d more of the events %s", left, describe(want)))
+		e := testutil.Recv(t, heard, fmt.Sprintf("%d more of the events %s", left, describe(want)))
 		for i, w := range want {
 			if got[i].Kind == 0 && e.Kind == w.Kind && e.Path == w.Path {
 				got[i] = e

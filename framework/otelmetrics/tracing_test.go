@@ -35,17 +35,14 @@ type spans struct {
 
 func newSpans(t *testing.T) *spans {
 	t.Helper()
-	s := &spans{exporter: tracetest.NewInMemoryExporter(), heard: make(chan framework.Event, 1024)}
+	s := &spans{exporter: tracetest.NewInMemoryExporter()}
 	s.provider = sdktrace.NewTracerProvider(sdktrace.WithSyncer(s.exporter))
 	t.Cleanup(func() { s.provider.Shutdown(context.Background()) })
 	tracing, err := otelmetrics.NewTracing(s.provider)
 	if err != nil {
 		t.Fatal(err)
 	}
-	s.hooks = []framework.Option{
-		framework.WithEventHook(tracing),
-		framework.WithEventHook(framework.EventFunc(func(e framework.Event) { s.heard <- e })),
-	}
+	s.hooks, s.heard = heardAfter(tracing, 1024)
 	return s
 }
 
@@ -59,12 +56,7 @@ func (s *spans) caller(ctx context.Context, name string) (context.Context, trace
 // exported).
 func (s *spans) until(t *testing.T, kind framework.EventKind, path string) framework.Event {
 	t.Helper()
-	for {
-		e := testutil.Recv(t, s.heard, kind.String()+" on "+path)
-		if e.Kind == kind && e.Path == path {
-			return e
-		}
-	}
+	return untilEach(t, s.heard, framework.Event{Kind: kind, Path: path})[0]
 }
 
 // span returns the one exported span of name whose gocurator.node is node,
