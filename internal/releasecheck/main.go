@@ -22,6 +22,7 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -141,15 +142,45 @@ func run(version string, tidy, modsOnly bool) error {
 	return nil
 }
 
-// readMod reads and parses the go.mod at name.
+// modFile is what the release check reads of a go.mod (or a go.work): its
+// module path, its go line, its requirements and its replacements.
+type modFile struct {
+	module, goLine string
+	requires       map[string]string // version by module path
+	replaces       []string          // "old [version] => new [version]"
+}
+
+// readMod reads the go.mod (or the go.work) at name as the go command
+// parses it (go mod edit -json, go work edit -json).
 func readMod(name string) (modFile, error) {
-	data, err := os.ReadFile(name)
+	verb := "mod"
+	if filepath.Base(name) == "go.work" {
+		verb = "work"
+	}
+	out, err := goCmd("", os.Environ(), verb, "edit", "-json", name)
 	if err != nil {
 		return modFile{}, err
 	}
-	m, err := parseMod(data)
-	if err != nil {
-		return m, fmt.Errorf("%s: %w", name, err)
+	type version struct{ Path, Version string }
+	var j struct {
+		Module  struct{ Path string }
+		Go      string
+		Require []version
+		Replace []struct{ Old, New version }
+	}
+	if err := json.Unmarshal(out, &j); err != nil {
+		return modFile{}, fmt.Errorf("%s: %w", name, err)
+	}
+	if j.Go == "" {
+		return modFile{}, fmt.Errorf("%s: no go line", name)
+	}
+	m := modFile{module: j.Module.Path, goLine: j.Go, requires: map[string]string{}}
+	for _, r := range j.Require {
+		m.requires[r.Path] = r.Version
+	}
+	at := func(v version) string { return strings.TrimSpace(v.Path + " " + v.Version) }
+	for _, r := range j.Replace {
+		m.replaces = append(m.replaces, at(r.Old)+" => "+at(r.New))
 	}
 	return m, nil
 }
