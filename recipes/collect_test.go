@@ -47,3 +47,31 @@ func TestClosedClientsAreCollected(t *testing.T) {
 		return live == 0, fmt.Sprintf("%d of %d still reachable", live, len(clients))
 	})
 }
+
+// A lock value per key, as a program that locks per request builds them:
+// each acquired and released on one client that stays connected. Once the
+// program drops them, nothing of the library keeps them reachable while the
+// client's trust goes on (the holdings follow its end only while they
+// hold something).
+func TestReleasedLockValuesAreCollected(t *testing.T) {
+	ctx, base := testutil.Begin(t, server.Addr())
+	c := newClient(t, "")
+	var locks []weak.Pointer[InterProcessMutex]
+	for i := range 20 {
+		m := mustMutex(t, c, fmt.Sprintf("%s/k%d", base, i))
+		locks = append(locks, weak.Make(m))
+		h := m.NewHandle()
+		testutil.Must(t, h.Acquire(ctx))
+		testutil.Must(t, h.Release(ctx))
+	}
+	testutil.Until(t, "every released lock value collected", func() (bool, string) {
+		runtime.GC()
+		live := 0
+		for _, p := range locks {
+			if p.Value() != nil {
+				live++
+			}
+		}
+		return live == 0, fmt.Sprintf("%d of %d still reachable", live, len(locks))
+	})
+}

@@ -2,7 +2,9 @@ package recipes
 
 import (
 	"context"
+	"runtime"
 	"sync"
+	"weak"
 )
 
 // holdings are the grants of one lock value (its lockInternals) held and
@@ -14,12 +16,16 @@ import (
 // belongs to its InterProcessMutex: nothing outside the value refers to
 // them but the one context.AfterFunc that follows the current stretch,
 // armed by the first grant held in it, on the client's own trust context.
-// So an acquisition costs a map insert, not a registration of its own, and
-// a client, once closed, is nobody's to keep.
+// So an acquisition costs a map insert, not a registration of its own. The
+// follower holds them weakly, and is stopped once they are collected: a
+// lock value the program no longer refers to (one built per key, say) is
+// nobody's to keep while the client goes on, nor is a client once closed.
+// (A grant held is reachable from its owner, and so are they.)
 type holdings struct {
 	mu        sync.Mutex
 	grants    map[*grant]struct{}
 	following context.Context // the trust whose end is followed, or nil
+	unfollow  runtime.Cleanup // stops following it once the holdings are collected
 }
 
 // add holds g, and follows the end of the trust g came from.
@@ -31,9 +37,14 @@ func (h *holdings) add(g *grant) {
 	}
 	h.grants[g] = struct{}{}
 	if h.following != g.trust {
-		h.following = g.trust
-		trust := g.trust
-		context.AfterFunc(trust, func() { h.trustEnded(trust) })
+		trust, held := g.trust, weak.Make(h)
+		stop := context.AfterFunc(trust, func() {
+			if h := held.Value(); h != nil {
+				h.trustEnded(trust)
+			}
+		})
+		h.unfollow.Stop() // the trust before has ended: its follower has run, or runs
+		h.following, h.unfollow = trust, runtime.AddCleanup(h, func(stop func() bool) { stop() }, stop)
 	}
 }
 
