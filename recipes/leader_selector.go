@@ -221,8 +221,9 @@ func (s *LeaderSelector) Close() error {
 
 // Closed returns a channel that is closed once the selector is closed and
 // has let go of everything: the leadership function has returned and the
-// node is deleted. Before Close (or for a selector never started) it is a
-// channel that Close, or the end of the client, will close.
+// node is deleted. Before Close it stays open, even once the client has
+// closed (call Close then too); for a selector never started, Close closes
+// it at once.
 func (s *LeaderSelector) Closed() <-chan struct{} {
 	if !s.usable() {
 		return closedChan

@@ -123,11 +123,12 @@ func (m *InterProcessMutex) ParticipantNodes(ctx context.Context) ([]string, err
 //     fails. The node does not keep others from the lock: lost at
 //     SUSPENDED, it is deleted by the library once the servers could have
 //     expired the session (see docs/guarantees.md), Release or not; lost at
-//     LOST or Close, it went with its session. Release still cleans up (the
-//     first one deletes the node if it is still there, and stops the
-//     watchers) and returns an error wrapping ErrLockLost, so that the owner
-//     learns its work was not protected all along; the Release that brings
-//     the count to zero frees the handle.
+//     LOST or Close, it went with its session. Release returns at once, an
+//     error wrapping ErrLockLost, so that the owner learns its work was not
+//     protected all along; it waits for no server: a node still there is
+//     deleted in the background from then on. The Release that brings the
+//     count to zero frees the handle; Err goes on wrapping ErrLockLost
+//     until the next acquisition.
 //   - Released: Done is closed (a goroutine waiting on it returns) and Err
 //     wraps ErrNotHeld, until the next acquisition.
 type Handle struct {
