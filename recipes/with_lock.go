@@ -38,7 +38,7 @@ type Locker interface {
 // by a few seconds, and the panic then goes on as it was: a caller that
 // recovers it (net/http does) finds the lock free. A nil ctx or fn is an
 // error wrapping ErrBadArgument.
-func WithLock(ctx context.Context, l Locker, fn func(ctx context.Context) error) error {
+func WithLock(ctx context.Context, l Locker, fn func(ctx context.Context) error) (err error) {
 	if err := checkContext(ctx); err != nil {
 		return errs.Errorf("with lock: %w", err)
 	}
@@ -49,21 +49,13 @@ func WithLock(ctx context.Context, l Locker, fn func(ctx context.Context) error)
 		return err
 	}
 	lctx, _, stop := watchLoss(ctx, l)
-	returned := false
-	defer func() {
-		if !returned { // fn panicked: the lock goes before the panic does
-			stop()
-			rctx, rcancel := cleanupContext(ctx)
-			defer rcancel()
-			_ = l.Release(rctx)
-		}
+	defer func() { // also as fn panics: the lock goes before the panic does
+		stop()
+		rctx, rcancel := cleanupContext(ctx)
+		defer rcancel()
+		err = errors.Join(err, l.Release(rctx))
 	}()
-	err := fn(lctx)
-	returned = true
-	stop()
-	rctx, rcancel := cleanupContext(ctx)
-	defer rcancel()
-	return errors.Join(err, l.Release(rctx))
+	return fn(lctx)
 }
 
 // watchLoss returns a context of ctx that is cancelled, with a cause
