@@ -202,8 +202,8 @@ func (g *grant) hold() {
 
 // cleanUp plans the delete of the node of a grant lost when the trust it
 // came from ended with se (an error state of a live session), for when the
-// servers could have let it go themselves; for now, if its owner has
-// released it already.
+// servers could have let it go themselves. A grant its owner has released
+// already is release's to delete (from now): one place plans that.
 func (g *grant) cleanUp(se *framework.StateError) {
 	if se.State == state.Lost {
 		return // the session is gone, and its nodes with it
@@ -214,10 +214,9 @@ func (g *grant) cleanUp(se *framework.StateError) {
 	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if g.released {
-		at = time.Now() // its owner has stopped: no margin to keep
+	if !g.released {
+		g.cancelLater = g.li.client.DeleteLater(g.path, at)
 	}
-	g.cancelLater = g.li.client.DeleteLater(g.path, at)
 }
 
 // release gives the grant up for its owner, and reports how it had ended:
