@@ -3,6 +3,7 @@ package testutil
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"testing"
@@ -22,10 +23,12 @@ func IsChild() bool { return os.Getenv(childEnv) != "" }
 // environment, and returns what it printed and how it exited (an
 // *exec.ExitError for a non-zero exit, a panic's included). The child
 // shares the parent's ZooKeeper (Main passes ZK_SERVERS on, and starts no
-// server in a child). It is killed, by its pid, if it outlives Timeout.
+// server in a child). It is killed, by its pid, when the test ends (a
+// failure of the parent's does not leave it running) or if it outlives
+// Timeout (err then says so). It may run on a goroutine of the test's: it
+// reports to t nothing.
 func RunChild(t testing.TB, test string, env ...string) (output string, err error) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), Timeout)
+	ctx, cancel := context.WithTimeout(t.Context(), Timeout)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^"+test+"$", "-test.count=1", "-test.v")
 	cmd.Env = append(append(os.Environ(), childEnv+"="+test), env...)
@@ -33,7 +36,7 @@ func RunChild(t testing.TB, test string, env ...string) (output string, err erro
 	cmd.Stdout, cmd.Stderr = &out, &out
 	err = cmd.Run()
 	if ctx.Err() != nil {
-		t.Fatalf("child %s: not ended within %v; it printed:\n%s", test, Timeout, out.String())
+		err = fmt.Errorf("child %s: killed, not ended when the test ended or within %v: %w", test, Timeout, ctx.Err())
 	}
 	return out.String(), err
 }
