@@ -30,6 +30,18 @@ type endCounter struct {
 
 func newEndCounter() *endCounter { return &endCounter{byNode: map[string][]framework.EventKind{}} }
 
+// blipClient is a client behind a proxy of its own, whose blips (a dropped
+// connection) keep its session (10 s), with a recorder of its states and
+// an endCounter of its events.
+func blipClient(t *testing.T) (*zktest.Proxy, *testutil.StateRecorder, *endCounter, *framework.Client) {
+	proxy := zktest.NewProxy(t, server.Addr())
+	rec := testutil.NewStateRecorder()
+	count := newEndCounter()
+	c := newClient(t, proxy.Addr(), framework.WithSessionTimeout(10*time.Second), framework.WithListener(rec),
+		framework.WithEventHook(count))
+	return proxy, rec, count, c
+}
+
 func (c *endCounter) Event(e framework.Event) {
 	if e.Recipe == "" {
 		return
@@ -99,11 +111,7 @@ func (c *endCounter) check(want ...framework.EventKind) string {
 // back at zero once the client is closed.
 func TestLossRacingReleaseIsToldOnce(t *testing.T) {
 	ctx, base := testutil.Begin(t, server.Addr())
-	proxy := zktest.NewProxy(t, server.Addr())
-	rec := testutil.NewStateRecorder()
-	count := newEndCounter()
-	c := newClient(t, proxy.Addr(), framework.WithSessionTimeout(10*time.Second), framework.WithListener(rec),
-		framework.WithEventHook(count))
+	proxy, rec, count, c := blipClient(t)
 	const locks, rounds = 20, 10
 	handles := make([]*Handle, locks)
 	for i := range handles {
@@ -156,11 +164,7 @@ func TestLossRacingReleaseIsToldOnce(t *testing.T) {
 // built on the events come back to zero, and every acquisition ends once.
 func TestGaugesBalanceAfterBlipsReleasesAndClose(t *testing.T) {
 	ctx, base := testutil.Begin(t, server.Addr())
-	proxy := zktest.NewProxy(t, server.Addr())
-	rec := testutil.NewStateRecorder()
-	count := newEndCounter()
-	c := newClient(t, proxy.Addr(), framework.WithSessionTimeout(10*time.Second), framework.WithListener(rec),
-		framework.WithEventHook(count))
+	proxy, rec, count, c := blipClient(t)
 	m := mustMutex(t, c, base)
 	released, lostOne, atClose := m.NewHandle(), m.NewHandle(), mustMutex(t, c, base+"/other").NewHandle()
 	testutil.Must(t, released.Acquire(ctx))
