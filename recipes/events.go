@@ -87,6 +87,7 @@ func (g *grant) ended(cause error) {
 	if !g.grantedAt.IsZero() {
 		e.Hold = time.Since(g.grantedAt)
 	}
+	g.acquireCtx = nil // the grant outlives its end, in its handle: a request's context, values and all, need not
 	c.Emit(e)
 }
 
