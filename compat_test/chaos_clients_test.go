@@ -220,22 +220,24 @@ func startClient(t *testing.T, ens *zktest.Ensemble, name, bin, logs string) *ch
 	return c
 }
 
-// startContenders starts every contender of the client, each running until
-// chaosRun.stopAll.
-func (c *chaosClient) startContenders(referee string) {
-	for _, ro := range chaosRoles {
+// startContenders starts the client's contenders of roles, each running
+// until chaosRun.stopAll, answering to referee: a wait lasts acquire at
+// most, and a holder holds on, while a fault wants it to, until it is told
+// or for linger at most.
+func (c *chaosClient) startContenders(referee string, roles []chaosRole, acquire, linger time.Duration) {
+	ms := func(d time.Duration) string { return strconv.FormatInt(d.Milliseconds(), 10) }
+	for _, ro := range roles {
 		for i := range ro.n {
 			hold := chaosHold
 			if ro.election() {
 				hold = chaosTermHold
 			}
-			ms := func(d time.Duration) string { return strconv.FormatInt(d.Milliseconds(), 10) }
 			label := fmt.Sprintf("%s-%s-%d", c.name, ro.role, i)
 			c.labels = append(c.labels, label)
 			c.reports = append(c.reports, c.send("w-"+label, "chaos", c.name, string(ro.role), label,
 				"path="+chaosBase+"/"+familyOf(c.name)+"/"+ro.guard, "referee="+referee, "leases="+strconv.Itoa(chaosLeases),
 				"fenced="+strconv.FormatBool(ro.fenced), "hold="+ms(hold), "writes="+strconv.Itoa(chaosWrites),
-				"acquire="+ms(chaosAcquire), "linger="+ms(chaosLingerMax)))
+				"acquire="+ms(acquire), "linger="+ms(linger)))
 		}
 	}
 }

@@ -221,6 +221,20 @@ func (r *referee) outcome(h *holdingRecord) (told, left time.Time) {
 	return h.told, h.left
 }
 
+// lockHoldings returns how many holdings of client's lock and lease
+// contenders (not terms of leadership) entered their guard.
+func (r *referee) lockHoldings(client string) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	n := 0
+	for _, h := range r.holdings {
+		if h.client == client && !h.role.election() && !h.began.IsZero() {
+			n++
+		}
+	}
+	return n
+}
+
 // highestNow returns the highest token resource has accepted so far.
 func (r *referee) highestNow(resource string) int64 {
 	r.mu.Lock()

@@ -105,18 +105,34 @@ func (r *chaosRun) eventBalances() {
 			r.unbalanced = append(r.unbalanced, fmt.Sprintf("%s: %v", c.name, err))
 			continue
 		}
+		got := map[string]int64{}
 		for _, kv := range strings.Fields(reply) {
 			k, v, _ := strings.Cut(kv, "=")
-			n, _ := strconv.ParseInt(v, 10, 64)
-			if k == "granted" {
-				r.granted += n
-			} else if n != 0 {
-				r.unbalanced = append(r.unbalanced, c.name+": "+reply)
-				break
+			if n, err := strconv.ParseInt(v, 10, 64); err == nil {
+				got[k] = n
 			}
 		}
+		balanced := len(got) == len(eventsReplyKeys)
+		for _, k := range eventsReplyKeys {
+			n, ok := got[k]
+			balanced = balanced && ok && (k == "granted" || n == 0)
+		}
+		// Each holding the referee saw enter was granted first: a hook
+		// that heard nothing balances, but tells too few grants.
+		if held := r.ref.lockHoldings(c.name); got["granted"] < int64(held) {
+			balanced = false
+			reply += fmt.Sprintf(" (the referee saw %d of its lock holdings enter)", held)
+		}
+		if !balanced {
+			r.unbalanced = append(r.unbalanced, c.name+": "+reply)
+		}
+		r.granted += got["granted"]
 	}
 }
+
+// eventsReplyKeys are the fields of the events verb's reply (chaoscontender's
+// balance), every one a count, each but granted 0 when the events add up.
+var eventsReplyKeys = []string{"granted", "waiters", "holders", "leaders", "unended", "ended-ungranted", "granted-twice"}
 
 func TestChaos(t *testing.T) {
 	if testing.Short() {
@@ -140,7 +156,7 @@ func TestChaos(t *testing.T) {
 
 	r := startChaos(t)
 	for _, c := range r.clients {
-		c.startContenders(r.ref.srv.URL)
+		c.startContenders(r.ref.srv.URL, chaosRoles, chaosAcquire, chaosLingerMax)
 	}
 	start := time.Now()
 	var lanesDone sync.WaitGroup
@@ -251,12 +267,23 @@ func (r *chaosRun) stopAll() {
 	if ctx.Err() != nil {
 		r.t.Fatalf("chaos: the contenders did not stop within 2 minutes (%s)", dumpStacks("stop"))
 	}
-	connectBy := time.Now().Add(time.Minute)
+	if err := r.waitAllConnected(ctx); err != nil {
+		r.t.Errorf("after the faults: %v", err)
+	}
+}
+
+// waitAllConnected waits (up to a minute) until every client's last state
+// is a connection, and says which are not.
+func (r *chaosRun) waitAllConnected(ctx context.Context) error {
+	var errs []error
+	by := time.Now().Add(time.Minute)
 	for _, c := range r.clients {
-		if !c.waitConnected(ctx, time.Time{}, connectBy) {
-			r.t.Errorf("chaos: %s is not connected a minute after the faults", c.name)
+		if !c.waitConnected(ctx, time.Time{}, by) {
+			errs = append(errs, fmt.Errorf("%s is not connected (states in the last minute: %s)", c.name,
+				statesSince(c, time.Now().Add(-time.Minute))))
 		}
 	}
+	return errors.Join(errs...)
 }
 
 // orphans waits (up to 30s: guaranteed deletes finish in the background)
@@ -371,15 +398,7 @@ func (r *chaosRun) judge(seed int64, elapsed time.Duration, orphans, curatorOrph
 		fmt.Fprintln(os.Stderr, summary)
 	}
 
-	report := func(fail bool, what string, list []string) { // a failure, or Curator's own
-		say := t.Logf
-		if fail {
-			say = t.Errorf
-		}
-		if len(list) > 0 {
-			say("chaos: %d %s (seed %d):\n%s", len(list), what, seed, strings.Join(list[:min(len(list), 30)], "\n"))
-		}
-	}
+	report := reporter(t, "chaos", seed)
 	report(true, "violations", violations)
 	report(true, "moments of two leaders", twoLeaders)
 	report(true, "quorum-loss findings", r.quorumFindings)
@@ -434,4 +453,20 @@ func keepOnFailure(t *testing.T, dir string) {
 		}
 		t.Logf("chaos: the run's logs are kept in %s", dst)
 	})
+}
+
+// reporter returns what a suite's judge says a list of findings with: a
+// failure (fail), or only a note (Curator's own, or what the run is to
+// show), the first 30 of them, with the suite's name and the seed that
+// replays the run.
+func reporter(t *testing.T, suite string, seed int64) func(fail bool, what string, list []string) {
+	return func(fail bool, what string, list []string) {
+		say := t.Logf
+		if fail {
+			say = t.Errorf
+		}
+		if len(list) > 0 {
+			say("%s: %d %s (seed %d):\n%s", suite, len(list), what, seed, strings.Join(list[:min(len(list), 30)], "\n"))
+		}
+	}
 }

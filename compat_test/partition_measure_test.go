@@ -190,7 +190,7 @@ func (r *partitionRun) measure(c *pcut) string {
 		n := r.clientNotice(cl, c.x, c.at)
 		delay := since(n)
 		if delay >= 0 {
-			r.worstNotice[cl.policy] = max(r.worstNotice[cl.policy], delay)
+			r.worst[cl.policy] = max(r.worst[cl.policy], delay)
 		}
 		if delay < 0 || delay > r.noticeBound() {
 			note := fmt.Sprintf("%s (%s policy), %s at %s: told %v after the cut (bound %v; states since 5s before: %s)", cl.name,
@@ -198,7 +198,7 @@ func (r *partitionRun) measure(c *pcut) string {
 			if cl.curator() && delay >= 0 {
 				r.curatorLate = append(r.curatorLate, note)
 			} else {
-				r.late = append(r.late, note)
+				r.lateNotices = append(r.lateNotices, note)
 			}
 		}
 		parts = append(parts, fmt.Sprintf("%s told %v", cl.name, delay.Round(time.Millisecond)))

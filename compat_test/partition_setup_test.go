@@ -1,9 +1,7 @@
 package compat_test
 
 import (
-	"context"
 	"errors"
-	"fmt"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -52,7 +50,7 @@ func startPartitions(t *testing.T, set partitionSettings, clients []string) *par
 		zktest.WithConfig("initLimit", strconv.Itoa(int(partitionsInit/partitionsTick))),
 		zktest.WithConfig("syncLimit", strconv.Itoa(set.syncLimit)),
 		zktest.WithContainerCheckInterval(500*time.Millisecond))
-	r := &partitionRun{set: set, net: n, worstNotice: map[string]time.Duration{}, chaosRun: &chaosRun{t: t, ens: ens, checker: testutil.Connect(t, ens.ConnectString()),
+	r := &partitionRun{set: set, net: n, chaosRun: &chaosRun{t: t, ens: ens, checker: testutil.Connect(t, ens.ConnectString()),
 		ref: newReferee(t), counts: map[string]map[string]int64{"test": {}, "processes": {}},
 		faults: map[faultKind]int{}, worst: map[string]time.Duration{}}}
 	// The referee answers on the observer's address too, which every
@@ -80,7 +78,7 @@ func startPartitions(t *testing.T, set partitionSettings, clients []string) *par
 func (r *partitionRun) startClient(name, connect string) *chaosClient {
 	t := r.t
 	c := &chaosClient{name: name, policy: "standard"}
-	opts := curatorpeer.Options{LogPath: filepath.Join(r.logs, name+".log"), Wrapper: r.net.Wrap(name)}
+	opts := curatorpeer.Options{LogPath: filepath.Join(r.logs, name+".log"), Wrapper: r.net.Wrap(name)} // in its namespace
 	var pp *curatorpeer.Peer
 	var err error
 	switch {
@@ -91,7 +89,7 @@ func (r *partitionRun) startClient(name, connect string) *chaosClient {
 		if name[1] == 'b' {
 			c.policy = "session"
 		}
-		w := r.net.Wrap(name)
+		w := opts.Wrapper // StartProcess runs its command as given
 		pp, err = curatorpeer.StartProcess(testutil.Context(t), name, exec.Command(w[0], append(w[1:], r.bin)...), opts)
 	}
 	if err != nil {
@@ -105,39 +103,4 @@ func (r *partitionRun) startClient(name, connect string) *chaosClient {
 	testutil.Must(t, err)
 	r.clients = append(r.clients, c)
 	return c
-}
-
-// startContenders starts c's contenders of roles, each running until
-// stopAll. A holder holds on, while a cut wants it to, until it is told or
-// for bound at most; a wait lasts bound at most.
-func (r *partitionRun) startContenders(c *chaosClient, roles []chaosRole, bound time.Duration) {
-	ms := func(d time.Duration) string { return strconv.FormatInt(d.Milliseconds(), 10) }
-	for _, ro := range roles {
-		for i := range ro.n {
-			hold := chaosHold
-			if ro.election() {
-				hold = chaosTermHold
-			}
-			label := fmt.Sprintf("%s-%s-%d", c.name, ro.role, i)
-			c.labels = append(c.labels, label)
-			c.reports = append(c.reports, c.send("w-"+label, "chaos", c.name, string(ro.role), label,
-				"path="+chaosBase+"/"+familyOf(c.name)+"/"+ro.guard, "referee="+r.referee,
-				"fenced="+strconv.FormatBool(ro.fenced), "hold="+ms(hold), "writes="+strconv.Itoa(chaosWrites),
-				"acquire="+ms(bound), "linger="+ms(bound)))
-		}
-	}
-}
-
-// waitAllConnected waits (up to a minute) until every client's last state
-// is a connection, and says which are not.
-func (r *partitionRun) waitAllConnected(ctx context.Context) error {
-	var errs []error
-	by := time.Now().Add(time.Minute)
-	for _, c := range r.clients {
-		if !c.waitConnected(ctx, time.Time{}, by) {
-			errs = append(errs, fmt.Errorf("%s is not connected (states in the last minute: %s)", c.name,
-				statesSince(c, time.Now().Add(-time.Minute))))
-		}
-	}
-	return errors.Join(errs...)
 }

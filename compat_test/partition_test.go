@@ -110,11 +110,10 @@ type partitionRun struct {
 	logs    string // the clients' logs
 	cuts    []*pcut
 
-	// What the cuts measured (partition_measure_test.go).
-	windows     []holderWindow
-	late        []string                 // failures: late notices of Go clients, and clients never told
-	curatorLate []string                 // of Java Curator clients: Curator's, reported apart
-	worstNotice map[string]time.Duration // by policy, from the cut
+	// What the cuts measured (partition_measure_test.go), beside the
+	// chaosRun's lateNotices, curatorLate and worst (the worst notice by
+	// policy, here from the cut).
+	windows []holderWindow
 }
 
 func TestPartitions(t *testing.T) {
@@ -144,7 +143,8 @@ func TestPartitions(t *testing.T) {
 	r := startPartitions(t, set, partitionClients(set.members))
 	for _, name := range partitionClients(set.members) {
 		c := r.startClient(name, r.ens.ConnectString())
-		r.startContenders(c, partitionRoles, set.lag()+partitionsSession+3*time.Second)
+		bound := set.lag() + partitionsSession + 3*time.Second
+		c.startContenders(r.referee, partitionRoles, bound, bound)
 	}
 	start := time.Now()
 	for i, f := range faults {
@@ -170,6 +170,7 @@ func TestPartitions(t *testing.T) {
 	}
 	r.stopAll()
 	orphans, curatorOrphans := r.orphans()
+	r.eventBalances()
 	if err := testutil.DeleteTree(r.checker, chaosBase); err != nil {
 		t.Errorf("cleaning up %s: %v", chaosBase, err)
 	}
@@ -216,27 +217,20 @@ func (r *partitionRun) judgePartitions(seed int64, elapsed time.Duration, orphan
 	summary := fmt.Sprintf("partitions: seed=%d side=%s lag=%v session=%v members=%d duration=%v acquisitions=%d leader-terms=%d "+
 		"faults=%d %s holders-cut=%d open-windows=%d worst-window=%s least-margin=%s overlaps=%d two-leader-moments=%d violations=%d "+
 		"stale-writes-refused=%d stale-writes-accepted=%d refused-before-notice=%d orphans=%d curator-orphans=%d "+
-		"worst-notice=%v worst-notice-session=%v curator-worst-notice=%v late-notices=%d curator-late-notices=%d worst-recovery=%v",
+		"worst-notice=%v worst-notice-session=%v curator-worst-notice=%v late-notices=%d curator-late-notices=%d worst-recovery=%v "+
+		"go-events-granted=%d go-events-unbalanced=%d",
 		seed, r.set.side, r.set.lag(), partitionsSession, r.set.members, elapsed.Round(time.Second),
 		test["acquisitions"]+procs["acquisitions"], test["terms"]+procs["terms"], len(r.cuts), strings.Join(kinds, " "),
 		len(r.windows), len(open), worst, margin, len(locks), len(twoLeaders), len(reused), refused, len(staleAccepted), len(beforeNotice),
-		len(orphans), len(curatorOrphans), ms(r.worstNotice["standard"]), ms(r.worstNotice["session"]), ms(r.worstNotice["curator"]),
-		len(r.late), len(r.curatorLate), ms(worstRecovery))
+		len(orphans), len(curatorOrphans), ms(r.worst["standard"]), ms(r.worst["session"]), ms(r.worst["curator"]),
+		len(r.lateNotices), len(r.curatorLate), ms(worstRecovery), r.granted, len(r.unbalanced))
 	t.Logf("partitions: contenders' counts: %v; %d accepted writes; %d guard overlaps in all", procs, accepted, overlaps)
 	t.Log(summary)
 	if testing.Verbose() {
 		fmt.Fprintln(os.Stderr, summary)
 	}
 
-	report := func(fail bool, what string, list []string) {
-		say := t.Logf
-		if fail {
-			say = t.Errorf
-		}
-		if len(list) > 0 {
-			say("partitions: %d %s (seed %d):\n%s", len(list), what, seed, strings.Join(list[:min(len(list), 30)], "\n"))
-		}
-	}
+	report := reporter(t, "partitions", seed)
 	side := "below the assumption: a failure"
 	if !below {
 		side = "above the assumption: expected"
@@ -249,8 +243,9 @@ func (r *partitionRun) judgePartitions(seed int64, elapsed time.Duration, orphan
 	report(true, "stale writes accepted", staleAccepted)
 	report(true, "orphan nodes", orphans)
 	report(false, "nodes Curator left behind (its own; see docs/mixed-fleets.md)", curatorOrphans)
-	report(true, fmt.Sprintf("late loss notices of Go clients (bound: %v after the cut)", r.noticeBound()), r.late)
+	report(true, fmt.Sprintf("late loss notices of Go clients (bound: %v after the cut)", r.noticeBound()), r.lateNotices)
 	report(false, "late loss notices of Java Curator clients (Curator's)", r.curatorLate)
+	report(true, "Go clients whose events do not add up (gauges not back at zero, an acquisition not ended once)", r.unbalanced)
 	if !below && len(locks)+len(twoLeaders)+len(opened) == 0 {
 		t.Errorf("partitions: above the assumption (lag %v, T %v), no holder was told after another client held its lock, and no "+
 			"two held at once: the run did not show the window it is to show (%d holdings measured at %d cuts)",

@@ -19,9 +19,10 @@ type balance struct {
 	open                      map[string]bool // granted and not yet ended, by node
 	granted                   int
 	endWithoutGrant, twice    int
+	heard                     chan struct{} // a token after each event
 }
 
-func newBalance() *balance { return &balance{open: map[string]bool{}} }
+func newBalance() *balance { return &balance{open: map[string]bool{}, heard: make(chan struct{}, 1)} }
 
 // Event keeps e.
 func (b *balance) Event(e framework.Event) {
@@ -30,6 +31,12 @@ func (b *balance) Event(e framework.Event) {
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	defer func() {
+		select {
+		case b.heard <- struct{}{}:
+		default:
+		}
+	}()
 	switch e.Kind {
 	case framework.AcquireStarted:
 		b.waiters++
@@ -78,12 +85,18 @@ func (b *balance) String() string {
 const eventsSettleWait = 10 * time.Second
 
 // events closes the client (its contenders must have stopped) and reports
-// its balance once it has settled, or once eventsSettleWait has passed.
+// its balance once it has settled (looked at again after each event), or
+// once eventsSettleWait has passed.
 func (c *Client) events() string {
 	c.Close()
-	deadline := time.Now().Add(eventsSettleWait)
-	for !c.bal.settled() && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond) // nothing signals the last end: poll, bounded
+	bound := time.NewTimer(eventsSettleWait)
+	defer bound.Stop()
+	for !c.bal.settled() {
+		select {
+		case <-c.bal.heard:
+		case <-bound.C:
+			return c.bal.String()
+		}
 	}
 	return c.bal.String()
 }
