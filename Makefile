@@ -37,7 +37,8 @@ deps:
 	 [ -f /usr/share/java/slf4j-simple.jar ]    || missing="$$missing libslf4j-java"; \
 	 command -v javac >/dev/null                || missing="$$missing default-jdk-headless"; \
 	 command -v tmux >/dev/null                 || missing="$$missing tmux"; \
-	 command -v nft >/dev/null                  || missing="$$missing nftables"; \
+	 [ -x /usr/sbin/nft ]                       || missing="$$missing nftables"; \
+	 [ -x /bin/ip ] || [ -x /usr/sbin/ip ]     || missing="$$missing iproute2"; \
 	 if [ -n "$$missing" ]; then \
 	   echo "installing:$$missing"; \
 	   sudo=""; [ "$$(id -u)" = 0 ] || sudo=sudo; \
@@ -132,7 +133,7 @@ chaos: deps
 # PARTITIONS_LAG=below (syncLimit × tickTime under T/20: no two holders at
 # once) or above (twice T: the window appears, fencing refuses its stale
 # writes). PARTITIONS_MEMBERS=5 runs five members; PARTITIONS_SEED=<n>
-# replays a logged seed. It needs root, ip and nft (deps installs nftables);
+# replays a logged seed. It needs root, ip and nft (deps installs nftables and iproute2);
 # without them it skips, saying why.
 PARTITIONS_DURATION ?= 5m
 PARTITIONS_LAG      ?= below

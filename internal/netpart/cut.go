@@ -68,19 +68,9 @@ func (n *Net) Apply(links []Link) error {
 	if n.closed {
 		return fmt.Errorf("netpart: Apply on a closed net")
 	}
-	if err := n.nft(script); err != nil {
-		return err
-	}
-	n.cut = slices.Clone(links)
-	return nil
+	return n.nft(script)
 }
 
 // Heal cuts nothing.
 func (n *Net) Heal() error { return n.Apply(nil) }
 
-// Cut returns the links the last Apply cut.
-func (n *Net) Cut() []Link {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	return slices.Clone(n.cut)
-}

@@ -44,7 +44,6 @@ type Net struct {
 	table    string // the nftables table in the bridge's namespace
 
 	mu       sync.Mutex
-	cut      []Link
 	closed   bool
 	closeErr error
 }
