@@ -73,4 +73,3 @@ func (n *Net) Apply(links []Link) error {
 
 // Heal cuts nothing.
 func (n *Net) Heal() error { return n.Apply(nil) }
-
