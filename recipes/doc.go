@@ -28,7 +28,7 @@
 //		return store.Write(ctx, token, order) // ctx ends if the lock is lost
 //	})
 //
-// A leader election:
+// A leader election, and a process that only follows its leader:
 //
 //	latch, err := recipes.NewLeaderLatch(client, "/election/billing", recipes.WithParticipantID(host))
 //	...
@@ -36,6 +36,12 @@
 //	defer latch.Close()
 //	if err := latch.Await(ctx); err == nil {
 //		lead(ctx, latch.Done()) // Done closes when this term of leadership ends
+//	}
+//
+//	views, err := recipes.ObserveLeaderLatch(ctx, client, "/election/billing")
+//	...
+//	for v := range views { // until ctx ends
+//		route(v.Leader.ID, v.Stale)
 //	}
 //
 // # Owners, loss and fencing
@@ -108,6 +114,7 @@
 //	getParticipants(), getLeader()                  Participants(ctx), Leader(ctx)
 //	LeaderSelector(client, path, listener)          NewLeaderSelector(client, path, fn): fn(ctx) leads until it returns
 //	autoRequeue(), requeue(), interruptLeadership() WithAutoRequeue(), Requeue, InterruptLeadership
+//	getLeader(), polled by a non-candidate          ObserveLeaderLatch, ObserveLeaderSelector: a channel of views
 //	(no counterpart)                                Done, Err, FencingToken, WithLock
 //
 // Naming: constructors are New and Curator's class name, a second Curator

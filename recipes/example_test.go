@@ -392,3 +392,42 @@ func ExampleLeaderSelector() {
 	// leading; token > 0: true
 	// closed
 }
+
+// A process that does not stand in an election follows its leader: a view
+// when it reads the election, then one at each change of leader, and one
+// each time the view goes stale (the connection SUSPENDED) and fresh again.
+func ExampleObserveLeaderLatch() {
+	client, ctx, done, err := connect()
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer done()
+
+	octx, stop := context.WithCancel(ctx)
+	defer stop()
+	views, err := recipes.ObserveLeaderLatch(octx, client, "/examples/observed")
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Printf("%+v\n", (<-views).Leader)
+
+	latch, err := recipes.NewLeaderLatch(client, "/examples/observed", recipes.WithParticipantID("leader-1"))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	if err := latch.Start(); err != nil {
+		fmt.Println(err)
+		return
+	}
+	v := <-views
+	fmt.Printf("%+v stale: %v\n", v.Leader, v.Stale)
+	latch.Close()
+	fmt.Printf("%+v\n", (<-views).Leader)
+	// Output:
+	// {ID: IsLeader:false}
+	// {ID:leader-1 IsLeader:true} stale: false
+	// {ID: IsLeader:false}
+}
