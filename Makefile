@@ -1,7 +1,8 @@
 # gocurator entry points. `make demo` and `make test` install what is missing
 # first (Debian's zookeeper 3.8, libcurator-recipes-java 5.4, a JDK, tmux,
 # the terminal cmd/zklock's tests drive `zklock ls --watch` in, and
-# nftables, which cuts the partition suite's network).
+# nftables, which cuts the partition suite's network); `make zk-up` only
+# the server and a Java runtime.
 SHELL   := /bin/bash
 GO      ?= go
 ZK_DIR  ?= .zk
@@ -20,7 +21,7 @@ GOTEST  := $(GO) test -race -count=1 -timeout 20m
 # package's tests keep go-zookeeper instrumented.
 ZKNORACE := -gcflags=github.com/go-zookeeper/zk=-race=false
 
-.PHONY: deps check test compat chaos partitions demo bench zk-up zk-down api release-check tidy
+.PHONY: deps zk-deps check test compat chaos partitions demo bench zk-up zk-down api release-check tidy
 
 # The core module is built, vetted and tested from its own go.mod alone, as
 # its users get it (GOWORK=off); $(OTELMETRICS) against this checkout's
@@ -28,22 +29,36 @@ ZKNORACE := -gcflags=github.com/go-zookeeper/zk=-race=false
 export GOWORK := off
 WORK := GOWORK=$(CURDIR)/go.work
 
-# deps installs, with apt-get, whatever of the prerequisites is missing.
-deps:
-	@command -v $(GO) >/dev/null || { echo "Go is required: https://go.dev/dl"; exit 1; }
-	@missing=""; \
-	 [ -f /usr/share/java/zookeeper.jar ]       || missing="$$missing zookeeper"; \
-	 [ -f /usr/share/java/curator-recipes.jar ] || missing="$$missing libcurator-recipes-java"; \
-	 [ -f /usr/share/java/slf4j-simple.jar ]    || missing="$$missing libslf4j-java"; \
-	 command -v javac >/dev/null                || missing="$$missing default-jdk-headless"; \
-	 command -v tmux >/dev/null                 || missing="$$missing tmux"; \
-	 [ -x /usr/sbin/nft ]                       || missing="$$missing nftables"; \
-	 [ -x /bin/ip ] || [ -x /usr/sbin/ip ]     || missing="$$missing iproute2"; \
-	 if [ -n "$$missing" ]; then \
+# APT_INSTALL installs, with apt-get (through sudo unless root), the Debian
+# packages in $$missing, if any: the end of a deps recipe that collected them.
+APT_INSTALL := if [ -n "$$missing" ]; then \
 	   echo "installing:$$missing"; \
 	   sudo=""; [ "$$(id -u)" = 0 ] || sudo=sudo; \
 	   $$sudo apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$sudo apt-get install -y -qq --no-install-recommends $$missing >/dev/null; \
 	 fi
+
+# zk-deps installs what a ZooKeeper server alone needs (zk-up's), if
+# missing: the server's jar (with slf4j) and a Java runtime.
+zk-deps:
+	@missing=""; \
+	 [ -f /usr/share/java/zookeeper.jar ]       || missing="$$missing libzookeeper-java"; \
+	 [ -f /usr/share/java/slf4j-simple.jar ]    || missing="$$missing libslf4j-java"; \
+	 command -v java >/dev/null                 || missing="$$missing default-jre-headless"; \
+	 $(APT_INSTALL)
+
+# deps installs whatever of the prerequisites of the tests, the demo and
+# the bench is missing: the server's (zk-deps), Curator's jars and a JDK
+# for the Java peers, tmux, and nftables and iproute2 for the partition
+# suite.
+deps: zk-deps
+	@command -v $(GO) >/dev/null || { echo "Go is required: https://go.dev/dl"; exit 1; }
+	@missing=""; \
+	 [ -f /usr/share/java/curator-recipes.jar ] || missing="$$missing libcurator-recipes-java"; \
+	 command -v javac >/dev/null                || missing="$$missing default-jdk-headless"; \
+	 command -v tmux >/dev/null                 || missing="$$missing tmux"; \
+	 [ -x /usr/sbin/nft ]                       || missing="$$missing nftables"; \
+	 [ -x /bin/ip ] || [ -x /usr/sbin/ip ]     || missing="$$missing iproute2"; \
+	 $(APT_INSTALL)
 
 # OTELMETRICS is a nested module (a go.mod of its own, so that only its users
 # depend on OpenTelemetry): the root's ./... skips it, so check and test run
@@ -163,7 +178,8 @@ bench: deps
 	$(GO) run ./cmd/gocurator-bench $(BENCH_FLAGS)
 
 # zk-up / zk-down: a local ZooKeeper on 127.0.0.1:$(ZK_PORT), data in $(ZK_DIR).
-zk-up: deps
+# zk-up installs only what the server needs (zk-deps), not the test suites'.
+zk-up: zk-deps
 	@mkdir -p $(ZK_DIR)/data
 	@if [ -f $(ZK_DIR)/zk.pid ] && kill -0 $$(cat $(ZK_DIR)/zk.pid) 2>/dev/null; then \
 	   echo "ZooKeeper already running (pid $$(cat $(ZK_DIR)/zk.pid))"; exit 0; fi; \

@@ -144,18 +144,7 @@ func TestLeaderSelectorWithJava(t *testing.T) {
 	p.do(t, "-", "selector", "js", "jc", base, "id=java", "autorequeue=true")
 	p.do(t, "-", "selector-start", "js")
 	p.mustEvent(t, "leader js true")
-	goLeads, goReturn := make(chan struct{}, 1), make(chan struct{})
-	gs, err := recipes.NewLeaderSelector(gc, base, func(ctx context.Context) error {
-		goLeads <- struct{}{}
-		select {
-		case <-goReturn:
-		case <-ctx.Done():
-		}
-		return nil
-	}, recipes.WithParticipantID("go"))
-	testutil.Must(t, err)
-	testutil.Must(t, gs.Start())
-	defer gs.Close()
+	gs, goLeads, goReturn := startGoSelector(t, gc, base, "go")
 	testutil.WaitChildren(t, raw, base, 2)
 	const want = "java:true go:false"
 	if got := javaParticipants(t, p, "js"); got != want {
@@ -189,6 +178,27 @@ func TestLeaderSelectorWithJava(t *testing.T) {
 	}
 	p.do(t, "-", "selector-close", "js")
 	p.do(t, "-", "selector-release", "js")
+}
+
+// startGoSelector starts a Go LeaderSelector with participant id on c at
+// base, closed when the test ends. Each term of its leadership sends on
+// leads, and lasts until ret is closed (or leadership ends).
+func startGoSelector(t testing.TB, c *framework.Client, base, id string) (s *recipes.LeaderSelector, leads <-chan struct{}, ret chan struct{}) {
+	t.Helper()
+	led := make(chan struct{}, 1)
+	ret = make(chan struct{})
+	s, err := recipes.NewLeaderSelector(c, base, func(ctx context.Context) error {
+		led <- struct{}{}
+		select {
+		case <-ret:
+		case <-ctx.Done():
+		}
+		return nil
+	}, recipes.WithParticipantID(id))
+	testutil.Must(t, err)
+	testutil.Must(t, s.Start())
+	t.Cleanup(func() { s.Close() })
+	return s, led, ret
 }
 
 func mustLatch(t testing.TB, c *framework.Client, path, id string) *recipes.LeaderLatch {

@@ -50,6 +50,19 @@ func TestNewRefusesBadArguments(t *testing.T) {
 		{"namespace with a control character", addr, p, []Option{WithNamespace("a\x01b")}, "invalid character"},
 		{"zero session timeout", addr, p, []Option{WithSessionTimeout(0)}, "session timeout"},
 		{"negative connection timeout", addr, p, []Option{WithConnectionTimeout(-1)}, "connection timeout"},
+		// Curator's milliseconds, read as nanoseconds: 30µs, which no
+		// server can serve (the client never connects, saying the server
+		// "closed the connection before a session began").
+		{"session timeout in Curator's milliseconds", addr, p, []Option{WithSessionTimeout(30000)},
+			"session timeout 30µs: did you mean 30000*time.Millisecond?"},
+		{"connection timeout in Curator's milliseconds", addr, p, []Option{WithConnectionTimeout(15000)},
+			"connection timeout 15µs: did you mean 15000*time.Millisecond?"},
+		{"session timeout below the floor", addr, p, []Option{WithSessionTimeout(99 * time.Millisecond)},
+			"session timeout 99ms is below the least WithSessionTimeout takes, 100ms"},
+		{"session timeout beyond the protocol", addr, p, []Option{WithSessionTimeout(MaxSessionTimeout + time.Millisecond)},
+			"is above the most WithSessionTimeout takes"},
+		{"connection timeout below the floor", addr, p, []Option{WithConnectionTimeout(time.Millisecond)},
+			"connection timeout 1ms is below the least WithConnectionTimeout takes, 10ms"},
 		{"expiration percent 0", addr, p, []Option{WithSimulatedSessionExpirationPercent(0)}, "percent"},
 		{"expiration percent 101", addr, p, []Option{WithSimulatedSessionExpirationPercent(101)}, "percent"},
 		{"nil error policy", addr, p, []Option{WithErrorPolicy(nil)}, "error policy"},

@@ -38,7 +38,8 @@ type Client struct {
 	cur          state.ConnectionState
 	sessionID    int64
 	sessionEnded chan struct{} // closed when the session sessionID ends (LOST or Close)
-	negotiated   time.Duration
+	negotiated   time.Duration // the granted session timeout, or the one asked for before any (for the timers)
+	granted      time.Duration // the session timeout the servers last granted; 0 before they have (SessionTimeout)
 	changed      chan struct{} // closed and replaced at every transition
 	trust        stretch       // the current stretch of trust (trust.go)
 	lostTimer    *time.Timer   // posts LOST (connection.go)

@@ -43,7 +43,7 @@ func (c *Client) onEvent(z *conn, ev zk.Event) {
 	case zk.StateHasSession:
 		sid := z.SessionID()
 		if t := z.Session().Timeout; t > 0 {
-			c.negotiated = t
+			c.negotiated, c.granted = t, t
 		}
 		if c.sessionID != 0 && sid != c.sessionID && c.cur != state.Lost {
 			c.post(state.Lost)

@@ -1,6 +1,7 @@
 package framework
 
 import (
+	"math"
 	"net"
 	"os"
 	"time"
@@ -28,6 +29,35 @@ const (
 	// renewal of the session the servers surely had (see
 	// WithSimulatedSessionExpirationPercent).
 	DefaultSimulatedSessionExpirationPercent = 100
+)
+
+// The range of the timeouts New accepts. A time.Duration counts
+// nanoseconds where Curator counts milliseconds: Curator's
+// sessionTimeoutMs of 30000 is 30*time.Second here, and
+// WithSessionTimeout(30000) is 30µs, which no server can serve. New
+// refuses a timeout out of its range with an error wrapping
+// ErrInvalidArgument that names the likely mistake (for 30000: "did you
+// mean 30000*time.Millisecond?").
+const (
+	// MinSessionTimeout is the shortest session timeout New accepts. The
+	// servers never grant less than their minSessionTimeout, 2 ticks (4 s
+	// at ZooKeeper's default tickTime of 2 s; 200 ms at the 100 ms tick of
+	// a test server), and until one grants a session the client's own
+	// timers run on the timeout asked for: each server must answer the
+	// handshake, a session created and committed by its quorum, within
+	// the timeout over the number of servers (Java's client's rule), or
+	// the connection is closed and the next server tried. At 100 ms that
+	// is 33 ms a server in an ensemble of three, already tight on a LAN;
+	// a few milliseconds never connect, even to a server on the same host.
+	MinSessionTimeout = 100 * time.Millisecond
+	// MaxSessionTimeout is the longest session timeout New accepts: the
+	// protocol carries it as a 32-bit count of milliseconds (about 24.8
+	// days). The servers cap it far lower, at their maxSessionTimeout.
+	MaxSessionTimeout = math.MaxInt32 * time.Millisecond
+	// MinConnectionTimeout is the shortest connection timeout New accepts:
+	// below it an operation would count as a connection loss before a
+	// server could answer it across any network but a loopback.
+	MinConnectionTimeout = 10 * time.Millisecond
 )
 
 // ACLProvider chooses the ACL of every node the client creates, as Curator's
@@ -95,13 +125,30 @@ func defaultConfig() config {
 	}
 }
 
-// WithSessionTimeout sets the session timeout asked of the server (default 60 s).
+// WithSessionTimeout sets the session timeout asked of the servers
+// (default 60 s): Curator's sessionTimeoutMs, as a time.Duration (Curator's
+// 30000 is 30*time.Second; WithSessionTimeout(30000) is 30µs). d must be
+// from MinSessionTimeout (100 ms) to MaxSessionTimeout (about 24.8 days),
+// else New fails with an error wrapping ErrInvalidArgument.
+//
+// The servers clamp what is asked into their [minSessionTimeout,
+// maxSessionTimeout], by default 2 to 20 ticks (4 s to 40 s at ZooKeeper's
+// default tickTime of 2 s), and the session runs on what they grant:
+// Client.SessionTimeout tells it once they have, and the client logs a WARN
+// naming both when it is shorter than asked (LOST then comes that much
+// sooner). Until a session is granted, the client's own timers run on d:
+// each server must answer the handshake within d over the number of
+// servers.
 func WithSessionTimeout(d time.Duration) Option {
 	return optionFunc(func(c *config) { c.sessionTimeout = d })
 }
 
 // WithConnectionTimeout sets how long an operation waits for a connection
-// before the attempt fails with connection loss (default 15 s). The wait
+// before the attempt fails with connection loss (default 15 s): Curator's
+// connectionTimeoutMs, as a time.Duration (Curator's 15000 is
+// 15*time.Second). d below MinConnectionTimeout (10 ms) makes New fail
+// with an error wrapping ErrInvalidArgument. The client also warns when no
+// server has answered for d. The wait
 // ends sooner once every server has refused a connection since it began
 // (a *NoServerError names each server and its last dial); the retry policy
 // then decides, as for any connection loss.
@@ -197,11 +244,13 @@ func WithDialer(d zk.Dialer) Option {
 }
 
 func (c *config) validate() error {
+	if err := checkTimeout("session timeout", "WithSessionTimeout", c.sessionTimeout, MinSessionTimeout, MaxSessionTimeout); err != nil {
+		return err
+	}
+	if err := checkTimeout("connection timeout", "WithConnectionTimeout", c.connectionTimeout, MinConnectionTimeout, math.MaxInt64); err != nil {
+		return err
+	}
 	switch {
-	case c.sessionTimeout <= 0:
-		return invalidArgument("session timeout %v must be positive", c.sessionTimeout)
-	case c.connectionTimeout <= 0:
-		return invalidArgument("connection timeout %v must be positive", c.connectionTimeout)
 	case c.expirationPercent < 1 || c.expirationPercent > 100:
 		return invalidArgument("simulated session expiration percent %d must be 1 to 100", c.expirationPercent)
 	case c.errorPolicy == nil:
@@ -232,6 +281,25 @@ func (c *config) validate() error {
 	}
 	if c.aclProvider == nil {
 		c.aclProvider = ACLProviderFunc(func(string) []zk.ACL { return OpenACL })
+	}
+	return nil
+}
+
+// checkTimeout refuses a timeout d (what, set by option) outside [lo, hi].
+// One below lo that is not a whole number of milliseconds, and would be in
+// range read as milliseconds, is most likely Curator's milliseconds passed
+// as a time.Duration (30000 for 30 s), and the error says so.
+func checkTimeout(what, option string, d, lo, hi time.Duration) error {
+	switch {
+	case d <= 0:
+		return invalidArgument("%s %v must be positive", what, d)
+	case d < lo && d%time.Millisecond != 0 && d <= hi/time.Millisecond && d*time.Millisecond >= lo:
+		return invalidArgument("%s %v: did you mean %d*time.Millisecond? (%s takes a time.Duration, which counts nanoseconds, where Curator takes milliseconds; at least %v)",
+			what, d, int64(d), option, lo)
+	case d < lo:
+		return invalidArgument("%s %v is below the least %s takes, %v", what, d, option, lo)
+	case d > hi:
+		return invalidArgument("%s %v is above the most %s takes, %v", what, d, option, hi)
 	}
 	return nil
 }

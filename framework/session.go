@@ -139,17 +139,19 @@ var closedChan = func() chan struct{} {
 	return ch
 }()
 
-// SessionTimeout returns the session timeout the server granted, or the one
-// asked for before the first session. It is Curator's getSessionTimeout; the
-// server clamps the timeout asked for into its [minSessionTimeout,
-// maxSessionTimeout].
+// SessionTimeout returns the session timeout the servers granted the
+// current session (after LOST, until a new session begins, the last one's),
+// or 0 before they have granted any: what was asked for (WithSessionTimeout)
+// is not what the session runs on, as the servers clamp it into their
+// [minSessionTimeout, maxSessionTimeout]. It is ZooKeeper's
+// getSessionTimeout, which is 0 before the first session too.
 func (c *Client) SessionTimeout() time.Duration {
 	if !c.usable() {
 		return 0
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.negotiated
+	return c.granted
 }
 
 // warnShortTimeout warns, once per session (at its start), when the

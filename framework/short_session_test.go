@@ -10,6 +10,7 @@ import (
 
 	"github.com/gocurator/curator/framework/zktest"
 	"github.com/gocurator/curator/internal/testutil"
+	"github.com/gocurator/curator/retry"
 	"github.com/gocurator/curator/state"
 )
 
@@ -51,5 +52,30 @@ func TestShortSessionTimeoutWarns(t *testing.T) {
 	testutil.Must(t, newClient(t, "", WithSessionTimeout(30*time.Second), WithLogger(zap.New(core))).Close())
 	if n := logs.FilterMessage(msg).Len(); n != 0 {
 		t.Errorf("%d WARNs for a timeout granted as asked", n)
+	}
+}
+
+// SessionTimeout is what the servers granted, and 0 until they have granted
+// a session: not what was asked for, which they clamp into their range
+// (200 ms to 30 s here). The range's ends are accepted.
+func TestSessionTimeoutIsTheGrant(t *testing.T) {
+	testutil.CheckLeaks(t)
+	refused, err := New("127.0.0.1:1", retry.NewNTimes(0, 0), WithSessionTimeout(40*time.Second))
+	testutil.Must(t, err)
+	defer refused.Close()
+	if got := refused.SessionTimeout(); got != 0 {
+		t.Errorf("SessionTimeout %v before any session was granted, want 0", got)
+	}
+	for _, tc := range []struct{ ask, granted time.Duration }{
+		{MinSessionTimeout, 200 * time.Millisecond}, // raised to the servers' minSessionTimeout
+		{4 * time.Second, 4 * time.Second},
+		{40 * time.Second, 30 * time.Second}, // capped at their maxSessionTimeout
+		{MaxSessionTimeout, 30 * time.Second},
+	} {
+		c := newClient(t, "", WithSessionTimeout(tc.ask))
+		if got := c.SessionTimeout(); got != tc.granted {
+			t.Errorf("asked %v: SessionTimeout %v, want the %v granted", tc.ask, got, tc.granted)
+		}
+		testutil.Must(t, c.Close())
 	}
 }

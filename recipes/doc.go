@@ -4,6 +4,46 @@
 // locks, and stand in the same elections, while a fleet moves from one
 // language to the other.
 //
+// # In short
+//
+// A lock, held for one function (the Examples run each recipe):
+//
+//	client, err := framework.New("zk1:2181,zk2:2181,zk3:2181",
+//		retry.NewExponentialBackoff(100*time.Millisecond, 5),
+//		framework.WithSessionTimeout(30*time.Second)) // a time.Duration: Curator's 30000 ms
+//	if err != nil {
+//		return err
+//	}
+//	defer client.Close()
+//	mu, err := recipes.NewInterProcessMutex(client, "/locks/orders")
+//	if err != nil {
+//		return err
+//	}
+//	h := mu.NewHandle() // one owner: give each goroutine its own
+//	err = recipes.WithLock(ctx, h, func(ctx context.Context) error {
+//		token, err := h.FencingToken(ctx)
+//		if err != nil {
+//			return err // lost: write nothing
+//		}
+//		return store.Write(ctx, token, order) // ctx ends if the lock is lost
+//	})
+//
+// A leader election, and a process that only follows its leader:
+//
+//	latch, err := recipes.NewLeaderLatch(client, "/election/billing", recipes.WithParticipantID(host))
+//	...
+//	latch.Start()
+//	defer latch.Close()
+//	if err := latch.Await(ctx); err == nil {
+//		lead(ctx, latch.Done()) // Done closes when this term of leadership ends
+//	}
+//
+//	views, err := recipes.ObserveLeaderLatch(ctx, client, "/election/billing")
+//	...
+//	for v := range views { // until ctx ends
+//		route(v.Leader.ID, v.Stale)
+//	}
+//
 // # Owners, loss and fencing
 //
 // A lock value (NewInterProcessMutex, ...) is shared; an owner holds it: a
@@ -24,8 +64,8 @@
 // is told as an acquisition is). After a loss IsHeld
 // is false, a reentrant Acquire fails with ErrLockLost, and Release still
 // deletes the node but returns ErrLockLost, so the owner learns that its
-// work was not protected all along. WithLock does all this in one call. A
-// lost lock does not wedge the others: the node of a lock or lease lost at
+// work was not protected all along. WithLock does all this in one call,
+// for a Locker or a Lease (each an Owner). A lost lock does not wedge the others: the node of a lock or lease lost at
 // SUSPENDED is deleted by the library, Release or not, once the servers
 // could have expired the session (so the holder keeps that margin to stop).
 //
@@ -67,13 +107,14 @@
 //	InterProcessMultiLock(client, paths)            NewInterProcessMultiLock
 //	InterProcessMultiLock(List<InterProcessLock>)   NewInterProcessMultiLockWithLocks
 //	SharedCount                                     NewSharedCount
-//	InterProcessLock                                Locker
+//	InterProcessLock                                Locker (an Owner that acquires)
 //	LeaderLatch(client, path, id)                   NewLeaderLatch(client, path, WithParticipantID(id))
 //	start(), await(), close(closeMode)              Start, Await(ctx), Close / CloseWithMode
 //	hasLeadership(), LeaderLatchListener            HasLeadership (and Done, Err), AddListener
 //	getParticipants(), getLeader()                  Participants(ctx), Leader(ctx)
 //	LeaderSelector(client, path, listener)          NewLeaderSelector(client, path, fn): fn(ctx) leads until it returns
 //	autoRequeue(), requeue(), interruptLeadership() WithAutoRequeue(), Requeue, InterruptLeadership
+//	getLeader(), polled by a non-candidate          ObserveLeaderLatch, ObserveLeaderSelector: a channel of views
 //	(no counterpart)                                Done, Err, FencingToken, WithLock
 //
 // Naming: constructors are New and Curator's class name, a second Curator

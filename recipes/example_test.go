@@ -265,3 +265,169 @@ func ExampleInterProcessSemaphoreMutex() {
 	// again through the same value: true
 	// released
 }
+
+// WithLock holds a semaphore's lease as it holds a lock: the function's
+// context ends if the lease is lost, and the lease is returned after it.
+func ExampleWithLock_lease() {
+	client, ctx, done, err := connect()
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer done()
+
+	sem, err := recipes.NewInterProcessSemaphoreV2(client, "/examples/with-lease", 2)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	lease, err := sem.Acquire(ctx)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	err = recipes.WithLock(ctx, lease, func(ctx context.Context) error {
+		token, err := lease.FencingToken(ctx)
+		if err != nil {
+			return err // lost: write nothing
+		}
+		fmt.Println("holding a lease; token > 0:", token > 0)
+		return nil
+	})
+	fmt.Println("done:", err, "returned:", errors.Is(lease.Err(), recipes.ErrNotHeld))
+	// Output:
+	// holding a lease; token > 0: true
+	// done: <nil> returned: true
+}
+
+// Two candidates of one election: the first to start leads until it
+// closes, then the next one does. Each term of leadership tells its end as
+// a held lock does (Done, Err).
+func ExampleLeaderLatch() {
+	client, ctx, done, err := connect()
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer done()
+
+	first, err := recipes.NewLeaderLatch(client, "/examples/latch", recipes.WithParticipantID("first"))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	second, err := recipes.NewLeaderLatch(client, "/examples/latch", recipes.WithParticipantID("second"))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer second.Close()
+	if err := first.Start(); err != nil {
+		fmt.Println(err)
+		return
+	}
+	if err := first.Await(ctx); err != nil { // Curator's await()
+		fmt.Println(err)
+		return
+	}
+	if err := second.Start(); err != nil {
+		fmt.Println(err)
+		return
+	}
+	leader, _ := second.Leader(ctx)
+	fmt.Println("leader:", leader.ID, "second leads:", second.HasLeadership())
+
+	term := first.Done() // closed when first's term ends
+	first.Close()
+	<-term
+	if err := second.Await(ctx); err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println("first's term over:", errors.Is(first.Err(), recipes.ErrNotLeader), "second leads:", second.HasLeadership())
+	// Output:
+	// leader: first second leads: false
+	// first's term over: true second leads: true
+}
+
+// A selector runs its function while it leads; returning gives leadership
+// up. The function's context ends when leadership can no longer be
+// trusted, or the selector closes.
+func ExampleLeaderSelector() {
+	client, ctx, done, err := connect()
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer done()
+
+	var s *recipes.LeaderSelector
+	led := make(chan string, 1)
+	s, err = recipes.NewLeaderSelector(client, "/examples/selector", func(ctx context.Context) error {
+		token, err := s.FencingToken(ctx) // stamp the leader's writes with it
+		if err != nil {
+			return err
+		}
+		led <- fmt.Sprint("leading; token > 0: ", token > 0)
+		return nil // one term's work done: leadership given up
+	}, recipes.WithParticipantID("worker-1"))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	if err := s.Start(); err != nil {
+		fmt.Println(err)
+		return
+	}
+	select {
+	case msg := <-led:
+		fmt.Println(msg)
+	case <-ctx.Done():
+		fmt.Println("did not lead:", ctx.Err())
+	}
+	s.Close()
+	<-s.Closed() // the function has returned and the node is gone
+	fmt.Println("closed")
+	// Output:
+	// leading; token > 0: true
+	// closed
+}
+
+// A process that does not stand in an election follows its leader: a view
+// when it reads the election, then one at each change of leader, and one
+// each time the view goes stale (the connection SUSPENDED) and fresh again.
+func ExampleObserveLeaderLatch() {
+	client, ctx, done, err := connect()
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer done()
+
+	octx, stop := context.WithCancel(ctx)
+	defer stop()
+	views, err := recipes.ObserveLeaderLatch(octx, client, "/examples/observed")
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Printf("%+v\n", (<-views).Leader)
+
+	latch, err := recipes.NewLeaderLatch(client, "/examples/observed", recipes.WithParticipantID("leader-1"))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	if err := latch.Start(); err != nil {
+		fmt.Println(err)
+		return
+	}
+	v := <-views
+	fmt.Printf("%+v stale: %v\n", v.Leader, v.Stale)
+	latch.Close()
+	fmt.Printf("%+v\n", (<-views).Leader)
+	// Output:
+	// {ID: IsLeader:false}
+	// {ID:leader-1 IsLeader:true} stale: false
+	// {ID: IsLeader:false}
+}

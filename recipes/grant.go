@@ -302,7 +302,7 @@ func ownerErr(g *grant, what string, notHeld error) error {
 	return g.err()
 }
 
-// contextOf is what the package's owners have beyond Locker: the context
+// contextOf is what the package's owners have beyond Owner: the context
 // of their current acquisition (nil when they hold nothing), which WithLock
 // and the multi-lock follow with context.AfterFunc instead of a goroutine.
 type contextOf interface {

@@ -326,6 +326,10 @@ func (l *Lease) Close(ctx context.Context) error {
 	return nil
 }
 
+// Release is Close, under the name an Owner gives it: a Lease is an Owner,
+// so that WithLock can hold one.
+func (l *Lease) Release(ctx context.Context) error { return l.Close(ctx) }
+
 // Data reads the lease node's data (Curator's getData).
 func (l *Lease) Data(ctx context.Context) ([]byte, error) {
 	if !l.usable() {

@@ -518,3 +518,54 @@ func BenchmarkSemaphoreLeases(b *testing.B) {
 		})
 	}
 }
+
+// WithLock holds a Lease as it holds a Locker: fn runs while the lease
+// holds (no other lease is granted), its context ends with a cause
+// wrapping ErrLockLost when the lease is lost (SUSPENDED here), and the
+// lease is returned whatever fn does; a lease returned already does not
+// run fn, and says why.
+func TestWithLockHoldsALease(t *testing.T) {
+	testutil.CheckLeaks(t)
+	ctx, base := testutil.Begin(t, server.Addr())
+	proxy := zktest.NewProxy(t, server.Addr())
+	c := newClient(t, proxy.Addr())
+	sem, err := NewInterProcessSemaphoreV2(c, base, 1)
+	testutil.Must(t, err)
+	lease, err := sem.Acquire(ctx)
+	testutil.Must(t, err)
+	err = WithLock(ctx, lease, func(ctx context.Context) error {
+		_, err := sem.TryAcquire(ctx)
+		if !errors.Is(err, ErrLocked) {
+			t.Errorf("a second lease while WithLock holds the one: %v, want ErrLocked", err)
+		}
+		return nil
+	})
+	testutil.Must(t, err)
+	if err := lease.Err(); !errors.Is(err, ErrNotHeld) {
+		t.Fatalf("the lease's Err after WithLock: %v, want ErrNotHeld (returned)", err)
+	}
+
+	ran := false
+	err = WithLock(ctx, lease, func(context.Context) error { ran = true; return nil })
+	if ran {
+		t.Fatal("fn ran under a lease returned already")
+	}
+	if !errors.Is(err, ErrNotHeld) {
+		t.Fatalf("WithLock of a returned lease: %v, want ErrNotHeld", err)
+	}
+
+	lease, err = sem.Acquire(ctx)
+	testutil.Must(t, err)
+	err = WithLock(ctx, lease, func(ctx context.Context) error {
+		proxy.DropConnections() // SUSPENDED: the standard policy stops trusting the lease
+		<-ctx.Done()
+		return context.Cause(ctx)
+	})
+	if !errors.Is(err, ErrLockLost) || !errors.Is(lease.Err(), ErrLockLost) {
+		t.Fatalf("WithLock of a lease lost while fn ran: %v, the lease's Err %v; want ErrLockLost", err, lease.Err())
+	}
+	testutil.Must(t, c.BlockUntilConnected(ctx))
+	again, err := sem.Acquire(ctx) // the lost lease's node is gone: WithLock returned it
+	testutil.Must(t, err)
+	testutil.Must(t, again.Close(ctx))
+}

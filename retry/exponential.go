@@ -68,7 +68,9 @@ func WithRand(src rand.Source) ExponentialOption {
 
 // NewExponentialBackoff returns a policy of up to maxRetries retries with
 // randomised, exponentially growing sleeps (see [ExponentialBackoff]). It is
-// Curator's ExponentialBackoffRetry(base, maxRetries[, maxSleep]).
+// Curator's ExponentialBackoffRetry(base, maxRetries[, maxSleep]), with base
+// a time.Duration: Curator's baseSleepTimeMs 1000 is time.Second (1000 here
+// is a microsecond).
 //
 // Out-of-range arguments are clamped, never rejected: maxRetries above
 // [MaxExponentialRetries] (29) becomes 29, as in Curator (which logs a
