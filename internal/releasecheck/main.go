@@ -17,7 +17,8 @@
 // were (the sum of a version is known once it is published). With -mods it
 // only checks the go.mod files and go.work (`make check`): no replace, one
 // go line, a released version of the core required, and go.work standing
-// in for that version with the checkout's core.
+// in for that version with the checkout's core; and that neither module
+// imports a package internal to the other.
 package main
 
 import (
@@ -52,11 +53,7 @@ func run(version string, tidy, modsOnly bool) error {
 		return err
 	}
 	root := strings.TrimSpace(string(out))
-	coreMod, err := readMod(filepath.Join(root, "go.mod"))
-	if err != nil {
-		return err
-	}
-	otelMod, err := readMod(filepath.Join(root, otelmetricsDir, "go.mod"))
+	coreMod, otelMod, err := readMods(root)
 	if err != nil {
 		return err
 	}
@@ -65,7 +62,10 @@ func run(version string, tidy, modsOnly bool) error {
 		return err
 	}
 	coreVersion, err := checkMods(coreMod, otelMod, work)
-	if err != nil || modsOnly {
+	if err != nil {
+		return err
+	}
+	if err := checkImports(root, coreMod, otelMod); err != nil || modsOnly {
 		return err
 	}
 
@@ -139,6 +139,30 @@ func run(version string, tidy, modsOnly bool) error {
 	fmt.Printf("  %s %s %s (%s)\n  %s %s %s (the working tree)\n",
 		core.path, core.version, core.sum(), from, otel.path, otel.version, otel.sum())
 	fmt.Println("from a local file module proxy, unreplaced; go mod tidy kept its go line")
+	return nil
+}
+
+// readMods reads the go.mod files of the two modules of the repository
+// at root.
+func readMods(root string) (core, otel modFile, err error) {
+	if core, err = readMod(filepath.Join(root, "go.mod")); err != nil {
+		return core, otel, err
+	}
+	otel, err = readMod(filepath.Join(root, otelmetricsDir, "go.mod"))
+	return core, otel, err
+}
+
+// checkImports fails naming each import of a package internal to the
+// other module (internalAcrossModules).
+func checkImports(root string, core, otel modFile) error {
+	found, err := internalAcrossModules(root, map[string]string{"": core.module, otelmetricsDir: otel.module})
+	if err != nil {
+		return err
+	}
+	if len(found) > 0 {
+		return fmt.Errorf("imports of a package internal to another module, which its next release may change under this one's users "+
+			"(give the importer what it needs through the other's public API, or a copy of its own):\n  %s", strings.Join(found, "\n  "))
+	}
 	return nil
 }
 
