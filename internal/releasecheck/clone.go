@@ -59,7 +59,7 @@ func installCommands(files map[string][]byte) (cmds [][]string, written []string
 				return nil, nil, fmt.Errorf("install block: %q: quotes, which release-check does not follow", l)
 			}
 			args := strings.Fields(l)[1:]
-			cmds, written = append(cmds, args), append(written, l)
+			cmds, written = append(cmds, args), append(written, strings.Join(strings.Fields(l), " "))
 			tidies = tidies || strings.Join(args, " ") == "mod tidy"
 		case strings.HasPrefix(l, "git clone "), strings.HasPrefix(l, cloneVar+"="), strings.HasPrefix(l, "cd "):
 			// the clone release-check makes itself, and the user's module

@@ -1,20 +1,12 @@
 package main
 
-import (
-	"os/exec"
-	"strings"
-	"testing"
-)
+import "testing"
 
 // No module of the repository imports a package internal to another: a
 // module released on its own must build against any release of the other
 // that its go.mod allows.
 func TestNoInternalImportAcrossModules(t *testing.T) {
-	out, err := exec.Command("git", "rev-parse", "--show-toplevel").Output()
-	if err != nil {
-		t.Fatal(err)
-	}
-	root := strings.TrimSpace(string(out))
+	root := repoRoot(t)
 	core, otel, err := readMods(root)
 	if err != nil {
 		t.Fatal(err)

@@ -172,7 +172,8 @@ func run(version string, tidy, modsOnly, allowDirty bool) error {
 	fmt.Printf("  %s %s %s (%s)\n  %s %s %s (%s)\n",
 		core.path, core.version, core.sum(), from, otel.path, otel.version, otel.sum(), otelFrom)
 	fmt.Println("from a local file module proxy, unreplaced; go mod tidy kept its go line")
-	fmt.Printf("and another, from a clone of the commit by the README's install block (%s), ran too\n", strings.Join(cloned, "; "))
+	fmt.Printf("and another, in a fresh module with a clone of the commit, by the README's install block:\n  %s\n",
+		strings.Join(cloned, "\n  "))
 	return nil
 }
 
