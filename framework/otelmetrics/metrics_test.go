@@ -265,16 +265,7 @@ func TestMetricsOfRealLocks(t *testing.T) {
 		t.Fatal(err)
 	}
 	nodes = append(nodes, ph.LockPath())
-	pl, err := recipes.NewLeaderLatch(pc, leaderLost)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := pl.Start(); err != nil {
-		t.Fatal(err)
-	}
-	if err := pl.Await(ctx); err != nil {
-		t.Fatal(err)
-	}
+	pl := leading(t, ctx, pc, leaderLost)
 	nodes = append(nodes, r.until(framework.LeadershipGained, leaderLost).Node)
 	whileHeld := r.scrape()
 	r.check(whileHeld, expect{oldestAge, lost, "mutex", "", -1})
@@ -307,16 +298,7 @@ func TestMetricsOfRealLocks(t *testing.T) {
 
 	// A term of leadership.
 	latchPath := base + "/latch"
-	latch, err := recipes.NewLeaderLatch(c, latchPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := latch.Start(); err != nil {
-		t.Fatal(err)
-	}
-	if err := latch.Await(ctx); err != nil {
-		t.Fatal(err)
-	}
+	latch := leading(t, ctx, c, latchPath)
 	nodes = append(nodes, r.until(framework.LeadershipGained, latchPath).Node)
 	if err := latch.Close(); err != nil {
 		t.Fatal(err)
@@ -412,16 +394,7 @@ func TestDurationsInSeconds(t *testing.T) {
 	}
 	released += r.until(framework.Released, mu).Hold.Seconds()
 
-	latch, err := recipes.NewLeaderLatch(c, latchPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := latch.Start(); err != nil {
-		t.Fatal(err)
-	}
-	if err := latch.Await(ctx); err != nil {
-		t.Fatal(err)
-	}
+	latch := leading(t, ctx, c, latchPath)
 	if err := latch.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -489,6 +462,22 @@ func TestNoServerFailures(t *testing.T) {
 		expect{"gocurator_lock_acquire_duration_seconds", path, "mutex", "gocurator_outcome=failed", 2},
 	)
 	checkLabels(t, families, []string{path}, nil)
+}
+
+// leading returns a started leader latch of c on path, once it leads.
+func leading(t *testing.T, ctx context.Context, c *framework.Client, path string) *recipes.LeaderLatch {
+	t.Helper()
+	l, err := recipes.NewLeaderLatch(c, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Start(); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Await(ctx); err != nil {
+		t.Fatal(err)
+	}
+	return l
 }
 
 // mutex returns a handle of a new mutex of c on path.

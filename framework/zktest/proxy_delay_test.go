@@ -175,18 +175,24 @@ func (c *wireClient) roundTrip(t *testing.T) time.Duration {
 	return time.Since(start)
 }
 
-// createTimed creates a persistent node at path, and returns when the
-// create was written, when the server made it (its ctime, read through
-// stat, a client of the server's own), and when its reply was read.
-func (c *wireClient) createTimed(t *testing.T, stat *wireClient, path string) (written, ctime, answered time.Time) {
-	t.Helper()
+// createBody is the body of a create request of path, with no data, open
+// to all (world:anyone), in mode (ZooKeeper's CreateMode: 0 persistent, 3
+// ephemeral sequential, ...).
+func createBody(path string, mode uint32) []byte {
 	b := appendString(nil, path)
 	b = binary.BigEndian.AppendUint32(b, 0) // data: empty
 	b = binary.BigEndian.AppendUint32(b, 1) // one ACL: world:anyone, all
 	b = binary.BigEndian.AppendUint32(b, 31)
 	b = appendString(appendString(b, "world"), "anyone")
-	b = binary.BigEndian.AppendUint32(b, 0) // PERSISTENT
-	req := c.request(OpCreate, b)
+	return binary.BigEndian.AppendUint32(b, mode)
+}
+
+// createTimed creates a persistent node at path, and returns when the
+// create was written, when the server made it (its ctime, read through
+// stat, a client of the server's own), and when its reply was read.
+func (c *wireClient) createTimed(t *testing.T, stat *wireClient, path string) (written, ctime, answered time.Time) {
+	t.Helper()
+	req := c.request(OpCreate, createBody(path, 0)) // PERSISTENT
 	written = time.Now()
 	if _, err := c.conn.Write(req); err != nil {
 		t.Fatal(err)
@@ -212,13 +218,7 @@ func (c *wireClient) createBurst(t *testing.T, prefix string, n int) (xids []int
 	t.Helper()
 	var burst []byte
 	for range n {
-		b := appendString(nil, prefix)
-		b = binary.BigEndian.AppendUint32(b, 0) // data: empty
-		b = binary.BigEndian.AppendUint32(b, 1) // one ACL: world:anyone, all
-		b = binary.BigEndian.AppendUint32(b, 31)
-		b = appendString(appendString(b, "world"), "anyone")
-		b = binary.BigEndian.AppendUint32(b, 3) // EPHEMERAL_SEQUENTIAL
-		burst = append(burst, c.request(OpCreate, b)...)
+		burst = append(burst, c.request(OpCreate, createBody(prefix, 3))...) // EPHEMERAL_SEQUENTIAL
 	}
 	if _, err := c.conn.Write(burst); err != nil {
 		t.Fatal(err)
