@@ -20,9 +20,10 @@
 // github.com/gocurator/curator/framework/otelmetrics:
 //
 //	gocurator.lock.acquire.duration  histogram, s   wait of every acquire that ended, to its grant or failure, by gocurator.outcome
-//	gocurator.lock.hold.duration     histogram, s   time a grant was held, to its release or loss
+//	gocurator.lock.hold.duration     histogram, s   time a grant was held, to its release or loss, by gocurator.outcome
+//	gocurator.lock.hold.oldest_age   gauge, s       age of the oldest grant held now (none held: no sample)
 //	gocurator.lock.acquisitions      counter        grants
-//	gocurator.lock.acquire.failures  counter        acquires that gave up, by error.type
+//	gocurator.lock.acquire.failures  counter        acquires that failed, by error.type (a try's locked is no failure)
 //	gocurator.lock.losses            counter        grants lost, by error.type
 //	gocurator.lock.waiter.count      up-down        acquires under way
 //	gocurator.lock.holder.count      up-down        grants held
@@ -41,18 +42,27 @@
 // third, gocurator.outcome, how the acquire ended:
 //
 //	acquired  granted
-//	timeout   the acquire's context reached its deadline first
+//	timeout   the acquire's context reached its deadline first (no_server aside: below)
 //	canceled  the acquire's context was canceled first
 //	locked    a try found the lock held elsewhere (recipes.ErrLocked): a try's answer, not a fault
-//	failed    anything else (the connection or the session lost, the client closed, ...)
+//	failed    anything else (no server answered, the connection or the session lost, the client closed, ...)
+//
+// The hold histogram has it too, how the hold ended: released, or lost.
+// The oldest hold's age is observed at each collection, per path and
+// recipe, from the grants this Metrics heard begin and not yet end: a
+// hold that does not end (a holder stuck, a release forgotten) shows as an
+// age that only grows, without scraping the tree.
 //
 // The failures and losses have a third, error.type, one of a fixed set
 // (an acquire's outcome, when not acquired, is its error.type where that
-// is timeout, canceled or locked, and failed otherwise):
+// is timeout, canceled or locked, and failed otherwise). A try's locked
+// is an outcome of the wait histogram only: the failures count faults.
 //
 //	timeout      the acquire's context reached its deadline
 //	locked       a try found the lock held elsewhere (recipes.ErrLocked)
 //	canceled     the acquire's context was canceled
+//	no_server    no server answered (a *framework.NoServerError: every server refused, or
+//	             none answered before the retries or the acquire's deadline ran out)
 //	suspended    the connection was SUSPENDED (a *framework.StateError)
 //	lost         the session was LOST (a *framework.StateError)
 //	closed       the client (or the selector) was closed (framework.ErrClosed)

@@ -2,12 +2,14 @@ package otelmetrics
 
 import (
 	"context"
+	"fmt"
+	"sync"
+	"time"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
 
 	"github.com/gocurator/curator/framework"
-	"github.com/gocurator/curator/internal/errs"
 )
 
 // ScopeName is the name of the meter the instruments are made by: the
@@ -41,13 +43,32 @@ type Metrics struct {
 	termDuration    metric.Float64Histogram
 	leaderLosses    metric.Int64Counter
 	leaders         metric.Int64UpDownCounter
+
+	// holds are the grants held now, each with its path's and recipe's
+	// attributes and when it was granted: the oldest hold's age is
+	// observed from them at each collection (observeOldestHolds).
+	mu    sync.Mutex
+	holds map[holdKey]heldSince
+}
+
+// holdKey names one grant: its node, of its session.
+type holdKey struct {
+	session int64
+	node    string
+}
+
+// heldSince is a grant held now: the attributes of its measurements, and
+// when it was granted.
+type heldSince struct {
+	attrs attribute.Set
+	since time.Time
 }
 
 // New makes the instruments with provider's meter ScopeName. A nil
 // provider, or a bad option, fails with framework.ErrInvalidArgument.
 func New(provider metric.MeterProvider, opts ...Option) (*Metrics, error) {
 	if provider == nil {
-		return nil, errs.Errorf("%w: otelmetrics: nil meter provider", framework.ErrInvalidArgument)
+		return nil, fmt.Errorf("%w: otelmetrics: nil meter provider", framework.ErrInvalidArgument)
 	}
 	cfg, err := newConfig(opts)
 	if err != nil {
@@ -56,11 +77,12 @@ func New(provider metric.MeterProvider, opts ...Option) (*Metrics, error) {
 	mk := instruments{meter: provider.Meter(ScopeName), buckets: cfg.buckets}
 	m := &Metrics{
 		pathLabel: cfg.pathLabel,
+		holds:     map[holdKey]heldSince{},
 
 		acquireDuration: mk.seconds("gocurator.lock.acquire.duration", "The time an acquisition of a lock or lease waited, to its grant or failure, by gocurator.outcome."),
-		holdDuration:    mk.seconds("gocurator.lock.hold.duration", "The time a lock or lease was held, to its release or loss."),
+		holdDuration:    mk.seconds("gocurator.lock.hold.duration", "The time a lock or lease was held, to its release or loss, by gocurator.outcome."),
 		acquisitions:    mk.counter("gocurator.lock.acquisitions", "{acquisition}", "Locks and leases granted."),
-		failures:        mk.counter("gocurator.lock.acquire.failures", "{failure}", "Acquisitions of a lock or lease that gave up, by error.type."),
+		failures:        mk.counter("gocurator.lock.acquire.failures", "{failure}", "Acquisitions of a lock or lease that failed, by error.type; a try that found the lock held is no failure."),
 		losses:          mk.counter("gocurator.lock.losses", "{loss}", "Locks and leases lost while held, by error.type."),
 		waiters:         mk.upDown("gocurator.lock.waiter.count", "{waiter}", "Acquisitions of a lock or lease under way."),
 		holders:         mk.upDown("gocurator.lock.holder.count", "{holder}", "Locks and leases held."),
@@ -69,8 +91,9 @@ func New(provider metric.MeterProvider, opts ...Option) (*Metrics, error) {
 		leaderLosses:    mk.counter("gocurator.leader.losses", "{loss}", "Terms of leadership that ended other than given up, by error.type."),
 		leaders:         mk.upDown("gocurator.leader.count", "{leader}", "Terms of leadership under way."),
 	}
+	mk.observedSeconds("gocurator.lock.hold.oldest_age", "The age of the oldest grant of a lock or lease held now.", m.observeOldestHolds)
 	if mk.err != nil {
-		return nil, errs.Errorf("otelmetrics: %w", mk.err)
+		return nil, fmt.Errorf("gocurator: otelmetrics: %w", mk.err)
 	}
 	return m, nil
 }
@@ -103,17 +126,26 @@ func (m *Metrics) Event(e framework.Event) {
 		m.holders.Add(ctx, 1, at)
 		m.acquisitions.Add(ctx, 1, at)
 		waited()
+		m.mu.Lock()
+		m.holds[holdKey{e.Session, e.Node}] = heldSince{attribute.NewSet(path, recipe), e.Time}
+		m.mu.Unlock()
 	case framework.AcquireFailed:
 		m.waiters.Add(ctx, -1, at)
-		m.failures.Add(ctx, 1, because())
+		if causeOf(e.Err) != causeLocked { // a try's answer, not a fault
+			m.failures.Add(ctx, 1, because())
+		}
 		waited()
-	case framework.Released:
+	case framework.Released, framework.Lost:
+		m.mu.Lock()
+		delete(m.holds, holdKey{e.Session, e.Node})
+		m.mu.Unlock()
 		m.holders.Add(ctx, -1, at)
-		m.holdDuration.Record(ctx, e.Hold.Seconds(), at)
-	case framework.Lost:
-		m.holders.Add(ctx, -1, at)
-		m.holdDuration.Record(ctx, e.Hold.Seconds(), at)
-		m.losses.Add(ctx, 1, because())
+		outcome := outcomeReleased
+		if e.Kind == framework.Lost {
+			outcome = outcomeLost
+			m.losses.Add(ctx, 1, because())
+		}
+		m.holdDuration.Record(ctx, e.Hold.Seconds(), metric.WithAttributeSet(attribute.NewSet(path, recipe, attrOutcome.String(outcome))))
 	case framework.LeadershipGained:
 		m.leaders.Add(ctx, 1, at)
 		m.terms.Add(ctx, 1, at)
@@ -124,6 +156,23 @@ func (m *Metrics) Event(e framework.Event) {
 			m.leaderLosses.Add(ctx, 1, because())
 		}
 	}
+}
+
+// observeOldestHolds observes, for each path and recipe with grants held
+// now, the age of the oldest: the callback of gocurator.lock.hold.oldest_age.
+func (m *Metrics) observeOldestHolds(_ context.Context, o metric.Float64Observer) error {
+	oldest := map[attribute.Distinct]heldSince{}
+	m.mu.Lock()
+	for _, h := range m.holds {
+		if cur, ok := oldest[h.attrs.Equivalent()]; !ok || h.since.Before(cur.since) {
+			oldest[h.attrs.Equivalent()] = h
+		}
+	}
+	m.mu.Unlock()
+	for _, h := range oldest {
+		o.Observe(time.Since(h.since).Seconds(), metric.WithAttributeSet(h.attrs))
+	}
+	return nil
 }
 
 // instruments makes instruments with meter, keeping the first error.
@@ -145,6 +194,13 @@ func (mk *instruments) seconds(name, desc string) metric.Float64Histogram {
 		metric.WithExplicitBucketBoundaries(mk.buckets...))
 	mk.keep(err)
 	return h
+}
+
+// observedSeconds makes a gauge of seconds, observed by f at each
+// collection.
+func (mk *instruments) observedSeconds(name, desc string, f metric.Float64Callback) {
+	_, err := mk.meter.Float64ObservableGauge(name, metric.WithUnit("s"), metric.WithDescription(desc), metric.WithFloat64Callback(f))
+	mk.keep(err)
 }
 
 func (mk *instruments) counter(name, unit, desc string) metric.Int64Counter {

@@ -1,8 +1,9 @@
 package otelmetrics
 
 import (
+	"fmt"
+
 	"github.com/gocurator/curator/framework"
-	"github.com/gocurator/curator/internal/errs"
 )
 
 // Option configures New.
@@ -47,14 +48,14 @@ func newConfig(opts []Option) (config, error) {
 		}
 	}
 	if c.pathLabel == nil {
-		return c, errs.Errorf("%w: otelmetrics: nil path label function", framework.ErrInvalidArgument)
+		return c, fmt.Errorf("%w: otelmetrics: nil path label function", framework.ErrInvalidArgument)
 	}
 	if len(c.buckets) == 0 {
-		return c, errs.Errorf("%w: otelmetrics: no buckets", framework.ErrInvalidArgument)
+		return c, fmt.Errorf("%w: otelmetrics: no buckets", framework.ErrInvalidArgument)
 	}
 	for i := 1; i < len(c.buckets); i++ {
 		if !(c.buckets[i] > c.buckets[i-1]) {
-			return c, errs.Errorf("%w: otelmetrics: buckets not increasing: %v", framework.ErrInvalidArgument, c.buckets)
+			return c, fmt.Errorf("%w: otelmetrics: buckets not increasing: %v", framework.ErrInvalidArgument, c.buckets)
 		}
 	}
 	return c, nil

@@ -14,6 +14,13 @@ const (
 	outcomeFailed   = "failed"      // anything else: a connection lost, the client closed, ...
 )
 
+// The outcomes of a hold: the value of gocurator.outcome on the hold
+// histogram and on the hold's span.
+const (
+	outcomeReleased = "released" // its owner released it
+	outcomeLost     = "lost"     // it could no longer be trusted
+)
+
 // outcomeOf is how the acquire that e ended (an Acquired or AcquireFailed
 // event) came out: one of the outcomes above. A failure's outcome agrees
 // with its error.type (causeOf): timeout, canceled and locked are those

@@ -10,7 +10,6 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/gocurator/curator/framework"
-	"github.com/gocurator/curator/internal/errs"
 )
 
 // The spans Tracing makes.
@@ -30,12 +29,6 @@ const (
 	attrSession  = attribute.Key("gocurator.session")
 )
 
-// The outcomes of a hold, on its span's gocurator.outcome.
-const (
-	outcomeReleased = "released"
-	outcomeLost     = "lost"
-)
-
 // Tracing is an event hook (framework.EventHook: give it to
 // framework.WithEventHook, beside a Metrics if you like) that records each
 // acquire of a lock or lease, and each hold of one, as an OpenTelemetry
@@ -49,7 +42,7 @@ type Tracing struct {
 // provider fails with framework.ErrInvalidArgument.
 func NewTracing(provider trace.TracerProvider) (*Tracing, error) {
 	if provider == nil {
-		return nil, errs.Errorf("%w: otelmetrics: nil tracer provider", framework.ErrInvalidArgument)
+		return nil, fmt.Errorf("%w: otelmetrics: nil tracer provider", framework.ErrInvalidArgument)
 	}
 	return &Tracing{tracer: provider.Tracer(ScopeName)}, nil
 }

@@ -17,8 +17,6 @@ import (
 	"github.com/gocurator/curator/framework"
 	"github.com/gocurator/curator/framework/otelmetrics"
 	"github.com/gocurator/curator/framework/zktest"
-	"github.com/gocurator/curator/internal/testclient"
-	"github.com/gocurator/curator/internal/testutil"
 	"github.com/gocurator/curator/recipes"
 	"github.com/gocurator/curator/state"
 )
@@ -127,10 +125,10 @@ func checkSpan(t *testing.T, sp tracetest.SpanStub, w want) {
 // that ended it, with the path, the recipe, the queue position, the
 // outcome, the node and the session.
 func TestTracesOfRealLocks(t *testing.T) {
-	ctx, base := testutil.Begin(t, server.Addr())
+	ctx, base := begin(t)
 	s := newSpans(t)
-	c := testclient.New(t, server.Addr(), s.hooks...)
-	other := testclient.New(t, server.Addr())
+	c := newClient(t, server.Addr(), s.hooks...)
+	other := newClient(t, server.Addr())
 	session := func(c *framework.Client) string { return fmt.Sprintf("0x%x", c.SessionID()) }
 
 	// Acquired at once, then released.
@@ -161,7 +159,7 @@ func TestTracesOfRealLocks(t *testing.T) {
 	tctx, timedOut := s.caller(ctx, "times out")
 	tctx, cancel := context.WithTimeout(tctx, 100*time.Millisecond)
 	defer cancel()
-	testutil.ErrorIs(t, h.Acquire(tctx), context.DeadlineExceeded)
+	errorIs(t, h.Acquire(tctx), context.DeadlineExceeded)
 	timedOut.End()
 	started, failed := s.until(t, framework.AcquireStarted, mu), s.until(t, framework.AcquireFailed, mu)
 	checkSpan(t, s.span(t, otelmetrics.SpanAcquire, "", timedOut), want{parent: timedOut, from: started.Time, to: failed.Time,
@@ -172,11 +170,11 @@ func TestTracesOfRealLocks(t *testing.T) {
 	done := make(chan error, 1)
 	go func() { done <- h.Acquire(wctx) }()
 	started = s.until(t, framework.AcquireStarted, mu)
-	testutil.WaitChildren(t, testutil.Connect(t, server.Addr()), mu, 2)
+	waitChildren(t, ctx, other, mu, 2)
 	if err := held.Release(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if err := testutil.Recv(t, done, "the waiter's acquire"); err != nil {
+	if err := recv(t, done, "the waiter's acquire"); err != nil {
 		t.Fatal(err)
 	}
 	waiter.End()
@@ -190,7 +188,7 @@ func TestTracesOfRealLocks(t *testing.T) {
 	// Lost: its connection dropped at a fault proxy.
 	lost := base + "/lost"
 	proxy := zktest.NewProxy(t, server.Addr())
-	pc := testclient.New(t, proxy.Addr(), s.hooks...)
+	pc := newClient(t, proxy.Addr(), s.hooks...)
 	ph := mutex(t, pc, lost)
 	lctx, losing := s.caller(ctx, "loses")
 	if err := ph.Acquire(lctx); err != nil {
@@ -207,7 +205,7 @@ func TestTracesOfRealLocks(t *testing.T) {
 	checkSpan(t, s.span(t, otelmetrics.SpanHold, node, losing), want{parent: losing, from: acquired.Time, to: lostEvent.Time,
 		attrs: map[string]any{"gocurator.path": lost, "gocurator.outcome": "lost", "error.type": "suspended",
 			"gocurator.node": node, "gocurator.session": owner}, errorStatus: true})
-	testutil.ErrorIs(t, ph.Release(ctx), recipes.ErrLockLost)
+	errorIs(t, ph.Release(ctx), recipes.ErrLockLost)
 }
 
 // NewTracing refuses a nil provider; any other will do.
@@ -216,8 +214,7 @@ func TestNewTracingRefusesNil(t *testing.T) {
 	if tr != nil {
 		t.Error("a Tracing")
 	}
-	testutil.ErrorIs(t, err, framework.ErrInvalidArgument)
-	testutil.OnePrefix(t, err)
+	errorIs(t, err, framework.ErrInvalidArgument)
 	if _, err := otelmetrics.NewTracing(noop.NewTracerProvider()); err != nil {
 		t.Fatal(err)
 	}

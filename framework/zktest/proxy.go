@@ -800,8 +800,8 @@ func (c *proxyConn) waitUntil(t time.Time) bool {
 // kernelSleepWithin is how far ahead of a packet's time the proxy stops
 // waiting on Go's timers, which wake up to about a millisecond late (an
 // idle Go process waits for its next timer in epoll, whose timeout is in
-// milliseconds), and sleeps in the kernel instead (sleepInKernel), where
-// the platform allows.
+// milliseconds), and sleeps in the kernel instead (sleepInKernelUntil),
+// where the platform allows.
 const kernelSleepWithin = 2 * time.Millisecond
 
 // sleepUntil sleeps until t, a short time ahead (at most
@@ -811,8 +811,8 @@ func sleepUntil(t time.Time) {
 	if !kernelSleeps {
 		return
 	}
-	for d := time.Until(t); d > 0; d = time.Until(t) {
-		sleepInKernel(d)
+	if time.Until(t) > 0 {
+		sleepInKernelUntil(t)
 	}
 }
 

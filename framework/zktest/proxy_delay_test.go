@@ -15,7 +15,9 @@ import (
 // own that speaks ZooKeeper's wire protocol, so that it writes requests
 // back to back and sees every reply in the order it comes: every round trip
 // through the proxy takes at least the two one-way delays (each direction
-// on its own), a burst of pipelined creates is answered in the order sent,
+// on its own), each delays its own direction (the server makes a node no
+// sooner than the delay to it after the create was written, and the reply
+// comes no sooner than the delay back after that), a burst of pipelined creates is answered in the order sent,
 // their sequence numbers in that order too (so neither direction reorders),
 // and what a round trip grows by is logged.
 func TestProxyDelays(t *testing.T) {
@@ -30,7 +32,7 @@ func TestProxyDelays(t *testing.T) {
 	// Each direction on its own, then both: a delay far above a round
 	// trip's own time, so that a direction left undelayed fails.
 	const long = 30 * time.Millisecond
-	for _, tc := range []struct {
+	for i, tc := range []struct {
 		name               string
 		toServer, toClient time.Duration
 	}{
@@ -43,6 +45,21 @@ func TestProxyDelays(t *testing.T) {
 			if rtt, least := proxied.roundTrip(t), tc.toServer+tc.toClient; rtt < least {
 				t.Fatalf("%s: a round trip of %v, with %v to the server and %v to the client", tc.name, rtt, tc.toServer, tc.toClient)
 			}
+		}
+		// Each way on its own: a node created through the proxy has the
+		// time the server made it (its ctime, the server's wall clock in
+		// ms, the machine's), which the request reached toServer after it
+		// was written at the earliest, and its reply the client toClient
+		// after that at the earliest. Both are lower bounds: load only
+		// makes the times later.
+		written, ctime, answered := proxied.createTimed(t, direct, fmt.Sprintf("/one-way-%d", i))
+		if made := ctime.Add(time.Millisecond); made.Before(written.Add(tc.toServer)) { // ctime is truncated to the ms
+			t.Errorf("%s: the server made the node %v after the create was written, before the %v to the server had passed",
+				tc.name, ctime.Sub(written).Round(time.Millisecond), tc.toServer)
+		}
+		if answered.Before(ctime.Add(tc.toClient)) {
+			t.Errorf("%s: the reply came %v after the server made the node, before the %v to the client had passed",
+				tc.name, answered.Sub(ctime), tc.toClient)
 		}
 	}
 
@@ -158,6 +175,42 @@ func (c *wireClient) roundTrip(t *testing.T) time.Duration {
 	return time.Since(start)
 }
 
+// createBody is the body of a create request of path, with no data, open
+// to all (world:anyone), in mode (ZooKeeper's CreateMode: 0 persistent, 3
+// ephemeral sequential, ...).
+func createBody(path string, mode uint32) []byte {
+	b := appendString(nil, path)
+	b = binary.BigEndian.AppendUint32(b, 0) // data: empty
+	b = binary.BigEndian.AppendUint32(b, 1) // one ACL: world:anyone, all
+	b = binary.BigEndian.AppendUint32(b, 31)
+	b = appendString(appendString(b, "world"), "anyone")
+	return binary.BigEndian.AppendUint32(b, mode)
+}
+
+// createTimed creates a persistent node at path, and returns when the
+// create was written, when the server made it (its ctime, read through
+// stat, a client of the server's own), and when its reply was read.
+func (c *wireClient) createTimed(t *testing.T, stat *wireClient, path string) (written, ctime, answered time.Time) {
+	t.Helper()
+	req := c.request(OpCreate, createBody(path, 0)) // PERSISTENT
+	written = time.Now()
+	if _, err := c.conn.Write(req); err != nil {
+		t.Fatal(err)
+	}
+	if xid, _ := c.reply(t); xid != c.xid {
+		t.Fatalf("reply xid %d to request %d", xid, c.xid)
+	}
+	answered = time.Now()
+	if _, err := stat.conn.Write(stat.request(OpExists, append(appendString(nil, path), 0))); err != nil {
+		t.Fatal(err)
+	}
+	_, st := stat.reply(t)
+	if len(st) < 24 {
+		t.Fatalf("bad exists reply % x", st)
+	}
+	return written, time.UnixMilli(int64(binary.BigEndian.Uint64(st[16:24]))), answered // czxid, mzxid, ctime
+}
+
 // createBurst writes n creates of ephemeral sequential nodes at prefix in
 // one write, and returns their replies' xids and the sequence numbers made,
 // in the order the replies came.
@@ -165,13 +218,7 @@ func (c *wireClient) createBurst(t *testing.T, prefix string, n int) (xids []int
 	t.Helper()
 	var burst []byte
 	for range n {
-		b := appendString(nil, prefix)
-		b = binary.BigEndian.AppendUint32(b, 0) // data: empty
-		b = binary.BigEndian.AppendUint32(b, 1) // one ACL: world:anyone, all
-		b = binary.BigEndian.AppendUint32(b, 31)
-		b = appendString(appendString(b, "world"), "anyone")
-		b = binary.BigEndian.AppendUint32(b, 3) // EPHEMERAL_SEQUENTIAL
-		burst = append(burst, c.request(OpCreate, b)...)
+		burst = append(burst, c.request(OpCreate, createBody(prefix, 3))...) // EPHEMERAL_SEQUENTIAL
 	}
 	if _, err := c.conn.Write(burst); err != nil {
 		t.Fatal(err)

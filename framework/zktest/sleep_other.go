@@ -8,4 +8,4 @@ import "time"
 // timers alone (see Proxy.sleepUntil).
 const kernelSleeps = false
 
-func sleepInKernel(d time.Duration) { time.Sleep(d) }
+func sleepInKernelUntil(t time.Time) { time.Sleep(time.Until(t)) }

@@ -12,10 +12,13 @@
 // whole and atomically by Apply. A Link is one direction, so that a cut can
 // be one-way; Split, Between and OneWay build the usual shapes.
 //
-// New refuses to start when any of the net's names or addresses already
-// exist (ErrInUse while the run that built them goes on, else ErrExists),
-// unless they are the remains of a run of the same prefix whose process has
-// died (recorded in an owner file), which it sweeps first. Close
-// tears everything down; call it however the test ends (t.Cleanup). A run
-// needs root, iproute2's ip and nftables' nft: Available says why not.
+// One net of a prefix stands at a time: New locks the prefix's owner file
+// until Close (ErrInUse for a second New meanwhile, in this process or
+// another). It refuses to start when any of the net's names (exactly those
+// it makes) or addresses already exist (ErrExists), unless they are the
+// remains of a run of the same prefix whose process has died (recorded in
+// the owner file, names and all), which it sweeps first. Close tears down
+// what New built, nothing else; call it however the test ends
+// (t.Cleanup). A run needs root, iproute2's ip and nftables' nft:
+// Available says why not.
 package netpart

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+	"os"
 	"os/exec"
 	"slices"
 	"strings"
@@ -17,7 +18,9 @@ const netnsDir = "/run/netns"
 type Config struct {
 	// Prefix starts every name the net makes (its namespaces, its link in
 	// the test's namespace; at most 11 characters): each user of the
-	// package has a prefix of its own, and New sweeps only names with it.
+	// package has a prefix of its own, and one net of a prefix stands at a
+	// time. New sweeps only the names a net of the prefix makes, never
+	// another name that starts with it.
 	Prefix string
 	// Subnet holds the net's addresses: the observer's is its first
 	// host address (.1), node i's the 10+i-th. It must lie in
@@ -41,19 +44,24 @@ type Net struct {
 	nodes    []string
 	addrs    map[string]netip.Addr
 	observer netip.Addr
-	table    string // the nftables table in the bridge's namespace
+	table    string   // the nftables table in the bridge's namespace
+	owner    *os.File // the prefix's owner file, locked (lockOwner) until Close
+	made     []string // what build made, as names lists them: what Close deletes
 
 	mu       sync.Mutex
 	closed   bool
 	closeErr error
 }
 
-// New builds the net of cfg. It refuses if any of its names, or an address
-// or route in its subnet, exists in this namespace already: with an error
-// wrapping ErrInUse if the process that built them still runs, else
-// ErrExists; unless they are the remains of a run of the same prefix whose
-// process has exited, which it sweeps first. On failure it tears down what
-// it built. Close it when done.
+// New builds the net of cfg. One net of a prefix stands at a time: New
+// locks the prefix's owner file (in os.TempDir) until Close, and fails
+// with an error wrapping ErrInUse while another process, or another Net of
+// this one, holds it. It refuses if any of the net's names (its
+// namespaces, its observer's link: those exact names, whatever else starts
+// with the prefix), or an address or route in its subnet, exists already,
+// with ErrExists; unless they are the remains of a run of the prefix that
+// has exited, as its owner file records them, which it sweeps first. On
+// failure it tears down what it built, and only that. Close it when done.
 func New(cfg Config) (*Net, error) {
 	if err := Available(); err != nil {
 		return nil, err
@@ -81,35 +89,68 @@ func New(cfg Config) (*Net, error) {
 		a = a.Next()
 		n.addrs[node] = a
 	}
-	if left := n.leftovers(); len(left) > 0 {
-		gone, owner, alive := n.ownerGone()
-		switch {
-		case alive:
-			return nil, fmt.Errorf("%w (%s): %s", ErrInUse, owner, strings.Join(left, ", "))
-		case !gone:
-			return nil, fmt.Errorf("%w (%s): %s; remove them (ip netns del <name>, ip link del <name>) if nothing uses them",
-				ErrExists, owner, strings.Join(left, ", "))
-		}
-		if err := n.sweep(); err != nil {
-			return nil, fmt.Errorf("netpart: sweeping what a run that exited left (%s): %w", strings.Join(left, ", "), err)
-		}
-		if left := n.leftovers(); len(left) > 0 {
-			return nil, fmt.Errorf("%w, even after a sweep: %s", ErrExists, strings.Join(left, ", "))
-		}
+	owner, err := n.lockOwner()
+	if err != nil {
+		return nil, err
+	}
+	n.owner = owner
+	if err := n.clearLeftovers(); err != nil {
+		return nil, errors.Join(err, n.releaseOwner())
 	}
 	if err := n.recordOwner(); err != nil {
-		return nil, fmt.Errorf("netpart: %w", err)
+		return nil, errors.Join(fmt.Errorf("netpart: %w", err), n.releaseOwner())
 	}
 	if err := n.build(); err != nil {
+		switch {
+		case strings.Contains(err.Error(), "File exists"):
+			// Made meanwhile by something that does not take the owner
+			// file: not this run's, and not deleted by its Close.
+			err = fmt.Errorf("%w: %w", ErrExists, err)
+		case strings.Contains(err.Error(), "netns add"):
+			err = fmt.Errorf("%w: %w", ErrUnavailable, err)
+		}
 		if cerr := n.Close(); cerr != nil {
 			err = errors.Join(err, cerr)
-		}
-		if strings.Contains(err.Error(), "netns add") {
-			err = fmt.Errorf("%w: %w", ErrUnavailable, err)
 		}
 		return nil, err
 	}
 	return n, nil
+}
+
+// clearLeftovers makes sure that nothing of the net exists before it is
+// built (the owner file locked): the names it makes, and the names the last
+// owner recorded, if that run has exited, are swept; anything else of the
+// net's (a name of its, an address or route in its subnet) fails New, with
+// ErrInUse if the owner recorded still runs (a run that did not lock the
+// file), else ErrExists.
+func (n *Net) clearLeftovers() error {
+	prev, recorded, err := readOwner(n.owner)
+	if err != nil {
+		return fmt.Errorf("netpart: %w", err)
+	}
+	names := n.names()
+	if recorded {
+		names = append(names, prev.names...)
+	}
+	left := n.leftovers(names)
+	if len(left) == 0 {
+		return nil
+	}
+	if !recorded {
+		return fmt.Errorf("%w (no owner recorded in %s): %s; remove them (ip netns del <name>, ip link del <name>) if nothing uses them",
+			ErrExists, n.ownerPath(), strings.Join(left, ", "))
+	}
+	desc, alive := prev.describe(n.ownerPath())
+	if alive {
+		return fmt.Errorf("%w (%s): %s", ErrInUse, desc, strings.Join(left, ", "))
+	}
+	if err := sweep(names); err != nil {
+		return fmt.Errorf("netpart: sweeping what a run that exited left (%s): %w", strings.Join(left, ", "), err)
+	}
+	if left := n.leftovers(names); len(left) > 0 {
+		return fmt.Errorf("%w, even after a sweep: %s", ErrExists, strings.Join(left, ", "))
+	}
+	return nil
 }
 
 // ns returns the name of node's namespace ("br": the bridge's).
@@ -145,6 +186,12 @@ func (n *Net) build() error {
 	for _, s := range steps {
 		if err := run("ip", s...); err != nil {
 			return err
+		}
+		switch {
+		case s[0] == "netns" && s[1] == "add":
+			n.made = append(n.made, "netns "+s[2])
+		case s[0] == "link" && s[1] == "add" && s[2] == obs:
+			n.made = append(n.made, "link "+obs)
 		}
 	}
 	return n.nft(fmt.Sprintf(`table bridge %[1]s {
@@ -194,8 +241,8 @@ func (n *Net) Observer() string { return n.observer.String() }
 // program in its own process, so that its pid is the program's.
 func (n *Net) Wrap(node string) []string { return []string{"ip", "netns", "exec", n.ns(node)} }
 
-// Close removes the observer's link and every namespace of the net, and the
-// owner file. The processes in the namespaces must have stopped first. It
+// Close removes the observer's link and every namespace of the net (what
+// New made, nothing else), and the owner file, which it unlocks. The processes in the namespaces must have stopped first. It
 // is idempotent.
 func (n *Net) Close() error {
 	n.mu.Lock()
@@ -205,21 +252,15 @@ func (n *Net) Close() error {
 	}
 	n.closed = true
 	var errs []error
-	del := func(args ...string) {
-		if err := run("ip", args...); err != nil && !strings.Contains(err.Error(), "Cannot find device") &&
-			!strings.Contains(err.Error(), "No such file") {
-			errs = append(errs, err)
-		}
+	made := slices.Clone(n.made)
+	slices.Reverse(made) // the observer's link, the nodes', the bridge's
+	if err := sweep(made); err != nil {
+		errs = append(errs, err)
 	}
-	del("link", "del", n.prefix+"obs")
-	for _, node := range n.nodes {
-		del("netns", "del", n.ns(node))
-	}
-	del("netns", "del", n.ns("br"))
-	if left := n.leftovers(); len(left) > 0 {
+	if left := n.leftovers(n.made); len(left) > 0 {
 		errs = append(errs, fmt.Errorf("netpart: left after Close: %s", strings.Join(left, ", ")))
 	}
-	if err := n.removeOwner(); err != nil {
+	if err := n.releaseOwner(); err != nil {
 		errs = append(errs, err)
 	}
 	n.closeErr = errors.Join(errs...)

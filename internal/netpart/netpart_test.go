@@ -268,38 +268,114 @@ func TestNetCutsAndHeals(t *testing.T) {
 }
 
 // New refuses to build over a net of its prefix that a live process owns,
-// or over state it does not know the owner of; it sweeps what a run that
-// exited left behind. Close leaves nothing.
+// or over its names with no owner recorded; it sweeps what a run that
+// exited recorded and left behind, and only that: a namespace or a link
+// that merely starts with the prefix is not the net's, neither refused nor
+// swept. Close leaves nothing, and unlocks the prefix.
 func TestNetRefusesAndSweeps(t *testing.T) {
 	testutil.CheckLeaks(t)
+	// Another's, whose names start with the prefix: never the net's.
+	testutil.Must(t, run("ip", "netns", "add", testPrefix+"other"))
+	t.Cleanup(func() { run("ip", "netns", "del", testPrefix+"other") })
+	testutil.Must(t, run("ip", "link", "add", testPrefix+"x0", "type", "veth", "peer", "name", testPrefix+"x1"))
+	t.Cleanup(func() { run("ip", "link", "del", testPrefix+"x0") })
+	others := func(when string) {
+		t.Helper()
+		if _, err := os.Stat("/run/netns/" + testPrefix + "other"); err != nil {
+			t.Errorf("%s: the namespace %sother, not the net's, is gone: %v", when, testPrefix, err)
+		}
+		if _, err := net.InterfaceByName(testPrefix + "x0"); err != nil {
+			t.Errorf("%s: the link %sx0, not the net's, is gone: %v", when, testPrefix, err)
+		}
+	}
+
 	n := newTestNet(t, "a")
 	if _, err := New(Config{Prefix: testPrefix, Subnet: testSubnet, Nodes: []string{"a"}}); !errors.Is(err, ErrInUse) ||
 		!strings.Contains(err.Error(), "still runs") {
 		t.Fatalf("a second net over a live one: %v", err)
 	}
 	testutil.Must(t, n.Close())
-	if left := n.leftovers(); len(left) > 0 {
+	if left := n.leftovers(n.names()); len(left) > 0 {
 		t.Fatalf("left after Close: %v", left)
 	}
+	others("after Close")
 
-	// Remains with no owner recorded: refused.
-	testutil.Must(t, run("ip", "netns", "add", testPrefix+"stale"))
-	t.Cleanup(func() { run("ip", "netns", "del", testPrefix+"stale") })
+	// One of the net's names, with no owner recorded: refused.
+	testutil.Must(t, run("ip", "netns", "add", testPrefix+"a"))
+	t.Cleanup(func() { run("ip", "netns", "del", testPrefix+"a") })
 	if _, err := New(Config{Prefix: testPrefix, Subnet: testSubnet, Nodes: []string{"a"}}); !errors.Is(err, ErrExists) ||
 		!strings.Contains(err.Error(), "no owner recorded") {
 		t.Fatalf("a net over remains of no known owner: %v", err)
 	}
-	// Remains of an owner that exited: swept.
+	// Remains of an owner that exited, as it recorded them: swept, the
+	// names of a node this run does not have too.
+	testutil.Must(t, run("ip", "netns", "add", testPrefix+"old"))
+	t.Cleanup(func() { run("ip", "netns", "del", testPrefix+"old") })
 	dead := exec.Command("true")
 	testutil.Must(t, dead.Run())
-	testutil.Must(t, os.WriteFile(n.ownerPath(), fmt.Appendf(nil, "%d 1\n", dead.Process.Pid), 0o644))
+	testutil.Must(t, os.WriteFile(n.ownerPath(), fmt.Appendf(nil, "%d 1\nnetns %sa\nnetns %sold\n", dead.Process.Pid, testPrefix, testPrefix), 0o644))
 	m := newTestNet(t, "a")
-	if _, err := os.Stat("/run/netns/" + testPrefix + "stale"); !errors.Is(err, os.ErrNotExist) {
+	if _, err := os.Stat("/run/netns/" + testPrefix + "old"); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("the remains were not swept: %v", err)
 	}
+	others("after a sweep")
 	testutil.Must(t, m.Close())
 	if _, err := os.Stat(m.ownerPath()); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("the owner file is left: %v", err)
+	}
+	others("after the second Close")
+}
+
+// Two New calls of one prefix at once: one builds the net, the other is
+// told it is in use (ErrInUse: not ErrUnavailable, which would make a test
+// skip), and builds and deletes nothing: the winner's net stands whole.
+func TestConcurrentNewOfOnePrefix(t *testing.T) {
+	testutil.CheckLeaks(t)
+	if err := Available(); err != nil {
+		t.Skip(err)
+	}
+	for round := range 3 {
+		start := make(chan struct{})
+		type result struct {
+			n   *Net
+			err error
+		}
+		results := make(chan result, 2)
+		for range 2 {
+			go func() {
+				<-start
+				n, err := New(Config{Prefix: testPrefix, Subnet: testSubnet, Nodes: []string{"a", "b"}})
+				results <- result{n, err}
+			}()
+		}
+		close(start)
+		var won []*Net
+		var lost []error
+		for range 2 {
+			r := testutil.Recv(t, results, "a New")
+			if r.err != nil {
+				lost = append(lost, r.err)
+			} else {
+				won = append(won, r.n)
+			}
+		}
+		for _, n := range won {
+			t.Cleanup(func() { n.Close() })
+		}
+		if len(won) != 1 || len(lost) != 1 || !errors.Is(lost[0], ErrInUse) {
+			t.Fatalf("round %d: %d nets built, errors %v; want one net, and ErrInUse for the other", round, len(won), lost)
+		}
+		var standing []string // of the winner's names
+		for _, l := range won[0].leftovers(won[0].names()) {
+			if strings.HasPrefix(l, "namespace ") || strings.HasPrefix(l, "link ") {
+				standing = append(standing, l)
+			}
+		}
+		if len(standing) != len(won[0].names()) {
+			t.Fatalf("round %d: of the winner's net, once the other New returned, only %v of %v", round, standing, won[0].names())
+		}
+		testutil.Must(t, won[0].Apply(OneWay([]string{"a"}, []string{"b"}))) // its bridge's namespace and table are there
+		testutil.Must(t, won[0].Close())
 	}
 }
 

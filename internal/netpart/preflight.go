@@ -3,6 +3,7 @@ package netpart
 import (
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/netip"
 	"os"
@@ -10,6 +11,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 )
 
 // ErrUnavailable is wrapped by Available's error, and by New's when the
@@ -21,9 +23,9 @@ var ErrUnavailable = errors.New("netpart: network namespaces unavailable")
 // are someone else's, or no owner was recorded.
 var ErrExists = errors.New("netpart: the net's names or addresses exist already")
 
-// ErrInUse is wrapped by New's error when the net of the prefix exists
-// and the process that built it still runs: another run, which a caller
-// may wait for or skip.
+// ErrInUse is wrapped by New's error when the net of the prefix is
+// another's: a run whose net stands or is being built (it holds the
+// prefix's owner file), which a caller may wait for or skip.
 var ErrInUse = errors.New("netpart: the net is in use by another run")
 
 // Available reports whether a net can be built here: root, ip (iproute2)
@@ -41,22 +43,37 @@ func Available() error {
 	return nil
 }
 
-// leftovers lists what of the net exists already: namespaces and root
-// links named with the prefix, and root addresses or routes in the subnet.
-func (n *Net) leftovers() []string {
+// names are what the net of n makes in this namespace, each as "netns
+// NAME" or "link NAME": a namespace per node and the bridge's, and the
+// observer's link. Nothing else is the net's, whatever its name: a prefix
+// only starts the names, and another's link may start with it too.
+func (n *Net) names() []string {
+	out := []string{"netns " + n.ns("br")}
+	for _, node := range n.nodes {
+		out = append(out, "netns "+n.ns(node))
+	}
+	return append(out, "link "+n.prefix+"obs")
+}
+
+// leftovers lists what of names (as names returns them) exists already,
+// and any root address or route in the net's subnet.
+func (n *Net) leftovers(names []string) []string {
 	var out []string
-	if entries, err := os.ReadDir(netnsDir); err == nil {
-		for _, e := range entries {
-			if strings.HasPrefix(e.Name(), n.prefix) {
-				out = append(out, "namespace "+e.Name())
+	for _, name := range names {
+		kind, name, _ := strings.Cut(name, " ")
+		switch kind {
+		case "netns":
+			if _, err := os.Lstat(filepath.Join(netnsDir, name)); err == nil {
+				out = append(out, "namespace "+name)
+			}
+		case "link":
+			if _, err := net.InterfaceByName(name); err == nil {
+				out = append(out, "link "+name)
 			}
 		}
 	}
 	ifs, _ := net.Interfaces()
 	for _, i := range ifs {
-		if strings.HasPrefix(i.Name, n.prefix) {
-			out = append(out, "link "+i.Name)
-		}
 		addrs, _ := i.Addrs()
 		for _, a := range addrs {
 			if p, err := netip.ParsePrefix(a.String()); err == nil && p.Overlaps(n.subnet) {
@@ -88,10 +105,76 @@ func (n *Net) leftovers() []string {
 	return out
 }
 
-// ownerPath is the file that records which process built the net of a
-// prefix: "<pid> <start time in clock ticks>".
+// ownerPath is the owner file of the nets of a prefix: locked (flock) by
+// the process whose net of the prefix stands, and recording it (owner).
 func (n *Net) ownerPath() string {
 	return filepath.Join(os.TempDir(), "gocurator-netpart-"+strings.TrimSuffix(n.prefix, "-")+".owner")
+}
+
+// owner is what an owner file records: the process that built the net
+// ("<pid> <start time in clock ticks>", the first line), and the names it
+// made (names, a line each).
+type owner struct {
+	pid   int
+	start string
+	names []string
+}
+
+// readOwner parses f's record; ok is false if f records no owner.
+func readOwner(f *os.File) (o owner, ok bool, err error) {
+	b, err := io.ReadAll(io.NewSectionReader(f, 0, 1<<20))
+	if err != nil {
+		return o, false, err
+	}
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	first := strings.Fields(lines[0])
+	if len(first) != 2 {
+		return o, false, nil
+	}
+	if o.pid, err = strconv.Atoi(first[0]); err != nil {
+		return o, false, nil
+	}
+	o.start, o.names = first[1], lines[1:]
+	return o, true, nil
+}
+
+// describe says who o is, and whether it still runs.
+func (o owner) describe(path string) (desc string, alive bool) {
+	if st, err := startTime(o.pid); err == nil && st == o.start {
+		return fmt.Sprintf("its owner, pid %d, still runs", o.pid), true
+	}
+	return fmt.Sprintf("its owner, pid %d, has exited (%s)", o.pid, path), false
+}
+
+// lockOwner opens the owner file and locks it for this process: it fails
+// with ErrInUse while another process (or another Net of this one) holds
+// it, naming the owner it records.
+func (n *Net) lockOwner() (*os.File, error) {
+	for {
+		f, err := os.OpenFile(n.ownerPath(), os.O_RDWR|os.O_CREATE, 0o644)
+		if err != nil {
+			return nil, fmt.Errorf("netpart: %w", err)
+		}
+		if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+			desc := "its owner runs"
+			if o, ok, _ := readOwner(f); ok {
+				desc, _ = o.describe(n.ownerPath())
+			}
+			f.Close()
+			if errors.Is(err, syscall.EWOULDBLOCK) {
+				return nil, fmt.Errorf("%w (%s): the net of prefix %q", ErrInUse, desc, n.prefix)
+			}
+			return nil, fmt.Errorf("netpart: locking %s: %w", n.ownerPath(), err)
+		}
+		// Its owner's Close may have removed the file between the open and
+		// the lock: then the lock is of no file anyone else opens.
+		var locked, named syscall.Stat_t
+		if syscall.Fstat(int(f.Fd()), &locked) == nil && syscall.Stat(n.ownerPath(), &named) == nil &&
+			locked.Dev == named.Dev && locked.Ino == named.Ino {
+			return f, nil
+		}
+		f.Close()
+	}
 }
 
 // startTime returns the start time of process pid (clock ticks since boot,
@@ -111,56 +194,35 @@ func startTime(pid int) (string, error) {
 	return f[19], nil
 }
 
-// recordOwner writes the owner file for this process.
+// recordOwner writes into the owner file, which this process has locked,
+// this process and the names the net makes.
 func (n *Net) recordOwner() error {
 	st, err := startTime(os.Getpid())
 	if err != nil {
 		return err
 	}
-	return os.WriteFile(n.ownerPath(), []byte(fmt.Sprintf("%d %s\n", os.Getpid(), st)), 0o644)
+	if err := n.owner.Truncate(0); err != nil {
+		return err
+	}
+	_, err = n.owner.WriteAt(fmt.Appendf(nil, "%d %s\n%s\n", os.Getpid(), st, strings.Join(n.names(), "\n")), 0)
+	return err
 }
 
-// ownerGone reports whether the owner file names a process that no longer
-// runs (and so left its net behind), and describes the owner, and whether
-// it still runs.
-func (n *Net) ownerGone() (gone bool, owner string, alive bool) {
-	b, err := os.ReadFile(n.ownerPath())
-	if err != nil {
-		return false, "no owner recorded in " + n.ownerPath(), false
-	}
-	f := strings.Fields(string(b))
-	if len(f) != 2 {
-		return false, fmt.Sprintf("owner file %s reads %q", n.ownerPath(), b), false
-	}
-	pid, err := strconv.Atoi(f[0])
-	if err != nil {
-		return false, fmt.Sprintf("owner file %s reads %q", n.ownerPath(), b), false
-	}
-	if st, err := startTime(pid); err == nil && st == f[1] {
-		return false, fmt.Sprintf("its owner, pid %d, still runs", pid), true
-	}
-	return true, fmt.Sprintf("its owner, pid %d, has exited", pid), false
-}
-
-// sweep deletes every namespace and root link named with the prefix (and
-// nothing else), and the owner file.
-func (n *Net) sweep() error {
+// sweep deletes names (as names returns them), and nothing else.
+func sweep(names []string) error {
 	var errs []error
-	ifs, _ := net.Interfaces()
-	for _, i := range ifs {
-		if strings.HasPrefix(i.Name, n.prefix) {
-			errs = append(errs, run("ip", "link", "del", i.Name))
-		}
-	}
-	if entries, err := os.ReadDir(netnsDir); err == nil {
-		for _, e := range entries {
-			if strings.HasPrefix(e.Name(), n.prefix) {
-				errs = append(errs, run("ip", "netns", "del", e.Name()))
+	for _, name := range names {
+		kind, name, _ := strings.Cut(name, " ")
+		switch kind {
+		case "netns":
+			if _, err := os.Lstat(filepath.Join(netnsDir, name)); err == nil {
+				errs = append(errs, run("ip", "netns", "del", name))
+			}
+		case "link":
+			if _, err := net.InterfaceByName(name); err == nil {
+				errs = append(errs, run("ip", "link", "del", name))
 			}
 		}
-	}
-	if err := os.Remove(n.ownerPath()); err != nil && !errors.Is(err, os.ErrNotExist) {
-		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
 }
@@ -174,17 +236,14 @@ func run(name string, args ...string) error {
 	return nil
 }
 
-// removeOwner removes the owner file if it names this process.
-func (n *Net) removeOwner() error {
-	b, err := os.ReadFile(n.ownerPath())
-	if errors.Is(err, os.ErrNotExist) {
+// releaseOwner removes the owner file and unlocks it (closing it).
+func (n *Net) releaseOwner() error {
+	if n.owner == nil {
 		return nil
 	}
-	if err != nil {
-		return err
+	err := os.Remove(n.ownerPath())
+	if errors.Is(err, os.ErrNotExist) {
+		err = nil
 	}
-	if f := strings.Fields(string(b)); len(f) > 0 && f[0] == strconv.Itoa(os.Getpid()) {
-		return os.Remove(n.ownerPath())
-	}
-	return nil
+	return errors.Join(err, n.owner.Close())
 }

@@ -61,9 +61,8 @@ func check(err error) {
 `
 
 // writeConsumer makes the outside user's module in dir: a go.mod at goLine
-// requiring the modules, its program, and a go.sum of the repository's
-// modules' go.sum files (the third-party sums they were verified with, so
-// that the check needs no checksum database; ours are not in them).
+// requiring the modules, its program, and a go.sum of the third-party sums
+// (thirdPartySums).
 func writeConsumer(dir, goLine string, sums [][]byte, mods ...*module) error {
 	var gomod strings.Builder
 	fmt.Fprintf(&gomod, "module example.com/consumer\n\ngo %s\n\nrequire (\n", goLine)
@@ -71,6 +70,22 @@ func writeConsumer(dir, goLine string, sums [][]byte, mods ...*module) error {
 		fmt.Fprintf(&gomod, "\t%s %s\n", m.path, m.version)
 	}
 	gomod.WriteString(")\n")
+	for name, data := range map[string][]byte{
+		"go.mod":  []byte(gomod.String()),
+		"main.go": []byte(consumerMain),
+		"go.sum":  thirdPartySums(sums),
+	} {
+		if err := os.WriteFile(filepath.Join(dir, name), data, 0o644); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// thirdPartySums is a go.sum of the lines of sums (the repository's
+// go.sum files) but ours: the third-party sums they were verified with, so
+// that a consumer needs no checksum database.
+func thirdPartySums(sums [][]byte) []byte {
 	seen := map[string]bool{}
 	var gosum bytes.Buffer
 	for _, s := range sums {
@@ -81,16 +96,7 @@ func writeConsumer(dir, goLine string, sums [][]byte, mods ...*module) error {
 			}
 		}
 	}
-	for name, data := range map[string][]byte{
-		"go.mod":  []byte(gomod.String()),
-		"main.go": []byte(consumerMain),
-		"go.sum":  gosum.Bytes(),
-	} {
-		if err := os.WriteFile(filepath.Join(dir, name), data, 0o644); err != nil {
-			return err
-		}
-	}
-	return nil
+	return gosum.Bytes()
 }
 
 // checkBuilt checks what the consumer printed: each module at its version,

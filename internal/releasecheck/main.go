@@ -1,23 +1,36 @@
 // Command releasecheck proves that this repository's two modules install
-// as an outside user installs them (`make release-check`): it serves the
-// core module and framework/otelmetrics from a module proxy of files, builds
-// a fresh module outside the repository that imports both, from that proxy
-// alone for our modules (GOWORK=off, GOFLAGS=-mod=mod, a module cache of its
-// own), runs it, and checks that it was built with the versions and the
-// zips served, unreplaced, and that `go mod tidy` kept its go line, ours.
+// as an outside user installs them (`make release-check`), as a commit has
+// them: what gets tagged. The working tree must not differ from HEAD
+// (-allow-dirty: check HEAD anyway, naming the changes loudly).
 //
-// The core is served at the version framework/otelmetrics requires: from
-// its tag when the tag exists (what users get), else from the working tree
-// (the release about to be tagged). framework/otelmetrics is served from
-// the working tree at -version. Third-party modules come from the module
-// cache (as a proxy), else from GOPROXY; their sums from our go.sum files.
+// It serves the core module and framework/otelmetrics from a module proxy
+// of files, builds a fresh module outside the repository that imports
+// both, from that proxy alone for our modules (GOWORK=off,
+// GOFLAGS=-mod=mod, a module cache of its own), runs it, and checks that it
+// was built with the versions and the zips served, unreplaced, and that
+// `go mod tidy` kept its go line, ours. Then it installs them as a user
+// does while no version is published: in another fresh module (go mod
+// init, a module cache of its own, no proxy of ours), it runs the go
+// commands of the README's install block (the same in docs/releasing.md)
+// as written, with the block's clone a copy of the commit's files, and
+// checks that the program built and ran with both modules replaced by the
+// clone.
+//
+// Each module is served from its tag when the tag exists (the core's
+// vX.Y.Z, otelmetrics' framework/otelmetrics/vX.Y.Z: what users get), else
+// from HEAD (`git archive`: the release about to be tagged); the core at
+// the version framework/otelmetrics requires, framework/otelmetrics at
+// -version. Third-party modules come from the module cache (as a proxy),
+// else from GOPROXY; their sums from our go.sum files.
 //
 // With -tidy it runs `go mod tidy` in framework/otelmetrics instead, with
-// the core served the same way, and leaves the core's go.sum lines as they
-// were (the sum of a version is known once it is published). With -mods it
-// only checks the go.mod files and go.work (`make check`): no replace, one
-// go line, a released version of the core required, and go.work standing
-// in for that version with the checkout's core.
+// the core served the same way (from the working tree when untagged: the
+// go.mod being edited goes with it), and leaves the core's go.sum lines as
+// they were (the sum of a version is known once it is published). With
+// -mods it only checks the go.mod files and go.work (`make check`): no
+// replace, one go line, a released version of the core required, and
+// go.work standing in for that version with the checkout's core; and that
+// neither module imports a package internal to the other.
 package main
 
 import (
@@ -39,24 +52,21 @@ func main() {
 	version := flag.String("version", "v0.1.0", "the version framework/otelmetrics is served at")
 	tidy := flag.Bool("tidy", false, "run go mod tidy in framework/otelmetrics against the core served locally")
 	mods := flag.Bool("mods", false, "only check the go.mod files and go.work")
+	allowDirty := flag.Bool("allow-dirty", false, "check HEAD even though the working tree differs from it (named, loudly)")
 	flag.Parse()
-	if err := run(*version, *tidy, *mods); err != nil {
+	if err := run(*version, *tidy, *mods, *allowDirty); err != nil {
 		fmt.Fprintln(os.Stderr, "release-check:", err)
 		os.Exit(1)
 	}
 }
 
-func run(version string, tidy, modsOnly bool) error {
+func run(version string, tidy, modsOnly, allowDirty bool) error {
 	out, err := git(".", "rev-parse", "--show-toplevel")
 	if err != nil {
 		return err
 	}
 	root := strings.TrimSpace(string(out))
-	coreMod, err := readMod(filepath.Join(root, "go.mod"))
-	if err != nil {
-		return err
-	}
-	otelMod, err := readMod(filepath.Join(root, otelmetricsDir, "go.mod"))
+	coreMod, otelMod, err := readMods(root)
 	if err != nil {
 		return err
 	}
@@ -65,7 +75,10 @@ func run(version string, tidy, modsOnly bool) error {
 		return err
 	}
 	coreVersion, err := checkMods(coreMod, otelMod, work)
-	if err != nil || modsOnly {
+	if err != nil {
+		return err
+	}
+	if err := checkImports(root, coreMod, otelMod); err != nil || modsOnly {
 		return err
 	}
 
@@ -73,41 +86,58 @@ func run(version string, tidy, modsOnly bool) error {
 	if err != nil {
 		return err
 	}
-	defer os.RemoveAll(tmp) // the module cache is made writable (-modcacherw)
+	defer os.RemoveAll(tmp) // the module caches are made writable (-modcacherw)
 	proxy := filepath.Join(tmp, "proxy")
-	core, from, err := coreAt(root, coreMod.module, coreVersion)
-	if err != nil {
-		return err
-	}
-	if err := core.serve(proxy); err != nil {
-		return err
-	}
-	env, err := outsideEnv(tmp, proxy)
+	env, err := outsideEnv(tmp, "modcache", proxy)
 	if err != nil {
 		return err
 	}
 	if tidy {
-		return tidyOtelmetrics(filepath.Join(root, otelmetricsDir), env, core)
-	}
-
-	otel, err := fromWorkTree(root, otelmetricsDir, otelMod.module, version)
-	if err != nil {
-		return err
-	}
-	if err := otel.serve(proxy); err != nil {
-		return err
-	}
-	consumer := filepath.Join(tmp, "consumer")
-	if err := os.Mkdir(consumer, 0o755); err != nil {
-		return err
-	}
-	var sums [][]byte
-	for _, dir := range []string{root, filepath.Join(root, otelmetricsDir)} {
-		s, err := os.ReadFile(filepath.Join(dir, "go.sum"))
+		// The go.mod being edited: the core as the working tree has it,
+		// unless tagged.
+		core, _, err := coreAt(root, coreMod.module, coreVersion, "")
 		if err != nil {
 			return err
 		}
-		sums = append(sums, s)
+		if err := core.serve(proxy); err != nil {
+			return err
+		}
+		return tidyOtelmetrics(filepath.Join(root, otelmetricsDir), env, core)
+	}
+
+	// What gets tagged is a commit: HEAD (or the tags), never the working
+	// tree, which must not differ from it unless told.
+	head, err := git(root, "rev-parse", "--short", "HEAD")
+	if err != nil {
+		return err
+	}
+	rev := strings.TrimSpace(string(head))
+	if err := checkClean(root, rev, allowDirty); err != nil {
+		return err
+	}
+	core, from, err := coreAt(root, coreMod.module, coreVersion, "HEAD")
+	if err != nil {
+		return err
+	}
+	otel, otelFrom, err := at(root, otelmetricsDir, otelMod.module, version)
+	if err != nil {
+		return err
+	}
+	for _, m := range []*module{core, otel} {
+		if err := m.serve(proxy); err != nil {
+			return err
+		}
+	}
+	clone, err := archive(root, "HEAD", "") // a fresh clone's files
+	if err != nil {
+		return err
+	}
+	sums := [][]byte{clone["go.sum"], clone[otelmetricsDir+"/go.sum"]}
+
+	// A module outside the repository that requires both, from the proxy.
+	consumer := filepath.Join(tmp, "consumer")
+	if err := os.Mkdir(consumer, 0o755); err != nil {
+		return err
 	}
 	if err := writeConsumer(consumer, coreMod.goLine, sums, core, otel); err != nil {
 		return err
@@ -123,22 +153,94 @@ func run(version string, tidy, modsOnly bool) error {
 		return fmt.Errorf("go mod tidy of a module at go %s that requires ours made its go line %s (replaces: %q)",
 			coreMod.goLine, after.goLine, after.replaces)
 	}
-	bin := filepath.Join(tmp, "consumer-bin")
-	if _, err := goCmd(consumer, env, "build", "-o", bin, "."); err != nil {
-		return err
-	}
-	ran := exec.Command(bin)
-	printed, err := ran.Output()
+	printed, err := buildAndRun(consumer, env, filepath.Join(tmp, "consumer-bin"))
 	if err != nil {
-		return fmt.Errorf("the consumer: %w", err)
+		return err
 	}
 	if err := checkBuilt(printed, core, otel); err != nil {
 		return err
 	}
-	fmt.Printf("release-check: a module outside the repository (go %s) built and ran with\n", coreMod.goLine)
-	fmt.Printf("  %s %s %s (%s)\n  %s %s %s (the working tree)\n",
-		core.path, core.version, core.sum(), from, otel.path, otel.version, otel.sum())
+
+	// A module outside the repository installed from a clone, by the
+	// README's install block, word for word.
+	cloned, err := fromClone(tmp, clone, sums)
+	if err != nil {
+		return err
+	}
+
+	fmt.Printf("release-check: commit %s; a module outside the repository (go %s) built and ran with\n", rev, coreMod.goLine)
+	fmt.Printf("  %s %s %s (%s)\n  %s %s %s (%s)\n",
+		core.path, core.version, core.sum(), from, otel.path, otel.version, otel.sum(), otelFrom)
 	fmt.Println("from a local file module proxy, unreplaced; go mod tidy kept its go line")
+	fmt.Printf("and another, in a fresh module with a clone of the commit, by the README's install block:\n  %s\n",
+		strings.Join(cloned, "\n  "))
+	return nil
+}
+
+// checkClean fails if the working tree's tracked files differ from HEAD
+// (rev), naming them, unless allowDirty: then it says so loudly, on
+// stderr, and the check goes on with HEAD. Untracked files are named (they
+// are in no commit).
+func checkClean(root, rev string, allowDirty bool) error {
+	out, err := git(root, "status", "--porcelain=v1", "--untracked-files=no")
+	if err != nil {
+		return err
+	}
+	if changed := lines(out); len(changed) > 0 {
+		what := fmt.Sprintf("the working tree differs from HEAD (%s) in %d files:\n  %s", rev, len(changed), strings.Join(changed, "\n  "))
+		if !allowDirty {
+			return fmt.Errorf("%s\nwhat gets tagged is a commit, and the check serves HEAD: commit or stash them first "+
+				"(or RELEASE_ALLOW_DIRTY=1 to check HEAD anyway)", what)
+		}
+		fmt.Fprintf(os.Stderr, "release-check: WARNING: %s\nrelease-check: WARNING: checking HEAD (%s), NOT these changes\n", what, rev)
+	}
+	untracked, err := git(root, "ls-files", "--others", "--exclude-standard")
+	if err != nil {
+		return err
+	}
+	if u := lines(untracked); len(u) > 0 {
+		if len(u) > 10 {
+			u = append(u[:10], fmt.Sprintf("and %d more", len(u)-10))
+		}
+		fmt.Fprintf(os.Stderr, "release-check: note: untracked, so in no commit and not checked: %s\n", strings.Join(u, ", "))
+	}
+	return nil
+}
+
+// buildAndRun builds the module in dir into bin, runs it, and returns what
+// it printed.
+func buildAndRun(dir string, env []string, bin string) ([]byte, error) {
+	if _, err := goCmd(dir, env, "build", "-o", bin, "."); err != nil {
+		return nil, err
+	}
+	printed, err := exec.Command(bin).Output()
+	if err != nil {
+		return nil, fmt.Errorf("the consumer in %s: %w", dir, err)
+	}
+	return printed, nil
+}
+
+// readMods reads the go.mod files of the two modules of the repository
+// at root.
+func readMods(root string) (core, otel modFile, err error) {
+	if core, err = readMod(filepath.Join(root, "go.mod")); err != nil {
+		return core, otel, err
+	}
+	otel, err = readMod(filepath.Join(root, otelmetricsDir, "go.mod"))
+	return core, otel, err
+}
+
+// checkImports fails naming each import of a package internal to the
+// other module (internalAcrossModules).
+func checkImports(root string, core, otel modFile) error {
+	found, err := internalAcrossModules(root, map[string]string{"": core.module, otelmetricsDir: otel.module})
+	if err != nil {
+		return err
+	}
+	if len(found) > 0 {
+		return fmt.Errorf("imports of a package internal to another module, which its next release may change under this one's users "+
+			"(give the importer what it needs through the other's public API, or a copy of its own):\n  %s", strings.Join(found, "\n  "))
+	}
 	return nil
 }
 
@@ -211,21 +313,41 @@ func checkMods(core, otel, work modFile) (string, error) {
 }
 
 // coreAt is the core module at version: from its tag if there is one,
-// else from the working tree; from says which.
-func coreAt(root, modPath, version string) (m *module, from string, err error) {
-	if _, err := git(root, "rev-parse", "-q", "--verify", "refs/tags/"+version+"^{commit}"); err == nil {
-		m, err = fromTag(root, "", version, modPath, version)
-		return m, "its tag", err
+// else from the commit rev, or from the working tree if rev is ""; from
+// says which.
+func coreAt(root, modPath, version, rev string) (m *module, from string, err error) {
+	if rev == "" {
+		if _, err := git(root, "rev-parse", "-q", "--verify", "refs/tags/"+version+"^{commit}"); err != nil {
+			m, err = fromWorkTree(root, "", modPath, version)
+			return m, "the working tree: not tagged yet", err
+		}
 	}
-	m, err = fromWorkTree(root, "", modPath, version)
-	return m, "the working tree: not tagged yet", err
+	return at(root, "", modPath, version)
+}
+
+// at is the module in dir at version: from its tag (version, prefixed by
+// dir for a module in a subdirectory) if there is one, else from HEAD;
+// from says which.
+func at(root, dir, modPath, version string) (m *module, from string, err error) {
+	tag := version
+	if dir != "" {
+		tag = dir + "/" + version
+	}
+	if _, err := git(root, "rev-parse", "-q", "--verify", "refs/tags/"+tag+"^{commit}"); err == nil {
+		m, err = fromCommit(root, dir, tag, modPath, version)
+		return m, "its tag " + tag, err
+	}
+	m, err = fromCommit(root, dir, "HEAD", modPath, version)
+	return m, "HEAD: not tagged yet", err
 }
 
 // outsideEnv is the environment of an outside user's go commands: no
-// workspace, our modules from proxy and nowhere else (a module cache of
-// its own, our modules not checked against the checksum database), the
-// others from the module cache or GOPROXY, the local toolchain.
-func outsideEnv(tmp, proxy string) ([]string, error) {
+// workspace, a module cache of its own (tmp/modcache), our modules from
+// proxy and nowhere else (not checked against the checksum database), the
+// others from the module cache or GOPROXY, the local toolchain. Without a
+// proxy, no module of ours can be downloaded at all: they must be
+// replaced.
+func outsideEnv(tmp, modcache, proxy string) ([]string, error) {
 	goenv, err := goCmd("", os.Environ(), "env", "GOMODCACHE", "GOPROXY")
 	if err != nil {
 		return nil, err
@@ -234,7 +356,10 @@ func outsideEnv(tmp, proxy string) ([]string, error) {
 	if len(lines) != 2 {
 		return nil, fmt.Errorf("go env: %q", goenv)
 	}
-	proxies := "file://" + filepath.ToSlash(proxy) + ",file://" + filepath.ToSlash(filepath.Join(lines[0], "cache", "download"))
+	proxies := "file://" + filepath.ToSlash(filepath.Join(lines[0], "cache", "download"))
+	if proxy != "" {
+		proxies = "file://" + filepath.ToSlash(proxy) + "," + proxies
+	}
 	if p := lines[1]; p != "" && p != "off" {
 		proxies += "," + p
 	}
@@ -246,8 +371,11 @@ func outsideEnv(tmp, proxy string) ([]string, error) {
 			env = append(env, kv)
 		}
 	}
-	return append(env, "GOWORK=off", "GOPROXY="+proxies, "GOMODCACHE="+filepath.Join(tmp, "modcache"),
-		"GOFLAGS=-mod=mod -modcacherw", "GONOSUMDB=github.com/gocurator/curator", "GOTOOLCHAIN=local"), nil
+	env = append(env, "GOPROXY="+proxies, "GOMODCACHE="+filepath.Join(tmp, modcache), "GOTOOLCHAIN=local")
+	if proxy == "" {
+		return append(env, "GOFLAGS=-modcacherw"), nil
+	}
+	return append(env, "GOWORK=off", "GOFLAGS=-mod=mod -modcacherw", "GONOSUMDB=github.com/gocurator/curator"), nil
 }
 
 // goCmd runs the go command (GO, or go) in dir with env, and returns its

@@ -27,7 +27,8 @@ type module struct {
 // fromWorkTree is the module rooted at dir (a path inside the repository
 // at root, "" for the root) as the working tree has it: its tracked files,
 // those of modules nested in it left out, as `go mod download` of a
-// released version would have them.
+// released version would have them. Only `make tidy` serves the working
+// tree (the go.mod being edited); the release check serves commits.
 func fromWorkTree(root, dir, modPath, version string) (*module, error) {
 	out, err := git(root, "ls-files", "-z", "--", orDot(dir))
 	if err != nil {
@@ -58,33 +59,48 @@ func fromWorkTree(root, dir, modPath, version string) (*module, error) {
 	return m, m.nestedOut()
 }
 
-// fromTag is the module rooted at dir as the commit tag names has it.
-func fromTag(root, dir, tag, modPath, version string) (*module, error) {
-	out, err := git(root, "archive", "--format=tar", tag, "--", orDot(dir))
+// fromCommit is the module rooted at dir as the commit rev (a tag, HEAD)
+// has it: `git archive` of rev, what a tag of it would publish.
+func fromCommit(root, dir, rev, modPath, version string) (*module, error) {
+	files, err := archive(root, rev, dir)
 	if err != nil {
 		return nil, err
 	}
 	m := &module{path: modPath, version: version, files: map[string][]byte{}}
+	for name, data := range files {
+		if rel, ok := inModule(dir, name); ok {
+			m.files[rel] = data
+		}
+	}
+	return m, m.nestedOut()
+}
+
+// archive returns the regular files under dir ("" for all) of the commit
+// rev, by their paths in the repository: `git archive` of rev.
+func archive(root, rev, dir string) (map[string][]byte, error) {
+	out, err := git(root, "archive", "--format=tar", rev, "--", orDot(dir))
+	if err != nil {
+		return nil, err
+	}
+	files := map[string][]byte{}
 	tr := tar.NewReader(bytes.NewReader(out))
 	for {
 		h, err := tr.Next()
 		if err == io.EOF {
-			break
+			return files, nil
 		}
 		if err != nil {
 			return nil, err
 		}
-		rel, ok := inModule(dir, h.Name)
-		if !ok || h.Typeflag != tar.TypeReg {
+		if h.Typeflag != tar.TypeReg {
 			continue
 		}
 		data, err := io.ReadAll(tr)
 		if err != nil {
 			return nil, err
 		}
-		m.files[rel] = data
+		files[h.Name] = data
 	}
-	return m, m.nestedOut()
 }
 
 // nestedOut leaves out the files of modules nested in m: those under a
