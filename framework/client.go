@@ -217,7 +217,13 @@ func (c *Client) RetryPolicy() retry.Policy {
 // lines go to the logger given WithLogger on a goroutine of the client's,
 // as events do (see EventHook): they are written a little later, in order,
 // and dropped, DEBUG first, when the sink is too slow (EventsDropped counts
-// them); its Sync does nothing (call the sink's own).
+// them); its Sync does nothing (call the sink's own). The fields of a line
+// are encoded when it is logged, before it is queued: a Stringer's String,
+// an object's MarshalLogObject, an array's MarshalLogArray and an error's
+// Error run on the caller's goroutine, a value zap.Any reflects over is
+// encoded to JSON then, and bytes are copied; so the caller may change what
+// it logged as soon as the call returns, and the line shows what was true
+// at the call.
 func (c *Client) Logger() *zap.Logger {
 	if !c.usable() {
 		return zap.NewNop()

@@ -181,8 +181,9 @@ type outboxCore struct {
 	box          *outbox
 }
 
+// With adds fields to the user's core, encoded now (see freeze).
 func (c outboxCore) With(fields []zapcore.Field) zapcore.Core {
-	return outboxCore{c.Core.With(fields), c.box}
+	return outboxCore{c.Core.With(freeze(fields)), c.box}
 }
 
 func (c outboxCore) Check(e zapcore.Entry, ce *zapcore.CheckedEntry) *zapcore.CheckedEntry {
@@ -192,8 +193,10 @@ func (c outboxCore) Check(e zapcore.Entry, ce *zapcore.CheckedEntry) *zapcore.Ch
 	return ce
 }
 
+// Write queues the line, its fields encoded now (see freeze): the caller
+// may change what they refer to once it returns.
 func (c outboxCore) Write(e zapcore.Entry, fields []zapcore.Field) error {
-	c.box.push(note{level: e.Level, line: &logLine{core: c.Core, entry: e, fields: append([]zapcore.Field(nil), fields...)}})
+	c.box.push(note{level: e.Level, line: &logLine{core: c.Core, entry: e, fields: freeze(fields)}})
 	return nil
 }
 
