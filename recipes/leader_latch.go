@@ -23,7 +23,8 @@ const (
 	// CloseSilent: listeners are not told (Curator's SILENT, the default).
 	CloseSilent CloseMode = iota
 	// CloseNotifyLeader: a leading latch's listeners hear NotLeader
-	// (Curator's NOTIFY_LEADER).
+	// (Curator's NOTIFY_LEADER), once its node is given up; Close does not
+	// wait for them.
 	CloseNotifyLeader
 )
 
