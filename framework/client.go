@@ -53,11 +53,12 @@ type Client struct {
 	bgCtx     context.Context
 	bgCancel  context.CancelFunc
 	bg        sync.WaitGroup
-	later     laterDeletes // deletes waiting for their time (background.go)
-	hooks     []EventHook  // in the order added; none: nil
-	sink      *zap.Logger  // the user's logger, named: written to on the outbox's goroutine only
-	out       *outbox      // hands events and log lines to the hook and the sink (outbox.go)
-	runners   runners      // the goroutines that run calls a caller's context may cut short (runner.go)
+	later     laterDeletes  // deletes waiting for their time (background.go)
+	hooks     []EventHook   // in the order added; none: nil
+	sink      *zap.Logger   // the user's logger, named: written to on the outbox's goroutine only
+	out       *outbox       // hands events and log lines to the hook and the sink (outbox.go)
+	told      chan struct{} // closed once closed and all is told (Closed, outbox.go)
+	runners   runners       // the goroutines that run calls a caller's context may cut short (runner.go)
 }
 
 // New returns a client for connectString ("host:port,host:port") that runs
@@ -88,6 +89,7 @@ func New(connectString string, policy retry.Policy, opts ...Option) (*Client, er
 		servers:      servers,
 		changed:      make(chan struct{}),
 		sessionEnded: make(chan struct{}),
+		told:         make(chan struct{}),
 		negotiated:   cfg.sessionTimeout,
 		hooks:        cfg.eventHooks,
 	}
@@ -216,7 +218,13 @@ func (c *Client) RetryPolicy() retry.Policy {
 // lines go to the logger given WithLogger on a goroutine of the client's,
 // as events do (see EventHook): they are written a little later, in order,
 // and dropped, DEBUG first, when the sink is too slow (EventsDropped counts
-// them); its Sync does nothing (call the sink's own).
+// them); its Sync does nothing (call the sink's own). The fields of a line
+// are encoded when it is logged, before it is queued: a Stringer's String,
+// an object's MarshalLogObject, an array's MarshalLogArray and an error's
+// Error run on the caller's goroutine, a value zap.Any reflects over is
+// encoded to JSON then, and bytes are copied; so the caller may change what
+// it logged as soon as the call returns, and the line shows what was true
+// at the call.
 func (c *Client) Logger() *zap.Logger {
 	if !c.usable() {
 		return zap.NewNop()
@@ -258,14 +266,17 @@ func (c *Client) AddListener(l state.Listener) (remove func()) {
 }
 
 // Close ends the session and stops the client. The session's ephemeral
-// nodes, and so its locks, go at once (when a server answers, see below); the trust context (Trust) ends,
-// background work stops, and Close waits for the client's goroutines and
-// go-zookeeper's to end. Listeners hear every change posted before Close,
-// and Close waits for them, but for one case: if a listener call is under
-// way when Close is called, Close does not wait for it (it may be the
-// caller: a listener may close its client, as in Curator's "on LOST, close
-// and build a new client"); the changes still queued are delivered after
-// that call returns. Close is idempotent.
+// nodes, and so its locks, go at once (when a server answers, see below);
+// the trust context (Trust) ends, background work stops, and Close waits
+// for the client's goroutines and go-zookeeper's to end, but never for user
+// code: not for a connection-state listener, an event hook or the log sink.
+// A listener may close its client (as in Curator's "on LOST, close and
+// build a new client"), or wait for the goroutine that does. Listeners
+// still hear every change posted before Close, and the hooks every event,
+// those that come after Close included (a holder's loss at Close), in
+// order, on the client's goroutines, which end once nothing is left to
+// tell: perhaps after Close has returned (Closed tells when). Close is
+// idempotent.
 //
 // The session is closed on the servers only if a server answers Close's
 // closeSession, which go-zookeeper sends on the connection it has: a
@@ -295,8 +306,9 @@ func (c *Client) Close() error {
 	z.Close() // every call under way on a runner ends now
 	c.runners.close()
 	c.runners.wait()
-	c.states.Close() // what was posted before Close is still told
+	c.states.Close() // what was posted before Close is still told, Close not waiting
 	c.out.close()
+	go c.tellClosed()
 	return nil
 }
 

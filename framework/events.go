@@ -134,11 +134,10 @@ type Event struct {
 // built on the events stay true. A WARN says when dropping begins and ends;
 // Client.EventsDropped counts what was dropped. A slow hook delays the
 // hooks after it too. A hook that panics is logged at ERROR; the library,
-// and the hooks after it, go on. Events that come after the client's Close
-// (a waiter's last failure, a holder's loss) are each told at once, on the
-// goroutine that makes it, so that such events may reach the hook at the
-// same time as each other (or as the last queued one); a hook that keeps
-// state must guard it for that.
+// and the hooks after it, go on. The client's Close does not wait for the
+// hooks: the events queued before it, and those that come after it (a
+// waiter's last failure, a holder's loss), are still told, in order, on a
+// goroutine of the client's that ends once none is left.
 type EventHook interface {
 	// Event is called with each event.
 	Event(Event)
@@ -179,7 +178,7 @@ func (c *Client) Observed() bool {
 // state change and a session given up. Recipes built on the client report
 // their events with it; a zero Time is now. It never blocks, and runs no
 // user code but the logger's level check: the hook and the log sink hear e
-// on the client's goroutine (after Close, on the caller's, see EventHook).
+// on the client's goroutine, after Close too (see EventHook).
 func (c *Client) Emit(e Event) (dropped bool) {
 	if !c.usable() {
 		return false

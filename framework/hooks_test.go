@@ -50,6 +50,7 @@ func TestEventHooksAllHearInOrder(t *testing.T) {
 		t.Fatalf("the hooks heard the event in the order %q, want first, panics, last", got)
 	}
 	c.Close()
+	testutil.Recv(t, c.Closed(), "everything told") // Close does not wait for the hooks and the sink
 	if logs.FilterMessage("event hook").Len() == 0 {
 		t.Fatal("the hook's panic was not logged")
 	}

@@ -159,7 +159,9 @@ func WithConnectionTimeout(d time.Duration) Option {
 // WithLogger sets the logger for the client and for go-zookeeper's own
 // messages (at debug level). The default logs nothing. The client writes to
 // it on a goroutine of its own, never under a lock of the library's (see
-// Client.Logger), so a slow sink holds nothing up.
+// Client.Logger), so a slow sink holds nothing up. Its core's Enabled is
+// asked at the call, and must be quick; a line's fields are encoded at the
+// call, and written by that goroutine a moment later.
 func WithLogger(l *zap.Logger) Option {
 	return optionFunc(func(c *config) {
 		if l != nil {

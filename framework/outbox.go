@@ -32,9 +32,11 @@ import (
 //   - Each overflow episode says so, at WARN, as it begins and as it ends
 //     (how many it dropped); Client.EventsDropped counts them all.
 //
-// A note queued after Close is handed on at once, on the goroutine that
-// queued it (a waiter's last failure, a holder's loss told late), so such
-// notes may reach the hook at the same time as each other.
+// Close does not wait for the hook or the sink: the notes queued before it,
+// and those queued after it (a waiter's last failure, a holder's loss told
+// late), are still handed on, in order, by the outbox's goroutine (started
+// again for them once it has ended), never by the goroutine that queued
+// them, which may hold a lock of the library's.
 type outbox struct {
 	q       *listeners.Queue[note]
 	deliver func(note)
@@ -85,8 +87,7 @@ func (n note) droppable() bool {
 	return true
 }
 
-// push queues n, and reports whether it did (false: dropped). After Close
-// it hands n on itself.
+// push queues n, and reports whether it did (false: dropped).
 func (o *outbox) push(n note) bool { return o.q.Push(n) }
 
 // admit decides, under the queue's lock, whether n is queued while queued
@@ -143,10 +144,34 @@ func warning(msg string, fields ...zap.Field) note {
 	return note{level: zapcore.WarnLevel, line: &logLine{entry: zapcore.Entry{Level: zapcore.WarnLevel, Message: msg}, fields: fields}}
 }
 
-// close hands on what was queued before it, then ends the goroutine
-// (listeners.Queue.Close: it does not wait while a hand-on is under way,
-// which may be its caller's). It is idempotent.
+// close lets the goroutine end once it has handed on what is queued
+// (listeners.Queue.Close: it waits for no hand-on, which is user code). It
+// is idempotent.
 func (o *outbox) close() { o.q.Close() }
+
+// Closed returns a channel that is closed once the client is closed and
+// has told everything it had to: every state change posted to the
+// listeners, every event to the hooks, every log line to the sink. Close
+// does not wait for those (they are user code); a program that must have
+// them all before it goes on (a last metrics scrape, a log flushed before
+// exit) waits for Closed. What comes after it (the loss of a grant still
+// held at Close, told as its holder notices) is told later still. Before
+// Close it stays open; for a nil or zero Client it is closed.
+func (c *Client) Closed() <-chan struct{} {
+	if !c.usable() {
+		return closedChan
+	}
+	return c.told
+}
+
+// tellClosed closes c.told once, after Close, the listeners and then the
+// hooks and the sink have heard everything queued: the states' queue
+// first, as a listener's panic is logged on the outbox.
+func (c *Client) tellClosed() {
+	<-c.states.Dry()
+	<-c.out.q.Dry()
+	close(c.told)
+}
 
 // outboxCore is the client's logger's core: it asks the user's core whether
 // a level is enabled, at once, and queues what it would write on the
@@ -156,8 +181,9 @@ type outboxCore struct {
 	box          *outbox
 }
 
+// With adds fields to the user's core, encoded now (see freeze).
 func (c outboxCore) With(fields []zapcore.Field) zapcore.Core {
-	return outboxCore{c.Core.With(fields), c.box}
+	return outboxCore{c.Core.With(freeze(fields)), c.box}
 }
 
 func (c outboxCore) Check(e zapcore.Entry, ce *zapcore.CheckedEntry) *zapcore.CheckedEntry {
@@ -167,8 +193,10 @@ func (c outboxCore) Check(e zapcore.Entry, ce *zapcore.CheckedEntry) *zapcore.Ch
 	return ce
 }
 
+// Write queues the line, its fields encoded now (see freeze): the caller
+// may change what they refer to once it returns.
 func (c outboxCore) Write(e zapcore.Entry, fields []zapcore.Field) error {
-	c.box.push(note{level: e.Level, line: &logLine{core: c.Core, entry: e, fields: append([]zapcore.Field(nil), fields...)}})
+	c.box.push(note{level: e.Level, line: &logLine{core: c.Core, entry: e, fields: freeze(fields)}})
 	return nil
 }
 

@@ -194,3 +194,78 @@ func TestEventLineKeepsTheEventsTime(t *testing.T) {
 		return true, ""
 	})
 }
+
+// mutable is what a caller logs and then changes: a Stringer, an
+// ObjectMarshaler and an error, all over one field.
+type mutable struct{ v string }
+
+func (m *mutable) String() string { return m.v }
+func (m *mutable) Error() string  { return m.v }
+func (m *mutable) MarshalLogObject(enc zapcore.ObjectEncoder) error {
+	enc.AddString("v", m.v)
+	return nil
+}
+
+// lineBuffer is a log sink's output, written and read on different
+// goroutines.
+type lineBuffer struct {
+	mu  sync.Mutex
+	buf strings.Builder
+}
+
+func (b *lineBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lineBuffer) line(msg string) string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for _, l := range strings.Split(b.buf.String(), "\n") {
+		if strings.Contains(l, `"msg":"`+msg+`"`) {
+			return l
+		}
+	}
+	return ""
+}
+
+// The fields of a line logged through Client.Logger are encoded at the
+// call: a caller that changes what it logged as soon as the call returns
+// (the line still waits for a slow sink) gets the values at the call in
+// the line, and no data race. They used to be encoded by the outbox's
+// goroutine as it wrote the line: later values.
+func TestLoggedFieldsAreEncodedAtTheCall(t *testing.T) {
+	testutil.CheckLeaks(t)
+	var out lineBuffer
+	sink := &blockingCore{Core: zapcore.NewCore(zapcore.NewJSONEncoder(zap.NewProductionEncoderConfig()), zapcore.AddSync(&out), zapcore.DebugLevel)}
+	c := newClient(t, server.Addr(), WithLogger(zap.New(sink)))
+	open := make(chan struct{})
+	sink.mu.Lock()
+	sink.shut = open
+	sink.mu.Unlock()
+	var opened sync.Once
+	openSink := func() { opened.Do(func() { close(open) }) }
+	t.Cleanup(openSink)
+
+	m := &mutable{"at the call"}
+	counts := map[string]int{"n": 1}
+	raw := []byte("at the call")
+	ints := []int{1}
+	c.Logger().Info("fields", zap.Stringer("stringer", m), zap.Object("object", m), zap.Error(m),
+		zap.Any("map", counts), zap.ByteString("bytes", raw), zap.Ints("ints", ints), zap.Int("int", 1))
+	m.v, counts["n"], ints[0] = "later", 2, 2
+	copy(raw, "later")
+	openSink()
+	var line string
+	testutil.Until(t, "the line, once the sink opens", func() (bool, string) {
+		line = out.line("fields")
+		return line != "", "not written yet"
+	})
+	for _, want := range []string{`"stringer":"at the call"`, `"object":{"v":"at the call"}`, `"error":"at the call"`,
+		`"map":{"n":1}`, `"bytes":"at the call"`, `"ints":[1]`, `"int":1`} {
+		if !strings.Contains(line, want) {
+			t.Errorf("the line lacks %s, the value at the call: %s", want, line)
+		}
+	}
+}

@@ -73,7 +73,10 @@
 // pointer of an exported type returns an error wrapping ErrBadArgument, nil
 // listeners are ignored, and a listener that panics is logged. Every type
 // with Start and Close follows one rule: Start twice, or after Close, is
-// ErrInvalidState; Close is idempotent.
+// ErrInvalidState; Close is idempotent; and Close never waits for user code:
+// no listener call or leadership function begins once Close has begun, and
+// Close does not wait for one under way (it may be the caller, or wait for
+// it).
 //
 // A lock cannot stop a paused or partitioned process from acting after
 // another has taken over: the resource it protects must check a fencing

@@ -28,7 +28,14 @@ type holdings struct {
 	unfollow  runtime.Cleanup // stops following it once the holdings are collected
 }
 
-// add holds g, and follows the end of the trust g came from.
+// add holds g, and follows the end of the trust g came from. The trust
+// followed is replaced only once it has ended (its follower has run, or
+// runs): one stretch of the client's trust lives at a time, so a grant of
+// another stretch held while the followed one lives (an older stretch's,
+// held just after a newer one's) came from a stretch that has ended. That
+// grant is settled by a follower of its own, which runs at once and which
+// nothing needs to stop; the followed stretch keeps its follower, and the
+// clean-up that stops it when the holdings are collected.
 func (h *holdings) add(g *grant) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -36,16 +43,27 @@ func (h *holdings) add(g *grant) {
 		h.grants = map[*grant]struct{}{}
 	}
 	h.grants[g] = struct{}{}
-	if h.following != g.trust {
-		trust, held := g.trust, weak.Make(h)
-		stop := context.AfterFunc(trust, func() {
-			if h := held.Value(); h != nil {
-				h.trustEnded(trust)
-			}
-		})
-		h.unfollow.Stop() // the trust before has ended: its follower has run, or runs
-		h.following, h.unfollow = trust, runtime.AddCleanup(h, func(stop func() bool) { stop() }, stop)
+	if h.following == g.trust {
+		return
 	}
+	if h.following != nil && h.following.Err() == nil {
+		h.follow(g.trust) // ended: it runs at once
+		return
+	}
+	stop := h.follow(g.trust)
+	h.unfollow.Stop() // the trust before has ended: its follower has run, or runs
+	h.following, h.unfollow = g.trust, runtime.AddCleanup(h, func(stop func() bool) { stop() }, stop)
+}
+
+// follow arms the follower of trust's end, which holds the holdings weakly,
+// and returns the function that stops it.
+func (h *holdings) follow(trust context.Context) (stop func() bool) {
+	held := weak.Make(h)
+	return context.AfterFunc(trust, func() {
+		if h := held.Value(); h != nil {
+			h.trustEnded(trust)
+		}
+	})
 }
 
 // forget forgets g: it has ended.

@@ -23,7 +23,8 @@ const (
 	// CloseSilent: listeners are not told (Curator's SILENT, the default).
 	CloseSilent CloseMode = iota
 	// CloseNotifyLeader: a leading latch's listeners hear NotLeader
-	// (Curator's NOTIFY_LEADER).
+	// (Curator's NOTIFY_LEADER), once its node is given up; Close does not
+	// wait for them.
 	CloseNotifyLeader
 )
 
@@ -56,16 +57,17 @@ const (
 type LeaderLatch struct {
 	li        lockInternals
 	id        string
-	life      lifecycle
-	gate      listeners.Gate // listener calls: Close does not wait while one is under way
+	life      lifecycle // its gate is the listeners'
 	listeners listeners.Registry[LeaderLatchListener]
 
 	mu        sync.Mutex
 	closeMode CloseMode
-	node      string    // our node's path, "" when none
-	term      *grant    // the current or last term of leadership
-	termBegan time.Time // when the current term began; zero once it ended
-	termTold  bool      // the current term's LeadershipGained was not dropped: its end is told
+	closing   bool                  // Close has begun: no term begins
+	node      string                // our node's path, "" when none
+	term      *grant                // the current or last term of leadership
+	termBegan time.Time             // when the current term began; zero once it ended
+	termTold  bool                  // the current term's LeadershipGained was not dropped: its end is told
+	lastWord  []LeaderLatchListener // to hear NotLeader once the goroutine is over (CloseNotifyLeader)
 	changed   chan struct{}
 	ended     error // why the goroutine ended: the latch or its client closed
 }
@@ -73,6 +75,8 @@ type LeaderLatch struct {
 // LeaderLatchListener hears a latch's leadership begin and end (Curator's
 // LeaderLatchListener). Its methods run on the latch's goroutine, in order,
 // listeners in the order they were added; they may call the latch's Close.
+// None is called once Close has begun, but for the NotLeader that
+// CloseNotifyLeader tells, after the latch has let go of its node.
 type LeaderLatchListener interface {
 	// IsLeader is called when the latch starts to lead.
 	IsLeader()
@@ -149,12 +153,16 @@ func (l *LeaderLatch) Start() error {
 	return l.life.start(l.what(), l.run)
 }
 
-// Close leaves the election. Leadership ends, the node is deleted
-// (guaranteed), and the listeners hear NotLeader if the latch led and its
-// close mode is CloseNotifyLeader; Await returns an error wrapping
-// framework.ErrClosed. Close waits for the latch's goroutine to end, but for
-// a listener call under way (a listener may close its latch). Close is
-// idempotent, and closing a latch never started keeps it from starting.
+// Close leaves the election. Leadership ends as Close is called
+// (HasLeadership is false when it returns, and no listener hears IsLeader
+// once it has begun), the node is deleted (guaranteed), and Await returns
+// an error wrapping framework.ErrClosed. If the latch led and its close mode
+// is CloseNotifyLeader, the listeners hear NotLeader, on the latch's
+// goroutine once its node is given up: Close does not wait for that. Close
+// waits for the latch's goroutine to end, but never for a listener: while a
+// listener call is under way (a listener may close its latch, or wait for
+// the goroutine that does), Close returns at once. Close is idempotent, and
+// closing a latch never started keeps it from starting.
 func (l *LeaderLatch) Close() error {
 	if !l.usable() {
 		return errZero("LeaderLatch")
@@ -172,13 +180,16 @@ func (l *LeaderLatch) CloseWithMode(m CloseMode) error {
 		return errZero("LeaderLatch")
 	}
 	l.mu.Lock()
-	l.closeMode = m // read by the goroutine as it ends the term
-	l.broadcast()   // Await sees the latch closed
+	l.closeMode = m // read by the goroutine as it ends a term
 	l.mu.Unlock()
-	done := l.life.stop(closedError{l.what()})
-	if done != nil && l.gate.Close() {
-		<-done
-	}
+	l.life.close(closedError{l.what()}, func() {
+		l.mu.Lock()
+		l.closing = true
+		ended := l.endTermLocked(true) // a term that leads ends now
+		l.broadcast()                  // Await sees the latch closed
+		l.mu.Unlock()
+		ended.tell(l)
+	})
 	return nil
 }
 
@@ -340,12 +351,14 @@ const latchRetryWait = time.Second
 // run is the latch's goroutine: create the node, wait to be first (the
 // acquire loop every lock shares), lead until the term ends, look again
 // once connected; a node gone with its session is created again. It ends
-// when the latch closes (ctx) or its client does.
-func (l *LeaderLatch) run(ctx context.Context) {
+// when the latch closes (ctx) or its client does; then it tells the
+// NotLeader that Close left to tell, if any.
+func (l *LeaderLatch) run(ctx context.Context) (then func()) {
 	a := attempt{path: framework.JoinPath(l.li.base, locktree.LatchName), mode: framework.EphemeralSequential, data: []byte(l.id), driver: l.driver()}
 	ls := listerFor(&l.li, a.driver)
 	defer ls.release()
 	var g *grant
+	then = l.lastWords
 	defer func() {
 		l.endTerm(true)
 		if g != nil {
@@ -359,7 +372,7 @@ func (l *LeaderLatch) run(ctx context.Context) {
 			var err error
 			if g, err = l.li.create(ctx, a, ls); err != nil {
 				if l.clientClosed(err) {
-					return
+					return then
 				}
 				l.failed(ctx, "creating the latch node", err)
 				continue
@@ -369,9 +382,9 @@ func (l *LeaderLatch) run(ctx context.Context) {
 		err := l.li.wait(ctx, a, g, ls)
 		switch {
 		case ctx.Err() != nil:
-			return
+			return then
 		case l.clientClosed(err):
-			return
+			return then
 		case errors.Is(err, errNodeVanished):
 			// Gone, or an older session's: that one goes when the session is
 			// closed (no sooner than the servers could have expired it, the
@@ -384,21 +397,24 @@ func (l *LeaderLatch) run(ctx context.Context) {
 			g = g.renew()
 			continue
 		}
-		l.beginTerm(g)
+		if !l.beginTerm(g) {
+			return then // closing
+		}
 		select {
 		case <-g.done():
 		case <-ctx.Done():
-			return
+			return then
 		}
 		l.endTerm(false)
 		// Look again once connected (Curator's latch does at RECONNECTED):
 		// if the node is still first in its session, the latch leads again.
 		if err := l.li.client.BlockUntilConnected(ctx); err != nil {
 			l.clientClosed(err)
-			return
+			return then
 		}
 		g = g.renew()
 	}
+	return then
 }
 
 // clientClosed reports whether err says the latch's client is closed; if
@@ -439,9 +455,14 @@ func (l *LeaderLatch) setNode(path string) {
 	l.node = path
 }
 
-// beginTerm makes g the current term of leadership and tells the listeners.
-func (l *LeaderLatch) beginTerm(g *grant) {
+// beginTerm makes g the current term of leadership and tells the listeners;
+// it reports false, and makes nothing, once Close has begun.
+func (l *LeaderLatch) beginTerm(g *grant) bool {
 	l.mu.Lock()
+	if l.closing {
+		l.mu.Unlock()
+		return false
+	}
 	l.term = g
 	l.termBegan = time.Now()
 	began := l.termBegan
@@ -453,41 +474,109 @@ func (l *LeaderLatch) beginTerm(g *grant) {
 	l.termTold = told
 	l.mu.Unlock()
 	l.tell(LeaderLatchListener.IsLeader)
+	return true
 }
 
-// endTerm tells the listeners that the current term of leadership has
-// ended: lost (its Done closed), or, when closing, given up (the close ends
-// a term that still leads, and the listeners hear of it only in
-// CloseNotifyLeader mode).
+// endTerm ends the current term of leadership, if one is under way, and
+// tells it: lost (its Done closed), or, when closing, given up.
 func (l *LeaderLatch) endTerm(closing bool) {
 	l.mu.Lock()
-	notify := false
-	term, began, told := l.term, l.termBegan, l.termTold
-	if term != nil {
-		notify = !closing || term.err() == nil && l.closeMode == CloseNotifyLeader
-		if closing {
-			term.release()
+	e := l.endTermLocked(closing)
+	l.mu.Unlock()
+	e.tell(l)
+}
+
+// endTermLocked ends the current term of leadership, if one is under way
+// (it is ended once, by whichever of the goroutine and Close comes first),
+// and returns what is to be told of it; l.mu is held. A term lost is told
+// to the listeners (NotLeader) at once; a term given up as the latch closes
+// ends now (HasLeadership is false from here), and its listeners hear
+// NotLeader in CloseNotifyLeader mode only, once the goroutine is over
+// (lastWords), Close not waiting for them.
+func (l *LeaderLatch) endTermLocked(closing bool) endOfTerm {
+	term, began := l.term, l.termBegan
+	if term == nil || began.IsZero() {
+		return endOfTerm{}
+	}
+	l.termBegan = time.Time{}
+	e := endOfTerm{term: term, began: began, told: l.termTold, notify: !closing}
+	if closing {
+		if term.err() == nil && l.closeMode == CloseNotifyLeader {
+			l.lastWord = l.listeners.Snapshot()
 		}
-		l.termBegan = time.Time{}
+		term.release()
 	}
 	l.broadcast()
-	l.mu.Unlock()
-	if !began.IsZero() && told { // a term that led ends
-		l.li.client.Emit(framework.Event{Kind: framework.LeadershipLost, Recipe: recipeLatch, Path: l.li.base,
-			Node: term.path, Session: term.owner(), Hold: time.Since(began), Err: term.lostCause()})
+	return e
+}
+
+// endOfTerm is what is told of a term of leadership that ended: its
+// LeadershipLost event, if its start was told, and, for a term lost, the
+// listeners' NotLeader.
+type endOfTerm struct {
+	term   *grant // nil: no term ended
+	began  time.Time
+	told   bool // its LeadershipGained was not dropped
+	notify bool // the listeners hear NotLeader now
+}
+
+// tell tells e: the event, then the listeners. Listeners left untold
+// because Close began meanwhile hear NotLeader once the goroutine is over,
+// in CloseNotifyLeader mode.
+func (e endOfTerm) tell(l *LeaderLatch) {
+	if e.term == nil {
+		return
 	}
-	if notify {
-		l.tell(LeaderLatchListener.NotLeader)
+	if e.told {
+		l.li.client.Emit(framework.Event{Kind: framework.LeadershipLost, Recipe: recipeLatch, Path: l.li.base,
+			Node: e.term.path, Session: e.term.owner(), Hold: time.Since(e.began), Err: e.term.lostCause()})
+	}
+	if !e.notify {
+		return
+	}
+	if untold := l.tell(LeaderLatchListener.NotLeader); untold != nil {
+		l.mu.Lock()
+		if l.closeMode == CloseNotifyLeader {
+			l.lastWord = untold
+		}
+		l.mu.Unlock()
 	}
 }
 
-// tell calls call on every listener, in order.
-func (l *LeaderLatch) tell(call func(LeaderLatchListener)) {
-	for _, ln := range l.listeners.Snapshot() {
-		if err := listeners.Call(&l.gate, func() { call(ln) }); err != nil {
-			l.li.client.Logger().Error("leader latch listener", zap.String("path", l.li.base), zap.Error(err))
+// tell calls call on every listener, in order, through the lifecycle's
+// gate; it returns the listeners left untold because Close had begun.
+func (l *LeaderLatch) tell(call func(LeaderLatchListener)) (untold []LeaderLatchListener) {
+	ls := l.listeners.Snapshot()
+	for i, ln := range ls {
+		ran, err := l.life.call(func() { call(ln) })
+		if !ran {
+			return ls[i:]
+		}
+		if err != nil {
+			l.logListenerPanic(err)
 		}
 	}
+	return nil
+}
+
+// lastWords tells the listeners Close left to hear NotLeader
+// (CloseNotifyLeader), on the latch's goroutine once it is over: no
+// listener call is under way then, and Close does not wait for these.
+func (l *LeaderLatch) lastWords() {
+	l.mu.Lock()
+	ls := l.lastWord
+	l.lastWord = nil
+	l.mu.Unlock()
+	for _, ln := range ls {
+		if err := listeners.Safe(ln.NotLeader); err != nil {
+			l.logListenerPanic(err)
+		}
+	}
+}
+
+// logListenerPanic logs the panic of a listener.
+func (l *LeaderLatch) logListenerPanic(err error) {
+	l.li.client.Logger().Error("leader latch listener", zap.String("path", l.li.base), zap.Error(err))
 }
 
 // broadcast wakes Await; l.mu is held.

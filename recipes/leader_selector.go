@@ -10,7 +10,6 @@ import (
 
 	"github.com/gocurator/curator/framework"
 	"github.com/gocurator/curator/internal/errs"
-	"github.com/gocurator/curator/internal/listeners"
 	"github.com/gocurator/curator/internal/locktree"
 	"github.com/gocurator/curator/retry"
 )
@@ -58,9 +57,7 @@ type LeaderSelector struct {
 	fn          func(ctx context.Context) error
 	id          string
 	autoRequeue bool
-	life        lifecycle
-
-	gate listeners.Gate // the leadership function's calls: Close does not wait while one is under way
+	life        lifecycle // its gate is the leadership function's
 
 	lock      sync.Mutex
 	queued    bool                    // a turn is queued or under way
@@ -199,9 +196,10 @@ func (s *LeaderSelector) InterruptLeadership() {
 	}
 }
 
-// Close leaves the election. A queued turn is dropped, and the function under
-// way has its context cancelled (with a cause wrapping framework.ErrClosed);
-// HasLeadership is false from then on. Close never waits for the
+// Close leaves the election. A queued turn is dropped, the function under
+// way has its context cancelled (with a cause wrapping framework.ErrClosed),
+// and no function begins once Close has begun, even for a turn already
+// won; HasLeadership is false from then on. Close never waits for the
 // leadership function: while one runs, Close returns at once, and
 // leadership is given up (the node deleted) when the function returns;
 // otherwise Close returns once the selector has let go of everything (its
@@ -212,10 +210,7 @@ func (s *LeaderSelector) Close() error {
 	if !s.usable() {
 		return errZero("LeaderSelector")
 	}
-	done := s.life.stop(closedError{s.what()})
-	if done != nil && s.gate.Close() {
-		<-done
-	}
+	s.life.close(closedError{s.what()}, nil)
 	return nil
 }
 
@@ -260,13 +255,13 @@ func (s *LeaderSelector) Leader(ctx context.Context) (Participant, error) {
 // run is the selector's goroutine: one turn each time it is queued, until
 // Close or until its client is closed (nothing it could do on it would
 // work).
-func (s *LeaderSelector) run(ctx context.Context) {
+func (s *LeaderSelector) run(ctx context.Context) (then func()) {
 	for {
 		if err := s.turn(ctx); errors.Is(err, framework.ErrClosed) {
 			s.lock.Lock()
 			s.queued = false
 			s.lock.Unlock()
-			return
+			return nil
 		}
 		s.lock.Lock()
 		s.queued = s.autoRequeue
@@ -276,11 +271,11 @@ func (s *LeaderSelector) run(ctx context.Context) {
 			select {
 			case <-s.wake:
 			case <-ctx.Done():
-				return
+				return nil
 			}
 		}
 		if ctx.Err() != nil {
-			return
+			return nil
 		}
 	}
 }
@@ -324,9 +319,7 @@ func (s *LeaderSelector) turn(ctx context.Context) error {
 		_ = h.Release(rctx) // after a loss it says so; leadership is given up either way
 	}()
 	var err error
-	if ctx.Err() == nil { // not closed meanwhile
-		s.gate.Call(func() { err = s.fn(lctx) })
-	}
+	s.life.gate.Call(func() { err = s.fn(lctx) }) // refused once Close has begun
 	returned = true
 	if err != nil && !errors.Is(err, context.Canceled) && lctx.Err() == nil {
 		s.mu.li.client.Logger().Info("leader selector: the leadership function failed", zap.String("path", s.Path()), zap.Error(err))

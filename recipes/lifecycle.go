@@ -5,6 +5,7 @@ import (
 	"sync"
 
 	"github.com/gocurator/curator/internal/errs"
+	"github.com/gocurator/curator/internal/listeners"
 )
 
 // The lifecycle of every recipe value with Start and Close (LeaderLatch,
@@ -18,11 +19,18 @@ import (
 //     is always right). Curator throws IllegalStateException for a latch
 //     closed twice; a Go Close that may run twice (defer, and an explicit
 //     one) must not fail.
-//   - Close waits for the value's goroutine to end, but never for user code
-//     it runs (a latch's or a count's listener, a selector's leadership
-//     function): while a call of it is under way (listeners.Gate), Close
-//     returns at once, for that code may be the caller, or wait for it.
+//   - Close never waits for user code: the value calls its listeners, or a
+//     selector its leadership function, through the lifecycle's gate
+//     (call), which Close shuts first, so that no call begins after Close
+//     began (listeners.Gate). Close then waits for the value's goroutine to
+//     end, unless a call was under way as it shut the gate (it may be the
+//     caller, or wait for it): the goroutine then ends by itself once that
+//     call returns. What the value still tells after Close (a latch's
+//     NotLeader in CloseNotifyLeader mode) is told once the goroutine is
+//     over, which Close does not wait for.
 type lifecycle struct {
+	gate listeners.Gate // the user code the value calls: shut at Close
+
 	mu      sync.Mutex
 	state   runState
 	cancel  context.CancelCauseFunc // ends the goroutine's context
@@ -43,8 +51,10 @@ const (
 )
 
 // start moves LATENT to STARTED and runs run on a goroutine of its own with
-// a context that stop cancels.
-func (l *lifecycle) start(what string, run func(ctx context.Context)) error {
+// a context that stop cancels. What run returns, if not nil, is called on
+// that goroutine once it is over (done closed): user code told after Close,
+// which Close does not wait for.
+func (l *lifecycle) start(what string, run func(ctx context.Context) (then func())) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.state != latent {
@@ -54,16 +64,40 @@ func (l *lifecycle) start(what string, run func(ctx context.Context)) error {
 	ctx, cancel := context.WithCancelCause(context.Background())
 	l.cancel, l.done, l.running = cancel, make(chan struct{}), true
 	go func() {
+		var then func()
 		defer func() {
 			l.mu.Lock()
 			l.running = false
 			l.settle()
 			l.mu.Unlock()
 			close(l.done)
+			if then != nil {
+				then()
+			}
 		}()
-		run(ctx)
+		then = run(ctx)
 	}()
 	return nil
+}
+
+// call runs f, user code, as listeners.Call does, unless Close has begun:
+// it reports whether f ran, and the panic f raised, as an error, or nil.
+func (l *lifecycle) call(f func()) (ran bool, panicked error) {
+	return listeners.Call(&l.gate, f)
+}
+
+// close is the value's Close: it shuts the gate (no user code begins from
+// now on), runs settle (the value's own part of Close, nil for none: it
+// calls no user code), stops the goroutine with cause, and waits for it to
+// end, unless a call through the gate was under way as it was shut.
+func (l *lifecycle) close(cause error, settle func()) {
+	mayWait := l.gate.Close()
+	if settle != nil {
+		settle()
+	}
+	if done := l.stop(cause); done != nil && mayWait {
+		<-done
+	}
 }
 
 // stop moves any state to CLOSED and cancels the goroutine's context with

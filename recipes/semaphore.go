@@ -3,7 +3,9 @@ package recipes
 import (
 	"context"
 	"errors"
+	"runtime"
 	"sync"
+	"weak"
 
 	"github.com/go-zookeeper/zk"
 
@@ -81,7 +83,9 @@ func NewInterProcessSemaphoreV2(client *framework.Client, path string, maxLeases
 // NewInterProcessSemaphoreV2WithCount returns the semaphore at path whose
 // maximum number of leases is count's value, whenever it is read. When the
 // count changes, waiters look again at once. count should be started (until
-// then its value is its seed). A nil count is an error wrapping
+// then its value is its seed). The count does not keep the semaphore
+// reachable: one built per key on a long-lived count, and dropped, is
+// collected, and its listener on the count goes with it. A nil count is an error wrapping
 // ErrBadArgument; the client and path are checked as by
 // NewInterProcessSemaphoreV2.
 func NewInterProcessSemaphoreV2WithCount(client *framework.Client, path string, count *SharedCount, opts ...SemaphoreOption) (*InterProcessSemaphoreV2, error) {
@@ -93,7 +97,15 @@ func NewInterProcessSemaphoreV2WithCount(client *framework.Client, path string, 
 		return nil, err
 	}
 	s.count = count
-	count.AddListener(func(int) { s.countChanged() })
+	// The count outlives the semaphores built on it (one per key, say): its
+	// listener holds the semaphore weakly, and goes once it is collected.
+	held := weak.Make(s)
+	remove := count.AddListener(func(int) {
+		if s := held.Value(); s != nil {
+			s.countChanged()
+		}
+	})
+	runtime.AddCleanup(s, func(remove func()) { remove() }, remove)
 	return s, nil
 }
 

@@ -39,7 +39,6 @@ type SharedCount struct {
 	seed      int32
 	life      lifecycle
 	listeners listeners.Registry[func(int)]
-	gate      listeners.Gate // listener calls: Close does not wait while one is under way
 
 	mu       sync.Mutex
 	count    int
@@ -109,7 +108,7 @@ func (c *SharedCount) Start(ctx context.Context) error {
 	}
 	// Closed meanwhile: the lifecycle refuses, and the watch set is left
 	// to fire with the node's next change.
-	return c.life.start(c.what(), func(ctx context.Context) { c.watch(ctx, w) })
+	return c.life.start(c.what(), func(ctx context.Context) func() { c.watch(ctx, w); return nil })
 }
 
 func (c *SharedCount) start(ctx context.Context) (<-chan zk.Event, error) {
@@ -194,7 +193,11 @@ func (c *SharedCount) notify() {
 	n := c.count
 	c.mu.Unlock()
 	for _, l := range c.listeners.Snapshot() {
-		if err := listeners.Call(&c.gate, func() { l(n) }); err != nil {
+		ran, err := c.life.call(func() { l(n) })
+		if !ran {
+			return // closed: listeners hear nothing more
+		}
+		if err != nil {
 			c.client.Logger().Error("shared count listener", zap.String("path", c.path), zap.Error(err))
 		}
 	}
@@ -277,18 +280,16 @@ func (c *SharedCount) AddListener(fn func(count int)) (remove func()) {
 	return c.listeners.Add(fn)
 }
 
-// Close stops watching the node; listeners hear nothing more. It waits for
-// the watching goroutine to end, unless a listener call is under way (it may
-// be the caller: a listener may close its count). The node stays. Close is
-// idempotent.
+// Close stops watching the node; no listener call begins once Close has
+// begun. It waits for the watching goroutine to end, but never for a
+// listener: if a listener call is under way (it may be the caller: a
+// listener may close its count), Close returns at once. The node stays.
+// Close is idempotent.
 func (c *SharedCount) Close() error {
 	if !c.usable() {
 		return errZero("SharedCount")
 	}
-	done := c.life.stop(closedError{c.what()})
-	if done != nil && c.gate.Close() {
-		<-done
-	}
+	c.life.close(closedError{c.what()}, nil)
 	return nil
 }
 

@@ -105,7 +105,8 @@ func Example() {
 		}
 		h.Release(ctx)
 	}
-	client.Close() // the hook hears every event before Close returns
+	client.Close()
+	<-client.Closed() // the hook has heard every event
 
 	metricsText, err := scrape(addr)
 	if err != nil {
@@ -170,7 +171,8 @@ func ExampleNewTracing() {
 	}
 	h.Release(ctx)
 	request.End()
-	client.Close() // the hooks hear every event before Close returns
+	client.Close()
+	<-client.Closed() // the hooks have heard every event
 
 	for _, span := range exporter.GetSpans() {
 		if span.Name == "request" {

@@ -9,14 +9,20 @@
 // values to a function on a goroutine of its own, in order (a client's
 // state changes to its listeners, its events to its hook).
 //
-// A Gate lets the goroutine that calls the listeners be stopped from inside
-// one of them. Whoever stops it calls Gate.Close, which reports whether the
-// stopper may wait for the goroutine to end. It may not while a call is
-// under way: that call may be the very one that is stopping it (a listener
-// that closes its client), and waiting would never end. The goroutine then
-// ends by itself once the call returns. Curator behaves the same way:
-// closing a CuratorFramework shuts its listener executor down without
-// waiting for a listener under way.
+// A Gate is the door through which a goroutine that Close may wait for
+// calls user code (a latch's or a count's listeners, a selector's
+// leadership function). Close never waits for user code: it shuts the gate,
+// and calls that would begin after that are refused, so Close decides once
+// whether it may wait for the goroutine: not while a call is under way
+// (that call may be the very one closing it, or wait for it); and if none
+// is, none ever will be. The goroutine ends by itself once a call under way
+// returns. Curator behaves the same way: closing a CuratorFramework shuts
+// its listener executor down without waiting for a listener under way, and
+// a closed recipe clears its listeners.
+//
+// A Queue's goroutine runs user code only, so its Close waits for nothing:
+// what was pushed is still delivered, in order, on the queue's goroutine,
+// never on the pusher's.
 package listeners
 
 import (
@@ -93,8 +99,9 @@ func Safe(f func()) (panicked error) {
 	return nil
 }
 
-// Call runs f through g, as Safe does.
-func Call(g *Gate, f func()) (panicked error) {
-	g.Call(func() { panicked = Safe(f) })
-	return panicked
+// Call runs f through g, as Safe does: it reports whether g let f run (see
+// Gate.Call), and the panic f raised, as an error, or nil.
+func Call(g *Gate, f func()) (ran bool, panicked error) {
+	ran = g.Call(func() { panicked = Safe(f) })
+	return ran, panicked
 }

@@ -1,0 +1,224 @@
+package recipes
+
+import (
+	"context"
+	"runtime"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+
+	"github.com/gocurator/curator/framework"
+	"github.com/gocurator/curator/internal/testutil"
+)
+
+// closeBound is how long user code in these tests waits for Close to
+// return before it says that Close waited for it: a Close that waits for
+// no user code returns long before.
+const closeBound = 10 * time.Second
+
+// waitedFor is what user code that began after (or while) Close began
+// says once Close has returned, or once closeBound has passed without
+// that: then Close waited for it.
+func waitedFor(returned <-chan struct{}) string {
+	select {
+	case <-returned:
+		return "it began after Close began; Close did not wait for it"
+	case <-time.After(closeBound):
+		return "it began after Close began, and Close waited for it"
+	}
+}
+
+// stallCore is a log sink that logs nothing and whose Enabled, asked (once
+// armed) on a goroutine where callee was called by caller, parks that
+// goroutine until released, the first time: a recipe's goroutine held
+// still at a chosen point between its calls of user code, for Close to
+// come there. (The level check is the one thing of the user's a recipe's
+// goroutine calls there.)
+type stallCore struct {
+	zapcore.Core
+	callee, caller string
+	armed          atomic.Bool
+	once           sync.Once
+	at, release    chan struct{}
+}
+
+func newStallCore(callee, caller string) *stallCore {
+	return &stallCore{Core: zapcore.NewNopCore(), callee: callee, caller: caller,
+		at: make(chan struct{}), release: make(chan struct{})}
+}
+
+func (s *stallCore) With([]zapcore.Field) zapcore.Core { return s }
+
+func (s *stallCore) Enabled(zapcore.Level) bool {
+	if s.armed.Load() && calledFrom(s.callee, s.caller) {
+		first := false
+		s.once.Do(func() { first = true; close(s.at) })
+		if first {
+			<-s.release
+		}
+	}
+	return false
+}
+
+// calledFrom reports whether the calling goroutine is in callee, called
+// by caller (functions as stacks name them: "recipes.(*T).f").
+func calledFrom(callee, caller string) bool {
+	buf := make([]byte, 64<<10)
+	stack := string(buf[:runtime.Stack(buf, false)])
+	i := strings.Index(stack, callee+"(")
+	if i < 0 {
+		return false
+	}
+	lines := strings.SplitN(stack[i:], "\n", 4) // callee, its file, its caller
+	return len(lines) > 2 && strings.Contains(lines[2], caller+"(")
+}
+
+// noLateCall fails the test if user code (what) said it was called, after
+// Close began.
+func noLateCall(t *testing.T, late <-chan string, what string) {
+	t.Helper()
+	select {
+	case why := <-late:
+		t.Fatalf("%s: %s", what, why)
+	default:
+	}
+}
+
+// closeAtTheStall waits for the recipe's goroutine to stall, closes the
+// recipe on a goroutine of its own (closing returned once Close returns),
+// lets the goroutine go on once Close has shut the gate and waits for it,
+// and waits for Close to return.
+func closeAtTheStall(t *testing.T, stall *stallCore, closeIt func() error, returned chan struct{}) {
+	t.Helper()
+	testutil.Recv(t, stall.at, "the recipe's goroutine held between its calls of user code")
+	go func() {
+		_ = closeIt()
+		close(returned)
+	}()
+	testutil.WaitBlocked(t, "recipes.(*lifecycle).close", returned)
+	close(stall.release)
+	testutil.Recv(t, returned, "Close")
+}
+
+// No user code begins once Close has begun: a latch's IsLeader, a
+// selector's function, a count's listener, due just after the point where
+// Close came (the recipe's goroutine held there, in the level check of a
+// log line or event, while Close shut the gate and began to wait for the
+// goroutine). Such a call used to run, and Close to wait for it.
+func TestCloseRefusesUserCodeBegunAfterIt(t *testing.T) {
+	t.Run("latch", func(t *testing.T) {
+		_, base := testutil.Begin(t, server.Addr())
+		stall := newStallCore("framework.(*Client).Emit", "recipes.(*LeaderLatch).beginTerm")
+		l := mustLatch(t, newClient(t, "", framework.WithLogger(zap.New(stall))), base, "a")
+		late, returned := make(chan string, 1), make(chan struct{})
+		l.AddListener(LeaderLatchListenerFuncs{OnIsLeader: func() { late <- waitedFor(returned) }})
+		stall.armed.Store(true)
+		testutil.Must(t, l.Start())
+		closeAtTheStall(t, stall, l.Close, returned)
+		noLateCall(t, late, "IsLeader")
+		if l.HasLeadership() {
+			t.Fatal("HasLeadership after Close")
+		}
+	})
+	t.Run("selector", func(t *testing.T) {
+		_, base := testutil.Begin(t, server.Addr())
+		stall := newStallCore("framework.(*Client).Emit", "recipes.(*LeaderSelector).turn")
+		late, returned := make(chan string, 1), make(chan struct{})
+		s, err := NewLeaderSelector(newClient(t, "", framework.WithLogger(zap.New(stall))), base,
+			func(context.Context) error { late <- waitedFor(returned); return nil })
+		testutil.Must(t, err)
+		stall.armed.Store(true)
+		testutil.Must(t, s.Start())
+		closeAtTheStall(t, stall, s.Close, returned)
+		noLateCall(t, late, "the leadership function")
+		testutil.Recv(t, s.Closed(), "Closed")
+	})
+	t.Run("count", func(t *testing.T) {
+		ctx, base := testutil.Begin(t, server.Addr())
+		stall := newStallCore("zap.(*Logger).Error", "recipes.(*SharedCount).notify")
+		c := newClient(t, "", framework.WithLogger(zap.New(stall)))
+		count, err := NewSharedCount(c, base+"/count", 1)
+		testutil.Must(t, err)
+		late, returned := make(chan string, 1), make(chan struct{})
+		count.AddListener(func(int) { panic("a listener's bug, logged at ERROR") })
+		count.AddListener(func(int) {
+			if stall.armed.Load() {
+				late <- waitedFor(returned)
+			}
+		})
+		testutil.Must(t, count.Start(ctx))
+		t.Cleanup(func() { count.Close() })
+		stall.armed.Store(true)
+		testutil.Must(t, count.SetCount(ctx, 2))
+		closeAtTheStall(t, stall, count.Close, returned)
+		noLateCall(t, late, "the second listener")
+	})
+}
+
+// A latch closed in CloseNotifyLeader mode by a goroutine that holds a
+// mutex its NotLeader takes: Close returns (it tells NotLeader, and does
+// not wait for it), the node is gone, and NotLeader is heard once the
+// mutex is let go. Close used to wait for the listener, and so never
+// returned while the mutex was held.
+func TestCloseNotifyLeaderDoesNotWaitForNotLeader(t *testing.T) {
+	ctx, base := testutil.Begin(t, server.Addr())
+	c := newClient(t, "")
+	l := mustLatch(t, c, base, "a", WithCloseMode(CloseNotifyLeader))
+	var mu sync.Mutex
+	notLeader := make(chan struct{}, 1)
+	l.AddListener(LeaderLatchListenerFuncs{OnNotLeader: func() {
+		mu.Lock()
+		defer mu.Unlock()
+		notLeader <- struct{}{}
+	}})
+	testutil.Must(t, l.Start())
+	testutil.Must(t, l.Await(ctx))
+	mu.Lock()
+	returned := make(chan struct{})
+	go func() {
+		_ = l.Close()
+		close(returned)
+	}()
+	select {
+	case <-returned:
+	case <-time.After(closeBound):
+		mu.Unlock()
+		t.Fatalf("Close in CloseNotifyLeader mode did not return within %v while a mutex NotLeader takes was held", closeBound)
+	}
+	if l.HasLeadership() {
+		t.Error("HasLeadership after Close")
+	}
+	testutil.WaitGone(t, rawConn(t), base)
+	mu.Unlock()
+	testutil.Recv(t, notLeader, "NotLeader, once the mutex is let go")
+}
+
+// A latch closed from its first listener's IsLeader: once Close returns
+// (there) the latch does not lead, and no listener hears IsLeader after it
+// (Curator clears the leadership and the listeners at once). Close used to
+// leave both to the latch's goroutine: HasLeadership was still true, and
+// the second listener was told IsLeader after Close returned.
+func TestLatchClosedFromIsLeader(t *testing.T) {
+	_, base := testutil.Begin(t, server.Addr())
+	l := mustLatch(t, newClient(t, ""), base, "a")
+	leads := make(chan bool, 1)
+	var second atomic.Int32
+	l.AddListener(LeaderLatchListenerFuncs{OnIsLeader: func() {
+		_ = l.Close()
+		leads <- l.HasLeadership()
+	}})
+	l.AddListener(LeaderLatchListenerFuncs{OnIsLeader: func() { second.Add(1) }})
+	testutil.Must(t, l.Start())
+	if testutil.Recv(t, leads, "the first listener's Close") {
+		t.Error("HasLeadership true once Close, called from IsLeader, returned")
+	}
+	testutil.WaitGone(t, rawConn(t), base) // the goroutine is past its listeners
+	if n := second.Load(); n != 0 {
+		t.Errorf("the second listener heard IsLeader %d times after Close returned", n)
+	}
+}
