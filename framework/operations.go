@@ -157,7 +157,8 @@ func WithACL(acl []zk.ACL) CreateOption { return aclOption{acl} }
 // do, and must be from 1 ms to MaxTTL; with another mode, or out of that
 // range, Create fails with an error wrapping ErrInvalidArgument. The servers
 // refuse TTL nodes unless they run with zookeeper.extendedTypesEnabled=true
-// (an error wrapping zk.ErrUnimplemented).
+// (ZooKeeper's Unimplemented, which go-zookeeper reports as "unknown error:
+// -6"), and the client does not retry that.
 func WithTTL(ttl time.Duration) CreateOption { return ttlOption(ttl) }
 
 // MaxTTL is the longest TTL a node may have: the servers keep it in 40 bits

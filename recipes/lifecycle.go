@@ -45,11 +45,6 @@ func (l *lifecycle) call(f func()) (ran bool, panicked error) { return life.Call
 // end, unless a call through the gate was under way as it was shut.
 func (l *lifecycle) close(cause error, settle func()) { l.run.Close(&l.gate, cause, settle) }
 
-// stop moves any state to CLOSED and cancels the goroutine's context with
-// cause; it returns the channel closed when the goroutine has ended, or nil
-// when there is none to wait for.
-func (l *lifecycle) stop(cause error) <-chan struct{} { return l.run.Stop(cause) }
-
 // ended returns a channel closed once the goroutine has ended after the
 // value was closed: at once for a value closed before it ever started, and
 // never before Close.
