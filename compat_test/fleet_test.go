@@ -124,15 +124,7 @@ func TestFleetRecipesWithJava(t *testing.T) {
 		if j0Enter.Answered() || len(goDone) > 0 {
 			t.Fatalf("a member passed Enter with three of four in (Java answered %v, Go members passed %d)", j0Enter.Answered(), len(goDone))
 		}
-		j1Enter := p.send(j1, "dbarrier-enter", j1)
-		for range 2 {
-			testutil.Must(t, testutil.Recv(t, goDone, "a Go member's Enter"))
-		}
-		for _, c := range []*call{j0Enter, j1Enter} {
-			if c.must(t) != "true" {
-				t.Fatal("a Java member's enter said false")
-			}
-		}
+		allPass(t, "Enter", goDone, j0Enter, p.send(j1, "dbarrier-enter", j1))
 
 		step(goMembers[0], false)
 		j0Leave := p.send(j0, "dbarrier-leave", j0)
@@ -143,15 +135,7 @@ func TestFleetRecipesWithJava(t *testing.T) {
 		if j0Leave.Answered() || len(goDone) > 0 {
 			t.Fatalf("a member passed Leave while one had not begun to leave")
 		}
-		j1Leave := p.send(j1, "dbarrier-leave", j1)
-		for range 2 {
-			testutil.Must(t, testutil.Recv(t, goDone, "a Go member's Leave"))
-		}
-		for _, c := range []*call{j0Leave, j1Leave} {
-			if c.must(t) != "true" {
-				t.Fatal("a Java member's leave said false")
-			}
-		}
+		allPass(t, "Leave", goDone, j0Leave, p.send(j1, "dbarrier-leave", j1))
 		if kids := children(t, gc, path); len(kids) != 0 {
 			t.Fatalf("nodes left in the barrier: %v", kids)
 		}
@@ -251,6 +235,20 @@ func TestFleetRecipesWithJava(t *testing.T) {
 			t.Fatalf("Java reads %q", got)
 		}
 	})
+}
+
+// allPass waits for the two Go members' step and the Java members' calls,
+// failing the test on an error or a Java false.
+func allPass(t *testing.T, step string, goDone <-chan error, java ...*call) {
+	t.Helper()
+	for range 2 {
+		testutil.Must(t, testutil.Recv(t, goDone, "a Go member's "+step))
+	}
+	for _, c := range java {
+		if c.must(t) != "true" {
+			t.Fatalf("a Java member's %s said false", step)
+		}
+	}
 }
 
 // inOrder waits until the peer's events that start with prefix include

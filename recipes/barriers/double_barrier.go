@@ -184,8 +184,10 @@ func (b *DistributedDoubleBarrier) enter(ctx context.Context) (<-chan struct{}, 
 		if ready, _, w, err = b.client.ExistsW(ctx, b.ready); err != nil {
 			return nil, errs.Errorf("%s: enter: %w", b.what(), err)
 		}
-		if isClosed(ended) { // seen in a new session: the member's node went with the old
+		select {
+		case <-ended: // seen in a new session: the member's node went with the old
 			return nil, b.sessionEnded("enter")
+		default:
 		}
 	}
 	return ended, nil
@@ -274,10 +276,12 @@ func (b *DistributedDoubleBarrier) leave(ctx context.Context, left bool, ended <
 		slices.Sort(children)
 		i := slices.Index(children, b.name)
 		if i < 0 && !left {
-			if !isClosed(ended) {
+			select {
+			case <-ended: // it went with its session: left
+				left = true
+			default:
 				return left, errs.Errorf("%s: leave: %w: the member's node %s is missing", b.what(), recipes.ErrInvalidState, b.ours)
 			}
-			left = true // it went with its session: left
 		}
 		if len(children) == 1 {
 			if !left && children[0] != b.name {
@@ -326,14 +330,4 @@ func (b *DistributedDoubleBarrier) deleteNode(ctx context.Context) error {
 		return errs.Errorf("%s: leave: %w", b.what(), err)
 	}
 	return nil
-}
-
-// isClosed reports whether ch is closed.
-func isClosed(ch <-chan struct{}) bool {
-	select {
-	case <-ch:
-		return true
-	default:
-		return false
-	}
 }

@@ -17,10 +17,8 @@ import (
 var server *zktest.Server
 
 func TestMain(m *testing.M) {
-	os.Exit(testutil.Main(m, &server, zktest.WithTickTime(100*time.Millisecond),
-		zktest.WithSessionTimeoutRange(200*time.Millisecond, 30*time.Second),
-		zktest.WithContainerCheckInterval(100*time.Millisecond),
-		zktest.WithJVMFlags("-Dzookeeper.extendedTypesEnabled=true")))
+	os.Exit(testutil.Main(m, &server, testutil.QuickServer(100*time.Millisecond,
+		zktest.WithJVMFlags("-Dzookeeper.extendedTypesEnabled=true"))...))
 }
 
 // base returns the test's own path on the shared server, deleted with

@@ -157,11 +157,8 @@ func (n *PersistentNode) WaitForInitialCreate(ctx context.Context) error {
 		return err
 	}
 	for {
-		switch n.run.Current() {
-		case lifecycle.Latent:
-			return errs.Errorf("%s: %w: not started", n.what(), recipes.ErrInvalidState)
-		case lifecycle.Closed:
-			return n.closedErr()
+		if err := n.running(); err != nil {
+			return err
 		}
 		n.mu.Lock()
 		created, failure, changed := n.created, n.failure, n.changed
@@ -179,6 +176,17 @@ func (n *PersistentNode) WaitForInitialCreate(ctx context.Context) error {
 			return errs.Errorf("%s: waiting for its initial create: %w", n.what(), ctx.Err())
 		}
 	}
+}
+
+// running refuses a call that needs the node started and not closed.
+func (n *PersistentNode) running() error {
+	switch n.run.Current() {
+	case lifecycle.Latent:
+		return errs.Errorf("%s: %w: not started", n.what(), recipes.ErrInvalidState)
+	case lifecycle.Closed:
+		return n.closedErr()
+	}
+	return nil
 }
 
 func (n *PersistentNode) closedErr() error {
@@ -222,11 +230,8 @@ func (n *PersistentNode) SetData(ctx context.Context, data []byte) error {
 	if err := recipeargs.Context(ctx); err != nil {
 		return err
 	}
-	switch n.run.Current() {
-	case lifecycle.Latent:
-		return errs.Errorf("%s: %w: not started", n.what(), recipes.ErrInvalidState)
-	case lifecycle.Closed:
-		return n.closedErr()
+	if err := n.running(); err != nil {
+		return err
 	}
 	n.mu.Lock()
 	path := n.path
