@@ -199,6 +199,7 @@ func TestFleetRecipesWithJava(t *testing.T) {
 		p.mustEvent(t, created)
 
 		before := c.SessionID()
+		testutil.WaitBlocked(t, "nodes.(*PersistentNode).loop", nil) // its node watched: the expiry finds it there
 		testutil.Must(t, proxy.ExpireSession(before))
 		inOrder(t, p, "cache "+name+" ", created, deleted, created)
 		if n.ActualPath() != node || c.SessionID() == before {

@@ -52,12 +52,20 @@ func TestPersistentNodeFaults(t *testing.T) {
 			testutil.Must(t, n.Start())
 			testutil.Must(t, n.WaitForInitialCreate(ctx))
 			path, before := n.ActualPath(), c.SessionID()
+			watching(t)
 
 			tc.fault(t, proxy, c)
 			testutil.Must(t, c.BlockUntilConnected(ctx))
 			presentOnce(t, raw, c, parent, path, before)
 		})
 	}
+}
+
+// watching waits until the node's goroutine waits with its node watched
+// (or for a reconnect): the fault then finds it there, not on its way.
+func watching(t *testing.T) {
+	t.Helper()
+	testutil.WaitBlocked(t, "nodes.(*PersistentNode).loop", nil)
 }
 
 // presentOnce waits until the node at path is the only child of parent,

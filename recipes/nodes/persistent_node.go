@@ -266,11 +266,12 @@ func (n *PersistentNode) AddListener(fn func(path string)) (remove func()) {
 // PersistentTtlNode's node is left to its TTL). It waits for the node's
 // goroutine, but never for a listener: while a listener call is under way
 // (a listener may close its node), Close returns at once, and the node is
-// deleted once that call returns. A create under way is abandoned; the node
-// it made, if any, is deleted too, but for an unprotected sequential node's
-// first, whose name only its lost reply would have told (an ephemeral one
-// goes with its session). Close is idempotent, and closing a node never
-// started keeps it from starting.
+// deleted once that call returns. A create under way is seen through (for
+// at most a few seconds more) and its node deleted; one that takes longer
+// (no server answers) is abandoned, and the node it may make is deleted
+// too, but for an unprotected sequential node's first, whose name only its
+// reply would have told (an ephemeral one goes with its session). Close is
+// idempotent, and closing a node never started keeps it from starting.
 func (n *PersistentNode) Close() error {
 	if !n.usable() {
 		return recipeargs.Zero("PersistentNode")
@@ -378,7 +379,10 @@ func (n *PersistentNode) create(ctx context.Context) step {
 	if n.cfg.ttl != 0 {
 		opts = append(opts, framework.WithTTL(n.cfg.ttl))
 	}
-	created, err := n.client.Create(ctx, createPath, data, opts...)
+	cctx, done := afterClose(ctx)
+	created, err := n.client.Create(cctx, createPath, data, opts...)
+	cut := cctx.Err() != nil
+	done()
 	switch {
 	case err == nil:
 		n.madeAt(ctx, created, data)
@@ -388,8 +392,10 @@ func (n *PersistentNode) create(ctx context.Context) step {
 		// session, or someone else's): take it, and write our data to it.
 		n.setPath(createPath)
 		return n.writeData(ctx, createPath, data)
-	case ctx.Err() != nil:
+	case cut: // Close came, and the create took cleanupTimeout more
 		n.abandoned(createPath, path == "")
+		return failed
+	case ctx.Err() != nil: // closed: the goroutine ends
 		return failed
 	case retry.IsRetryable(err) || errors.Is(err, zk.ErrNoServer):
 		n.client.Logger().Info("persistent node: create failed; trying again", zap.String("path", createPath), zap.Error(err))
@@ -402,6 +408,19 @@ func (n *PersistentNode) create(ctx context.Context) step {
 	}
 	n.refuse(err)
 	return refused
+}
+
+// afterClose returns the context of a create of the node's goroutine, whose
+// ctx Close ends: it ends cleanupTimeout after ctx does, so that a create
+// under way at Close is seen through (and its node deleted as the goroutine
+// ends) rather than abandoned, to land after the delete; done releases it.
+func afterClose(ctx context.Context) (cctx context.Context, done func()) {
+	cctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	stop := context.AfterFunc(ctx, func() { time.AfterFunc(cleanupTimeout, cancel) })
+	return cctx, func() {
+		stop()
+		cancel()
+	}
 }
 
 // remakeMode is the mode the node is made again in, under the name it
@@ -488,8 +507,8 @@ func (n *PersistentNode) refuse(err error) {
 	}
 }
 
-// abandoned deals with a create that Close cut short, whose outcome is not
-// known. A node at a known path is deleted as the goroutine ends (cleanup),
+// abandoned deals with a create that Close cut short (cleanupTimeout after
+// it), whose outcome is not known. A node at a known path is deleted as the goroutine ends (cleanup),
 // and the client finds and deletes a protected create's; an unprotected
 // sequential node's first create leaves a name nobody knows.
 func (n *PersistentNode) abandoned(path string, first bool) {
