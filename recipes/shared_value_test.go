@@ -2,6 +2,7 @@ package recipes
 
 import (
 	"bytes"
+	"sync"
 	"testing"
 	"time"
 
@@ -64,11 +65,24 @@ func TestSharedValue(t *testing.T) {
 	if ok, err := b.TrySetValue(ctx, stale, []byte("three")); err != nil || ok {
 		t.Fatalf("TrySetValue on a stale value: %v, %v", ok, err)
 	}
-	// A stale value that b has not yet seen as stale: the server refuses
-	// it, and b reads the newer one.
+	// A stale value that b has not seen as stale (its watching goroutine
+	// is held in a listener): the server refuses it, and b reads the newer
+	// one.
+	held, release := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	b.AddListener(func(v []byte) {
+		if string(v) == "three-a" {
+			once.Do(func() { close(held) })
+			<-release
+		}
+	})
+	testutil.Must(t, a.SetValue(ctx, []byte("three-a")))
+	testutil.Recv(t, held, "b's listener hearing three-a")
 	cur := b.VersionedValue()
 	testutil.Must(t, a.SetValue(ctx, nil))
-	if ok, err := b.TrySetValue(ctx, cur, []byte("four")); err != nil || ok {
+	ok, err := b.TrySetValue(ctx, cur, []byte("four"))
+	close(release)
+	if err != nil || ok {
 		t.Fatalf("TrySetValue on a value changed meanwhile: %v, %v", ok, err)
 	}
 	if v := b.Value(); v == nil || len(v) != 0 {
