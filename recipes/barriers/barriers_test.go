@@ -49,9 +49,9 @@ func (p *passed) steps(c *framework.Client) []string {
 	return out
 }
 
-// A DistributedBarrier holds every waiter back while its node is there,
-// and lets them all go once it is removed; a waiter given up leaves the
-// barrier as it was.
+// A DistributedBarrier holds every waiter back while its node is there
+// (a change of its data included), and lets them all go once it is
+// removed; a waiter given up leaves the barrier as it was.
 func TestDistributedBarrier(t *testing.T) {
 	ctx, base := testutil.Begin(t, server.Addr())
 	var heard passed
@@ -73,6 +73,12 @@ func TestDistributedBarrier(t *testing.T) {
 		go func() { done <- b.WaitOnBarrier(ctx) }()
 	}
 	testutil.Until(t, "the waiters waiting", func() (bool, string) {
+		return testutil.Parked("barriers.(*DistributedBarrier).WaitOnBarrier") == waiters, "fewer"
+	})
+	// A change of the node wakes the waiters; they look, and wait again.
+	_, err = c.SetData(ctx, path, []byte("changed"), -1)
+	testutil.Must(t, err)
+	testutil.Until(t, "the waiters waiting again", func() (bool, string) {
 		return testutil.Parked("barriers.(*DistributedBarrier).WaitOnBarrier") == waiters, "fewer"
 	})
 	select {
