@@ -13,6 +13,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/gocurator/curator/framework"
+	"github.com/gocurator/curator/framework/zktest"
 	"github.com/gocurator/curator/internal/testclient"
 	"github.com/gocurator/curator/internal/testutil"
 	"github.com/gocurator/curator/recipes"
@@ -375,4 +376,29 @@ func TestPersistentTtlNode(t *testing.T) {
 		t.Fatal("Close deleted the node")
 	}
 	testutil.WaitGone(t, raw, path)
+}
+
+// Close during the node's create sees the create through and then deletes
+// the node: a create Close cut short went on in the client, and its node
+// landed after the delete. The create is the first of a node whose parent
+// is missing (create, NoNode, the parent, create again), with replies held
+// back 100 ms; Close comes as the first is on its way.
+func TestPersistentNodeCloseDuringCreate(t *testing.T) {
+	testutil.CheckLeaks(t)
+	proxy := zktest.NewProxy(t, server.Addr())
+	c := testclient.New(t, proxy.Addr())
+	ctx := testutil.Context(t)
+	path := base(t) + "/missing/n"
+	n := mustNode(t, c, framework.Persistent, path, nil)
+	proxy.SetDelays(0, 100*time.Millisecond)
+	before := proxy.Requests(zktest.OpCreate)
+	testutil.Must(t, n.Start())
+	testutil.Must(t, proxy.WaitRequests(ctx, zktest.OpCreate, before+1))
+	testutil.Must(t, n.Close())
+	testutil.Must(t, proxy.WaitRequests(ctx, zktest.OpCreate, before+2)) // the create after the parent
+	ok, _, err := c.Exists(ctx, path) // behind that create, on the same connection
+	testutil.Must(t, err)
+	if ok {
+		t.Fatalf("%s is there after Close: its create landed after the delete", path)
+	}
 }
