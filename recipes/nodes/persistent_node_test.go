@@ -319,9 +319,13 @@ func TestPersistentNodeMisuse(t *testing.T) {
 		t.Fatal("AddListener(nil) returned a nil remove")
 	}
 	closedClient := testclient.New(t, server.Addr())
+	underClosed := mustNode(t, closedClient, framework.Ephemeral, b+"/closed", nil)
 	closedClient.Close()
 	_, err := nodes.NewPersistentNode(closedClient, framework.Ephemeral, b, nil)
 	testutil.ErrorIs(t, err, framework.ErrClosed)
+	testutil.Must(t, underClosed.Start()) // its client closed: it says so, and closes
+	testutil.ErrorIs(t, underClosed.WaitForInitialCreate(testutil.Context(t)), framework.ErrClosed, "cannot be created")
+	testutil.Must(t, underClosed.Close())
 	for _, v := range []any{&nodes.PersistentNode{}, (*nodes.PersistentNode)(nil), &nodes.PersistentTtlNode{}, (*nodes.PersistentTtlNode)(nil)} {
 		if testutil.CallEveryMethod(t, v, framework.ErrInvalidArgument) == 0 {
 			t.Errorf("%T: no method called", v)
