@@ -400,7 +400,8 @@ func TestPersistentNodeCloseDuringCreate(t *testing.T) {
 	testutil.Must(t, proxy.WaitRequests(ctx, zktest.OpCreate, before+1))
 	testutil.Must(t, n.Close())
 	testutil.Must(t, proxy.WaitRequests(ctx, zktest.OpCreate, before+2)) // the create after the parent
-	ok, _, err := c.Exists(ctx, path) // behind that create, on the same connection
+	// Behind that create, on the same connection:
+	ok, _, err := c.Exists(ctx, path)
 	testutil.Must(t, err)
 	if ok {
 		t.Fatalf("%s is there after Close: its create landed after the delete", path)
