@@ -146,6 +146,15 @@ func (term *terminal) waitExit(ctx context.Context) int {
 	return status
 }
 
+// ctrlC types Ctrl-C and fails the test unless zklock then exits 0.
+func (term *terminal) ctrlC(ctx context.Context) {
+	term.t.Helper()
+	term.run("send-keys", "C-c")
+	if status := term.waitExit(ctx); status != 0 {
+		term.t.Errorf("Ctrl-C: status %d, screen:\n%s", status, term.screen())
+	}
+}
+
 // holderRow returns the screen's line for the holder of a mutex, "" if none.
 func holderRow(screen string) string {
 	for _, l := range strings.Split(screen, "\n") {
@@ -194,10 +203,7 @@ func TestBinaryLsWatchMutex(t *testing.T) {
 		return strings.Contains(holderRow(s), firstNode)
 	})
 
-	term.run("send-keys", "C-c")
-	if status := term.waitExit(ctx); status != 0 {
-		t.Errorf("Ctrl-C: status %d, screen:\n%s", status, term.screen())
-	}
+	term.ctrlC(ctx)
 }
 
 // ls --watch in a terminal, on a semaphore (PATH/locks and PATH/leases,
@@ -226,10 +232,7 @@ func TestBinaryLsWatchSemaphore(t *testing.T) {
 	term.waitScreen(ctx, "one lease returned", func(s string) bool {
 		return strings.Contains(s, "limit 2; 1 leases held") && !strings.Contains(s, gone)
 	})
-	term.run("send-keys", "C-c")
-	if status := term.waitExit(ctx); status != 0 {
-		t.Errorf("Ctrl-C: status %d", status)
-	}
+	term.ctrlC(ctx)
 }
 
 // ls --watch --json, to a pipe, of a PATH that is not there yet and then
@@ -296,10 +299,7 @@ func TestBinaryLsWatchThroughAnOutage(t *testing.T) {
 	if !strings.Contains(holderRow(back), node) {
 		t.Errorf("the holder is not listed once the server is back:\n%s", back)
 	}
-	term.run("send-keys", "C-c")
-	if status := term.waitExit(ctx); status != 0 {
-		t.Errorf("Ctrl-C: status %d, screen:\n%s", status, term.screen())
-	}
+	term.ctrlC(ctx)
 }
 
 // ls --watch on a parent of locks sees a holder appear at every level a
@@ -342,10 +342,7 @@ func TestBinaryLsWatchSeesEveryLevel(t *testing.T) {
 			t.Errorf("ls shows no %s:\n%s\nthe watch shows:\n%s", n, out, screen)
 		}
 	}
-	term.run("send-keys", "C-c")
-	if status := term.waitExit(ctx); status != 0 {
-		t.Errorf("Ctrl-C: status %d, screen:\n%s", status, term.screen())
-	}
+	term.ctrlC(ctx)
 }
 
 // ls --watch behind a connection gone silent (issue 36, points 2 and 5): the
@@ -399,10 +396,7 @@ func TestBinaryLsWatchSilentConnection(t *testing.T) {
 		t.Errorf("the new holder %s is not listed once the proxy forwards again:\n%s", secondNode, back)
 	}
 	testutil.Must(t, second.Release(ctx))
-	term.run("send-keys", "C-c")
-	if status := term.waitExit(ctx); status != 0 {
-		t.Errorf("Ctrl-C: status %d, screen:\n%s", status, term.screen())
-	}
+	term.ctrlC(ctx)
 }
 
 // ls --watch --json through outages (issue 36, point 3): each listing line
