@@ -24,13 +24,13 @@ import (
 const clearScreen = "\x1b[H\x1b[2J"
 
 // Timing of ls --watch's confirmations: while connected, it asks a server
-// (a sync, answered through the leader) at most every confirmEvery whether
-// the listing still holds; one not confirmed for staleAfter is marked STALE,
-// whatever state the client is in. The client's own view of a silent
-// connection (go-zookeeper's read timeout, 2/3 of the session timeout:
-// 20 s at zklock's default) is far slower.
+// (a sync, answered through the leader) every confirmEvery, one question
+// at a time, whether the listing still holds; one not confirmed for
+// staleAfter is marked STALE, whatever state the client is in. The
+// client's own view of a silent connection (go-zookeeper's read timeout,
+// 2/3 of the session timeout: 20 s at zklock's default) is far slower.
 const (
-	confirmEvery = time.Second
+	confirmEvery = 500 * time.Millisecond
 	staleAfter   = 2 * confirmEvery
 )
 
@@ -53,7 +53,7 @@ const maxRelists = 3
 // Each drawing says the connection's state (view.show), when the listing
 // was taken and when a server last confirmed it: while connected, a sync
 // every confirmEvery that comes back with no watch fired says that nothing
-// has changed up to the moment it was sent (a server sends the events of a
+// had changed by the moment it was sent (a server sends the events of a
 // session's watches before later replies). A listing not confirmed for
 // staleAfter, or while the connection is down, is marked STALE, its ages as
 // of its last confirmation. While the connection is down nothing is listed:
@@ -83,9 +83,12 @@ func watchLs(ctx context.Context, client *framework.Client, path string, o lockq
 	v := view{w: w, json: asJSON, terminal: isTerminal(w), path: path}
 	// What connecting established: JSON lines say the changes from it.
 	v.key = banner{state: state.Connected}.key()
-	// Confirmations; a terminal's clocks; elsewhere, a change of the banner.
-	tick := time.NewTicker(confirmEvery)
-	defer tick.Stop()
+	clock := time.NewTicker(time.Second) // a terminal's clocks; elsewhere, a change of the banner
+	defer clock.Stop()
+	probe := time.NewTicker(confirmEvery)
+	defer probe.Stop()
+	silence := time.NewTimer(staleAfter) // when the listing, unconfirmed, turns stale
+	defer silence.Stop()
 	for relist := true; ; {
 		fresh := false
 		if relist {
@@ -99,6 +102,7 @@ func watchLs(ctx context.Context, client *framework.Client, path string, o lockq
 		if err := v.show(wt.last, wt.listErr, fresh, wt.banner(time.Now())); err != nil {
 			return err
 		}
+		silence.Reset(time.Until(wt.confirmed.Add(staleAfter)))
 		relist = false
 	wait:
 		for {
@@ -125,12 +129,18 @@ func watchLs(ctx context.Context, client *framework.Client, path string, o lockq
 				}
 				if r.err == nil && r.gen == wt.gen && r.sent.After(wt.confirmed) {
 					wt.confirmed = r.sent
+					silence.Reset(time.Until(wt.confirmed.Add(staleAfter)))
 				}
 				if wt.banner(time.Now()).key() != v.key {
 					break wait
 				}
-			case <-tick.C:
+			case <-probe.C:
 				wt.confirm()
+			case <-silence.C:
+				if wt.banner(time.Now()).key() != v.key {
+					break wait
+				}
+			case <-clock.C:
 				if v.terminal || wt.banner(time.Now()).key() != v.key {
 					break wait
 				}
@@ -306,7 +316,7 @@ func (wt *watcher) banner(now time.Time) banner {
 	st, since := wt.conn.get()
 	_, unreachable := wt.client.Unreachable()
 	b := banner{state: st, since: since, unreachable: unreachable, listedAt: wt.listedAt, confirmed: wt.confirmed}
-	b.silent = st.IsConnected() && !wt.cut && wt.last != nil && now.Sub(wt.confirmed) > staleAfter
+	b.silent = st.IsConnected() && !wt.cut && wt.last != nil && now.Sub(wt.confirmed) >= staleAfter
 	b.stale = wt.cut || !st.IsConnected() || b.silent
 	return b
 }
