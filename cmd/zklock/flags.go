@@ -189,8 +189,9 @@ func awaitConnection(ctx context.Context, client *framework.Client, timeout time
 		case <-changed:
 		case <-next:
 		case <-ctx.Done():
-			// Its error names each server and its last dial; what it
-			// waited, it had no time to: zklock waited since start.
+			// Its error names each server and its last dial. The wait
+			// it states is its own, none with ctx ended: zklock's began
+			// at start.
 			err := client.BlockUntilConnected(ctx)
 			if err == nil {
 				return nil
