@@ -62,9 +62,9 @@ type Conn struct {
 	hb      heartbeat  // the pings of an idle connection (heartbeat.go)
 
 	mu      sync.Mutex
-	tcp     *tap     // the current TCP connection, closed on Close to unblock a handshake
-	closing bool     // Close has begun: a connection dialled now is closed at once
-	session Session  // of the last handshake that gave one
+	tcp     *tap    // the current TCP connection, closed on Close to unblock a handshake
+	closing bool    // Close has begun: a connection dialled now is closed at once
+	session Session // of the last handshake that gave one
 	// before is the session before it (go-zookeeper moves to a new one when
 	// the servers expired the last), and beforeRenewed its last renewal.
 	before        Session

@@ -73,24 +73,24 @@
 // session timeout:
 //
 //  10. go-zookeeper drops a connection on which it has read nothing for ⅔ T
-//      (its read timeout: conn.go, setTimeouts and recvLoop's
-//      SetReadDeadline), with StateDisconnected. After a silence on a TCP
-//      connection that did not end (a black hole), that is when it dials
-//      again: the framework's clock has posted SUSPENDED before, and a blip
-//      of up to T/2 is over by then (docs/guarantees.md, the timeline).
+//     (its read timeout: conn.go, setTimeouts and recvLoop's
+//     SetReadDeadline), with StateDisconnected. After a silence on a TCP
+//     connection that did not end (a black hole), that is when it dials
+//     again: the framework's clock has posted SUSPENDED before, and a blip
+//     of up to T/2 is over by then (docs/guarantees.md, the timeline).
 //  11. go-zookeeper writes a ping every T/3, whatever else it writes
-//      (conn.go, sendLoop's pingTicker). Nothing of the timing rests on
-//      these pings any more (the heartbeat comes sooner); it is why a busy
-//      connection carries no ping of the door's, and what an idle one
-//      carries besides the heartbeat's.
+//     (conn.go, sendLoop's pingTicker). Nothing of the timing rests on
+//     these pings any more (the heartbeat comes sooner); it is why a busy
+//     connection carries no ping of the door's, and what an idle one
+//     carries besides the heartbeat's.
 //  12. go-zookeeper's reader ignores the answer to a ping (xid -2), whoever
-//      wrote the ping (conn.go, recvLoop), and its writes go through the
-//      net.Conn the Dialer returned, one Write a frame, with the write
-//      deadline it sets there (sendData, sendLoop): the heartbeat writes its
-//      ping between two of them, and puts that deadline back after.
+//     wrote the ping (conn.go, recvLoop), and its writes go through the
+//     net.Conn the Dialer returned, one Write a frame, with the write
+//     deadline it sets there (sendData, sendLoop): the heartbeat writes its
+//     ping between two of them, and puts that deadline back after.
 //  13. go-zookeeper dials with a timeout of one second (connectTimeout) and
-//      waits a second before a dial for which the HostProvider says
-//      retryStart (conn.go, connect): a dial made into a silence gives up
-//      after a second, and a server that is down is tried at most once a
-//      second (hosts.go).
+//     waits a second before a dial for which the HostProvider says
+//     retryStart (conn.go, connect): a dial made into a silence gives up
+//     after a second, and a server that is down is tried at most once a
+//     second (hosts.go).
 package zkconn
