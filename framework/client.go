@@ -46,7 +46,12 @@ type Client struct {
 	lostGen      uint64
 	silentTimer  *time.Timer // warns when no server has answered for the connection timeout
 	silentGen    uint64
-	closed       bool
+	clockTimer   *time.Timer // the clock's watch over the session (clock.go)
+	clockGen     uint64
+	// clockSuspended: the current SUSPENDED is the clock's, on a
+	// connection go-zookeeper still holds open.
+	clockSuspended bool
+	closed         bool
 
 	listeners listeners.Registry[state.Listener]
 	states    *listeners.Queue[state.ConnectionState] // transitions, to the listeners (connection.go)

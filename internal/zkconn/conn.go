@@ -59,11 +59,12 @@ type Conn struct {
 	contact renewals
 	written writeHooks // creates that want to hear when their request is written
 	dials   dialLog    // what the last dial of each server gave (dials.go)
+	hb      heartbeat  // the pings of an idle connection (heartbeat.go)
 
 	mu      sync.Mutex
-	tcp     net.Conn // the current TCP connection, closed on Close to unblock a handshake
-	closing bool     // Close has begun: a connection dialled now is closed at once
-	session Session  // of the last handshake that gave one
+	tcp     *tap    // the current TCP connection, closed on Close to unblock a handshake
+	closing bool    // Close has begun: a connection dialled now is closed at once
+	session Session // of the last handshake that gave one
 	// before is the session before it (go-zookeeper moves to a new one when
 	// the servers expired the last), and beforeRenewed its last renewal.
 	before        Session
@@ -110,6 +111,7 @@ func Dial(cfg Config) (*Conn, error) {
 	}
 	c.Conn, c.events = zc, events
 	close(ready)
+	c.startHeartbeat()
 	return c, nil
 }
 
@@ -152,6 +154,11 @@ func (c *Conn) LastRenewal() time.Time {
 	_, renewed := c.contact.times()
 	return monoTime(renewed)
 }
+
+// WhenRenewed calls f once, the next time LastRenewal moves forward (or
+// never), on go-zookeeper's reader: f must not block. A later call replaces
+// an f not yet called.
+func (c *Conn) WhenRenewed(f func()) { c.contact.when.Store(&f) }
 
 // monoTime is ns (mono) as a time, zero for 0.
 func monoTime(ns int64) time.Time {
@@ -228,6 +235,7 @@ func (c *Conn) close(abandon bool) {
 	c.mu.Unlock()
 	for range c.events { // closed when go-zookeeper's loop has ended
 	}
+	c.stopHeartbeat()
 }
 
 // dialer wraps dial for go-zookeeper: it keeps the TCP connection (to close
