@@ -273,8 +273,9 @@ func (c *Client) AddListener(l state.Listener) (remove func()) {
 // Close ends the session and stops the client. The session's ephemeral
 // nodes, and so its locks, go at once (when a server answers, see below);
 // the trust context (Trust) ends, background work stops, and Close waits
-// for the client's goroutines and go-zookeeper's to end, but never for user
-// code: not for a connection-state listener, an event hook or the log sink.
+// for the client's goroutines and go-zookeeper's to end (a WithDialer
+// dialer's call under way included), but never for user code it calls
+// back: not for a connection-state listener, an event hook or the log sink.
 // A listener may close its client (as in Curator's "on LOST, close and
 // build a new client"), or wait for the goroutine that does. Listeners
 // still hear every change posted before Close, and the hooks every event,

@@ -37,12 +37,14 @@ import (
 //
 // A SUSPENDED of the clock is taken back on the same connection
 // (RECONNECTED, same session) as soon as renewals come again and R is at
-// most resumeWithin(T) = silenceAfter(T) − h old: recent enough that, at
-// the heartbeat's pace, the next renewal comes before the silence deadline.
-// Answers that all come late by the same delay (a slow server) then keep
-// the client either connected or SUSPENDED, not flapping between the two;
-// what the clock promises holds either way, since it looks again at every
-// RECONNECTED.
+// most resumeWithin(T) = silenceAfter(T) − 2h old. An idle client's R moves
+// in steps of h: under answers that all come late by D (a slow server), R
+// is h + D old just after an answer and 2h + D just before the next, so the
+// clock says SUSPENDED for D ≥ silenceAfter − 2h and takes it back only for
+// D ≤ silenceAfter − 3h: a band of h where the client stays as it is,
+// instead of flapping at every heartbeat when D wavers around one
+// threshold. What the clock promises holds either way, since it looks
+// again at every RECONNECTED.
 
 // silenceAfter is how old the last sure renewal may grow, on a connected
 // client, before the clock posts SUSPENDED: two thirds of the timeout, less
@@ -52,7 +54,7 @@ func silenceAfter(t time.Duration) time.Duration { return 2*t/3 - lostMargin(t) 
 // resumeWithin is how recent the last sure renewal must be for the clock
 // to take its SUSPENDED back on the same connection.
 func resumeWithin(t time.Duration) time.Duration {
-	return silenceAfter(t) - zkconn.HeartbeatInterval(t)
+	return silenceAfter(t) - 2*zkconn.HeartbeatInterval(t)
 }
 
 // lostDeadline is when a client SUSPENDED since the servers last surely

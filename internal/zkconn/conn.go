@@ -30,8 +30,11 @@ type Config struct {
 	// OnUntracked hears, on go-zookeeper's reader, that the tap could not
 	// follow what a server sent as ZooKeeper frames (why): until that TCP
 	// connection ends, no reply on it counts as contact, so LastContact
-	// and LastRenewal stand still (and a LOST timer counting from the
-	// renewal comes early). It must not block. Nil: nobody hears.
+	// and LastRenewal stand still (and the framework's clock, counting
+	// from the renewal, calls the session silent). go-zookeeper, whose
+	// reader takes no frame the tap refuses (a length below 0 or past its
+	// buffer), drops such a connection itself. It must not block. Nil:
+	// nobody hears.
 	OnUntracked func(why string)
 }
 
@@ -86,7 +89,7 @@ const goZKSendBuffer = 1536 * 1024
 // work: go-zookeeper connects in the background, and cfg.OnEvent hears how
 // it goes, from the moment Dial returns.
 func Dial(cfg Config) (*Conn, error) {
-	c := &Conn{onUntracked: cfg.OnUntracked, asked: cfg.SessionTimeout, nservers: len(cfg.Servers)}
+	c := &Conn{onUntracked: cfg.OnUntracked, asked: cfg.SessionTimeout, nservers: len(cfg.Servers), hb: newHeartbeat()}
 	ready := make(chan struct{}) // closed once c.Conn is set: events wait for it
 	dial := cfg.Dial
 	if dial == nil {
@@ -264,6 +267,7 @@ func (c *Conn) dialer(dial zk.Dialer) zk.Dialer {
 // the one resumed) keeps the last one's renewal for SessionRenewal, and
 // starts its own from none: the handshake that made it is answered next.
 func (c *Conn) setSession(s Session) {
+	defer c.hb.sessionBegan()
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	margin := int64(s.Timeout / 20)

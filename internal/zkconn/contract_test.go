@@ -575,3 +575,32 @@ func TestDialTimeoutIsASecond(t *testing.T) {
 		broken(t, 13, "a dial's timeout is one second", "conn.go, connect (connectTimeout)", w.timeouts)
 	}
 }
+
+// The heartbeat goes by the session timeout the servers granted, not the
+// one asked for: asked for 50 s, granted this server's 5 s, an idle
+// connection's last sure renewal still never grows much older than two
+// heartbeats of the grant (it went 5 s on go-zookeeper's pings alone, long
+// enough for the framework's clock to call a healthy session silent).
+func TestHeartbeatGoesByTheGrantedTimeout(t *testing.T) {
+	testutil.CheckLeaks(t)
+	c, _ := dialed(t, &wireCheck{}, []string{server.Addr()}, 50*time.Second)
+	T := c.Session().Timeout
+	if T != 5*time.Second {
+		t.Fatalf("granted %v, want the server's 5s", T)
+	}
+	from, oldest := time.Now(), time.Duration(0)
+	tick := time.NewTicker(T / 50)
+	defer tick.Stop()
+	for now := range tick.C { // idle but for the pings, for longer than the asked timeout's heartbeat
+		if r := c.LastRenewal(); !r.IsZero() {
+			oldest = max(oldest, now.Sub(r))
+		}
+		if now.Sub(from) > HeartbeatInterval(50*time.Second)+T/5 {
+			break
+		}
+	}
+	t.Logf("asked 50s, granted %v: the last sure renewal at most %v old", T, oldest.Round(time.Millisecond))
+	if most := 2*HeartbeatInterval(T) + T/10; oldest > most {
+		t.Fatalf("the last sure renewal grew %v old, want at most %v (heartbeats of the granted %v)", oldest, most, T)
+	}
+}

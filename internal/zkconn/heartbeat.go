@@ -25,8 +25,10 @@ import (
 // Why a tenth: the framework's deadlines count from the last sure renewal,
 // which for an idle client trails its last answer by the interval. The
 // smaller the interval, the later, for the same safety, a silent client is
-// presumed lost, and so the longer a blip it outlives: at T/10 a blip of
-// T/2 leaves a fifth of T to reconnect before LOST (framework/clock.go,
+// presumed lost, and so the longer a blip it outlives: at T/10, LOST comes
+// at least 0.85 T after the last answer and 0.75 T after a blip's start,
+// which leaves a quarter of T after the end of a blip of T/2 and 0.18 T
+// after go-zookeeper's read timeout to reconnect (framework/clock.go,
 // docs/guarantees.md's timeline); at go-zookeeper's T/3 it left none.
 //
 // The ping is the very frame go-zookeeper sends (xid -2, opcode 11): the
@@ -45,8 +47,8 @@ import (
 // timeout over it.
 const heartbeatDivisor = 10
 
-// minHeartbeat bounds the interval from below, for timeouts that no server
-// grants (a client asking for microseconds, before its first session).
+// minHeartbeat bounds the interval from below: no server grants a session
+// timeout under 2 ticks, but a Conn made by hand may ask for less.
 const minHeartbeat = 10 * time.Millisecond
 
 // HeartbeatInterval is how long a connection of a session with timeout t
@@ -64,9 +66,22 @@ const opPing = 11
 // heartbeat is a Conn's heartbeat goroutine: stop ends it, done is closed
 // once it has.
 type heartbeat struct {
+	kick     chan struct{} // a session began: look again now (its timeout may not be the one asked for)
 	stop     chan struct{}
 	done     chan struct{}
 	stopOnce sync.Once
+}
+
+// sessionBegan wakes the heartbeat to look again, with the interval of the
+// session just granted: until then it went by the timeout asked for, which
+// the servers may have cut short (60 s asked, 4 s granted: an idle client
+// would otherwise go 6 s on go-zookeeper's pings alone, long enough for the
+// clock to call it silent).
+func (h *heartbeat) sessionBegan() {
+	select {
+	case h.kick <- struct{}{}:
+	default: // a look is due already
+	}
 }
 
 // startHeartbeat starts c's heartbeat.
@@ -74,6 +89,10 @@ func (c *Conn) startHeartbeat() {
 	c.hb.stop, c.hb.done = make(chan struct{}), make(chan struct{})
 	go c.beat()
 }
+
+// newHeartbeat is a heartbeat not yet started: a session may begin (and
+// kick it) before Dial starts it.
+func newHeartbeat() heartbeat { return heartbeat{kick: make(chan struct{}, 1)} }
 
 // stopHeartbeat ends c's heartbeat and waits until it has; it may be
 // called again. A ping being written ends with the TCP connection, which
@@ -94,6 +113,7 @@ func (c *Conn) beat() {
 		case <-c.hb.stop:
 			return
 		case <-timer.C:
+		case <-c.hb.kick:
 		}
 		timer.Reset(c.beatOnce())
 	}
@@ -117,23 +137,24 @@ func (c *Conn) beatOnce() time.Duration {
 	if idle := time.Duration(mono() - t.lastWrite.Load()); idle < every {
 		return every - idle
 	}
-	t.ping(every)
+	t.ping(every, timeout)
 	return every
 }
 
 // ping writes the heartbeat's ping, unless something was written within
 // the last interval every (the check is made again here, under the
-// writer's lock), with a deadline of every: a connection that cannot take
-// 12 bytes in that long is closed, as go-zookeeper closes one whose write
-// fails (it then dials again). go-zookeeper's own write deadline is put
-// back after.
-func (t *tap) ping(every time.Duration) {
+// writer's lock), with go-zookeeper's own write deadline for a session of
+// timeout (⅔ of it): a connection that cannot take 12 bytes in that long
+// is closed, as go-zookeeper closes one whose write fails (it then dials
+// again), and not sooner than go-zookeeper would. go-zookeeper's deadline
+// of the moment is put back after.
+func (t *tap) ping(every, timeout time.Duration) {
 	t.wmu.Lock()
 	defer t.wmu.Unlock()
 	if time.Duration(mono()-t.lastWrite.Load()) < every {
 		return
 	}
-	_ = t.Conn.SetWriteDeadline(time.Now().Add(every))
+	_ = t.Conn.SetWriteDeadline(time.Now().Add(2 * timeout / 3))
 	_, err := t.write(pingFrame)
 	_ = t.Conn.SetWriteDeadline(t.deadline)
 	if err != nil {
