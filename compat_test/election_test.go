@@ -5,11 +5,13 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/gocurator/curator/framework"
 	"github.com/gocurator/curator/framework/zktest"
 	"github.com/gocurator/curator/internal/testutil"
 	"github.com/gocurator/curator/recipes"
+	"github.com/gocurator/curator/state"
 )
 
 // eventCount waits until the peer has printed text n times (ever).
@@ -206,4 +208,56 @@ func mustLatch(t testing.TB, c *framework.Client, path, id string) *recipes.Lead
 	l, err := recipes.NewLeaderLatch(c, path, recipes.WithParticipantID(id))
 	testutil.Must(t, err)
 	return l
+}
+
+// A Go latch leading under the Session policy keeps its leadership through
+// a blip of T/2 (T = 4 s, the client idle but for its pings, black-holed
+// just after a ping went to the server), as a Java Curator leader keeps
+// its own: the Java candidate waiting behind it never leads, and both
+// languages see the Go latch lead all along. Before the client kept its
+// own clock, the Go client gave its session up at such a blip and the
+// leadership went to Java (a hand-off gap of about a second).
+func TestGoLeaderKeepsLeadershipThroughABlipWithJava(t *testing.T) {
+	testutil.CheckLeaks(t)
+	ctx := testutil.Context(t)
+	base := serverPath(t)
+	const T = 4 * time.Second
+	p := startPeer(t, "latch-blip")
+	p.client(t, "jc", server.Addr())
+	proxy := zktest.NewProxy(t, server.Addr())
+	rec := testutil.NewStateRecorder()
+	gc := newClient(t, proxy.Addr(), framework.WithSessionTimeout(T), framework.WithErrorPolicy(state.SessionErrorPolicy{}),
+		framework.WithListener(rec))
+	raw := testutil.Connect(t, server.Addr())
+
+	g := mustLatch(t, gc, base, "go-1")
+	testutil.Must(t, g.Start())
+	defer g.Close()
+	testutil.Must(t, g.Await(ctx))
+	p.do(t, "-", "latch", "j1", "jc", base, "id=java-1")
+	p.do(t, "-", "latch-start", "j1")
+	testutil.WaitChildren(t, raw, base, 2)
+	session := gc.SessionID()
+
+	testutil.Must(t, proxy.WaitRequests(ctx, zktest.OpPing, proxy.Requests(zktest.OpPing)+12))
+	proxy.BlackHole()
+	blip := time.NewTimer(T / 2) // the fault's length: the scenario, not a wait for the library
+	<-blip.C
+	proxy.Restore()
+	rec.WaitFor(ctx, t, state.Reconnected)
+	if err := rec.Equal(state.Connected, state.Suspended, state.Reconnected); err != nil {
+		t.Fatal(err)
+	}
+	if gc.SessionID() != session {
+		t.Fatalf("the blip changed the Go client's session from %x to %x", session, gc.SessionID())
+	}
+	if err := g.Err(); err != nil {
+		t.Fatalf("the Go latch lost its leadership in a blip of T/2: %v", err)
+	}
+	if got := javaParticipants(t, p, "j1"); got != "go-1:true java-1:false" {
+		t.Fatalf("Java sees %q, want go-1 leading all along", got)
+	}
+	if p.HasEvent("leader j1 true") {
+		t.Fatalf("the Java candidate led during the Go leader's blip; its events %q", p.EventTexts())
+	}
 }

@@ -17,16 +17,20 @@ import (
 // again and again, until it succeeds, fails for a reason that retrying
 // cannot fix, or the client closes. It is how guaranteed deletes and the
 // clean-up of failed protected creates outlive the call that started them.
-func (c *Client) inBackground(what, path string, fn func(z *zkconn.Conn) error) {
+// The channel it returns is closed once the work is over, whichever way.
+func (c *Client) inBackground(what, path string, fn func(z *zkconn.Conn) error) (over <-chan struct{}) {
+	done := make(chan struct{})
 	c.mu.Lock()
 	if c.closed {
 		c.mu.Unlock()
-		return
+		close(done)
+		return done
 	}
 	c.bg.Add(1)
 	c.mu.Unlock()
 	go func() {
 		defer c.bg.Done()
+		defer close(done)
 		for {
 			_, err := retryLoop[struct{}](c.bgCtx, c, what, path, "", attemptFunc[struct{}](func(z *zkconn.Conn, _ string) (struct{}, error) { return struct{}{}, fn(z) }), nil)
 			switch {
@@ -42,11 +46,12 @@ func (c *Client) inBackground(what, path string, fn func(z *zkconn.Conn) error) 
 			c.log.Debug("background work goes on", zap.String("what", what), zap.String("path", path), zap.Error(err))
 		}
 	}()
+	return done
 }
 
 // deleteInBackground deletes the server path p until it is gone.
 func (c *Client) deleteInBackground(p string) {
-	c.inBackground("guaranteed delete", c.ns.unfix(p), func(z *zkconn.Conn) error {
+	_ = c.inBackground("guaranteed delete", c.ns.unfix(p), func(z *zkconn.Conn) error {
 		if err := z.Delete(p, -1); err != nil && !errors.Is(err, zk.ErrNoNode) {
 			return err
 		}
@@ -59,8 +64,8 @@ func (c *Client) deleteInBackground(p string) {
 // FindAndDeleteProtectedNodeInBackground). If the last attempt was abandoned
 // while in flight, it first waits for that attempt to end, so that a node it
 // creates late is found too.
-func (c *Client) findAndDeleteInBackground(parent, prefix string, abandoned <-chan struct{}) {
-	c.inBackground("find and delete protected node", c.ns.unfix(parent), func(z *zkconn.Conn) error {
+func (c *Client) findAndDeleteInBackground(parent, prefix string, abandoned <-chan struct{}) (over <-chan struct{}) {
+	return c.inBackground("find and delete protected node", c.ns.unfix(parent), func(z *zkconn.Conn) error {
 		if abandoned != nil {
 			select {
 			case <-abandoned:
@@ -96,7 +101,7 @@ func (c *Client) DeleteLater(path string, t time.Time) (cancel func() bool) {
 	}
 	full := c.ns.fix(path)
 	return c.later.add(t, func() {
-		c.inBackground("delete", path, func(z *zkconn.Conn) error {
+		_ = c.inBackground("delete", path, func(z *zkconn.Conn) error {
 			if err := z.Delete(full, -1); err != nil && !errors.Is(err, zk.ErrNoNode) {
 				return err
 			}

@@ -46,7 +46,12 @@ type Client struct {
 	lostGen      uint64
 	silentTimer  *time.Timer // warns when no server has answered for the connection timeout
 	silentGen    uint64
-	closed       bool
+	clockTimer   *time.Timer // the clock's watch over the session (clock.go)
+	clockGen     uint64
+	// clockSuspended: the current SUSPENDED is the clock's, on a
+	// connection go-zookeeper still holds open.
+	clockSuspended bool
+	closed         bool
 
 	listeners listeners.Registry[state.Listener]
 	states    *listeners.Queue[state.ConnectionState] // transitions, to the listeners (connection.go)
@@ -268,8 +273,9 @@ func (c *Client) AddListener(l state.Listener) (remove func()) {
 // Close ends the session and stops the client. The session's ephemeral
 // nodes, and so its locks, go at once (when a server answers, see below);
 // the trust context (Trust) ends, background work stops, and Close waits
-// for the client's goroutines and go-zookeeper's to end, but never for user
-// code: not for a connection-state listener, an event hook or the log sink.
+// for the client's goroutines and go-zookeeper's to end (a WithDialer
+// dialer's call under way included), but never for user code it calls
+// back: not for a connection-state listener, an event hook or the log sink.
 // A listener may close its client (as in Curator's "on LOST, close and
 // build a new client"), or wait for the goroutine that does. Listeners
 // still hear every change posted before Close, and the hooks every event,

@@ -12,11 +12,13 @@ import (
 
 // The connection-state machine. It follows Curator and is driven from
 // go-zookeeper's event callback, which sees every event, unlike its event
-// channel, which drops events past six:
+// channel, which drops events past six, and from the client's clock on the
+// session (clock.go):
 //
 //	HasSession    first ever: CONNECTED. With a session id other than the
 //	              last one: LOST first (unless already LOST), then
-//	              RECONNECTED. After SUSPENDED or LOST: RECONNECTED.
+//	              RECONNECTED. After SUSPENDED or LOST: RECONNECTED. Starts
+//	              the clock.
 //	Disconnected  SUSPENDED, unless already SUSPENDED or LOST (or never
 //	              connected); starts the timer that posts LOST, while still
 //	              SUSPENDED, before the servers could expire the session
@@ -25,6 +27,10 @@ import (
 //	              the connection timeout.
 //	Expired       LOST, unless already LOST (or never connected); stops
 //	              the LOST timer.
+//	the clock     SUSPENDED, with the same two timers, when the servers have
+//	              surely renewed nothing for silenceAfter, though
+//	              go-zookeeper has not yet dropped the connection; then
+//	              RECONNECTED, same session, if renewals come again on it.
 //
 // go-zookeeper keeps one Conn across sessions and learns of expiry only when
 // it reconnects, so the session-id comparison and the timer are what tell a
@@ -67,7 +73,9 @@ func (c *Client) onEvent(z *conn, ev zk.Event) {
 		case !c.cur.IsConnected():
 			c.post(state.Reconnected)
 		}
+		c.startClock(z)
 	case zk.StateDisconnected:
+		c.stopClock() // a SUSPENDED of the clock is go-zookeeper's from now on: a reconnect ends it
 		if c.cur.IsConnected() {
 			c.post(state.Suspended)
 			c.startLostTimer(z)
@@ -75,6 +83,7 @@ func (c *Client) onEvent(z *conn, ev zk.Event) {
 		}
 	case zk.StateExpired:
 		c.stopLostTimer()
+		c.stopClock()
 		if c.cur != 0 && c.cur != state.Lost {
 			c.post(state.Lost)
 		}
@@ -96,59 +105,6 @@ func (c *Client) post(s state.ConnectionState) {
 	close(c.changed)
 	c.changed = make(chan struct{})
 	c.states.Push(s) // last: a listener, on the states goroutine, finds all of the above done
-}
-
-// lostDeadline is when a client SUSPENDED since the servers last surely
-// renewed its session, last, posts LOST: the share of the negotiated
-// session timeout T that WithSimulatedSessionExpirationPercent sets,
-// counted from last, and never later than T less lostMargin. The servers'
-// leader expires the session no sooner than T after the last renewal it was
-// told of, which was no sooner than last (zkconn.Conn.LastRenewal: not the
-// newest answer, which a follower cut off from its leader may give for a
-// while, renewing nothing there): so LOST comes before any server can have
-// given the session's locks to someone else, whatever the error policy.
-// (Curator counts the share from SUSPENDED instead, which comes up to ⅔ T
-// after the last contact: later than the servers' expiry.)
-func (c *Client) lostDeadline(last time.Time) time.Time {
-	share := c.negotiated * time.Duration(c.cfg.expirationPercent) / 100
-	return last.Add(min(share, c.negotiated-lostMargin(c.negotiated)))
-}
-
-// lostMargin is how much sooner than the servers' earliest expiry LOST
-// comes at the latest: a twentieth of the session timeout, for the timer's
-// own lateness, the servers' clock, and the lag of a follower that
-// answered behind the leader (docs/guarantees.md, the loss signal).
-func lostMargin(t time.Duration) time.Duration { return t / 20 }
-
-// startLostTimer starts the timer that posts LOST at lostDeadline and gives
-// the session up; c.mu is held. Without a renewal (no request of the
-// connection answered yet) the deadline counts from now.
-func (c *Client) startLostTimer(z *conn) {
-	c.stopLostTimer()
-	gen := c.lostGen
-	last := z.LastRenewal()
-	if last.IsZero() {
-		last = time.Now()
-	}
-	c.lostTimer = time.AfterFunc(time.Until(c.lostDeadline(last)), func() {
-		c.mu.Lock()
-		defer c.mu.Unlock()
-		if c.closed || gen != c.lostGen || c.cur != state.Suspended {
-			return
-		}
-		c.log.Warn("no server has answered since before the session could expire; the session is presumed lost",
-			zap.Duration("since_last_renewal", time.Since(last)), zap.Duration("session_timeout", c.negotiated))
-		c.post(state.Lost)
-		c.abandonSession()
-	})
-}
-
-func (c *Client) stopLostTimer() {
-	c.lostGen++
-	if c.lostTimer != nil {
-		c.lostTimer.Stop()
-		c.lostTimer = nil
-	}
 }
 
 // startSilentTimer starts, unless it runs already, the timer that warns
@@ -178,11 +134,12 @@ func (c *Client) stopSilentTimer() {
 	}
 }
 
-// stopTimers stops both timers: a session is there, or the client closes;
-// c.mu is held.
+// stopTimers stops the LOST timer, the silent timer and the clock: a
+// session is there, or the client closes; c.mu is held.
 func (c *Client) stopTimers() {
 	c.stopLostTimer()
 	c.stopSilentTimer()
+	c.stopClock()
 }
 
 // tell gives a transition to the listeners, in the order they were added,

@@ -309,7 +309,7 @@ func (c *Client) Delete(ctx context.Context, path string, opts ...DeleteOption) 
 	if err != nil && o.guaranteed && !errors.Is(err, ErrClosed) &&
 		(c.retryable(err) || ctx != nil && ctx.Err() != nil) {
 		c.log.Info("delete failed; it goes on in the background", zap.String("path", path), zap.Error(err))
-		c.inBackground("guaranteed delete", path, func(z *zkconn.Conn) error {
+		_ = c.inBackground("guaranteed delete", path, func(z *zkconn.Conn) error {
 			if _, err := del(z, full); err != nil && !errors.Is(err, zk.ErrNoNode) {
 				return err
 			}

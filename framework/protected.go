@@ -42,9 +42,38 @@ func (c *Client) createProtected(ctx context.Context, path string, data []byte, 
 		return c.ns.unfix(created), nil
 	}
 	if c.retryable(err) || ctx != nil && ctx.Err() != nil {
-		c.findAndDeleteInBackground(pc.parent, pc.prefix, abandoned)
+		over := c.findAndDeleteInBackground(pc.parent, pc.prefix, abandoned)
+		return "", opError("create", path, &cleaningUp{err, over})
 	}
 	return "", opError("create", path, err)
+}
+
+// cleaningUp is the error of a protected create whose node, if it made
+// one, the client deletes in the background: over is closed once it has
+// (CleanupDone).
+type cleaningUp struct {
+	err  error
+	over <-chan struct{}
+}
+
+func (e *cleaningUp) Error() string { return e.err.Error() }
+func (e *cleaningUp) Unwrap() error { return e.err }
+
+// CleanupDone returns, for the error of a create made with WithProtection,
+// a channel closed once the client has deleted whatever the failed create
+// may have made (Curator's FindAndDeleteProtectedNodeInBackground: a
+// create whose context ended while it was in flight, or whose retries ran
+// out, may have made its node all the same), or has given up because it
+// closed; nil for any other error, whose create left nothing to delete. The
+// delete runs in the background whether or not anyone waits: a caller that
+// must not return while the node may still be there (a lock recipe's
+// Close) waits on the channel, bounded as it sees fit.
+func CleanupDone(err error) <-chan struct{} {
+	var cu *cleaningUp
+	if errors.As(err, &cu) {
+		return cu.over
+	}
+	return nil
 }
 
 // protectedCreate is the attempter of a protected create. Its attempts run

@@ -574,6 +574,32 @@ func TestLeaderSelectorCloseWhileQueuedWaitsForItsNode(t *testing.T) {
 	assertClosed(t, s.Closed(), "Closed once Close returned")
 }
 
+// Close while the selector's create is in flight (its reply held up on the
+// way back) still returns only once the node is gone: the create, cut short
+// by Close, may have made it, and the client's clean-up of it
+// (framework.CleanupDone) is waited for, as the delete of a node known is.
+// Before, Close returned at once and left the node to the background: the
+// race behind TestLeaderSelectorCloseWhileQueuedWaitsForItsNode's rare
+// failures.
+func TestLeaderSelectorCloseWhileItsCreateIsInFlight(t *testing.T) {
+	_, base := testutil.Begin(t, server.Addr())
+	proxy := zktest.NewProxy(t, server.Addr())
+	c := newClient(t, proxy.Addr())
+	s, err := NewLeaderSelector(c, base, func(ctx context.Context) error {
+		<-ctx.Done()
+		return nil
+	})
+	testutil.Must(t, err)
+	proxy.SetDelays(0, 300*time.Millisecond) // the create's reply, and all after it, come late
+	testutil.Must(t, s.Start())
+	testutil.WaitChildren(t, rawConn(t), base, 1) // made on the server; its reply still on its way
+	testutil.Must(t, s.Close())
+	if kids := children(t, base); len(kids) != 0 {
+		t.Fatalf("nodes once Close returned: %v, want none", kids)
+	}
+	proxy.SetDelays(0, 0)
+}
+
 // A selector whose function ignores its context (the caller's bug) is told
 // of a loss at SUSPENDED, and does not return: its node still goes, once
 // the servers could have expired the session, so another candidate leads.

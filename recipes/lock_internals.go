@@ -142,6 +142,7 @@ func (li *lockInternals) create(ctx context.Context, a attempt, ls *lister) (*gr
 	}
 	if err != nil {
 		g.release()
+		awaitCleanup(err)
 		return nil, err
 	}
 	g.path, g.name = path, path[len(li.base)+1:]
@@ -258,6 +259,22 @@ func (li *lockInternals) deleteNode(ctx context.Context, path string) {
 	defer cancel()
 	if err := li.client.Delete(dctx, path, framework.Guaranteed()); err != nil && !errors.Is(err, zk.ErrNoNode) {
 		li.client.Logger().Info("lock node delete goes on in the background", zap.String("path", path), zap.Error(err))
+	}
+}
+
+// awaitCleanup waits, at most cleanupTimeout, until whatever the failed
+// create of err may have made is deleted (framework.CleanupDone), as
+// deleteNode waits for the delete of a node known: a cancelled or failed
+// attempt returns once its node is gone, so that a Close that waited for it
+// leaves none behind. The delete goes on in the background past the bound.
+func awaitCleanup(err error) {
+	if over := framework.CleanupDone(err); over != nil {
+		t := time.NewTimer(cleanupTimeout)
+		defer t.Stop()
+		select {
+		case <-over:
+		case <-t.C:
+		}
 	}
 }
 

@@ -167,6 +167,7 @@ func (o *globalOptions) connect(ctx context.Context, extra ...framework.Option) 
 // (framework.Client.Unreachable: a dial of each has failed, not by a
 // timeout), and says why, server by server, then too.
 func awaitConnection(ctx context.Context, client *framework.Client, timeout time.Duration) error {
+	start := time.Now()
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	changed := make(chan struct{}, 1)
@@ -188,12 +189,15 @@ func awaitConnection(ctx context.Context, client *framework.Client, timeout time
 		case <-changed:
 		case <-next:
 		case <-ctx.Done():
-			err := client.BlockUntilConnected(ctx) // its error names each server and its last dial
+			// Its error names each server and its last dial. The wait
+			// it states is its own, none with ctx ended: zklock's began
+			// at start.
+			err := client.BlockUntilConnected(ctx)
 			if err == nil {
 				return nil
 			}
 			return fmt.Errorf("cannot connect within %v (--connect-timeout): %s", timeout,
-				strings.TrimPrefix(errs.Strip(err.Error()), "waiting for a connection: "))
+				strings.TrimPrefix(errs.Strip(withWait(err, time.Since(start)).Error()), "waiting for a connection: "))
 		}
 	}
 }
@@ -381,13 +385,21 @@ func validatePath(what, p string) error {
 // withoutWait is err, a *framework.NoServerError from Unreachable, without
 // how long no server has answered: zklock has waited a few milliseconds,
 // no more than it takes each server to refuse once.
-func withoutWait(err error) error {
+func withoutWait(err error) error { return withWait(err, 0) }
+
+// withWait is the *framework.NoServerError in err, if there is one, with
+// waited as how long no server has answered (to the second from a second
+// up; 0 leaves it out); any other err as it is.
+func withWait(err error, waited time.Duration) error {
 	var nse *framework.NoServerError
 	if !errors.As(err, &nse) {
 		return err
 	}
 	shown := *nse
-	shown.Waited = 0
+	shown.Waited = waited.Round(time.Millisecond)
+	if waited >= time.Second {
+		shown.Waited = waited.Round(time.Second)
+	}
 	return &shown
 }
 

@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -231,17 +232,24 @@ func (b *syncBuffer) String() string {
 // waitFor waits until the output contains s, and returns the output.
 func (b *syncBuffer) waitFor(ctx context.Context, t testing.TB, s string) string {
 	t.Helper()
+	return b.waitUntil(ctx, t, strconv.Quote(s), func(out string) bool { return strings.Contains(out, s) })
+}
+
+// waitUntil waits until ok accepts the output, and returns the output;
+// what says what it waits for.
+func (b *syncBuffer) waitUntil(ctx context.Context, t testing.TB, what string, ok func(out string) bool) string {
+	t.Helper()
 	for {
 		b.mu.Lock()
 		out, ch := b.buf.String(), b.changed
 		b.mu.Unlock()
-		if strings.Contains(out, s) {
+		if ok(out) {
 			return out
 		}
 		select {
 		case <-ch:
 		case <-ctx.Done():
-			t.Fatalf("waiting for %q in output: %v; output so far:\n%s", s, ctx.Err(), out)
+			t.Fatalf("waiting for %s in output: %v; output so far:\n%s", what, ctx.Err(), out)
 		}
 	}
 }

@@ -150,20 +150,23 @@ func version() string {
 
 // interruptible returns ctx, ended when a signal comes, with a cause that
 // exits 128+N for signal N, and a function that stops listening (and waits
-// until it has).
-func interruptible(ctx context.Context, signals <-chan os.Signal) (context.Context, func()) {
+// until it has) and returns the signal that came, if one did: also one
+// that came as it stopped, too late to end ctx.
+func interruptible(ctx context.Context, signals <-chan os.Signal) (context.Context, func() os.Signal) {
 	ctx, cancel := context.WithCancelCause(ctx)
 	done := make(chan struct{})
+	var got os.Signal
 	go func() {
 		defer close(done)
 		select {
-		case sig := <-signals:
-			cancel(&statusError{code: signalStatus(sig), err: fmt.Errorf("interrupted by %v", sig)})
+		case got = <-signals:
+			cancel(&statusError{code: signalStatus(got), err: fmt.Errorf("interrupted by %v", got)})
 		case <-ctx.Done():
 		}
 	}()
-	return ctx, func() {
+	return ctx, func() os.Signal {
 		cancel(nil)
 		<-done
+		return got
 	}
 }

@@ -1,8 +1,11 @@
 package main
 
 import (
+	"net"
 	"regexp"
 	"strings"
+	"sync"
+	"syscall"
 	"testing"
 
 	"github.com/gocurator/curator/internal/testutil"
@@ -65,5 +68,98 @@ func TestLsRootOfANamespace(t *testing.T) {
 		"/: not a lock, but a parent of 2 locks", "/invoices: mutex", "/jobs/nightly: mutex")
 	if strings.Contains(out, base) {
 		t.Errorf("ls / under --namespace %s shows paths outside it:\n%s", ns, out)
+	}
+}
+
+// silentServer listens on a port of its own, takes every connection and
+// never answers (as a server stalled before its first session does), until
+// the test ends. It returns its address and a channel that gets a value at
+// each connection taken.
+func silentServer(t testing.TB) (addr string, accepted <-chan struct{}) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	testutil.Must(t, err)
+	took := make(chan struct{}, 16)
+	var conns []net.Conn
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			conns = append(conns, c)
+			select {
+			case took <- struct{}{}:
+			default:
+			}
+		}
+	}()
+	t.Cleanup(func() {
+		ln.Close()
+		wg.Wait()
+		for _, c := range conns {
+			c.Close()
+		}
+	})
+	return ln.Addr().String(), took
+}
+
+// A real SIGINT to the zklock binary while it waits for a server that
+// takes the connection and never answers ends every command at once with
+// 128+2, well before --connect-timeout (issue 36, point 4): run too, which
+// says that nothing was run.
+func TestBinarySignalWhileConnecting(t *testing.T) {
+	testutil.CheckLeaks(t)
+	ctx := testutil.Context(t)
+	addr, accepted := silentServer(t)
+	for _, tc := range []struct {
+		args []string
+		msg  string
+	}{
+		{[]string{"run", "/a", "--", "echo", "ran"}, "zklock: got interrupt while connecting to " + addr + "; nothing was run"},
+		{[]string{"run", "--semaphore", "2", "/a", "--", "echo", "ran"}, "zklock: got interrupt while connecting to " + addr + "; nothing was run"},
+		{[]string{"ls", "/a"}, "zklock: interrupted by interrupt"},
+		{[]string{"ls", "--watch", "/a"}, "zklock: interrupted by interrupt"},
+		{[]string{"revoke", "/a"}, "zklock: interrupted by interrupt"},
+	} {
+		for len(accepted) > 0 {
+			<-accepted // the connections of the commands before
+		}
+		p := startZklock(t, false, append([]string{"--servers", addr, "--connect-timeout", "8s"}, tc.args...)...)
+		select {
+		case <-accepted: // zklock is connecting
+		case <-p.done:
+			t.Fatalf("%q exited before it connected: status %d, stderr %q", tc.args, p.code, p.stderr.String())
+		case <-ctx.Done():
+			t.Fatalf("%q never connected to the silent server", tc.args)
+		}
+		p.signal(syscall.SIGINT)
+		if code, out, stderr := p.result(); code != exitSignalBase+int(syscall.SIGINT) || out != "" || stderr != tc.msg+"\n" {
+			t.Errorf("%q, SIGINT while connecting: status %d, stdout %q, stderr %q; want %d and %q",
+				tc.args, code, out, stderr, exitSignalBase+int(syscall.SIGINT), tc.msg)
+		}
+	}
+}
+
+// When --connect-timeout passes with no server answering, zklock says how
+// long it waited: the timeout, not the 0s the last check took.
+func TestConnectTimeoutSaysTheWait(t *testing.T) {
+	testutil.CheckLeaks(t)
+	addr, _ := silentServer(t)
+	for _, tc := range []struct {
+		args []string
+		want int
+	}{
+		{[]string{"ls", "/a"}, exitError},
+		{[]string{"run", "/a", "--", "true"}, exitRunFailed},
+	} {
+		code, _, stderr := zklock(t, append([]string{"--servers", addr, "--connect-timeout", "1s"}, tc.args...)...)
+		want := "zklock: cannot connect within 1s (--connect-timeout): no server answered for 1s: " + addr + " (connected, no session yet): context deadline exceeded\n"
+		if code != tc.want || stderr != want {
+			t.Errorf("%q: status %d, stderr %q; want %d and %q", tc.args, code, stderr, tc.want, want)
+		}
 	}
 }

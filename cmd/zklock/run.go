@@ -114,7 +114,16 @@ func cmdRun(ctx context.Context, g *globalOptions, args []string, s streams, sig
 	if o.errorPolicy == "session" {
 		extra = append(extra, framework.WithErrorPolicy(state.SessionErrorPolicy{}))
 	}
-	client, err := g.connect(ctx, extra...)
+	// A signal while connecting ends the wait, as one while waiting for
+	// the lock does (runLocked): 128+N, nothing run.
+	cctx, stop := interruptible(ctx, signals)
+	client, err := g.connect(cctx, extra...)
+	if sig := stop(); sig != nil {
+		if client != nil {
+			client.Close()
+		}
+		return r.notRun(signalStatus(sig), "got %v while connecting to %s; nothing was run", sig, g.servers)
+	}
 	if err != nil {
 		return fail(err)
 	}
@@ -401,7 +410,7 @@ func runLocked(ctx context.Context, client *framework.Client, o runOptions, s st
 		res = <-done
 		if res.h != nil {
 			r.holding(res.h, client.SessionID())
-			releaseHeld(ctx, res.h, r)
+			releaseHeld(ctx, res.h, r, signals)
 		}
 		return r.notRun(signalStatus(sig),
 			"got %v while waiting for %s; nothing was run", sig, o.path)
@@ -417,7 +426,7 @@ func runLocked(ctx context.Context, client *framework.Client, o runOptions, s st
 				"lost %s right after acquiring it, before its fencing token could be read (%v; connection %v); nothing was run",
 				o.path, res.err, client.State())
 		case res.h != nil:
-			releaseHeld(ctx, res.h, r)
+			releaseHeld(ctx, res.h, r, signals)
 			return r.fail(exitRunFailed,
 				"acquired %s but could not read its fencing token: %v; released it, nothing was run", o.path, res.err)
 		case errors.Is(res.err, recipes.ErrLocked) && o.kind == lockqueue.KindLease:
@@ -454,7 +463,7 @@ func runLocked(ctx context.Context, client *framework.Client, o runOptions, s st
 	configureChild(cmd)
 	waited, err := startChild(cmd)
 	if err != nil {
-		releaseHeld(ctx, h, r)
+		releaseHeld(ctx, h, r, signals)
 		if errors.Is(err, exec.ErrNotFound) || errors.Is(err, os.ErrNotExist) {
 			return r.fail(exitNotFound, "cannot run %s: %v", o.argv[0], err)
 		}
@@ -502,7 +511,7 @@ func runLocked(ctx context.Context, client *framework.Client, o runOptions, s st
 	// A lost lock is not released: the connection may be down, and Close
 	// (deferred by the caller) ends the session, which removes the node.
 	if stopped != exitLost {
-		releaseHeld(ctx, h, r)
+		releaseHeld(ctx, h, r, signals)
 	}
 	return r.exited(stopped, status)
 }
@@ -557,11 +566,19 @@ func signalStatus(sig os.Signal) int {
 	return exitRunFailed
 }
 
-// releaseHeld releases h with a context of its own, reporting failures.
-func releaseHeld(ctx context.Context, h *held, r *reporter) {
+// releaseHeld releases h with a context of its own, reporting failures. A
+// signal ends the wait for the server's answer (zklock then closes its
+// session, which removes the node).
+func releaseHeld(ctx context.Context, h *held, r *reporter, signals <-chan os.Signal) {
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
 	defer cancel()
-	if err := h.release(rctx); err != nil {
+	rctx, stop := interruptible(rctx, signals)
+	err := h.release(rctx)
+	if sig := stop(); sig != nil && err != nil {
+		r.event("release", "got %v while releasing %s; not waiting for it (the node goes when the session ends)", sig, h.node)
+		return
+	}
+	if err != nil {
 		r.event("release", "releasing %s: %v (the node goes when the session ends)", h.node, err)
 		return
 	}

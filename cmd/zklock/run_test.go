@@ -4,10 +4,12 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/go-zookeeper/zk"
 
@@ -314,5 +316,33 @@ func TestRunNamespaceAndAuth(t *testing.T) {
 	startZklock(t, true, "--namespace", ns, "--auth", "alice:secret", "revoke", f[0]).succeeds()
 	if code := p.wait(); code != exitRevoked {
 		t.Errorf("status %d, stderr %q", code, p.stderr.String())
+	}
+}
+
+// A signal while run waits for its release's answer, after the command
+// exited, ends the wait (the session's end removes the node) instead of
+// holding zklock for releaseTimeout; run still exits with the command's
+// status. The server's answers are held back by the proxy (its replies
+// delayed a minute), so the release's delete is sent and never answered.
+func TestBinaryRunSignalWhileReleasing(t *testing.T) {
+	ctx, path := testutil.Begin(t, server.Addr())
+	proxy := zktest.NewProxy(t, server.Addr())
+	fifo := filepath.Join(t.TempDir(), "go")
+	testutil.Must(t, syscall.Mkfifo(fifo, 0o600))
+	p := startZklock(t, false, "--servers", proxy.Addr(), "--session-timeout", "20s", "--json",
+		"run", path, "--", "sh", "-c", `echo ready; read x < "$1"; exit 3`, "sh", fifo)
+	p.stdout.waitFor(ctx, t, "ready")
+	deletes := proxy.Requests(zktest.OpDelete)
+	proxy.SetDelays(0, time.Minute)
+	f, err := os.OpenFile(fifo, os.O_WRONLY, 0) // the command reads EOF and exits 3
+	testutil.Must(t, err)
+	f.Close()
+	testutil.Must(t, proxy.WaitRequests(ctx, zktest.OpDelete, deletes+1)) // the release is sent
+	p.signal(syscall.SIGINT)
+	code := p.wait()
+	lines := jsonLines(t, p.stderr.String())
+	if code != 3 || len(lines) != 2 || lines[0]["event"] != "release" ||
+		!strings.Contains(fmt.Sprint(lines[0]["message"]), "got interrupt while releasing") || lines[1]["event"] != "exit" {
+		t.Errorf("status %d, stderr %q; want the command's 3, a release line that says the wait was interrupted, and the exit line", code, p.stderr.String())
 	}
 }

@@ -146,6 +146,15 @@ func (term *terminal) waitExit(ctx context.Context) int {
 	return status
 }
 
+// ctrlC types Ctrl-C and fails the test unless zklock then exits 0.
+func (term *terminal) ctrlC(ctx context.Context) {
+	term.t.Helper()
+	term.run("send-keys", "C-c")
+	if status := term.waitExit(ctx); status != 0 {
+		term.t.Errorf("Ctrl-C: status %d, screen:\n%s", status, term.screen())
+	}
+}
+
 // holderRow returns the screen's line for the holder of a mutex, "" if none.
 func holderRow(screen string) string {
 	for _, l := range strings.Split(screen, "\n") {
@@ -194,10 +203,7 @@ func TestBinaryLsWatchMutex(t *testing.T) {
 		return strings.Contains(holderRow(s), firstNode)
 	})
 
-	term.run("send-keys", "C-c")
-	if status := term.waitExit(ctx); status != 0 {
-		t.Errorf("Ctrl-C: status %d, screen:\n%s", status, term.screen())
-	}
+	term.ctrlC(ctx)
 }
 
 // ls --watch in a terminal, on a semaphore (PATH/locks and PATH/leases,
@@ -226,10 +232,7 @@ func TestBinaryLsWatchSemaphore(t *testing.T) {
 	term.waitScreen(ctx, "one lease returned", func(s string) bool {
 		return strings.Contains(s, "limit 2; 1 leases held") && !strings.Contains(s, gone)
 	})
-	term.run("send-keys", "C-c")
-	if status := term.waitExit(ctx); status != 0 {
-		t.Errorf("Ctrl-C: status %d", status)
-	}
+	term.ctrlC(ctx)
 }
 
 // ls --watch --json, to a pipe, of a PATH that is not there yet and then
@@ -284,8 +287,8 @@ func TestBinaryLsWatchThroughAnOutage(t *testing.T) {
 
 	testutil.Must(t, s.Stop())
 	down := term.waitFor(ctx, "connection SUSPENDED since ", "no server answered for ", s.Addr()+" (connection refused)", "STALE: listed at ")
-	if !strings.Contains(holderRow(down), node) {
-		t.Errorf("the stale listing is gone:\n%s", down)
+	if !strings.Contains(holderRow(down), node) || !strings.Contains(down, "  AGE@") {
+		t.Errorf("the stale listing is gone, or its ages are not as of its last confirmation:\n%s", down)
 	}
 	term.waitFor(ctx, "connection LOST since ", s.Addr()+" (connection refused)", "STALE: listed at ", node)
 
@@ -296,8 +299,199 @@ func TestBinaryLsWatchThroughAnOutage(t *testing.T) {
 	if !strings.Contains(holderRow(back), node) {
 		t.Errorf("the holder is not listed once the server is back:\n%s", back)
 	}
-	term.run("send-keys", "C-c")
-	if status := term.waitExit(ctx); status != 0 {
-		t.Errorf("Ctrl-C: status %d, screen:\n%s", status, term.screen())
+	term.ctrlC(ctx)
+}
+
+// ls --watch on a parent of locks sees a holder appear at every level a
+// one-shot ls would find it (issue 36, point 1): in a lock path that is
+// already there, empty (as a container an earlier holder left, until the
+// server reaps it), in a new lock path one level below an existing node,
+// and two levels below (ParentDepth down from PATH); and in a semaphore
+// whose leases node is there, empty. Each holder is taken after the
+// watch's first listing, so only a watch can show it.
+func TestBinaryLsWatchSeesEveryLevel(t *testing.T) {
+	ctx, base := testutil.Begin(t, server.Addr())
+	conn := testutil.Connect(t, server.Addr())
+	app := base + "/app"
+	createNode(t, conn, base)
+	createNode(t, conn, app)
+	createNode(t, conn, app+"/empty") // persistent here: a container would be reaped between the steps
+	createNode(t, conn, app+"/sem")
+	createNode(t, conn, app+"/sem/leases")
+	first := holdMutex(ctx, t, app+"/a")
+	_, firstNode := framework.SplitPath(first.LockPath())
+	term := startTerminal(t, "ls", "--watch", base)
+	term.waitFor(ctx, base+": not a lock, but a parent of 1 locks", firstNode, "connection CONNECTED")
+
+	nodes := []string{firstNode}
+	for _, lock := range []string{app + "/empty", app + "/x", app + "/deep/er"} {
+		h := holdMutex(ctx, t, lock)
+		_, node := framework.SplitPath(h.LockPath())
+		nodes = append(nodes, node)
+		term.waitFor(ctx, append([]string{fmt.Sprintf("a parent of %d locks", len(nodes)), lock + ": mutex"}, nodes...)...)
+	}
+	lease := holdLease(ctx, t, newClient(t), app+"/sem", 2)
+	_, node := framework.SplitPath(lease.Path())
+	nodes = append(nodes, "leases/"+node)
+	screen := term.waitFor(ctx, append([]string{"a parent of 5 locks", app + "/sem: semaphore"}, nodes...)...)
+
+	// What the watch shows is what a one-shot ls shows.
+	out := startZklock(t, true, "ls", base).succeeds("a parent of 5 locks")
+	for _, n := range nodes {
+		if !strings.Contains(out, n) {
+			t.Errorf("ls shows no %s:\n%s\nthe watch shows:\n%s", n, out, screen)
+		}
+	}
+	term.ctrlC(ctx)
+}
+
+// ls --watch behind a connection gone silent (issue 36, points 2 and 5): the
+// proxy between zklock and the server black-holes, and the lock changes
+// hands where zklock cannot see it. The client still says CONNECTED (at a
+// 20 s session, go-zookeeper notices after about 13 s), but the listing is
+// marked STALE within staleAfter of its last confirmation, and its AGE no
+// longer ticks: it is as of that confirmation, and its column says so. Once
+// the proxy forwards again, the new holder is listed, not stale.
+func TestBinaryLsWatchSilentConnection(t *testing.T) {
+	ctx, path := testutil.Begin(t, server.Addr())
+	proxy := zktest.NewProxy(t, server.Addr())
+	mu, err := recipes.NewInterProcessMutex(newClient(t), path)
+	testutil.Must(t, err)
+	first, second := mu.NewHandle(), mu.NewHandle()
+	testutil.Must(t, first.Acquire(ctx))
+	_, firstNode := framework.SplitPath(first.LockPath())
+
+	term := startTerminalAt(t, proxy.Addr(), "ls", "--watch", "--session-timeout", "20s", path)
+	term.waitFor(ctx, "connection CONNECTED", "confirmed by a server at ", firstNode)
+	proxy.BlackHole()
+	defer proxy.Restore()
+	testutil.Must(t, first.Release(ctx))
+	testutil.Must(t, second.Acquire(ctx))
+	_, secondNode := framework.SplitPath(second.LockPath())
+
+	stale := term.waitFor(ctx, "connection CONNECTED, as far as the client knows: no server has answered zklock for ", "STALE: listed at ")
+	if row := holderRow(stale); !strings.Contains(row, firstNode) {
+		t.Errorf("the stale listing does not show the last holder seen, %s:\n%s", firstNode, stale)
+	}
+	if !strings.Contains(stale, "AGE as of then") || !strings.Contains(stale, "  AGE@") {
+		t.Errorf("the stale listing does not say its ages are as of its last confirmation:\n%s", stale)
+	}
+	// The AGE of a stale listing stands still while the clock in the title moves.
+	title := strings.Fields(stale)[0]
+	later := term.waitScreen(ctx, "the title's clock move", func(s string) bool {
+		return strings.Contains(s, "STALE") && strings.Fields(s)[0] != title
+	})
+	if a, b := holderRow(stale), holderRow(later); a == "" || a != b {
+		t.Errorf("the stale listing's holder row changed from\n%s\nto\n%s", a, b)
+	}
+	if strings.Contains(later, secondNode) {
+		t.Errorf("the new holder %s is shown through a black hole:\n%s", secondNode, later)
+	}
+
+	proxy.Restore()
+	back := term.waitScreen(ctx, "a fresh listing", func(s string) bool {
+		return strings.Contains(s, "connection RECONNECTED") && !strings.Contains(s, "STALE")
+	})
+	if !strings.Contains(holderRow(back), secondNode) {
+		t.Errorf("the new holder %s is not listed once the proxy forwards again:\n%s", secondNode, back)
+	}
+	testutil.Must(t, second.Release(ctx))
+	term.ctrlC(ctx)
+}
+
+// ls --watch --json through outages (issue 36, point 3): each listing line
+// says when it was taken (listed_at), and each change of the connection,
+// or of whether the listing is stale, is a line of its own (event
+// "connection": state, since, stale, silent, listed_at, confirmed_at): the
+// proxy black-holes (CONNECTED, stale and silent), forwards again
+// (RECONNECTED, not stale, and a listing); the server stops (SUSPENDED,
+// stale) while the lock changes hands behind zklock's back, and starts
+// again (RECONNECTED, and a listing with the new holder).
+func TestBinaryLsWatchJSONThroughOutages(t *testing.T) {
+	testutil.CheckLeaks(t) // first: its check runs once the server is closed
+	s := zktest.NewServer(t, zktest.WithTickTime(100*time.Millisecond), zktest.WithSessionTimeoutRange(200*time.Millisecond, time.Minute))
+	ctx, path := testutil.Context(t), testutil.Path(t) // the server is the test's own: no tree to clean up
+	proxy := zktest.NewProxy(t, s.Addr())
+	mu, err := recipes.NewInterProcessMutex(testclient.New(t, s.Addr(), framework.WithSessionTimeout(time.Minute)), path)
+	testutil.Must(t, err)
+	first, second := mu.NewHandle(), mu.NewHandle()
+	testutil.Must(t, first.Acquire(ctx))
+	_, firstNode := framework.SplitPath(first.LockPath())
+
+	p := startZklock(t, false, "--servers", proxy.Addr(), "--json", "ls", "--watch", "--session-timeout", "20s", path)
+	lines := jsonLineReader{p: p}
+	isListing := func(l map[string]any) bool { return l["participants"] != nil }
+	isConnection := func(l map[string]any) bool { return l["event"] == "connection" }
+	listed := lines.next(ctx, "the first listing", isListing)
+	if bad := checkFields(listed, map[string]any{"event": "listing", "listed_at": anyValue, "recipe": "mutex"}); len(bad) > 0 || lines.read != 1 ||
+		!strings.Contains(fmt.Sprint(listed["participants"]), firstNode) {
+		t.Errorf("first line %v: %v; want the first listing, with %s", listed, bad, firstNode)
+	}
+	listedAt := listed["listed_at"]
+
+	// Black-holed: the lock changes hands unseen; the client stays
+	// CONNECTED for seconds, the listing is stale at once.
+	proxy.BlackHole()
+	defer proxy.Restore()
+	testutil.Must(t, first.Release(ctx))
+	testutil.Must(t, second.Acquire(ctx))
+	defer second.Release(context.Background())
+	_, secondNode := framework.SplitPath(second.LockPath())
+	c := lines.next(ctx, "a line saying the listing is stale", isConnection)
+	if bad := checkFields(c, map[string]any{"state": "CONNECTED", "stale": true, "silent": true, "since": anyValue,
+		"listed_at": listedAt, "confirmed_at": anyValue, "message": anyValue}); len(bad) > 0 {
+		t.Errorf("black-holed: %v: %v", c, bad)
+	}
+
+	// Forwarding again: the proxy closes the connection, the client
+	// reconnects; then the new holder is listed.
+	proxy.Restore()
+	var seen []map[string]any
+	listed = lines.next(ctx, "a listing with the new holder", func(l map[string]any) bool {
+		seen = append(seen, l)
+		return isListing(l) && strings.Contains(fmt.Sprint(l["participants"]), secondNode)
+	})
+	if c := seen[len(seen)-2]; len(seen) < 2 || !isConnection(c) || c["state"] != "RECONNECTED" || c["stale"] != false || c["silent"] != false {
+		t.Errorf("after the black hole: lines %v; want a connection line RECONNECTED, not stale, before the listing", seen)
+	}
+
+	// The server stops: SUSPENDED, stale; then back, listed again.
+	testutil.Must(t, s.Stop())
+	stopped := time.Now()
+	c = lines.next(ctx, "a line saying the connection is down", func(l map[string]any) bool {
+		return isConnection(l) && l["state"] != "CONNECTED" // a server that stops may first be silent
+	})
+	if bad := checkFields(c, map[string]any{"state": "SUSPENDED", "stale": true, "silent": false, "listed_at": listed["listed_at"]}); len(bad) > 0 {
+		t.Errorf("server stopped: %v: %v", c, bad)
+	}
+	testutil.Must(t, s.Restart())
+	listed = lines.next(ctx, "a listing once the server is back", isListing)
+	if at, err := time.Parse(time.RFC3339Nano, fmt.Sprint(listed["listed_at"])); err != nil || !at.After(stopped) ||
+		!strings.Contains(fmt.Sprint(listed["participants"]), secondNode) {
+		t.Errorf("server back: %v (%v); want a listing taken after %v, with %s", listed, err, stopped, secondNode)
+	}
+	p.signal(syscall.SIGINT)
+	if code := p.wait(); code != 0 || p.stderr.String() != "" {
+		t.Errorf("SIGINT: status %d, stderr %q", code, p.stderr.String())
+	}
+}
+
+// jsonLineReader reads the JSON lines of a zklock's stdout as they come.
+type jsonLineReader struct {
+	p    *process
+	read int // lines read so far
+}
+
+// next waits for the next line that want accepts (what says which, in
+// the error) and returns it; lines before it are passed by.
+func (r *jsonLineReader) next(ctx context.Context, what string, want func(line map[string]any) bool) map[string]any {
+	r.p.t.Helper()
+	for {
+		out := r.p.stdout.waitUntil(ctx, r.p.t, what, func(out string) bool { return strings.Count(out, "\n") > r.read })
+		line := jsonLines(r.p.t, strings.Split(out, "\n")[r.read])[0]
+		r.read++
+		if want(line) {
+			return line
+		}
 	}
 }

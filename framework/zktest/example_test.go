@@ -85,6 +85,18 @@ func ExampleProxy_LoseNextReply() {
 		}
 	}()
 
+	// A request made before the session began could be failed by the
+	// client without ever reaching the proxy (a first connection that did
+	// not make it): wait for the session first.
+	session := time.After(30 * time.Second)
+	for conn.State() != zk.StateHasSession {
+		select {
+		case <-events:
+		case <-session:
+			fmt.Println("no session")
+			return
+		}
+	}
 	lost := proxy.LoseNextReply(zktest.OpCreate)
 	_, err = conn.Create("/a", nil, 0, zk.WorldACL(zk.PermAll))
 	select {

@@ -96,8 +96,9 @@ type requestWait struct {
 }
 
 // Requests returns how many requests with opcode (OpGetChildren2, ...,
-// OpCloseSession) the proxy has forwarded to the server, over all its
-// connections.
+// OpCloseSession, OpPing, OpSetAuth, OpSetWatches) the proxy has forwarded
+// to the server, over all its connections. The connect request, which has
+// no opcode, is not counted.
 func (p *Proxy) Requests(opcode int32) int64 {
 	i, ok := opcodeIndex(opcode)
 	if !ok {
@@ -838,8 +839,10 @@ func (c *proxyConn) writeServer(srv net.Conn, up <-chan chunk) {
 		var xid int32
 		if ch.kind == kindData && !c.raw {
 			x, op, ok := zkwire.RequestHeader(ch.data)
+			if ok {
+				c.p.countRequest(op) // pings (xid -2), auth and setWatches too
+			}
 			if ok && x >= 0 {
-				c.p.countRequest(op)
 				if arm = c.p.takeArm(op); arm != nil {
 					xid = x
 					c.mu.Lock()

@@ -3,6 +3,7 @@ package lockqueue
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 
 	"github.com/gocurator/curator/framework"
@@ -20,13 +21,19 @@ const (
 // ListParent lists the locks below l's path when l, List's listing of it,
 // found no lock there: a RecipeParent listing with each lock Find finds
 // (ParentDepth levels down, ParentMax locks at most) and its queue, a
-// semaphore's counted with maxLeases. It returns nil when there are none.
+// semaphore's counted with maxLeases. It returns nil when there are none,
+// having added the nodes it looked at to l.Listed.
 func ListParent(ctx context.Context, client *framework.Client, l *Listing, maxLeases int) (*Listing, error) {
-	below, more, err := Find(ctx, client, l.Path, ParentDepth, ParentMax)
-	if err != nil || len(below) == 0 {
+	below, listed, more, err := Find(ctx, client, l.Path, ParentDepth, ParentMax)
+	if err != nil {
 		return nil, err
 	}
-	parent := &Listing{Path: l.Path, Exists: true, Recipe: RecipeParent, Children: l.Children, Participants: []Participant{}, MoreLocks: more}
+	if len(below) == 0 {
+		l.Listed = append(l.Listed, listed...)
+		return nil, nil
+	}
+	parent := &Listing{Path: l.Path, Exists: true, Recipe: RecipeParent, Children: l.Children, Participants: []Participant{}, MoreLocks: more,
+		Listed: append(slices.Clone(l.Listed), listed...)}
 	for _, p := range below {
 		bl, err := List(ctx, client, p, Options{})
 		if err == nil && bl.Recipe == RecipeSemaphore && maxLeases > 0 {
@@ -37,60 +44,62 @@ func ListParent(ctx context.Context, client *framework.Client, l *Listing, maxLe
 			return nil, err
 		}
 		parent.Locks = append(parent.Locks, bl)
+		parent.Listed = append(parent.Listed, bl.Listed...)
 	}
 	return parent, nil
 }
 
 // Find returns the lock paths below path, nearest first and in name order
 // within a level: nodes at most depth levels below path that IsLock would
-// call locks, at most max of them. It does not look below a lock. more is
-// true when it stopped (at max, or after findBudget listings) with nodes
-// left to look at.
-func Find(ctx context.Context, client *framework.Client, path string, depth, max int) (locks []string, more bool, err error) {
+// call locks, at most max of them. It does not look below a lock. listed
+// are the nodes whose children it read (path among them, if it is there),
+// as Listing.Listed. more is true when it stopped (at max, or after
+// findBudget listings) with nodes left to look at.
+func Find(ctx context.Context, client *framework.Client, path string, depth, max int) (locks, listed []string, more bool, err error) {
 	type node struct {
 		path  string
 		depth int
 	}
 	queue := []node{{path, 0}}
-	for listed := 0; len(queue) > 0; listed++ {
-		if len(locks) >= max || listed >= findBudget {
-			return locks, true, nil
+	for n := 0; len(queue) > 0; n++ {
+		if len(locks) >= max || n >= findBudget {
+			return locks, listed, true, nil
 		}
-		n := queue[0]
+		next := queue[0]
 		queue = queue[1:]
-		names, err := children(ctx, client, n.path)
+		names, err := children(ctx, client, next.path, &listed)
 		if err != nil {
-			return nil, false, fmt.Errorf("looking for locks below %s: %w", path, err)
+			return nil, nil, false, fmt.Errorf("looking for locks below %s: %w", path, err)
 		}
-		if n.depth > 0 {
-			recipe, err := recipeAt(ctx, client, n.path, names)
+		if next.depth > 0 {
+			recipe, err := recipeAt(ctx, client, next.path, names, &listed)
 			if err != nil {
-				return nil, false, fmt.Errorf("looking for locks below %s: %w", path, err)
+				return nil, nil, false, fmt.Errorf("looking for locks below %s: %w", path, err)
 			}
 			if recipe != RecipeNone {
-				locks = append(locks, n.path)
+				locks = append(locks, next.path)
 				continue
 			}
 		}
-		if n.depth == depth {
+		if next.depth == depth {
 			continue
 		}
 		sort.Strings(names)
 		for _, c := range names {
-			queue = append(queue, node{framework.JoinPath(n.path, c), n.depth + 1})
+			queue = append(queue, node{framework.JoinPath(next.path, c), next.depth + 1})
 		}
 	}
-	return locks, false, nil
+	return locks, listed, false, nil
 }
 
 // IsLock reports whether path is a lock path: its children include mutex,
 // read-write or latch nodes, or it has a semaphore's leases (or locks)
 // child holding lease (or lock) nodes.
 func IsLock(ctx context.Context, client *framework.Client, path string) (bool, error) {
-	names, err := children(ctx, client, path)
+	names, err := children(ctx, client, path, nil)
 	if err != nil {
 		return false, err
 	}
-	recipe, err := recipeAt(ctx, client, path, names)
+	recipe, err := recipeAt(ctx, client, path, names, nil)
 	return recipe != RecipeNone, err
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -415,3 +416,66 @@ func TestListElections(t *testing.T) {
 		}
 	}
 }
+
+// A listing's Listed are the nodes whose children it read: for a lock, its
+// path (and a semaphore's locks and leases nodes); for a parent of locks,
+// every node ListParent looked at down to ParentDepth, empty ones and
+// semaphore queues included, not below ParentDepth, nor below a lock.
+// ListParent notes them in the parent's own listing when it finds no lock.
+func TestListed(t *testing.T) {
+	ctx, base := testutil.Begin(t, server.Addr())
+	conn := testutil.Connect(t, server.Addr())
+	client := testclient.New(t, server.Addr())
+	for _, p := range []string{"", "/app", "/app/empty", "/app/sem", "/app/sem/leases", "/app/d2", "/app/d2/d3", "/app/d2/d3/d4"} {
+		if _, err := conn.Create(base+p, nil, 0, zk.WorldACL(zk.PermAll)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	l, err := List(ctx, client, base, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ListParent(ctx, client, l, 0); err != nil {
+		t.Fatal(err)
+	}
+	none := dedup([]string{base, base + "/app", base + "/app/empty", base + "/app/sem", base + "/app/sem/leases", base + "/app/d2", base + "/app/d2/d3"})
+	if !equal(dedup(l.Listed), none) {
+		t.Errorf("no lock: Listed %q, want %q", dedup(l.Listed), none)
+	}
+
+	mu, err := recipes.NewInterProcessMutex(client, base+"/app/empty")
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := mu.NewHandle()
+	if err := h.Acquire(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { h.Release(context.Background()) })
+	sem, err := recipes.NewInterProcessSemaphoreV2(client, base+"/app/sem", 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lease, err := sem.Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { lease.Close(context.Background()) })
+	l, err = List(ctx, client, base, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	parent, err := ListParent(ctx, client, l, 0)
+	if err != nil || parent == nil {
+		t.Fatalf("ListParent: %v, %v", parent, err)
+	}
+	// The semaphore's internal lock path may be reaped already (its lock
+	// node goes once the lease is counted): it is there or not.
+	got := slices.DeleteFunc(dedup(parent.Listed), func(p string) bool { return p == base+"/app/sem/locks" })
+	if !equal(got, none) {
+		t.Errorf("two locks: Listed %q, want %q (and perhaps %s/app/sem/locks)", dedup(parent.Listed), none, base)
+	}
+}
+
+// dedup returns s sorted, without its repeats.
+func dedup(s []string) []string { return slices.Compact(slices.Sorted(slices.Values(s))) }

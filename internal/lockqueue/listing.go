@@ -77,6 +77,12 @@ type Listing struct {
 	// MoreLocks is true when ListParent stopped looking before it had
 	// seen everything below Path: there may be more locks than Locks.
 	MoreLocks bool `json:"more_locks,omitempty"`
+	// Listed are the nodes whose children the listing read, in the order
+	// it read them: every level where a lock node, a lock path or a
+	// semaphore's queue could appear and change what the listing says
+	// (below a parent of locks, as deep as ListParent looks). A watch on
+	// their children (and on Path's creation) misses no change of it.
+	Listed []string `json:"-"`
 }
 
 // Participant is one child of a lock path (or of a semaphore's locks and
@@ -143,13 +149,13 @@ func List(ctx context.Context, client *framework.Client, path string, o Options)
 		l.Recipe = RecipeNone
 		return l, nil
 	}
-	names, err := children(ctx, client, path)
+	names, err := children(ctx, client, path, &l.Listed)
 	if err != nil {
 		return nil, err
 	}
 	l.Children = len(names)
 	if l.Recipe == "" {
-		if l.Recipe, err = recipeAt(ctx, client, path, names); err != nil {
+		if l.Recipe, err = recipeAt(ctx, client, path, names, &l.Listed); err != nil {
 			return nil, err
 		}
 	}
@@ -172,11 +178,15 @@ func List(ctx context.Context, client *framework.Client, path string, o Options)
 	return l, nil
 }
 
-// children lists path; a path that is gone has no children.
-func children(ctx context.Context, client *framework.Client, path string) ([]string, error) {
+// children lists path, and notes it in *listed (unless listed is nil) if
+// it is there; a path that is gone has no children.
+func children(ctx context.Context, client *framework.Client, path string, listed *[]string) ([]string, error) {
 	names, _, err := client.Children(ctx, path)
 	if errors.Is(err, zk.ErrNoNode) {
 		return nil, nil
+	}
+	if err == nil && listed != nil {
+		*listed = append(*listed, path)
 	}
 	return names, err
 }
@@ -184,14 +194,15 @@ func children(ctx context.Context, client *framework.Client, path string) ([]str
 // recipeAt returns the layout of path, whose children are names: a
 // semaphore only if its locks or leases child holds the semaphore's nodes
 // (a namespace root's empty "locks" container is no semaphore), else as
-// detect says.
-func recipeAt(ctx context.Context, client *framework.Client, path string, names []string) (string, error) {
+// detect says. The locks and leases nodes it lists are noted in *listed
+// (children).
+func recipeAt(ctx context.Context, client *framework.Client, path string, names []string, listed *[]string) (string, error) {
 	semaphore := false
 	for _, q := range names {
 		if semaphore || (q != locktree.SemaphoreLocks && q != locktree.SemaphoreLeases) {
 			continue
 		}
-		kids, err := children(ctx, client, framework.JoinPath(path, q))
+		kids, err := children(ctx, client, framework.JoinPath(path, q), listed)
 		if err != nil {
 			return "", err
 		}

@@ -137,7 +137,7 @@ func (l *Listing) semaphore(ctx context.Context, client *framework.Client, names
 		}
 	}
 	leasesPath := framework.JoinPath(l.Path, locktree.SemaphoreLeases)
-	leaseNames, err := children(ctx, client, leasesPath)
+	leaseNames, err := children(ctx, client, leasesPath, &l.Listed)
 	if err != nil {
 		return err
 	}
@@ -160,7 +160,7 @@ func (l *Listing) semaphore(ctx context.Context, client *framework.Client, names
 
 	locks := Listing{Path: l.Path}
 	locksPath := framework.JoinPath(l.Path, locktree.SemaphoreLocks)
-	lockNames, err := children(ctx, client, locksPath)
+	lockNames, err := children(ctx, client, locksPath, &l.Listed)
 	if err != nil {
 		return err
 	}

@@ -78,13 +78,26 @@ func (l *Listing) Summary() string {
 // holders first, with ages as of now, then the warnings; for a parent of
 // locks, each lock's.
 func (l *Listing) WriteText(w io.Writer, now time.Time) error {
+	return l.writeText(w, now, "AGE")
+}
+
+// WriteTextAsOf is WriteText for a listing that may be out of date: the
+// ages are as of at, the last time the listing was known to be true, and
+// their column says so ("AGE@15:04:05"), so that a node a stale listing
+// still shows does not go on ageing.
+func (l *Listing) WriteTextAsOf(w io.Writer, at time.Time) error {
+	return l.writeText(w, at, "AGE@"+at.Format("15:04:05"))
+}
+
+// writeText is WriteText with the ages as of now under the heading age.
+func (l *Listing) writeText(w io.Writer, now time.Time, age string) error {
 	if l.Recipe == RecipeParent {
-		return l.writeParent(w, now)
+		return l.writeParent(w, now, age)
 	}
 	fmt.Fprintln(w, l.Summary())
 	if len(l.Participants) > 0 {
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-		fmt.Fprintln(tw, "POS\tROLE\tKIND\tSESSION\tAGE\tDATA\tNODE")
+		fmt.Fprintf(tw, "POS\tROLE\tKIND\tSESSION\t%s\tDATA\tNODE\n", age)
 		for _, p := range l.Participants {
 			node := p.Node
 			if p.Queue != "" {
@@ -118,7 +131,7 @@ func (l *Listing) WriteText(w io.Writer, now time.Time) error {
 }
 
 // writeParent prints a parent of locks: what it is, then each lock.
-func (l *Listing) writeParent(w io.Writer, now time.Time) error {
+func (l *Listing) writeParent(w io.Writer, now time.Time, age string) error {
 	if l.MoreLocks {
 		fmt.Fprintf(w, "%s: not a lock, but a parent of locks; the first %d, looking %d levels down at most (there may be more: give a path further down):\n",
 			l.Path, len(l.Locks), ParentDepth)
@@ -127,7 +140,7 @@ func (l *Listing) writeParent(w io.Writer, now time.Time) error {
 	}
 	for _, lock := range l.Locks {
 		fmt.Fprintln(w)
-		if err := lock.WriteText(w, now); err != nil {
+		if err := lock.writeText(w, now, age); err != nil {
 			return err
 		}
 	}

@@ -30,8 +30,11 @@ type Config struct {
 	// OnUntracked hears, on go-zookeeper's reader, that the tap could not
 	// follow what a server sent as ZooKeeper frames (why): until that TCP
 	// connection ends, no reply on it counts as contact, so LastContact
-	// and LastRenewal stand still (and a LOST timer counting from the
-	// renewal comes early). It must not block. Nil: nobody hears.
+	// and LastRenewal stand still (and the framework's clock, counting
+	// from the renewal, calls the session silent). go-zookeeper, whose
+	// reader takes no frame the tap refuses (a length below 0 or past its
+	// buffer), drops such a connection itself. It must not block. Nil:
+	// nobody hears.
 	OnUntracked func(why string)
 }
 
@@ -59,11 +62,12 @@ type Conn struct {
 	contact renewals
 	written writeHooks // creates that want to hear when their request is written
 	dials   dialLog    // what the last dial of each server gave (dials.go)
+	hb      heartbeat  // the pings of an idle connection (heartbeat.go)
 
 	mu      sync.Mutex
-	tcp     net.Conn // the current TCP connection, closed on Close to unblock a handshake
-	closing bool     // Close has begun: a connection dialled now is closed at once
-	session Session  // of the last handshake that gave one
+	tcp     *tap    // the current TCP connection, closed on Close to unblock a handshake
+	closing bool    // Close has begun: a connection dialled now is closed at once
+	session Session // of the last handshake that gave one
 	// before is the session before it (go-zookeeper moves to a new one when
 	// the servers expired the last), and beforeRenewed its last renewal.
 	before        Session
@@ -85,7 +89,7 @@ const goZKSendBuffer = 1536 * 1024
 // work: go-zookeeper connects in the background, and cfg.OnEvent hears how
 // it goes, from the moment Dial returns.
 func Dial(cfg Config) (*Conn, error) {
-	c := &Conn{onUntracked: cfg.OnUntracked, asked: cfg.SessionTimeout, nservers: len(cfg.Servers)}
+	c := &Conn{onUntracked: cfg.OnUntracked, asked: cfg.SessionTimeout, nservers: len(cfg.Servers), hb: newHeartbeat()}
 	ready := make(chan struct{}) // closed once c.Conn is set: events wait for it
 	dial := cfg.Dial
 	if dial == nil {
@@ -110,6 +114,7 @@ func Dial(cfg Config) (*Conn, error) {
 	}
 	c.Conn, c.events = zc, events
 	close(ready)
+	c.startHeartbeat()
 	return c, nil
 }
 
@@ -152,6 +157,11 @@ func (c *Conn) LastRenewal() time.Time {
 	_, renewed := c.contact.times()
 	return monoTime(renewed)
 }
+
+// WhenRenewed calls f once, the next time LastRenewal moves forward (or
+// never), on go-zookeeper's reader: f must not block. A later call replaces
+// an f not yet called.
+func (c *Conn) WhenRenewed(f func()) { c.contact.when.Store(&f) }
 
 // monoTime is ns (mono) as a time, zero for 0.
 func monoTime(ns int64) time.Time {
@@ -228,6 +238,7 @@ func (c *Conn) close(abandon bool) {
 	c.mu.Unlock()
 	for range c.events { // closed when go-zookeeper's loop has ended
 	}
+	c.stopHeartbeat()
 }
 
 // dialer wraps dial for go-zookeeper: it keeps the TCP connection (to close
@@ -256,6 +267,7 @@ func (c *Conn) dialer(dial zk.Dialer) zk.Dialer {
 // the one resumed) keeps the last one's renewal for SessionRenewal, and
 // starts its own from none: the handshake that made it is answered next.
 func (c *Conn) setSession(s Session) {
+	defer c.hb.sessionBegan()
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	margin := int64(s.Timeout / 20)

@@ -2,6 +2,7 @@ package zkconn
 
 import (
 	"errors"
+	"fmt"
 	"net"
 	"os"
 	"strings"
@@ -69,15 +70,19 @@ func TestPinnedRelease(t *testing.T) {
 // wireCheck sits below the tap (the Dial of Config) and records what
 // go-zookeeper writes and reads, frame by frame.
 type wireCheck struct {
-	mu     sync.Mutex
-	dials  []string
-	writes [][]byte // each Write's bytes
-	reads  []byte   // every byte read, in order
+	mu       sync.Mutex
+	dials    []string
+	timeouts []time.Duration // each dial's timeout
+	writes   [][]byte        // each Write's bytes
+	writeAt  []time.Time     // when each Write began
+	reads    []byte          // every byte read, in order
+	lastRead time.Time       // when bytes were last read
 }
 
 func (w *wireCheck) dial(network, addr string, timeout time.Duration) (net.Conn, error) {
 	w.mu.Lock()
 	w.dials = append(w.dials, addr)
+	w.timeouts = append(w.timeouts, timeout)
 	w.mu.Unlock()
 	nc, err := net.DialTimeout(network, addr, timeout)
 	if err != nil {
@@ -94,6 +99,7 @@ type checkedConn struct {
 func (c *checkedConn) Write(p []byte) (int, error) {
 	c.w.mu.Lock()
 	c.w.writes = append(c.w.writes, append([]byte(nil), p...))
+	c.w.writeAt = append(c.w.writeAt, time.Now())
 	c.w.mu.Unlock()
 	return c.Conn.Write(p)
 }
@@ -102,8 +108,29 @@ func (c *checkedConn) Read(p []byte) (int, error) {
 	n, err := c.Conn.Read(p)
 	c.w.mu.Lock()
 	c.w.reads = append(c.w.reads, p[:n]...)
+	if n > 0 {
+		c.w.lastRead = time.Now()
+	}
 	c.w.mu.Unlock()
 	return n, err
+}
+
+// pingsWritten returns when each ping was written since from.
+func (w *wireCheck) pingsWritten(from time.Time) []time.Time {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	var at []time.Time
+	for i, p := range w.writes {
+		if w.writeAt[i].Before(from) {
+			continue
+		}
+		for f := range zkwire.Frames(p) {
+			if xid, op, ok := zkwire.RequestHeader(f); ok && xid == -2 && op == opPing {
+				at = append(at, w.writeAt[i])
+			}
+		}
+	}
+	return at
 }
 
 // dialed opens a Conn to servers through w, waits for its session, and
@@ -392,4 +419,188 @@ func TestWatchChannelSendsOnceThenCloses(t *testing.T) {
 	got = receivers(events)
 	c.Close()
 	check(got, zk.EventNotWatching, "when the connection closes")
+}
+
+// Assumption 10: go-zookeeper drops a connection on which it has read
+// nothing for ⅔ T, and says StateDisconnected. The proxy black-holes the
+// connection; the drop is timed from the last bytes read below the tap.
+func TestReadTimeoutDropsASilentConnection(t *testing.T) {
+	testutil.CheckLeaks(t)
+	const T = 1500 * time.Millisecond
+	proxy := zktest.NewProxy(t, server.Addr())
+	w := &wireCheck{}
+	dropped := make(chan time.Time, 1)
+	sessions := make(chan struct{}, 1)
+	c, err := Dial(Config{Servers: []string{proxy.Addr()}, SessionTimeout: T, Dial: w.dial,
+		OnEvent: func(_ *Conn, ev zk.Event) {
+			switch {
+			case ev.Type != zk.EventSession:
+			case ev.State == zk.StateHasSession:
+				select {
+				case sessions <- struct{}{}:
+				default:
+				}
+			case ev.State == zk.StateDisconnected:
+				select {
+				case dropped <- time.Now():
+				default:
+				}
+			}
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	testutil.Recv(t, sessions, "a session")
+	proxy.BlackHole()
+	at := testutil.Recv(t, dropped, "the silent connection dropped")
+	w.mu.Lock()
+	silent := at.Sub(w.lastRead)
+	w.mu.Unlock()
+	t.Logf("dropped %v after the last bytes read (⅔ T = %v)", silent.Round(time.Millisecond), 2*T/3)
+	if silent < 2*T/3-20*time.Millisecond || silent > 2*T/3+T/10 {
+		broken(t, 10, "a connection silent for ⅔ T is dropped then", "conn.go, setTimeouts and recvLoop",
+			"dropped after", silent, "want", 2*T/3)
+	}
+	proxy.Restore()
+}
+
+// Assumption 11, and the heartbeat's rule: on a busy connection, the pings
+// written are go-zookeeper's own, T/3 apart, and the heartbeat adds none.
+func TestBusyConnectionPingsEveryThird(t *testing.T) {
+	testutil.CheckLeaks(t)
+	const T = 1500 * time.Millisecond
+	w := &wireCheck{}
+	c, _ := dialed(t, w, []string{server.Addr()}, T)
+	from := time.Now()
+	for time.Since(from) < 2*T+T/6 { // busy: a read after another, for a little over two T
+		if _, _, err := c.Exists("/"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	pings := w.pingsWritten(from)
+	t.Logf("busy for %v: pings at %v", time.Since(from).Round(time.Millisecond), sinceEach(from, pings))
+	if len(pings) < 5 || len(pings) > 7 {
+		broken(t, 11, "a ping goes every T/3, and a busy connection carries no other", "conn.go, sendLoop's pingTicker",
+			len(pings), "pings in", 2*T, "want 6")
+	}
+	for i := 1; i < len(pings); i++ {
+		if d := pings[i].Sub(pings[i-1]); d < T/3-T/20 || d > T/3+T/20 {
+			broken(t, 11, "a ping goes every T/3, and a busy connection carries no other", "conn.go, sendLoop's pingTicker",
+				"pings", d, "apart, want", T/3)
+		}
+	}
+}
+
+// sinceEach formats each time as its offset from from.
+func sinceEach(from time.Time, at []time.Time) []time.Duration {
+	d := make([]time.Duration, len(at))
+	for i, t := range at {
+		d[i] = t.Sub(from).Round(time.Millisecond)
+	}
+	return d
+}
+
+// Assumption 12, and the heartbeat itself: on an idle connection a ping
+// goes at least every tenth of the session timeout; go-zookeeper takes the
+// answers to the pings it did not write without a word (its log says
+// nothing of an unknown xid) and goes on working; and the last sure
+// renewal never grows much older than two heartbeats.
+func TestIdleConnectionHeartbeat(t *testing.T) {
+	testutil.CheckLeaks(t)
+	const T = 1500 * time.Millisecond
+	w := &wireCheck{}
+	var logMu sync.Mutex
+	var logged []string
+	sessions := make(chan struct{}, 1)
+	c, err := Dial(Config{Servers: []string{server.Addr()}, SessionTimeout: T, Dial: w.dial,
+		Log: func(format string, args ...any) {
+			logMu.Lock()
+			logged = append(logged, fmt.Sprintf(format, args...))
+			logMu.Unlock()
+		},
+		OnEvent: func(_ *Conn, ev zk.Event) {
+			if ev.Type == zk.EventSession && ev.State == zk.StateHasSession {
+				select {
+				case sessions <- struct{}{}:
+				default:
+				}
+			}
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	testutil.Recv(t, sessions, "a session")
+	from := time.Now()
+	oldest := time.Duration(0)
+	tick := time.NewTicker(T / 50)
+	defer tick.Stop()
+	for now := range tick.C { // idle, but for the pings: the renewal's age, sampled
+		if r := c.LastRenewal(); !r.IsZero() {
+			oldest = max(oldest, now.Sub(r))
+		}
+		if now.Sub(from) > 2*T {
+			break
+		}
+	}
+	pings := w.pingsWritten(from)
+	t.Logf("idle for 2T: %d pings, at %v; the last sure renewal at most %v old", len(pings), sinceEach(from, pings), oldest.Round(time.Millisecond))
+	if want := int(2*T/HeartbeatInterval(T)) - 2; len(pings) < want {
+		t.Fatalf("an idle connection wrote %d pings in 2T, want at least %d (the heartbeat's, every %v)", len(pings), want, HeartbeatInterval(T))
+	}
+	if most := 2*HeartbeatInterval(T) + T/10; oldest > most {
+		t.Fatalf("the last sure renewal grew %v old on an idle connection, want at most %v", oldest, most)
+	}
+	if _, _, err := c.Exists("/"); err != nil {
+		broken(t, 12, "go-zookeeper ignores the answer to a ping it did not write", "conn.go, recvLoop", err)
+	}
+	logMu.Lock()
+	defer logMu.Unlock()
+	for _, l := range logged {
+		if strings.Contains(l, "Xid") || strings.Contains(l, "xid") {
+			broken(t, 12, "go-zookeeper ignores the answer to a ping it did not write", "conn.go, recvLoop", l)
+		}
+	}
+}
+
+// Assumption 13: go-zookeeper gives the Dialer a timeout of one second.
+func TestDialTimeoutIsASecond(t *testing.T) {
+	testutil.CheckLeaks(t)
+	w := &wireCheck{}
+	dialed(t, w, []string{server.Addr()}, 2*time.Second)
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if len(w.timeouts) == 0 || w.timeouts[0] != time.Second {
+		broken(t, 13, "a dial's timeout is one second", "conn.go, connect (connectTimeout)", w.timeouts)
+	}
+}
+
+// The heartbeat goes by the session timeout the servers granted, not the
+// one asked for: asked for 50 s, granted this server's 5 s, an idle
+// connection's last sure renewal still never grows much older than two
+// heartbeats of the grant (it went 5 s on go-zookeeper's pings alone, long
+// enough for the framework's clock to call a healthy session silent).
+func TestHeartbeatGoesByTheGrantedTimeout(t *testing.T) {
+	testutil.CheckLeaks(t)
+	c, _ := dialed(t, &wireCheck{}, []string{server.Addr()}, 50*time.Second)
+	T := c.Session().Timeout
+	if T != 5*time.Second {
+		t.Fatalf("granted %v, want the server's 5s", T)
+	}
+	from, oldest := time.Now(), time.Duration(0)
+	tick := time.NewTicker(T / 50)
+	defer tick.Stop()
+	for now := range tick.C { // idle but for the pings, for longer than the asked timeout's heartbeat
+		if r := c.LastRenewal(); !r.IsZero() {
+			oldest = max(oldest, now.Sub(r))
+		}
+		if now.Sub(from) > HeartbeatInterval(50*time.Second)+T/5 {
+			break
+		}
+	}
+	t.Logf("asked 50s, granted %v: the last sure renewal at most %v old", T, oldest.Round(time.Millisecond))
+	if most := 2*HeartbeatInterval(T) + T/10; oldest > most {
+		t.Fatalf("the last sure renewal grew %v old, want at most %v (heartbeats of the granted %v)", oldest, most, T)
+	}
 }

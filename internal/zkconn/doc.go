@@ -23,7 +23,12 @@
 //     handshake without a session...), which go-zookeeper only logs;
 //   - a bound on each handshake, the session timeout over the number of
 //     servers, as ZooKeeper's Java client (go-zookeeper waits 20/3 of the
-//     session timeout, pinned to one server).
+//     session timeout, pinned to one server);
+//   - the heartbeat: a ping of its own wherever nothing has been written on
+//     the connection for a tenth of the session timeout, so that an idle
+//     client's last sure renewal stays recent and the framework's clock
+//     counts from renewals it sees come, not from go-zookeeper's timers
+//     (heartbeat.go).
 //
 // CloseSession closes a session on a server from a connection of its own,
 // and staticHosts gives go-zookeeper its servers without DNS.
@@ -62,4 +67,31 @@
 //     StateExpired, or StateDisconnected when the handshake failed; and
 //     StateDisconnected when a connection with a session drops (conn.go,
 //     connect, loop and setState). The dial log relies on it (dials.go).
+//
+// The timing of a session is the door's own (heartbeat.go) and the
+// framework's (framework/clock.go), counted from the renewals the tap sees;
+// what it still takes from go-zookeeper's timers, T being the negotiated
+// session timeout:
+//
+//  10. go-zookeeper drops a connection on which it has read nothing for ⅔ T
+//     (its read timeout: conn.go, setTimeouts and recvLoop's
+//     SetReadDeadline), with StateDisconnected. After a silence on a TCP
+//     connection that did not end (a black hole), that is when it dials
+//     again: the framework's clock has posted SUSPENDED before, and a blip
+//     of up to T/2 is over by then (docs/guarantees.md, the timeline).
+//  11. go-zookeeper writes a ping every T/3, whatever else it writes
+//     (conn.go, sendLoop's pingTicker). Nothing of the timing rests on
+//     these pings any more (the heartbeat comes sooner); it is why a busy
+//     connection carries no ping of the door's, and what an idle one
+//     carries besides the heartbeat's.
+//  12. go-zookeeper's reader ignores the answer to a ping (xid -2), whoever
+//     wrote the ping (conn.go, recvLoop), and its writes go through the
+//     net.Conn the Dialer returned, one Write a frame, with the write
+//     deadline it sets there (sendData, sendLoop): the heartbeat writes its
+//     ping between two of them, and puts that deadline back after.
+//  13. go-zookeeper dials with a timeout of one second (connectTimeout) and
+//     waits a second before a dial for which the HostProvider says
+//     retryStart (conn.go, connect): a dial made into a silence gives up
+//     after a second, and a server that is down is tried at most once a
+//     second (hosts.go).
 package zkconn

@@ -1,6 +1,9 @@
 package zkconn
 
-import "sync"
+import (
+	"sync"
+	"sync/atomic"
+)
 
 // renewals tell, from the requests the servers have answered on a session,
 // when they last heard from the client (newest: the send time of the newest
@@ -30,17 +33,30 @@ type renewals struct {
 	renewed int64   // ns (mono); 0: nothing renewed
 	recent  []int64 // answered send times after renewed and within margin of newest (from head on), oldest first
 	head    int
+
+	when atomic.Pointer[func()] // called once renewed next moves forward (Conn.WhenRenewed)
 }
 
 // answered records that a request sent at sent (mono ns) was answered; a
 // connect request's answer is a renewal (handshake).
 func (r *renewals) answered(sent int64, handshake bool) {
+	if r.record(sent, handshake) && r.when.Load() != nil {
+		if f := r.when.Swap(nil); f != nil {
+			(*f)()
+		}
+	}
+}
+
+// record is answered's bookkeeping; it reports whether renewed moved
+// forward.
+func (r *renewals) record(sent int64, handshake bool) (renewedMoved bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	before := r.renewed
 	if handshake {
 		r.newest, r.renewed = max(r.newest, sent), max(r.renewed, sent)
 		r.recent, r.head = r.recent[:0], 0
-		return
+		return r.renewed > before
 	}
 	if sent > r.newest {
 		r.newest = sent
@@ -61,6 +77,7 @@ func (r *renewals) answered(sent int64, handshake bool) {
 	case r.head >= 1024 && 2*r.head >= len(r.recent):
 		r.recent, r.head = r.recent[:copy(r.recent, r.recent[r.head:])], 0
 	}
+	return r.renewed > before
 }
 
 // times returns newest and renewed.

@@ -24,6 +24,14 @@ type tap struct {
 	c  *Conn
 	hs handshake // its bound (handshake.go)
 
+	// The writer's side: go-zookeeper's writes and the heartbeat's pings
+	// (heartbeat.go) take wmu, so that frames stay whole; deadline is the
+	// write deadline go-zookeeper last set, put back after a ping.
+	wmu       sync.Mutex
+	deadline  time.Time
+	lastWrite atomic.Int64 // mono ns of the last write begun
+	live      atomic.Bool  // the connect response gave a session: pings may go
+
 	mu      sync.Mutex
 	sentHs  bool   // the connect request has been written
 	pending []sent // requests written and not yet answered (from head on), oldest first
@@ -66,8 +74,26 @@ var epoch = time.Now()
 // mono returns monotonic nanoseconds since epoch.
 func mono() int64 { return int64(time.Since(epoch)) }
 
+// Write writes go-zookeeper's frames.
 func (t *tap) Write(p []byte) (int, error) {
+	t.wmu.Lock()
+	defer t.wmu.Unlock()
+	return t.write(p)
+}
+
+// SetWriteDeadline sets the write deadline, as go-zookeeper asks before
+// each write, and keeps it for the heartbeat to put back.
+func (t *tap) SetWriteDeadline(d time.Time) error {
+	t.wmu.Lock()
+	defer t.wmu.Unlock()
+	t.deadline = d
+	return t.Conn.SetWriteDeadline(d)
+}
+
+// write records the frames of p and writes them; t.wmu is held.
+func (t *tap) write(p []byte) (int, error) {
 	now := mono()
+	t.lastWrite.Store(now)
 	hooks := t.c.written.waiting.Load() != 0 // while no create waits, a frame costs no parse of its path
 	for frame := range zkwire.Frames(p) {
 		if !t.sent(frame, now) {
@@ -157,6 +183,7 @@ func (t *tap) connectRead(frame []byte) {
 	if timeout, id, passwd, ok := zkwire.ParseConnectResponse(frame); ok && id != 0 {
 		t.c.setSession(Session{ID: id, Passwd: passwd, Timeout: time.Duration(timeout) * time.Millisecond})
 		t.answered(handshakeXid)
+		t.live.Store(true)
 	}
 }
 
