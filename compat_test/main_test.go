@@ -36,9 +36,7 @@ func TestMain(m *testing.M) {
 		fmt.Fprintf(os.Stderr, "compat_test: %v\n", err)
 		os.Exit(1)
 	}
-	os.Exit(testutil.Main(m, &server, zktest.WithTickTime(100*time.Millisecond),
-		zktest.WithSessionTimeoutRange(200*time.Millisecond, 30*time.Second),
-		zktest.WithContainerCheckInterval(200*time.Millisecond)))
+	os.Exit(testutil.Main(m, &server, testutil.QuickServer(200*time.Millisecond)...))
 }
 
 // newClient connects to addr (the shared server if "") and closes the

@@ -56,6 +56,15 @@ const (
 	// SessionAbandoned: the client gave Session up after posting LOST (no
 	// server answered before it could expire), and moved to a new one.
 	SessionAbandoned
+	// NodeCreated: a persistent node (recipes/nodes) created its Node, at
+	// its start or again after it was found gone (deleted, or its session
+	// ended), in Session.
+	NodeCreated
+	// BarrierPassed: a member passed a barrier (recipes/barriers): Op is
+	// "wait" (a DistributedBarrier was removed), "enter" or "leave" (every
+	// member of a DistributedDoubleBarrier had entered, or left); Wait is
+	// the time it waited.
+	BarrierPassed
 )
 
 var eventNames = [...]string{
@@ -70,6 +79,8 @@ var eventNames = [...]string{
 	StateChanged:        "state-changed",
 	Retrying:            "retrying",
 	SessionAbandoned:    "session-abandoned",
+	NodeCreated:         "node-created",
+	BarrierPassed:       "barrier-passed",
 }
 
 // String returns the kind's name, as the logs show it: "acquired", ....
@@ -89,8 +100,10 @@ type Event struct {
 	// Time is when it happened (events reach the hook a moment later).
 	Time time.Time
 	// Recipe is the kind of recipe: "mutex", "read", "write", "semaphore"
-	// (a lease, also a semaphore mutex's), "latch", "selector"; "" for the
-	// client's own events.
+	// (a lease, also a semaphore mutex's), "latch", "selector",
+	// "persistent-node", "persistent-ttl-node", "barrier",
+	// "double-barrier", "atomic" (an atomic value's optimistic tries,
+	// Retrying); "" for the client's own events.
 	Recipe string
 	// Path is the recipe's path (or the operation's), as the caller gave
 	// it; Node is the node's path, when there is one.
@@ -100,8 +113,9 @@ type Event struct {
 	// Position is the node's place in the queue at its first look
 	// (Acquired; 0 when it held at once).
 	Position int
-	// Wait is the time an acquire waited (Acquired, AcquireFailed), or the
-	// wait before a retry (Retrying).
+	// Wait is the time an acquire waited (Acquired, AcquireFailed), the
+	// wait before a retry (Retrying), or the time a member waited at a
+	// barrier (BarrierPassed).
 	Wait time.Duration
 	// Hold is the time a grant or a term was held (Released, Lost,
 	// LeadershipLost).
@@ -111,7 +125,7 @@ type Event struct {
 	// State is the new connection state (StateChanged).
 	State state.ConnectionState
 	// Op is the operation retried, and Retry the retries made so far
-	// (Retrying).
+	// (Retrying); or the barrier's step passed (BarrierPassed).
 	Op    string
 	Retry int
 	// Context carries the values of the context the acquire was called
@@ -173,9 +187,10 @@ func (c *Client) Observed() bool {
 // Emit reports e to the hooks, if any, and to the client's logger,
 // and reports whether e was dropped because they are too slow (see
 // EventHook): a recipe then tells nothing more of what e began. The log
-// level is e's kind's: DEBUG for an acquisition's steps, a retry and
-// leadership gained; INFO for a loss, a revocation asked, leadership lost, a
-// state change and a session given up. Recipes built on the client report
+// level is e's kind's: DEBUG for an acquisition's steps, a retry,
+// leadership gained and a barrier passed; INFO for a loss, a revocation
+// asked, leadership lost, a state change, a session given up and a
+// persistent node created. Recipes built on the client report
 // their events with it; a zero Time is now. It never blocks, and runs no
 // user code but the logger's level check: the hook and the log sink hear e
 // on the client's goroutine, after Close too (see EventHook).
@@ -240,7 +255,7 @@ func writeLine(core zapcore.Core, entry zapcore.Entry, fields []zapcore.Field) {
 // level is the level events of kind k are logged at.
 func (k EventKind) level() zapcore.Level {
 	switch k {
-	case Lost, RevocationRequested, LeadershipLost, StateChanged, SessionAbandoned:
+	case Lost, RevocationRequested, LeadershipLost, StateChanged, SessionAbandoned, NodeCreated:
 		return zapcore.InfoLevel
 	}
 	return zapcore.DebugLevel
@@ -284,6 +299,9 @@ func (e Event) each(f func(key string, value any)) {
 	case Retrying:
 		f("op", e.Op)
 		f("retry", e.Retry)
+		f("wait", e.Wait)
+	case BarrierPassed:
+		f("op", e.Op)
 		f("wait", e.Wait)
 	}
 	if e.Err != nil {

@@ -3,6 +3,7 @@ package framework
 import (
 	"context"
 	"errors"
+	"time"
 
 	"github.com/gocurator/curator/internal/zkconn"
 
@@ -39,6 +40,29 @@ func (m CreateMode) flags() int32 {
 	return zk.FlagPersistent
 }
 
+// ttlFlags are the flags of a TTL create of mode m (Persistent or
+// PersistentSequential: checkTTL refuses the others).
+func (m CreateMode) ttlFlags() int32 {
+	if m == PersistentSequential {
+		return zk.FlagPersistentSequentialWithTTL
+	}
+	return zk.FlagTTL
+}
+
+// checkTTL refuses a TTL (WithTTL) out of its range or with a mode that
+// cannot have one.
+func (o createOptions) checkTTL() error {
+	switch {
+	case o.ttl == 0:
+		return nil
+	case o.ttl < time.Millisecond || o.ttl > MaxTTL:
+		return invalidArgument("TTL %v: must be from 1ms to %v", o.ttl, MaxTTL)
+	case o.mode != Persistent && o.mode != PersistentSequential:
+		return invalidArgument("TTL %v: only a Persistent or PersistentSequential node may have one", o.ttl)
+	}
+	return nil
+}
+
 // IsEphemeral reports whether nodes of this mode end with their session.
 func (m CreateMode) IsEphemeral() bool { return m == Ephemeral || m == EphemeralSequential }
 
@@ -59,6 +83,7 @@ type createOptions struct {
 	parents     parents
 	acl         []zk.ACL
 	parentWatch bool             // CreateAndList: a children watch with the listing
+	ttl         time.Duration    // WithTTL: a TTL node (0: none)
 	sent        zkconn.WriteHook // told as the create is written (CreateAndList)
 }
 
@@ -88,6 +113,10 @@ type aclOption struct{ acl []zk.ACL }
 func (a aclOption) applyCreate(o createOptions) createOptions { o.acl = a.acl; return o }
 
 type parentWatchOption struct{}
+
+type ttlOption time.Duration
+
+func (t ttlOption) applyCreate(o createOptions) createOptions { o.ttl = time.Duration(t); return o }
 
 func (parentWatchOption) applyCreate(o createOptions) createOptions { o.parentWatch = true; return o }
 
@@ -121,6 +150,21 @@ func WatchingParent() CreateOption { return parentWatchOption{} }
 // WithACL sets the node's ACL instead of the client's ACL provider's.
 func WithACL(acl []zk.ACL) CreateOption { return aclOption{acl} }
 
+// WithTTL makes a Persistent or PersistentSequential create make a TTL node
+// (ZooKeeper's PERSISTENT_WITH_TTL, PERSISTENT_SEQUENTIAL_WITH_TTL: Curator's
+// create().withTtl(ttl)): the servers delete it once it has had no child and
+// no change for ttl. ttl is counted in whole milliseconds, as the servers
+// do, and must be from 1 ms to MaxTTL; with another mode, or out of that
+// range, Create fails with an error wrapping ErrInvalidArgument. The servers
+// refuse TTL nodes unless they run with zookeeper.extendedTypesEnabled=true
+// (ZooKeeper's Unimplemented, which go-zookeeper reports as "unknown error:
+// -6"), and the client does not retry that.
+func WithTTL(ttl time.Duration) CreateOption { return ttlOption(ttl) }
+
+// MaxTTL is the longest TTL a node may have: the servers keep it in 40 bits
+// of milliseconds (ZooKeeper's EphemeralType.TTL), about 34.8 years.
+const MaxTTL = (1<<40 - 1) * time.Millisecond
+
 // Create makes a node at path and returns the path the server gave it. That
 // path has the namespace stripped, a sequence number for sequential modes,
 // and the protection prefix for protected creates. data nil means the
@@ -151,11 +195,18 @@ func (c *Client) create(ctx context.Context, path string, data []byte, o createO
 	if o.acl == nil {
 		o.acl = c.cfg.aclProvider.ACLForPath(path)
 	}
+	if err := o.checkTTL(); err != nil {
+		return "", opError("create", path, err)
+	}
 	if err := c.checkRequest("create", path, func(p string) int {
+		n := createSize(p, data, o.acl)
 		if o.protected {
-			return createSize(p, data, o.acl) + locktree.ProtectedPrefixLength
+			n += locktree.ProtectedPrefixLength
 		}
-		return createSize(p, data, o.acl)
+		if o.ttl != 0 {
+			n += 8 // the TTL, a long
+		}
+		return n
 	}); err != nil {
 		return "", err
 	}
@@ -180,8 +231,11 @@ func (c *Client) create(ctx context.Context, path string, data []byte, o createO
 // parent is missing and parents were asked for, creates them and tries once more.
 func (c *Client) createWithParents(z *zkconn.Conn, p string, data []byte, o createOptions) (string, error) {
 	create := func() (string, error) {
-		if o.mode == Container {
+		switch {
+		case o.mode == Container:
 			return z.CreateContainer(p, data, zk.FlagContainer, o.acl)
+		case o.ttl != 0:
+			return z.CreateTTL(p, data, o.mode.ttlFlags(), o.acl, o.ttl)
 		}
 		return z.Create(p, data, o.mode.flags(), o.acl)
 	}

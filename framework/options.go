@@ -202,6 +202,17 @@ func WithDefaultData(data []byte) Option {
 	})
 }
 
+// DefaultData returns a copy of the data of nodes created with nil data
+// (WithDefaultData; by default the local host's IP address as text), for a
+// recipe that writes it where Curator writes its client's default data (a
+// setData().forPath(path) without data); nil for a nil or zero Client.
+func (c *Client) DefaultData() []byte {
+	if !c.usable() {
+		return nil
+	}
+	return append([]byte{}, c.cfg.defaultData...)
+}
+
 // WithSimulatedSessionExpirationPercent sets when a client that has stayed
 // SUSPENDED reports LOST without hearing from the server. p, from 1 to 100
 // (default 100), is the share of the negotiated session timeout, counted

@@ -35,6 +35,7 @@ func recipeCtors(ctx context.Context, count *SharedCount) []recipeCtor {
 		{"semaphore mutex", func(c *framework.Client, p string) error { return errOf(NewInterProcessSemaphoreMutex(c, p)) }},
 		{"multi-lock", func(c *framework.Client, p string) error { return errOf(NewInterProcessMultiLock(c, []string{p})) }},
 		{"shared count", func(c *framework.Client, p string) error { return errOf(NewSharedCount(c, p, 1)) }},
+		{"shared value", func(c *framework.Client, p string) error { return errOf(NewSharedValue(c, p, nil)) }},
 		{"revoke", func(c *framework.Client, p string) error { return Revoke(ctx, c, p) }},
 	}
 }

@@ -100,7 +100,7 @@ func closeAtTheStall(t *testing.T, stall *stallCore, closeIt func() error, retur
 		_ = closeIt()
 		close(returned)
 	}()
-	testutil.WaitBlocked(t, "recipes.(*lifecycle).close", returned)
+	testutil.WaitBlocked(t, "lifecycle.(*Runner).Close", returned) // recipes.(*lifecycle).close
 	close(stall.release)
 	testutil.Recv(t, returned, "Close")
 }

@@ -110,6 +110,7 @@
 //	InterProcessMultiLock(client, paths)            NewInterProcessMultiLock
 //	InterProcessMultiLock(List<InterProcessLock>)   NewInterProcessMultiLockWithLocks
 //	SharedCount                                     NewSharedCount
+//	SharedValue, VersionedValue, trySetValue        NewSharedValue, VersionedValue, TrySetValue
 //	InterProcessLock                                Locker (an Owner that acquires)
 //	LeaderLatch(client, path, id)                   NewLeaderLatch(client, path, WithParticipantID(id))
 //	start(), await(), close(closeMode)              Start, Await(ctx), Close / CloseWithMode
@@ -119,6 +120,11 @@
 //	autoRequeue(), requeue(), interruptLeadership() WithAutoRequeue(), Requeue, InterruptLeadership
 //	getLeader(), polled by a non-candidate          ObserveLeaderLatch, ObserveLeaderSelector: a channel of views
 //	(no counterpart)                                Done, Err, FencingToken, WithLock
+//
+// Curator's other recipes are in packages beside this one, on its public
+// API: recipes/nodes (PersistentNode, PersistentTtlNode), recipes/barriers
+// (DistributedBarrier, DistributedDoubleBarrier) and recipes/atomic
+// (DistributedAtomicValue, DistributedAtomicLong).
 //
 // Naming: constructors are New and Curator's class name, a second Curator
 // constructor adds With and what it takes; an owner says IsHeld, a lock

@@ -3,7 +3,8 @@ package recipes
 import (
 	"errors"
 
-	"github.com/gocurator/curator/internal/errs"
+	life "github.com/gocurator/curator/internal/lifecycle"
+	"github.com/gocurator/curator/internal/recipeargs"
 
 	"github.com/go-zookeeper/zk"
 
@@ -28,7 +29,8 @@ var (
 	// ErrInvalidState is returned by a call that its value's state does not
 	// allow (Curator's IllegalStateException). Such are starting a
 	// SharedCount twice or after Close, and setting one that is not started.
-	ErrInvalidState = errors.New("gocurator: invalid state")
+	// The sibling packages (recipes/nodes, recipes/barriers) return it too.
+	ErrInvalidState = life.ErrInvalidState
 	// ErrBadArgument marks a bad argument to a recipe. Such are a nil
 	// context, a zero quantity, a request that can never be granted, a
 	// multi-lock with no locks or the same path twice, and more. It is
@@ -50,6 +52,4 @@ func (*vanishedError) Unwrap() error { return zk.ErrNoNode }
 
 // errZero is the error of a call on a nil or zero value of what, an
 // exported type whose values come from a constructor.
-func errZero(what string) error {
-	return errs.Errorf("%w: nil or zero %s: make one with its constructor", ErrBadArgument, what)
-}
+func errZero(what string) error { return recipeargs.Zero(what) }

@@ -44,7 +44,7 @@ func TestErrorTexts(t *testing.T) {
 		{"release of nothing", mustMutex(t, c, base).NewHandle().Release(ctx), []error{ErrNotHeld},
 			regexp.QuoteMeta("gocurator: release " + base + ": not held by this handle")},
 		{"a path too long for the servers", errOf(NewInterProcessMutex(c, huge)), []error{ErrBadArgument, framework.ErrInvalidArgument},
-			regexp.QuoteMeta("gocurator: invalid argument: path of " + strconv.Itoa(len(huge)) + " bytes is too long: the servers take requests of at most 1048575 bytes (jute.maxbuffer), and a lock node's name, data and ACL need 1024 of them")},
+			regexp.QuoteMeta("gocurator: invalid argument: path of " + strconv.Itoa(len(huge)) + " bytes is too long: the servers take requests of at most 1048575 bytes (jute.maxbuffer), and a recipe node's name, data and ACL need 1024 of them")},
 		{"a shared count started twice", count.Start(ctx), []error{ErrInvalidState},
 			regexp.QuoteMeta("gocurator: shared count " + base + "/count: invalid state: started twice or after Close")},
 		//lint:ignore SA1012 a nil context is the bad input under test

@@ -4,33 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
-	"time"
 
-	"github.com/gocurator/curator/framework"
+	"github.com/gocurator/curator/internal/testclient"
 	"github.com/gocurator/curator/recipes"
-	"github.com/gocurator/curator/retry"
 )
 
-// connect returns a connected client of the ZooKeeper in ZK_SERVERS
-// ("zk1:2181,zk2:2181" in real life), a context for the example's calls, and
-// a function that ends both.
-func connect() (*framework.Client, context.Context, func(), error) {
-	client, err := framework.New(os.Getenv("ZK_SERVERS"), retry.NewExponentialBackoff(100*time.Millisecond, 5))
-	if err != nil {
-		return nil, nil, nil, err
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	done := func() {
-		cancel()
-		client.Close()
-	}
-	if err := client.BlockUntilConnected(ctx); err != nil {
-		done()
-		return nil, nil, nil, err
-	}
-	return client, ctx, done, nil
-}
+// connect is the examples' client of the ZooKeeper in ZK_SERVERS
+// ("zk1:2181,zk2:2181" in real life), with a context for their calls, and a
+// function that ends both.
+var connect = testclient.Connect
 
 func ExampleInterProcessMutex() {
 	client, ctx, done, err := connect()

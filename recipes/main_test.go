@@ -22,9 +22,7 @@ import (
 var server *zktest.Server
 
 func TestMain(m *testing.M) {
-	os.Exit(testutil.Main(m, &server, zktest.WithTickTime(100*time.Millisecond),
-		zktest.WithSessionTimeoutRange(200*time.Millisecond, 30*time.Second),
-		zktest.WithContainerCheckInterval(100*time.Millisecond)))
+	os.Exit(testutil.Main(m, &server, testutil.QuickServer(100*time.Millisecond)...))
 }
 
 // newClient connects to servers (the shared server if "") and closes the

@@ -23,6 +23,7 @@ func TestZeroValuesAndNilReceivers(t *testing.T) {
 		&InterProcessReadWriteLock{}, (*InterProcessReadWriteLock)(nil),
 		&InterProcessSemaphoreV2{}, (*InterProcessSemaphoreV2)(nil),
 		&SharedCount{}, (*SharedCount)(nil),
+		&SharedValue{}, (*SharedValue)(nil),
 	} {
 		if n := testutil.CallEveryMethod(t, v, ErrBadArgument); n == 0 {
 			t.Errorf("%T: no exported method called", v)

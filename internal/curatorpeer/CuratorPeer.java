@@ -24,6 +24,9 @@
 //     ! revoked <lock>
 //     ! released <lock>
 //     ! leader <latch|sel> true|false   (a latch's listener; a selector's takeLeadership begins, ends)
+//     ! cache <name> created|changed|deleted <path> <data as text>   (a CuratorCache's listener)
+//     ! cache <name> initialized
+//     ! value <name> <text>             (a SharedValue's listener)
 //
 // <µs> is the wall-clock time (microseconds since the Unix epoch) at which
 // the client's ConnectionStateListener ran.
@@ -67,6 +70,22 @@
 //     selector-has <sel>                                         -> true | false
 //     election-participants <latch|sel>                          -> <n> <id>:<isLeader>...
 //     election-leader <latch|sel>                                -> <id>:<isLeader>
+//     atomic <name> <client> <path> [lock=<path>] [retries=<n>] [sleep=<ms>]
+//                                  (a DistributedAtomicLong; lock= promotes to a lock there,
+//                                   with the same retries; retries= default 10, sleep= 1)
+//     atomic-add <name> <delta> [times=<n>]                     -> succeeded=<n> failed=<n>
+//     atomic-get <name>                                          -> <value>
+//     barrier <name> <client> <path>                             (a DistributedBarrier)
+//     barrier-set <name>, barrier-remove <name>
+//     barrier-wait <name> [timeout=<ms>]                         -> true | false
+//     dbarrier <name> <client> <path> <memberQty>                (a DistributedDoubleBarrier member)
+//     dbarrier-enter <name> [timeout=<ms>]                       -> true | false
+//     dbarrier-leave <name> [timeout=<ms>]                       -> true | false
+//     cache <name> <client> <path>                               (a CuratorCache, started)
+//     cache-close <name>
+//     shared-value <name> <client> <path> <seed>                 (a SharedValue, started)
+//     shared-value-set <name> <text>
+//     shared-value-get <name>                                    -> <text>
 //     ping
 //     quit
 //
@@ -134,6 +153,14 @@ import java.util.concurrent.atomic.AtomicReference;
 import org.apache.curator.framework.CuratorFramework;
 import org.apache.curator.framework.CuratorFrameworkFactory;
 import org.apache.curator.framework.imps.ProtectedUtils;
+import org.apache.curator.framework.recipes.atomic.AtomicValue;
+import org.apache.curator.framework.recipes.atomic.DistributedAtomicLong;
+import org.apache.curator.framework.recipes.atomic.PromotedToLock;
+import org.apache.curator.framework.recipes.barriers.DistributedBarrier;
+import org.apache.curator.framework.recipes.barriers.DistributedDoubleBarrier;
+import org.apache.curator.framework.recipes.cache.ChildData;
+import org.apache.curator.framework.recipes.cache.CuratorCache;
+import org.apache.curator.framework.recipes.cache.CuratorCacheListener;
 import org.apache.curator.framework.recipes.leader.LeaderLatch;
 import org.apache.curator.framework.recipes.leader.LeaderLatchListener;
 import org.apache.curator.framework.recipes.leader.LeaderSelector;
@@ -147,8 +174,12 @@ import org.apache.curator.framework.recipes.locks.InterProcessSemaphoreMutex;
 import org.apache.curator.framework.recipes.locks.InterProcessSemaphoreV2;
 import org.apache.curator.framework.recipes.locks.Lease;
 import org.apache.curator.framework.recipes.locks.Revoker;
+import org.apache.curator.framework.recipes.shared.SharedValue;
+import org.apache.curator.framework.recipes.shared.SharedValueListener;
+import org.apache.curator.framework.recipes.shared.SharedValueReader;
 import org.apache.curator.framework.state.ConnectionState;
 import org.apache.curator.retry.ExponentialBackoffRetry;
+import org.apache.curator.retry.RetryNTimes;
 import org.apache.zookeeper.data.Stat;
 
 public final class CuratorPeer {
@@ -171,6 +202,13 @@ public final class CuratorPeer {
     // Leader elections: latches and selectors by name, and each selector's
     // permits to return from takeLeadership.
     private final Map<String, LeaderLatch> latches = new ConcurrentHashMap<>();
+    // Curator's other recipes, by name: atomic longs, barriers, double
+    // barrier members, caches and shared values.
+    private final Map<String, DistributedAtomicLong> atomics = new ConcurrentHashMap<>();
+    private final Map<String, DistributedBarrier> barriers = new ConcurrentHashMap<>();
+    private final Map<String, DistributedDoubleBarrier> doubleBarriers = new ConcurrentHashMap<>();
+    private final Map<String, CuratorCache> caches = new ConcurrentHashMap<>();
+    private final Map<String, SharedValue> sharedValues = new ConcurrentHashMap<>();
     private final Map<String, LeaderSelector> selectors = new ConcurrentHashMap<>();
     private final Map<String, java.util.concurrent.Semaphore> selectorRelease = new ConcurrentHashMap<>();
     private final Map<String, ExecutorService> workers = new ConcurrentHashMap<>();
@@ -612,9 +650,126 @@ public final class CuratorPeer {
                 Participant p = latches.containsKey(name) ? latch(name).getLeader() : selector(name).getLeader();
                 return p.getId() + ":" + p.isLeader();
             }
+            case "atomic": {
+                String name = arg(pos, 0, "name");
+                CuratorFramework c = client(arg(pos, 1, "client")).view;
+                int retries = Integer.parseInt(opt.getOrDefault("retries", "10"));
+                int sleep = Integer.parseInt(opt.getOrDefault("sleep", "1"));
+                RetryNTimes policy = new RetryNTimes(retries, sleep);
+                DistributedAtomicLong l = opt.containsKey("lock")
+                    ? new DistributedAtomicLong(c, arg(pos, 2, "path"), policy,
+                        PromotedToLock.builder().lockPath(opt.get("lock")).retryPolicy(new RetryNTimes(retries, sleep)).build())
+                    : new DistributedAtomicLong(c, arg(pos, 2, "path"), policy);
+                atomics.put(name, l);
+                return "made";
+            }
+            case "atomic-add": {
+                DistributedAtomicLong l = named(atomics, "atomic", arg(pos, 0, "name"));
+                long delta = Long.parseLong(arg(pos, 1, "delta"));
+                int times = Integer.parseInt(opt.getOrDefault("times", "1"));
+                int ok = 0;
+                int failed = 0;
+                for (int i = 0; i < times; i++) {
+                    AtomicValue<Long> v = l.add(delta);
+                    if (v.succeeded()) {
+                        ok++;
+                    } else {
+                        failed++;
+                    }
+                }
+                return "succeeded=" + ok + " failed=" + failed;
+            }
+            case "atomic-get":
+                return Long.toString(named(atomics, "atomic", arg(pos, 0, "name")).get().postValue());
+            case "barrier":
+                barriers.put(arg(pos, 0, "name"), new DistributedBarrier(client(arg(pos, 1, "client")).view, arg(pos, 2, "path")));
+                return "made";
+            case "barrier-set":
+                named(barriers, "barrier", arg(pos, 0, "name")).setBarrier();
+                return "set";
+            case "barrier-remove":
+                named(barriers, "barrier", arg(pos, 0, "name")).removeBarrier();
+                return "removed";
+            case "barrier-wait": {
+                DistributedBarrier b = named(barriers, "barrier", arg(pos, 0, "name"));
+                long timeout = Long.parseLong(opt.getOrDefault("timeout", "-1"));
+                if (timeout < 0) {
+                    b.waitOnBarrier();
+                    return "true";
+                }
+                return Boolean.toString(b.waitOnBarrier(timeout, TimeUnit.MILLISECONDS));
+            }
+            case "dbarrier":
+                doubleBarriers.put(arg(pos, 0, "name"), new DistributedDoubleBarrier(client(arg(pos, 1, "client")).view,
+                    arg(pos, 2, "path"), Integer.parseInt(arg(pos, 3, "memberQty"))));
+                return "made";
+            case "dbarrier-enter":
+            case "dbarrier-leave": {
+                DistributedDoubleBarrier b = named(doubleBarriers, "double barrier", arg(pos, 0, "name"));
+                long timeout = Long.parseLong(opt.getOrDefault("timeout", "-1"));
+                boolean enter = verb.equals("dbarrier-enter");
+                if (timeout < 0) {
+                    if (enter) {
+                        b.enter();
+                    } else {
+                        b.leave();
+                    }
+                    return "true";
+                }
+                return Boolean.toString(enter ? b.enter(timeout, TimeUnit.MILLISECONDS) : b.leave(timeout, TimeUnit.MILLISECONDS));
+            }
+            case "cache": {
+                String name = arg(pos, 0, "name");
+                CuratorCache cache = CuratorCache.build(client(arg(pos, 1, "client")).view, arg(pos, 2, "path"));
+                cache.listenable().addListener(CuratorCacheListener.builder()
+                    .forCreates(n -> emit("! cache " + name + " created " + n.getPath() + " " + text(n)))
+                    .forChanges((old, n) -> emit("! cache " + name + " changed " + n.getPath() + " " + text(n)))
+                    .forDeletes(old -> emit("! cache " + name + " deleted " + old.getPath() + " " + text(old)))
+                    .forInitialized(() -> emit("! cache " + name + " initialized"))
+                    .build());
+                caches.put(name, cache);
+                cache.start();
+                return "started";
+            }
+            case "cache-close": {
+                CuratorCache cache = caches.remove(arg(pos, 0, "name"));
+                if (cache != null) {
+                    cache.close();
+                }
+                return "closed";
+            }
+            case "shared-value": {
+                String name = arg(pos, 0, "name");
+                SharedValue v = new SharedValue(client(arg(pos, 1, "client")).view, arg(pos, 2, "path"),
+                    arg(pos, 3, "seed").getBytes(StandardCharsets.UTF_8));
+                v.getListenable().addListener(new SharedValueListener() {
+                    @Override
+                    public void valueHasChanged(SharedValueReader r, byte[] value) {
+                        emit("! value " + name + " " + new String(value, StandardCharsets.UTF_8));
+                    }
+
+                    @Override
+                    public void stateChanged(CuratorFramework c, ConnectionState s) {
+                    }
+                });
+                sharedValues.put(name, v);
+                v.start();
+                return "started";
+            }
+            case "shared-value-set":
+                named(sharedValues, "shared value", arg(pos, 0, "name")).setValue(arg(pos, 1, "text").getBytes(StandardCharsets.UTF_8));
+                return "set";
+            case "shared-value-get":
+                return new String(named(sharedValues, "shared value", arg(pos, 0, "name")).getValue(), StandardCharsets.UTF_8);
             default:
                 throw new IllegalArgumentException("unknown verb " + verb);
         }
+    }
+
+    /** A cached node's data as text ("-" for none). */
+    private static String text(ChildData d) {
+        byte[] data = d.getData();
+        return data == null || data.length == 0 ? "-" : new String(data, StandardCharsets.UTF_8);
     }
 
     private LeaderLatch latch(String name) {

@@ -4,6 +4,8 @@
 package testclient
 
 import (
+	"context"
+	"os"
 	"testing"
 	"time"
 
@@ -25,4 +27,24 @@ func New(t testing.TB, servers string, opts ...framework.Option) *framework.Clie
 		t.Fatal(err)
 	}
 	return c
+}
+
+// Connect is the godoc examples' client: connected to the ZooKeeper in
+// ZK_SERVERS ("zk1:2181,zk2:2181" in real life; testutil.Main sets it), with
+// a context for the example's calls, and a function that ends both.
+func Connect() (client *framework.Client, ctx context.Context, done func(), err error) {
+	client, err = framework.New(os.Getenv("ZK_SERVERS"), retry.NewExponentialBackoff(100*time.Millisecond, 5))
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	done = func() {
+		cancel()
+		client.Close()
+	}
+	if err := client.BlockUntilConnected(ctx); err != nil {
+		done()
+		return nil, nil, nil, err
+	}
+	return client, ctx, done, nil
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"testing"
+	"time"
 
 	"go.uber.org/goleak"
 
@@ -45,4 +46,14 @@ func Main(m *testing.M, server **zktest.Server, opts ...zktest.Option) int {
 		}
 	}
 	return code
+}
+
+// QuickServer returns the options of a test server on which sessions and
+// containers come and go quickly, for Main: a tick of 100 ms, sessions of
+// 200 ms to 30 s, and empty containers (and TTL nodes past their TTL)
+// reaped every containerCheck; then more.
+func QuickServer(containerCheck time.Duration, more ...zktest.Option) []zktest.Option {
+	return append([]zktest.Option{zktest.WithTickTime(100 * time.Millisecond),
+		zktest.WithSessionTimeoutRange(200*time.Millisecond, 30*time.Second),
+		zktest.WithContainerCheckInterval(containerCheck)}, more...)
 }

@@ -73,7 +73,7 @@ type Conn struct {
 	before        Session
 	beforeRenewed int64
 
-	containers inflight // container creates under way (container.go)
+	containers inflight // container and TTL creates under way (container.go)
 
 	onUntracked func(why string) // Config.OnUntracked
 	asked       time.Duration    // Config.SessionTimeout

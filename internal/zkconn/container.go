@@ -7,14 +7,14 @@ import (
 	"github.com/go-zookeeper/zk"
 )
 
-// go-zookeeper (v1.0.4) has a data race in CreateContainer (assumption 7):
-// unlike Create, it reads the reply's path even when the call ended because
-// the connection was closed, while the connection's receive loop may be
-// decoding that very reply into it. So a container create and the Close of
-// its connection must not overlap: before a connection closes, it waits
-// (for a bounded time) for the container creates under way on it, and one
-// asked for while it closes fails at once with zk.ErrConnectionClosed, as
-// go-zookeeper's call would.
+// go-zookeeper (v1.0.4) has a data race in CreateContainer and CreateTTL
+// (assumption 7): unlike Create, they read the reply's path even when the
+// call ended because the connection was closed, while the connection's
+// receive loop may be decoding that very reply into it. So a container or
+// TTL create and the Close of its connection must not overlap: before a
+// connection closes, it waits (for a bounded time) for those creates under
+// way on it, and one asked for while it closes fails at once with
+// zk.ErrConnectionClosed, as go-zookeeper's call would.
 
 // containerDrainWait bounds Close's wait for container creates: on a
 // working connection their replies come within it; on one that answers
@@ -31,7 +31,17 @@ func (c *Conn) CreateContainer(path string, data []byte, flags int32, acl []zk.A
 	return c.Conn.CreateContainer(path, data, flags, acl)
 }
 
-// inflight counts the container creates under way on a connection.
+// CreateTTL is zk.Conn.CreateTTL, kept from overlapping Close as
+// CreateContainer is.
+func (c *Conn) CreateTTL(path string, data []byte, flags int32, acl []zk.ACL, ttl time.Duration) (string, error) {
+	if !c.containers.enter() {
+		return "", zk.ErrConnectionClosed
+	}
+	defer c.containers.leave()
+	return c.Conn.CreateTTL(path, data, flags, acl, ttl)
+}
+
+// inflight counts the container and TTL creates under way on a connection.
 type inflight struct {
 	mu      sync.Mutex
 	n       int

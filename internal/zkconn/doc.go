@@ -53,9 +53,10 @@
 //     goroutines for the Conn have ended, after Close.
 //  6. The HostProvider given with zk.WithHostProvider is asked for every
 //     server it dials (Next), and told of a connection (Connected).
-//  7. CreateContainer, unlike Create, reads its reply's path even when the
-//     call ended because the connection closed, while the receive loop may
-//     be decoding that reply into it (a data race; container.go).
+//  7. CreateContainer and CreateTTL, unlike Create, read their reply's path
+//     even when the call ended because the connection closed, while the
+//     receive loop may be decoding that reply into it (a data race;
+//     container.go).
 //  8. A watch's channel (GetW, ChildrenW, ExistsW) gets one event and is
 //     then closed, when the watch fires and when the session's watches are
 //     dropped (conn.go, notifyWatches and invalidateWatches): every
