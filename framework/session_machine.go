@@ -33,7 +33,8 @@ import (
 // and close. The machine tells the client's listeners each transition
 // (states) and its hooks each event (emit); both only queue, so that no user
 // code runs under mu. Nothing but the machine's own methods takes mu, and
-// under it the machine takes no lock of the client's but the queues'.
+// under it the machine takes no lock of the client's but those of the two
+// queues (the states queue, and the outbox behind Emit and the logger).
 type sessionMachine struct {
 	// Given by init, read-only after.
 	cfg     *config                                 // the client's options
@@ -44,8 +45,8 @@ type sessionMachine struct {
 
 	conn atomic.Pointer[conn] // the current connection; replaced when the session is given up
 
-	// abandons are the goroutines that abandon given-up sessions
-	// (session.go); abandoning ends with closed, Close waits for them.
+	// abandons are the goroutines that let given-up sessions go
+	// (session.go): close ends abandonCtx, and Close waits for them (wait).
 	abandons      sync.WaitGroup
 	abandonCtx    context.Context
 	abandonCancel context.CancelFunc
