@@ -20,14 +20,14 @@ import (
 // The channel it returns is closed once the work is over, whichever way.
 func (c *Client) inBackground(what, path string, fn func(z *zkconn.Conn) error) (over <-chan struct{}) {
 	done := make(chan struct{})
-	c.mu.Lock()
-	if c.closed {
-		c.mu.Unlock()
+	c.bgMu.Lock()
+	if c.bgClosed {
+		c.bgMu.Unlock()
 		close(done)
 		return done
 	}
 	c.bg.Add(1)
-	c.mu.Unlock()
+	c.bgMu.Unlock()
 	go func() {
 		defer c.bg.Done()
 		defer close(done)

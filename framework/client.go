@@ -3,12 +3,10 @@ package framework
 import (
 	"context"
 	"errors"
-	"fmt"
 	"net"
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"go.uber.org/zap"
@@ -32,31 +30,14 @@ type Client struct {
 	policy  retry.Policy
 	ns      namespace
 	servers []string
-	conn    atomic.Pointer[conn] // the current connection; replaced when the session is given up
-
-	mu           sync.Mutex
-	cur          state.ConnectionState
-	sessionID    int64
-	sessionEnded chan struct{} // closed when the session sessionID ends (LOST or Close)
-	negotiated   time.Duration // the granted session timeout, or the one asked for before any (for the timers)
-	granted      time.Duration // the session timeout the servers last granted; 0 before they have (SessionTimeout)
-	changed      chan struct{} // closed and replaced at every transition
-	trust        stretch       // the current stretch of trust (trust.go)
-	lostTimer    *time.Timer   // posts LOST (connection.go)
-	lostGen      uint64
-	silentTimer  *time.Timer // warns when no server has answered for the connection timeout
-	silentGen    uint64
-	clockTimer   *time.Timer // the clock's watch over the session (clock.go)
-	clockGen     uint64
-	// clockSuspended: the current SUSPENDED is the clock's, on a
-	// connection go-zookeeper still holds open.
-	clockSuspended bool
-	closed         bool
+	sm      sessionMachine // the connection, the session, its states, its clock and the trust (session_machine.go)
 
 	listeners listeners.Registry[state.Listener]
-	states    *listeners.Queue[state.ConnectionState] // transitions, to the listeners (connection.go)
+	states    *listeners.Queue[state.ConnectionState] // transitions, to the listeners (tell)
 	bgCtx     context.Context
 	bgCancel  context.CancelFunc
+	bgMu      sync.Mutex // orders inBackground's bg.Add before Close's bg.Wait
+	bgClosed  bool       // Close has begun waiting for bg: no more work starts
 	bg        sync.WaitGroup
 	later     laterDeletes  // deletes waiting for their time (background.go)
 	hooks     []EventHook   // in the order added; none: nil
@@ -88,15 +69,12 @@ func New(connectString string, policy retry.Policy, opts ...Option) (*Client, er
 		return nil, err
 	}
 	c := &Client{
-		cfg:          cfg,
-		sink:         cfg.logger.Named("gocurator"),
-		policy:       policy,
-		servers:      servers,
-		changed:      make(chan struct{}),
-		sessionEnded: make(chan struct{}),
-		told:         make(chan struct{}),
-		negotiated:   cfg.sessionTimeout,
-		hooks:        cfg.eventHooks,
+		cfg:     cfg,
+		sink:    cfg.logger.Named("gocurator"),
+		policy:  policy,
+		servers: servers,
+		told:    make(chan struct{}),
+		hooks:   cfg.eventHooks,
 	}
 	if cfg.namespace != "" {
 		c.ns = namespace("/" + cfg.namespace)
@@ -107,16 +85,9 @@ func New(connectString string, policy retry.Policy, opts ...Option) (*Client, er
 	c.out = newOutbox(c.deliver, maxQueuedEvents)
 	c.log = c.sink.WithOptions(zap.WrapCore(func(core zapcore.Core) zapcore.Core { return outboxCore{core, c.out} }))
 	c.states = listeners.NewQueue(c.tell, nil, nil)
-	c.trust.begin(0)
+	c.sm.init(&c.cfg, c.servers, c.log, c.Emit, c.states)
 	c.bgCtx, c.bgCancel = context.WithCancel(context.Background())
-	c.mu.Lock() // events may arrive before connect returns; they wait for c.conn
-	z, err := c.connect()
-	if err == nil {
-		c.conn.Store(z)
-		c.startSilentTimer()
-	}
-	c.mu.Unlock()
-	if err != nil {
+	if err := c.sm.start(); err != nil {
 		c.bgCancel()
 		c.states.Close()
 		c.out.close()
@@ -172,9 +143,7 @@ func (c *Client) State() state.ConnectionState {
 	if !c.usable() {
 		return 0
 	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.cur
+	return c.sm.State()
 }
 
 // SessionID returns the id of the current (or last) session, 0 before the first.
@@ -182,9 +151,7 @@ func (c *Client) SessionID() int64 {
 	if !c.usable() {
 		return 0
 	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.sessionID
+	return c.sm.SessionID()
 }
 
 // Servers returns the servers of the connect string, "host:port", as given.
@@ -293,22 +260,17 @@ func (c *Client) Close() error {
 	if !c.usable() {
 		return errUnusable
 	}
-	c.mu.Lock()
-	if c.closed {
-		c.mu.Unlock()
+	z, first := c.sm.close()
+	if !first {
 		return nil
 	}
-	c.closed = true
-	c.stopTimers()
-	c.trust.end(ErrClosed)
-	c.endSession()
-	close(c.changed)
-	z := c.zk()
-	c.mu.Unlock()
-
+	c.bgMu.Lock()
+	c.bgClosed = true
+	c.bgMu.Unlock()
 	c.bgCancel()
 	c.later.stop()
 	c.bg.Wait()
+	c.sm.wait()
 	z.Close() // every call under way on a runner ends now
 	c.runners.close()
 	c.runners.wait()
@@ -324,14 +286,16 @@ func (c *Client) IsClosed() bool {
 	if !c.usable() {
 		return true
 	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.closed
+	return c.sm.IsClosed()
 }
 
-// logZK sends go-zookeeper's own messages to zap, at debug level.
-func (c *Client) logZK(format string, args ...any) {
-	if c.log.Core().Enabled(zap.DebugLevel) { // the message is built only to be logged
-		c.log.Debug("go-zookeeper: " + fmt.Sprintf(format, args...))
+// tell gives a transition to the listeners, in the order they were added,
+// on the states queue's goroutine, so that the connection goroutine never
+// waits for a listener.
+func (c *Client) tell(s state.ConnectionState) {
+	for _, l := range c.listeners.Snapshot() {
+		if err := listeners.Safe(func() { l.StateChanged(s) }); err != nil {
+			c.log.Error("connection state listener", zap.Stringer("state", s), zap.Error(err))
+		}
 	}
 }

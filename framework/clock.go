@@ -68,9 +68,9 @@ func resumeWithin(t time.Duration) time.Duration {
 // given the session's locks to someone else, whatever the error policy.
 // (Curator counts the share from SUSPENDED instead, which comes up to ⅔ T
 // after the last contact: later than the servers' expiry.)
-func (c *Client) lostDeadline(last time.Time) time.Time {
-	share := c.negotiated * time.Duration(c.cfg.expirationPercent) / 100
-	return last.Add(min(share, c.negotiated-lostMargin(c.negotiated)))
+func (m *sessionMachine) lostDeadline(last time.Time) time.Time {
+	share := m.negotiated * time.Duration(m.cfg.expirationPercent) / 100
+	return last.Add(min(share, m.negotiated-lostMargin(m.negotiated)))
 }
 
 // lostMargin is how much sooner than the servers' earliest expiry LOST
@@ -80,26 +80,26 @@ func (c *Client) lostDeadline(last time.Time) time.Time {
 func lostMargin(t time.Duration) time.Duration { return t / 20 }
 
 // startClock starts the clock's watch over z's session, which the client
-// has just found connected: it posts SUSPENDED at silenceAfter; c.mu is
+// has just found connected: it posts SUSPENDED at silenceAfter; m.mu is
 // held.
-func (c *Client) startClock(z *conn) {
-	c.stopClock()
-	gen := c.clockGen
+func (m *sessionMachine) startClock(z *conn) {
+	m.stopClock()
+	gen := m.clockGen
 	last := z.LastRenewal()
 	if last.IsZero() {
 		last = time.Now()
 	}
-	c.clockTimer = time.AfterFunc(time.Until(last.Add(silenceAfter(c.negotiated))), func() { c.clockTick(z, gen) })
+	m.clockTimer = time.AfterFunc(time.Until(last.Add(silenceAfter(m.negotiated))), func() { m.clockTick(z, gen) })
 }
 
-// stopClock stops the clock's watch; c.mu is held. A SUSPENDED of the
+// stopClock stops the clock's watch; m.mu is held. A SUSPENDED of the
 // clock is no longer its own to take back.
-func (c *Client) stopClock() {
-	c.clockGen++
-	c.clockSuspended = false
-	if c.clockTimer != nil {
-		c.clockTimer.Stop()
-		c.clockTimer = nil
+func (m *sessionMachine) stopClock() {
+	m.clockGen++
+	m.clockSuspended = false
+	if m.clockTimer != nil {
+		m.clockTimer.Stop()
+		m.clockTimer = nil
 	}
 }
 
@@ -107,49 +107,49 @@ func (c *Client) stopClock() {
 // posts SUSPENDED once the last sure renewal is silenceAfter old (or looks
 // again when that will be); SUSPENDED by the clock, it posts RECONNECTED
 // once renewals have come again (or waits for the next).
-func (c *Client) clockTick(z *conn, gen uint64) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.closed || gen != c.clockGen || z != c.zk() {
+func (m *sessionMachine) clockTick(z *conn, gen uint64) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closed || gen != m.clockGen || z != m.zk() {
 		return
 	}
-	t := c.clockTimer // the timer of generation gen
+	t := m.clockTimer // the timer of generation gen
 	last := z.LastRenewal()
 	switch {
-	case c.cur.IsConnected():
-		if wait := time.Until(last.Add(silenceAfter(c.negotiated))); wait > 0 {
+	case m.cur.IsConnected():
+		if wait := time.Until(last.Add(silenceAfter(m.negotiated))); wait > 0 {
 			t.Reset(wait) // renewed meanwhile
 			return
 		}
-		c.log.Warn("no answer has renewed the session for too long: SUSPENDED, though the connection is still open",
+		m.log.Warn("no answer has renewed the session for too long: SUSPENDED, though the connection is still open",
 			zap.Duration("since_last_renewal", time.Since(last).Round(time.Millisecond)),
-			zap.Duration("session_timeout", c.negotiated))
-		c.post(state.Suspended)
-		c.clockSuspended = true
-		c.startLostTimer(z)
-		c.startSilentTimer()
+			zap.Duration("session_timeout", m.negotiated))
+		m.post(state.Suspended)
+		m.clockSuspended = true
+		m.startLostTimer(z)
+		m.startSilentTimer()
 		z.WhenRenewed(func() { t.Reset(0) })
-	case c.clockSuspended && c.cur == state.Suspended:
-		if time.Since(last) > resumeWithin(c.negotiated) || z.State() != zk.StateHasSession {
+	case m.clockSuspended && m.cur == state.Suspended:
+		if time.Since(last) > resumeWithin(m.negotiated) || z.State() != zk.StateHasSession {
 			z.WhenRenewed(func() { t.Reset(0) })
 			return
 		}
-		c.log.Info("the servers renew the session again, on the same connection",
+		m.log.Info("the servers renew the session again, on the same connection",
 			zap.Duration("since_last_renewal", time.Since(last).Round(time.Millisecond)))
-		c.stopTimers()
-		c.post(state.Reconnected)
-		c.startClock(z)
+		m.stopTimers()
+		m.post(state.Reconnected)
+		m.startClock(z)
 	}
 }
 
 // startLostTimer starts the timer that posts LOST at lostDeadline and gives
-// the session up; c.mu is held. Without a renewal (no request of the
+// the session up; m.mu is held. Without a renewal (no request of the
 // connection answered yet) the deadline counts from now. Should renewals
 // come again on a connection that stayed open (a SUSPENDED of the clock),
 // the deadline moves with them.
-func (c *Client) startLostTimer(z *conn) {
-	c.stopLostTimer()
-	gen := c.lostGen
+func (m *sessionMachine) startLostTimer(z *conn) {
+	m.stopLostTimer()
+	gen := m.lostGen
 	from := time.Now()
 	last := func() time.Time {
 		if r := z.LastRenewal(); !r.IsZero() {
@@ -158,29 +158,29 @@ func (c *Client) startLostTimer(z *conn) {
 		return from
 	}
 	var t *time.Timer
-	t = time.AfterFunc(time.Until(c.lostDeadline(last())), func() {
-		c.mu.Lock()
-		defer c.mu.Unlock()
-		if c.closed || gen != c.lostGen || c.cur != state.Suspended {
+	t = time.AfterFunc(time.Until(m.lostDeadline(last())), func() {
+		m.mu.Lock()
+		defer m.mu.Unlock()
+		if m.closed || gen != m.lostGen || m.cur != state.Suspended {
 			return
 		}
 		r := last()
-		if wait := time.Until(c.lostDeadline(r)); wait > 0 {
+		if wait := time.Until(m.lostDeadline(r)); wait > 0 {
 			t.Reset(wait)
 			return
 		}
-		c.log.Warn("no server has answered since before the session could expire; the session is presumed lost",
-			zap.Duration("since_last_renewal", time.Since(r)), zap.Duration("session_timeout", c.negotiated))
-		c.post(state.Lost)
-		c.abandonSession()
+		m.log.Warn("no server has answered since before the session could expire; the session is presumed lost",
+			zap.Duration("since_last_renewal", time.Since(r)), zap.Duration("session_timeout", m.negotiated))
+		m.post(state.Lost)
+		m.abandonSession()
 	})
-	c.lostTimer = t
+	m.lostTimer = t
 }
 
-func (c *Client) stopLostTimer() {
-	c.lostGen++
-	if c.lostTimer != nil {
-		c.lostTimer.Stop()
-		c.lostTimer = nil
+func (m *sessionMachine) stopLostTimer() {
+	m.lostGen++
+	if m.lostTimer != nil {
+		m.lostTimer.Stop()
+		m.lostTimer = nil
 	}
 }

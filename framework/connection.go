@@ -6,7 +6,6 @@ import (
 	"github.com/go-zookeeper/zk"
 	"go.uber.org/zap"
 
-	"github.com/gocurator/curator/internal/listeners"
 	"github.com/gocurator/curator/state"
 )
 
@@ -36,119 +35,108 @@ import (
 // it reconnects, so the session-id comparison and the timer are what tell a
 // partitioned client that its session is gone. Events of a connection the
 // client gave up do not move the machine.
-func (c *Client) onEvent(z *conn, ev zk.Event) {
+func (m *sessionMachine) onEvent(z *conn, ev zk.Event) {
 	if ev.Type != zk.EventSession {
 		return
 	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.closed || z != c.zk() {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closed || z != m.zk() {
 		return // closed, or a connection the client gave up, being closed
 	}
 	switch ev.State {
 	case zk.StateHasSession:
 		sid := z.SessionID()
 		if t := z.Session().Timeout; t > 0 {
-			c.negotiated, c.granted = t, t
+			m.negotiated, m.granted = t, t
 		}
-		if c.sessionID != 0 && sid != c.sessionID && c.cur != state.Lost {
-			c.post(state.Lost)
+		if m.sessionID != 0 && sid != m.sessionID && m.cur != state.Lost {
+			m.post(state.Lost)
 		}
-		if sid != c.sessionID {
-			c.endSession()
-			c.sessionID = sid
-			c.sessionEnded = make(chan struct{})
-			c.warnShortTimeout()
+		if sid != m.sessionID {
+			m.endSession()
+			m.sessionID = sid
+			m.sessionEnded = make(chan struct{})
+			m.warnShortTimeout()
 		}
-		if c.trust.session != sid {
-			if c.trust.session != 0 {
-				c.endTrust(state.Lost) // the stretch's session is gone
+		if m.trust.session != sid {
+			if m.trust.session != 0 {
+				m.endTrust(state.Lost) // the stretch's session is gone
 			}
-			c.trust.session = sid
+			m.trust.session = sid
 		}
-		c.stopTimers()
+		m.stopTimers()
 		switch {
-		case c.cur == 0:
-			c.post(state.Connected)
-		case !c.cur.IsConnected():
-			c.post(state.Reconnected)
+		case m.cur == 0:
+			m.post(state.Connected)
+		case !m.cur.IsConnected():
+			m.post(state.Reconnected)
 		}
-		c.startClock(z)
+		m.startClock(z)
 	case zk.StateDisconnected:
-		c.stopClock() // a SUSPENDED of the clock is go-zookeeper's from now on: a reconnect ends it
-		if c.cur.IsConnected() {
-			c.post(state.Suspended)
-			c.startLostTimer(z)
-			c.startSilentTimer()
+		m.stopClock() // a SUSPENDED of the clock is go-zookeeper's from now on: a reconnect ends it
+		if m.cur.IsConnected() {
+			m.post(state.Suspended)
+			m.startLostTimer(z)
+			m.startSilentTimer()
 		}
 	case zk.StateExpired:
-		c.stopLostTimer()
-		c.stopClock()
-		if c.cur != 0 && c.cur != state.Lost {
-			c.post(state.Lost)
+		m.stopLostTimer()
+		m.stopClock()
+		if m.cur != 0 && m.cur != state.Lost {
+			m.post(state.Lost)
 		}
 	}
 }
 
-// post records a transition; c.mu is held. The trust the error policy (and,
+// post records a transition; m.mu is held. The trust the error policy (and,
 // for LOST, the end of the session) calls for ends here, before any
 // listener hears of it.
-func (c *Client) post(s state.ConnectionState) {
-	c.Emit(Event{Kind: StateChanged, State: s, Session: c.sessionID})
-	c.cur = s
+func (m *sessionMachine) post(s state.ConnectionState) {
+	m.emit(Event{Kind: StateChanged, State: s, Session: m.sessionID})
+	m.cur = s
 	if s == state.Lost {
-		c.endSession()
+		m.endSession()
 	}
-	if s == state.Lost || c.cfg.errorPolicy.IsErrorState(s) {
-		c.endTrust(s)
+	if s == state.Lost || m.cfg.errorPolicy.IsErrorState(s) {
+		m.endTrust(s)
 	}
-	close(c.changed)
-	c.changed = make(chan struct{})
-	c.states.Push(s) // last: a listener, on the states goroutine, finds all of the above done
+	close(m.changed)
+	m.changed = make(chan struct{})
+	m.states.Push(s) // last: a listener, on the states goroutine, finds all of the above done
 }
 
 // startSilentTimer starts, unless it runs already, the timer that warns
-// once no server has answered for the connection timeout; c.mu is held.
-func (c *Client) startSilentTimer() {
-	if c.silentTimer != nil {
+// once no server has answered for the connection timeout; m.mu is held.
+func (m *sessionMachine) startSilentTimer() {
+	if m.silentTimer != nil {
 		return
 	}
-	c.silentGen++
-	gen, since := c.silentGen, time.Now()
-	c.silentTimer = time.AfterFunc(c.cfg.connectionTimeout, func() {
-		c.mu.Lock()
-		defer c.mu.Unlock()
-		if c.closed || gen != c.silentGen {
+	m.silentGen++
+	gen, since := m.silentGen, time.Now()
+	m.silentTimer = time.AfterFunc(m.cfg.connectionTimeout, func() {
+		m.mu.Lock()
+		defer m.mu.Unlock()
+		if m.closed || gen != m.silentGen {
 			return
 		}
-		c.log.Warn("no ZooKeeper server has answered", zap.Duration("for", time.Since(since).Round(time.Millisecond)),
-			zap.Stringer("servers", c.dials()))
+		m.log.Warn("no ZooKeeper server has answered", zap.Duration("for", time.Since(since).Round(time.Millisecond)),
+			zap.Stringer("servers", toServerDials(m.zk().Dials())))
 	})
 }
 
-func (c *Client) stopSilentTimer() {
-	c.silentGen++
-	if c.silentTimer != nil {
-		c.silentTimer.Stop()
-		c.silentTimer = nil
+func (m *sessionMachine) stopSilentTimer() {
+	m.silentGen++
+	if m.silentTimer != nil {
+		m.silentTimer.Stop()
+		m.silentTimer = nil
 	}
 }
 
 // stopTimers stops the LOST timer, the silent timer and the clock: a
-// session is there, or the client closes; c.mu is held.
-func (c *Client) stopTimers() {
-	c.stopLostTimer()
-	c.stopSilentTimer()
-	c.stopClock()
-}
-
-// tell gives a transition to the listeners, in the order they were added,
-// on the states queue's goroutine, so that the connection goroutine never
-// waits for a listener.
-func (c *Client) tell(s state.ConnectionState) {
-	for _, l := range c.listeners.Snapshot() {
-		if err := listeners.Safe(func() { l.StateChanged(s) }); err != nil {
-			c.log.Error("connection state listener", zap.Stringer("state", s), zap.Error(err))
-		}
-	}
+// session is there, or the client closes; m.mu is held.
+func (m *sessionMachine) stopTimers() {
+	m.stopLostTimer()
+	m.stopSilentTimer()
+	m.stopClock()
 }

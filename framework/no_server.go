@@ -128,9 +128,7 @@ func (c *Client) Unreachable() (next <-chan struct{}, err error) {
 	if !c.usable() {
 		return closedChan, errUnusable
 	}
-	c.mu.Lock()
-	connected := c.cur.IsConnected()
-	c.mu.Unlock()
+	connected := c.sm.State().IsConnected()
 	d := c.zk().Dials()
 	if connected || !d.RefusedSince(d.Connected) {
 		return d.Next, nil

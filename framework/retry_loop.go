@@ -176,9 +176,7 @@ func (c *Client) awaitConnected(ctx context.Context, limit time.Duration) error 
 	var z *conn     // the connection whose dials the wait follows
 	var from uint64 // its dials ended when the wait began (or it became current)
 	for {
-		c.mu.Lock()
-		closed, connected, changed := c.closed, c.cur.IsConnected(), c.changed
-		c.mu.Unlock()
+		closed, connected, changed := c.sm.watch()
 		switch {
 		case closed:
 			return ErrClosed

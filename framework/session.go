@@ -1,6 +1,7 @@
 package framework
 
 import (
+	"fmt"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -17,8 +18,8 @@ import (
 
 // conn is one connection through the door to go-zookeeper
 // (internal/zkconn), and so one session at a time, with what the framework
-// has made ready on it (prepare.go). The client has one current conn. When
-// the local timer posts LOST, the client gives the session up, as Curator
+// has made ready on it (prepare.go). The client's session machine has one
+// current conn. When its clock posts LOST, it gives the session up, as Curator
 // does (injectSessionExpiration): it closes the conn at once (so that every
 // watch set through it fires, as on expiry) and moves to a new one, and so
 // to a new session; and it closes the old session on the servers as soon
@@ -33,69 +34,76 @@ type conn struct {
 	readyMu sync.Mutex
 }
 
-// connect starts a new connection; c.mu is held, so that its first events
+// connect starts a new connection; m.mu is held, so that its first events
 // wait until the caller has made it current. It does no blocking work.
-func (c *Client) connect() (*conn, error) {
+func (m *sessionMachine) connect() (*conn, error) {
 	z := &conn{}
 	zc, err := zkconn.Dial(zkconn.Config{
-		Servers:        c.servers,
-		SessionTimeout: c.cfg.sessionTimeout,
-		Dial:           c.cfg.dialer,
-		MaxRequest:     c.cfg.juteMaxBuffer,
-		OnEvent:        func(_ *zkconn.Conn, ev zk.Event) { c.onEvent(z, ev) },
-		Log:            c.logZK,
+		Servers:        m.servers,
+		SessionTimeout: m.cfg.sessionTimeout,
+		Dial:           m.cfg.dialer,
+		MaxRequest:     m.cfg.juteMaxBuffer,
+		OnEvent:        func(_ *zkconn.Conn, ev zk.Event) { m.onEvent(z, ev) },
+		Log:            m.logZK,
 		OnUntracked: func(why string) {
-			c.log.Warn("lost track of the connection's replies: the last renewal stands still until it reconnects, and LOST may come early",
+			m.log.Warn("lost track of the connection's replies: the last renewal stands still until it reconnects, and LOST may come early",
 				zap.String("why", why))
 		},
 	})
 	if err != nil {
-		return nil, errs.Errorf("connecting to %s: %w", strings.Join(c.servers, ","), err)
+		return nil, errs.Errorf("connecting to %s: %w", strings.Join(m.servers, ","), err)
 	}
 	z.Conn = zc
 	return z, nil
 }
 
-// zk returns the current connection.
-func (c *Client) zk() *conn { return c.conn.Load() }
+// zk returns the client's current connection.
+func (c *Client) zk() *conn { return c.sm.zk() }
+
+// logZK sends go-zookeeper's own messages to zap, at debug level.
+func (m *sessionMachine) logZK(format string, args ...any) {
+	if m.log.Core().Enabled(zap.DebugLevel) { // the message is built only to be logged
+		m.log.Debug("go-zookeeper: " + fmt.Sprintf(format, args...))
+	}
+}
 
 // abandonSession gives the session up after the local timer has posted
-// LOST; c.mu is held. The client moves to a new connection (a new session).
+// LOST; m.mu is held. The machine moves to a new connection (a new session).
 // The old one is cut before abandonSession returns (zkconn.Conn.Cut): no
 // request of the old session reaches a server after that, so that
 // go-zookeeper cannot resume it with lock nodes whose holders were told
-// LOST. It is then abandoned on a goroutine of the client's (its watches
+// LOST. It is then abandoned on a goroutine of the machine's (its watches
 // fire), and its session closed on the servers as soon as one answers, but
 // not before the servers could have expired it themselves (T after the
 // last renewal the client is sure of, expiryBound): the holders told at LOST keep that margin to
 // stop before anyone else can take their locks.
-func (c *Client) abandonSession() {
-	old := c.zk()
-	z, err := c.connect()
+func (m *sessionMachine) abandonSession() {
+	old := m.zk()
+	z, err := m.connect()
 	if err != nil { // not expected: connect does no work that can fail
-		c.log.Error("cannot open a new connection; the old session may be resumed", zap.Error(err))
+		m.log.Error("cannot open a new connection; the old session may be resumed", zap.Error(err))
 		return
 	}
-	c.conn.Store(z)
+	m.conn.Store(z)
 	old.Cut()
 	s := old.Session()
-	notBefore := c.expiryBound(old, s.ID)
-	c.Emit(Event{Kind: SessionAbandoned, Session: s.ID})
-	c.log.Info("closing the abandoned session on the servers when one answers",
+	notBefore := m.expiryBound(old, s.ID)
+	m.emit(Event{Kind: SessionAbandoned, Session: s.ID})
+	m.log.Info("closing the abandoned session on the servers when one answers",
 		zap.String("session", zkconn.SessionString(s.ID)), zap.Time("not_before", notBefore))
-	c.bg.Add(1)
+	m.abandons.Add(1)
 	go func() {
-		defer c.bg.Done()
+		defer m.abandons.Done()
 		old.Abandon() // not Close: its closeSession would come before notBefore
-		if s.ID == 0 || retry.Sleep(c.bgCtx, time.Until(notBefore)) != nil {
+		if s.ID == 0 || retry.Sleep(m.abandonCtx, time.Until(notBefore)) != nil {
 			return
 		}
-		addr, err := zkconn.CloseSession(c.bgCtx, c.cfg.dialer, c.servers, s, func(server string, err error) {
-			c.log.Debug("closing the abandoned session", zap.String("session", zkconn.SessionString(s.ID)),
+		addr, err := zkconn.CloseSession(m.abandonCtx, m.cfg.dialer, m.servers, s, func(server string, err error) {
+			m.log.Debug("closing the abandoned session", zap.String("session", zkconn.SessionString(s.ID)),
 				zap.String("server", server), zap.Error(err))
 		})
 		if err == nil {
-			c.log.Info("closed the abandoned session", zap.String("session", zkconn.SessionString(s.ID)), zap.String("server", addr))
+			m.log.Info("closed the abandoned session", zap.String("session", zkconn.SessionString(s.ID)), zap.String("server", addr))
 		}
 	}()
 }
@@ -105,8 +113,8 @@ func (c *Client) abandonSession() {
 // renewal of it they surely had (zkconn.Conn.SessionRenewal); zero when they
 // have answered none. It is the session's own, whatever z has done since:
 // after go-zookeeper moved to a new session, its handshake says nothing of
-// the old one's. c.mu is held.
-func (c *Client) expiryBound(z *conn, session int64) time.Time {
+// the old one's. m.mu is held.
+func (m *sessionMachine) expiryBound(z *conn, session int64) time.Time {
 	if z == nil {
 		return time.Time{}
 	}
@@ -127,9 +135,7 @@ func (c *Client) Session() (id int64, ended <-chan struct{}) {
 	if !c.usable() {
 		return 0, closedChan
 	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.sessionID, c.sessionEnded
+	return c.sm.Session()
 }
 
 // closedChan is a closed channel.
@@ -149,27 +155,25 @@ func (c *Client) SessionTimeout() time.Duration {
 	if !c.usable() {
 		return 0
 	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.granted
+	return c.sm.SessionTimeout()
 }
 
 // warnShortTimeout warns, once per session (at its start), when the
 // servers granted a shorter session timeout than the one asked for: their
 // maxSessionTimeout (by default 20 ticks) caps it, and the session expires,
-// and LOST comes, that much sooner. c.mu is held.
-func (c *Client) warnShortTimeout() {
-	if c.negotiated < c.cfg.sessionTimeout {
-		c.log.Warn("the servers granted a shorter session timeout than asked for (their maxSessionTimeout caps it): the session expires, and LOST comes, sooner",
-			zap.Duration("asked", c.cfg.sessionTimeout), zap.Duration("granted", c.negotiated))
+// and LOST comes, that much sooner. m.mu is held.
+func (m *sessionMachine) warnShortTimeout() {
+	if m.negotiated < m.cfg.sessionTimeout {
+		m.log.Warn("the servers granted a shorter session timeout than asked for (their maxSessionTimeout caps it): the session expires, and LOST comes, sooner",
+			zap.Duration("asked", m.cfg.sessionTimeout), zap.Duration("granted", m.negotiated))
 	}
 }
 
-// endSession closes the current session's ended channel; c.mu is held.
-func (c *Client) endSession() {
+// endSession closes the current session's ended channel; m.mu is held.
+func (m *sessionMachine) endSession() {
 	select {
-	case <-c.sessionEnded:
+	case <-m.sessionEnded:
 	default:
-		close(c.sessionEnded)
+		close(m.sessionEnded)
 	}
 }

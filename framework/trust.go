@@ -32,7 +32,7 @@ func (e *StateError) Error() string { return "gocurator: connection " + e.State.
 // first connection-state change the client's error policy counts as an
 // error, at any LOST, when the client moves to another session, and at
 // Close; the cause is a *StateError, or ErrClosed. Every field is guarded by
-// the client's mu.
+// the session machine's mu.
 type stretch struct {
 	ctx     context.Context
 	cancel  context.CancelCauseFunc
@@ -76,13 +76,11 @@ func (c *Client) Trust() (ctx context.Context, session int64) {
 		cancel(errUnusable)
 		return ctx, 0
 	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.trust.ctx, c.trust.session
+	return c.sm.Trust()
 }
 
-// endTrust ends the current stretch of trust because of state s; c.mu is
+// endTrust ends the current stretch of trust because of state s; m.mu is
 // held.
-func (c *Client) endTrust(s state.ConnectionState) {
-	c.trust.end(&StateError{State: s, ExpiryBound: c.expiryBound(c.zk(), c.trust.session)})
+func (m *sessionMachine) endTrust(s state.ConnectionState) {
+	m.trust.end(&StateError{State: s, ExpiryBound: m.expiryBound(m.zk(), m.trust.session)})
 }
