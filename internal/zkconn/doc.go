@@ -23,7 +23,9 @@
 //     handshake without a session...), which go-zookeeper only logs;
 //   - a bound on each handshake, the session timeout over the number of
 //     servers, as ZooKeeper's Java client (go-zookeeper waits 20/3 of the
-//     session timeout, pinned to one server).
+//     session timeout, pinned to one server);
+//   - ZooKeeper 3.6's persistent watches, which go-zookeeper has no call
+//     for (AddWatch, RemoveWatches; watches.go).
 //
 // CloseSession closes a session on a server from a connection of its own,
 // and staticHosts gives go-zookeeper its servers without DNS.
@@ -61,4 +63,15 @@
 //     StateExpired, or StateDisconnected when the handshake failed; and
 //     StateDisconnected when a connection with a session drops (conn.go,
 //     connect, loop and setState). The dial log relies on it (dials.go).
+//  10. (*zk.Conn).request, unexported and reached by go:linkname, sends a
+//     request of any opcode whose body is a struct of jute's types
+//     (encodePacket encodes any struct by reflection), with the
+//     connection's next xid, in order with the other requests, and returns
+//     the reply's error, or ErrConnectionClosed (conn.go, request,
+//     queueRequest and sendData). AddWatch and RemoveWatches rely on it.
+//  11. Every watch event read (xid -1) goes to the event callback, whether
+//     or not go-zookeeper has a watcher for its path, before its one-shot
+//     watchers hear it (conn.go, recvLoop and sendEvent): a persistent
+//     watch's events reach Config.OnEvent, and go-zookeeper's own watches
+//     below it still fire.
 package zkconn
