@@ -58,6 +58,8 @@ type Client struct {
 	sink      *zap.Logger  // the user's logger, named: written to on the outbox's goroutine only
 	out       *outbox      // hands events and log lines to the hook and the sink (outbox.go)
 	runners   runners      // the goroutines that run calls a caller's context may cut short (runner.go)
+
+	watches watchRegistry // the persistent watches, and their keeper (persistent_watch.go)
 }
 
 // New returns a client for connectString ("host:port,host:port") that runs
@@ -296,6 +298,7 @@ func (c *Client) Close() error {
 	c.runners.close()
 	c.runners.wait()
 	c.states.Close() // what was posted before Close is still told
+	c.watches.close()
 	c.out.close()
 	return nil
 }

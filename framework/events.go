@@ -56,6 +56,14 @@ const (
 	// SessionAbandoned: the client gave Session up after posting LOST (no
 	// server answered before it could expire), and moved to a new one.
 	SessionAbandoned
+	// CacheStale: a cache (package recipes/cache) at Path may miss changes
+	// from now on, and says so: its watch lapsed (the connection dropped)
+	// or a read failed. Err says why.
+	CacheStale
+	// CacheCurrent: a cache at Path has read its tree, at first or again
+	// after CacheStale, and follows its changes: Wait is the time since it
+	// started, or since it went stale.
+	CacheCurrent
 )
 
 var eventNames = [...]string{
@@ -70,6 +78,8 @@ var eventNames = [...]string{
 	StateChanged:        "state-changed",
 	Retrying:            "retrying",
 	SessionAbandoned:    "session-abandoned",
+	CacheStale:          "cache-stale",
+	CacheCurrent:        "cache-current",
 }
 
 // String returns the kind's name, as the logs show it: "acquired", ....
@@ -89,8 +99,8 @@ type Event struct {
 	// Time is when it happened (events reach the hook a moment later).
 	Time time.Time
 	// Recipe is the kind of recipe: "mutex", "read", "write", "semaphore"
-	// (a lease, also a semaphore mutex's), "latch", "selector"; "" for the
-	// client's own events.
+	// (a lease, also a semaphore mutex's), "latch", "selector", "cache"; ""
+	// for the client's own events.
 	Recipe string
 	// Path is the recipe's path (or the operation's), as the caller gave
 	// it; Node is the node's path, when there is one.
@@ -176,7 +186,8 @@ func (c *Client) Observed() bool {
 // EventHook): a recipe then tells nothing more of what e began. The log
 // level is e's kind's: DEBUG for an acquisition's steps, a retry and
 // leadership gained; INFO for a loss, a revocation asked, leadership lost, a
-// state change and a session given up. Recipes built on the client report
+// state change, a session given up and a cache gone stale or current again.
+// Recipes built on the client report
 // their events with it; a zero Time is now. It never blocks, and runs no
 // user code but the logger's level check: the hook and the log sink hear e
 // on the client's goroutine (after Close, on the caller's, see EventHook).
@@ -241,7 +252,7 @@ func writeLine(core zapcore.Core, entry zapcore.Entry, fields []zapcore.Field) {
 // level is the level events of kind k are logged at.
 func (k EventKind) level() zapcore.Level {
 	switch k {
-	case Lost, RevocationRequested, LeadershipLost, StateChanged, SessionAbandoned:
+	case Lost, RevocationRequested, LeadershipLost, StateChanged, SessionAbandoned, CacheStale, CacheCurrent:
 		return zapcore.InfoLevel
 	}
 	return zapcore.DebugLevel
@@ -285,6 +296,8 @@ func (e Event) each(f func(key string, value any)) {
 	case Retrying:
 		f("op", e.Op)
 		f("retry", e.Retry)
+		f("wait", e.Wait)
+	case CacheCurrent:
 		f("wait", e.Wait)
 	}
 	if e.Err != nil {

@@ -42,7 +42,7 @@ func (c *Client) connect() (*conn, error) {
 		SessionTimeout: c.cfg.sessionTimeout,
 		Dial:           c.cfg.dialer,
 		MaxRequest:     c.cfg.juteMaxBuffer,
-		OnEvent:        func(_ *zkconn.Conn, ev zk.Event) { c.onEvent(z, ev) },
+		OnEvent:        func(_ *zkconn.Conn, ev zk.Event) { c.watches.event(c, z, ev); c.onEvent(z, ev) },
 		Log:            c.logZK,
 		OnUntracked: func(why string) {
 			c.log.Warn("lost track of the connection's replies: the last renewal stands still until it reconnects, and LOST may come early",
