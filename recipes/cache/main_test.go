@@ -1,11 +1,8 @@
 package cache
 
 import (
-	"bytes"
-	"fmt"
 	"os"
 	"slices"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -16,6 +13,7 @@ import (
 	"github.com/gocurator/curator/framework/zktest"
 	"github.com/gocurator/curator/internal/testclient"
 	"github.com/gocurator/curator/internal/testutil"
+	"github.com/gocurator/curator/internal/treesnap"
 )
 
 // server is the real ZooKeeper the package's tests share; each test works
@@ -57,82 +55,15 @@ func mustCache(t testing.TB, make func() (*Cache, error)) *Cache {
 	return c
 }
 
-// serverTree reads the nodes at and below base from the server, as a cache
-// of them holds them (sorted as Nodes sorts them), to depth levels below
-// base (-1: all).
-func serverTree(t testing.TB, raw *zk.Conn, base string, depth int) []Node {
-	t.Helper()
-	var out []Node
-	var visit func(p string, d int) bool
-	visit = func(p string, d int) bool {
-		data, stat, err := raw.Get(p)
-		if err == zk.ErrNoNode {
-			return false // gone meanwhile: the caller reads again
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		out = append(out, Node{Path: p, Data: data, Stat: *stat})
-		if depth >= 0 && d >= depth {
-			return true
-		}
-		kids, _, err := raw.Children(p)
-		if err == zk.ErrNoNode {
-			return false
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		slices.Sort(kids)
-		for _, k := range kids {
-			if !visit(framework.JoinPath(p, k), d+1) {
-				return false
-			}
-		}
-		return true
+// snapshot is what c holds, as a tree snapshot (children: without its
+// path's own node).
+func snapshot(c *Cache) []treesnap.Node {
+	var out []treesnap.Node
+	for _, n := range c.Nodes() {
+		out = append(out, treesnap.Node{Path: n.Path, Data: n.Data, Czxid: n.Stat.Czxid, Mzxid: n.Stat.Mzxid})
 	}
-	for !visit(base, 0) {
-		out = out[:0]
-		if ok, _, err := raw.Exists(base); err != nil {
-			t.Fatal(err)
-		} else if !ok {
-			return nil
-		}
-	}
+	treesnap.Sort(out)
 	return out
-}
-
-// diff says how two copies of a tree differ: "" when equal (paths, data,
-// and the zxids of each node's creation and last change).
-func diff(got, want []Node) string {
-	var b strings.Builder
-	i, j := 0, 0
-	for i < len(got) || j < len(want) {
-		switch {
-		case j == len(want) || i < len(got) && got[i].Path < want[j].Path:
-			fmt.Fprintf(&b, "  extra %s\n", got[i].Path)
-			i++
-		case i == len(got) || want[j].Path < got[i].Path:
-			fmt.Fprintf(&b, "  missing %s\n", want[j].Path)
-			j++
-		default:
-			g, w := got[i], want[j]
-			if !bytes.Equal(g.Data, w.Data) || g.Stat.Czxid != w.Stat.Czxid || g.Stat.Mzxid != w.Stat.Mzxid {
-				fmt.Fprintf(&b, "  %s: holds %q (czxid %d, mzxid %d), the server %q (czxid %d, mzxid %d)\n",
-					g.Path, g.Data, g.Stat.Czxid, g.Stat.Mzxid, w.Data, w.Stat.Czxid, w.Stat.Mzxid)
-			}
-			i, j = i+1, j+1
-		}
-	}
-	return b.String()
-}
-
-// sortedByPath returns nodes sorted by path (Nodes sorts parents first and
-// siblings by name, which is not byte order: "/a/b" < "/a-c" < "/a/c").
-func sortedByPath(nodes []Node) []Node {
-	nodes = slices.Clone(nodes)
-	slices.SortFunc(nodes, func(a, b Node) int { return strings.Compare(a.Path, b.Path) })
-	return nodes
 }
 
 // waitEqual waits until c is current and holds what the server has at and
@@ -142,11 +73,12 @@ func waitEqual(t testing.TB, c *Cache, raw *zk.Conn, base string, depth int, chi
 	t.Helper()
 	testutil.Must(t, c.AwaitCurrent(testutil.Context(t)))
 	testutil.Until(t, what+": the cache equal to the server's tree", func() (bool, string) {
-		want := serverTree(t, raw, base, depth)
+		want, err := treesnap.Read(raw, base, depth)
+		testutil.Must(t, err)
 		if children && len(want) > 0 {
-			want = want[1:]
+			want = want[1:] // base sorts first
 		}
-		d := diff(sortedByPath(c.Nodes()), sortedByPath(want))
+		d := treesnap.Diff(snapshot(c), want)
 		if d == "" && c.Stale() {
 			d = "stale"
 		}
