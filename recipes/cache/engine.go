@@ -135,6 +135,9 @@ func (e *engine) run() {
 		}
 		if len(e.fifo) == 0 {
 			e.fifo = nil // let a build's array go
+			if len(e.last) == 0 {
+				e.last = map[string]*op{} // and its map (a map never shrinks)
+			}
 		}
 		var head <-chan struct{}
 		if len(e.fifo) > 0 {
@@ -391,7 +394,7 @@ func (r *readers) work(c *Cache) {
 	for {
 		r.mu.Lock()
 		if r.head == len(r.queue) {
-			r.queue, r.head = r.queue[:0], 0
+			r.queue, r.head = nil, 0 // let a build's array go
 			r.running--
 			r.mu.Unlock()
 			return

@@ -10,7 +10,7 @@ import (
 )
 
 // The cache's copy of its tree: a node per node, by name under its parent,
-// as the servers hold them (a node is 128 bytes, its name and data apart,
+// as the servers hold them (a node is 112 bytes, its name and data apart,
 // and an entry in its parent's map of children). A node the cache holds no
 // data for, but that has descendants it holds, is a placeholder (not
 // present): a read of a node can come before its parent's, whose node was
@@ -18,8 +18,7 @@ import (
 // parent's creation calls for) comes after. The engine alone writes it,
 // under the cache's lock.
 type node struct {
-	name    string
-	kids    map[string]*node // nil: none
+	kids    map[string]*node // by name (its key the one copy of the name); nil: none
 	data    []byte
 	stat    zk.Stat
 	present bool // false: a placeholder
@@ -120,8 +119,8 @@ func (t *tree) put(path string, data []byte, stat *zk.Stat) (Event, bool) {
 			if n.kids == nil {
 				n.kids = make(map[string]*node, 1)
 			}
-			k = &node{name: s}
-			n.kids[s] = k
+			k = &node{}
+			n.kids[strings.Clone(s)] = k // not a piece of path, which would keep all of it
 		}
 		n = k
 	}
