@@ -230,7 +230,7 @@ func (e *env) s8Java(p *javaProc) *contender {
 			return r, fmt.Errorf("CuratorBench s8 load: %q: %w", answer, err)
 		}
 		if size != int64(n) {
-			return r, fmt.Errorf("Curator's cache holds %d nodes, want %d", size, n)
+			return r, fmt.Errorf("the Curator cache holds %d nodes, want %d", size, n)
 		}
 		answer, err = p.ask(ctx, "updates")
 		if err != nil {
