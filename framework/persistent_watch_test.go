@@ -2,7 +2,6 @@ package framework
 
 import (
 	"errors"
-	"fmt"
 	"strings"
 	"testing"
 
@@ -46,19 +45,7 @@ func watchedOnServer(t *testing.T, session int64, path string) bool {
 	if err != nil {
 		t.Fatal(err)
 	}
-	in := false
-	for _, line := range strings.Split(out, "\n") {
-		switch trimmed := strings.TrimSpace(line); {
-		case trimmed == "":
-		case trimmed != line:
-			if in && trimmed == fmt.Sprintf("0x%x", session) {
-				return true
-			}
-		default:
-			in = line == path
-		}
-	}
-	return false
+	return testutil.Watching(out, session, path)
 }
 
 // A recursive persistent watcher hears every node below its path created,

@@ -186,14 +186,20 @@ func (e *env) s8Go(ctx context.Context, tree string) (*contender, error) {
 			}
 			lat = append(lat, time.Since(t0))
 		}
-		r.values["load"] = float64(load)
-		r.values["heap"] = float64(heap1-heap0) / float64(n)
-		r.values["cpu"] = float64(cpu1-cpu0) / float64(n)
-		r.values["packets"] = float64(p1-p0) / float64(n)
-		latencyValues(r.values, "u", lat)
+		s8Values(r.values, n, load, cpu1-cpu0, heap1-heap0, p1-p0, lat)
 		return r, nil
 	}
 	return &contender{rep: rep, close: func() { client.Close() }}, nil
+}
+
+// s8Values puts a repetition's measures into m: the load's time, and its
+// CPU, heap and packets per node of the n, and the updates' latencies.
+func s8Values(m map[string]float64, n int, load, cpu time.Duration, heap, packets int64, lat []time.Duration) {
+	m["load"] = float64(load)
+	m["cpu"] = float64(cpu) / float64(n)
+	m["heap"] = float64(heap) / float64(n)
+	m["packets"] = float64(packets) / float64(n)
+	latencyValues(m, "u", lat)
 }
 
 // liveHeap returns the bytes of the heap's live objects, after a garbage
@@ -247,11 +253,7 @@ func (e *env) s8Java(p *javaProc) *contender {
 		if _, err := p.ask(ctx, "close"); err != nil {
 			return r, err
 		}
-		r.values["load"] = float64(load)
-		r.values["heap"] = float64(heap) / float64(n)
-		r.values["cpu"] = float64(cpu) / float64(n)
-		r.values["packets"] = float64(p1-p0) / float64(n)
-		latencyValues(r.values, "u", lat)
+		s8Values(r.values, n, time.Duration(load), time.Duration(cpu), heap, p1-p0, lat)
 		return r, nil
 	}
 	return &contender{rep: rep, close: p.close, cpu: p.cpu}

@@ -2,7 +2,6 @@ package zkconn
 
 import (
 	"fmt"
-	"strings"
 	"testing"
 	"time"
 
@@ -11,29 +10,14 @@ import (
 	"github.com/gocurator/curator/internal/testutil"
 )
 
-// watchedBy reports whether the server shows session watching path
-// ("wchp": a path on a line of its own, then the sessions watching it,
-// indented).
+// watchedBy reports whether the server shows session watching path.
 func watchedBy(t *testing.T, session int64, path string) bool {
 	t.Helper()
 	out, err := server.FourLetterWord("wchp")
 	if err != nil {
 		t.Fatal(err)
 	}
-	in := false
-	for _, line := range strings.Split(out, "\n") {
-		trimmed := strings.TrimSpace(line)
-		switch {
-		case trimmed == "":
-		case trimmed != line:
-			if in && trimmed == fmt.Sprintf("0x%x", session) {
-				return true
-			}
-		default:
-			in = line == path
-		}
-	}
-	return false
+	return testutil.Watching(out, session, path)
 }
 
 // Assumptions 10 and 11: a persistent recursive watch set through

@@ -13,6 +13,17 @@ import (
 
 var openACL = zk.WorldACL(zk.PermAll)
 
+// makeNodes makes the nodes at paths, in order, each with its path as its
+// data.
+func makeNodes(t testing.TB, raw *zk.Conn, paths ...string) {
+	t.Helper()
+	for _, p := range paths {
+		if _, err := raw.Create(p, []byte(p), 0, openACL); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
 // A cache loads a tree that is there before it (every node told as created,
 // then CacheInitialized), and follows it: a node made, changed, deleted and
 // made again (told as created, changed with what it held before, deleted),
@@ -24,11 +35,7 @@ func TestCacheFollowsTheTree(t *testing.T) {
 	base := basePath(t)
 	raw := testutil.Connect(t, server.Addr())
 	client := newClient(t, "")
-	for _, p := range []string{base, base + "/a", base + "/a/x", base + "/b"} {
-		if _, err := raw.Create(p, []byte(p), 0, openACL); err != nil {
-			t.Fatal(err)
-		}
-	}
+	makeNodes(t, raw, base, base+"/a", base+"/a/x", base+"/b")
 	rec := newRecorder()
 	c := mustCache(t, func() (*Cache, error) { return New(client, base, WithListener(rec)) })
 	rec.want(t, NodeCreated, base)
@@ -107,11 +114,7 @@ func TestCacheShapes(t *testing.T) {
 	base := basePath(t)
 	raw := testutil.Connect(t, server.Addr())
 	client := newClient(t, "")
-	for _, p := range []string{base, base + "/a", base + "/a/x", base + "/b"} {
-		if _, err := raw.Create(p, []byte(p), 0, openACL); err != nil {
-			t.Fatal(err)
-		}
-	}
+	makeNodes(t, raw, base, base+"/a", base+"/a/x", base+"/b")
 	rec := newRecorder()
 	nodeCache := mustCache(t, func() (*Cache, error) { return NewNodeCache(client, base+"/a", WithListener(rec)) })
 	kids := mustCache(t, func() (*Cache, error) { return NewPathChildrenCache(client, base) })

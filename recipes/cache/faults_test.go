@@ -160,11 +160,7 @@ func TestCacheTellsWhatChangedMeanwhile(t *testing.T) {
 	testutil.CheckLeaks(t)
 	base := basePath(t)
 	raw := testutil.Connect(t, server.Addr())
-	for _, p := range []string{base, base + "/keep", base + "/change", base + "/delete"} {
-		if _, err := raw.Create(p, []byte("1"), 0, openACL); err != nil {
-			t.Fatal(err)
-		}
-	}
+	makeNodes(t, raw, base, base+"/keep", base+"/change", base+"/delete")
 	proxy := zktest.NewProxy(t, server.Addr())
 	states := testutil.NewStateRecorder()
 	client := newClient(t, proxy.Addr(), framework.WithSessionTimeout(3*time.Second), framework.WithListener(states))
@@ -187,7 +183,7 @@ func TestCacheTellsWhatChangedMeanwhile(t *testing.T) {
 	if !c.Stale() {
 		t.Fatal("not stale while partitioned")
 	}
-	if n, ok := c.Get(base + "/delete"); !ok || string(n.Data) != "1" {
+	if n, ok := c.Get(base + "/delete"); !ok || string(n.Data) != base+"/delete" {
 		t.Fatalf("while stale the cache holds %+v %v; want what it last knew", n, ok)
 	}
 	proxy.Restore()
