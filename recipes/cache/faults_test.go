@@ -255,3 +255,56 @@ func TestCacheCloseAndTheClientsClose(t *testing.T) {
 		t.Fatalf("AwaitCurrent after the client's Close: %v", err)
 	}
 }
+
+// A node that an event's read puts into the copy while the cache reads its
+// tree is listed by that build all the same: its children, made before
+// the watch stood, come with no event of their own. Replies reach the
+// cache's client 50 ms late, so that the change of x, made as soon as the
+// server shows the cache's watch, is read before the listing of the
+// cache's path (which the first read of the build calls for) is applied.
+func TestCacheBuildListsANodeAnEventPutIn(t *testing.T) {
+	testutil.CheckLeaks(t)
+	base := basePath(t)
+	raw := testutil.Connect(t, server.Addr())
+	makeNodes(t, raw, base, base+"/x", base+"/x/y")
+	proxy := zktest.NewProxy(t, server.Addr())
+	client := newClient(t, proxy.Addr())
+	proxy.SetDelays(0, 50*time.Millisecond)
+	c := mustCache(t, func() (*Cache, error) { return New(client, base) })
+	testutil.Until(t, "the server to show the cache's watch", func() (bool, string) {
+		out, err := server.FourLetterWord("wchp")
+		testutil.Must(t, err)
+		return testutil.Watching(out, client.SessionID(), base), out
+	})
+	if _, err := raw.Set(base+"/x", []byte("changed"), -1); err != nil {
+		t.Fatal(err)
+	}
+	waitEqual(t, c, raw, base, -1, false, "the first load")
+}
+
+// A cache says it is stale from the moment its client is SUSPENDED: a
+// state listener that asks at SUSPENDED hears so, each of twenty times the
+// connection drops (the cache's own CacheStale comes from its watch's
+// lapse, a moment later on another goroutine).
+func TestCacheStaleAtSuspended(t *testing.T) {
+	testutil.CheckLeaks(t)
+	base := basePath(t)
+	proxy := zktest.NewProxy(t, server.Addr())
+	client := newClient(t, proxy.Addr())
+	rec := newRecorder()
+	c := mustCache(t, func() (*Cache, error) { return New(client, base, WithListener(rec)) })
+	rec.want(t, CacheInitialized, "")
+	asked := make(chan bool, 1)
+	defer client.AddListener(state.ListenerFunc(func(s state.ConnectionState) {
+		if s == state.Suspended {
+			asked <- c.Stale()
+		}
+	}))()
+	for i := range 20 {
+		proxy.DropConnections()
+		if !testutil.Recv(t, asked, "SUSPENDED") {
+			t.Fatalf("drop %d: not stale at SUSPENDED", i)
+		}
+		rec.staleThenCurrent(t, fmt.Sprintf("drop %d", i))
+	}
+}
