@@ -420,6 +420,9 @@ func (c *Client) keepWatches() {
 			}
 			r.done(j, err)
 			if err != nil && !j.remove {
+				if !c.State().IsConnected() {
+					break // the next connection wakes the keeper
+				}
 				c.log.Warn("could not set a persistent watch; trying again", zap.String("path", c.ns.unfix(j.spath)), zap.Error(err))
 				retry = time.After(keepWatchesRetry)
 				break
@@ -429,11 +432,15 @@ func (c *Client) keepWatches() {
 }
 
 // runWatchJob sets j's watch, in the retry loop, or removes it, in one
-// attempt: a watch not removed goes with its connection. A watch set is set
+// attempt, and none while the client is not connected: a watch not removed
+// goes with its connection. A watch set is set
 // on the connection whose generation the attempt records as it begins.
 func (c *Client) runWatchJob(j *watchJob) error {
 	path := c.ns.unfix(j.spath)
 	if j.remove {
+		if !c.State().IsConnected() {
+			return nil // the watch went with the connection
+		}
 		_, err := attemptOnce(c.bgCtx, c, j.spath, attemptFunc[struct{}](func(z *zkconn.Conn, p string) (struct{}, error) {
 			return struct{}{}, z.RemoveWatches(p)
 		}), nil)

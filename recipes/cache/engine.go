@@ -266,11 +266,11 @@ func (e *engine) apply(o *op) {
 		if counted && o.stat.NumChildren > 0 && c.canList(o.path) {
 			e.issue(opList, o.path, o.gen)
 		}
-	case o.kind == opList && counted: // an earlier build's: the current one lists again
+	case o.kind == opList && counted: // (an earlier build's listing is dropped: the current build lists again)
 		for _, name := range o.kids {
 			p := framework.JoinPath(o.path, name)
 			if _, ok := e.seen[p]; ok || !c.inScope(p) {
-				continue // read by the build already (an event's read since does not count: it lists nothing)
+				continue // this build reads it already; a node an event's read put in is read (and listed) all the same
 			}
 			e.seen[p] = struct{}{}
 			e.issue(opRead, p, o.gen)
