@@ -192,9 +192,10 @@ func run(ctx context.Context, o options) error {
 	res.LoadEnd = loadAverage()
 	res.Elapsed = time.Since(began)
 	results := strings.TrimSuffix(o.out, ".md") + ".json"
+	run := res
 	if o.merge {
 		var err error
-		if res, err = mergeInto(results, res); err != nil {
+		if res, err = mergeInto(results, run); err != nil {
 			return err
 		}
 	}
@@ -208,8 +209,12 @@ func run(ctx context.Context, o options) error {
 	if err != nil {
 		return err
 	}
-	fmt.Printf("gocurator-bench: %s in %s, load average %s at the start; %s\n", map[bool]string{true: "quick run", false: "full run"}[o.quick],
-		res.Elapsed.Round(time.Second), fmtLoads(res.LoadStart), o.out)
+	merged := ""
+	if o.merge {
+		merged = ", merged into"
+	}
+	fmt.Printf("gocurator-bench: %s in %s, load average %s at the start%s; %s\n", map[bool]string{true: "quick run", false: "full run"}[o.quick],
+		run.Elapsed.Round(time.Second), fmtLoads(run.LoadStart), merged, o.out)
 	for _, t := range res.targetResults() {
 		fmt.Printf("  %-3s %-8s %s %s: %s vs %s = %s\n", t.Scenario, t.Status, t.Measure, t.Target, t.Ours, t.Theirs, t.Ratio)
 	}

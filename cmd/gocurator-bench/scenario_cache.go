@@ -27,14 +27,14 @@ import (
 // client) until the cache's listener hears it; then the cache closes.
 func (e *env) scenario8(ctx context.Context) *Scenario {
 	tree := e.path("8", "tree")
-	s := &Scenario{Key: "8", Title: fmt.Sprintf("A cache of a %d-node tree", e.c.S8Nodes),
-		Setup: fmt.Sprintf("One tree of %d nodes (a root, %d children, %d grandchildren under each; %d bytes of data each), "+
+	s := &Scenario{Key: "8", Title: "A cache of a " + thousands(s8Count(e.c.S8Nodes)) + "-node tree",
+		Setup: fmt.Sprintf("One tree of %s nodes (a root, %d children, %d grandchildren under each; %d bytes of data each), "+
 			"made once; each repetition starts a cache of it on a client already connected (gocurator: recipes/cache.New; Curator: "+
 			"CuratorCache.build(client, path).start()) and measures its first load, until it says it is initialized, and the heap it then holds "+
 			"(Go: runtime.MemStats.HeapAlloc; the JVM: the heap's used bytes; each after forced garbage collections), then %d changes of a "+
 			"leaf's data made one at a time on the cache's own client, each from just before the write until the cache's listener hears it; "+
 			"%d repetitions, each cache closed at its end",
-			s8Count(e.c.S8Nodes), s8Parents(e.c.S8Nodes), s8Children(e.c.S8Nodes), s8DataLen, e.c.S8Updates, e.c.Reps),
+			thousands(s8Count(e.c.S8Nodes)), s8Parents(e.c.S8Nodes), s8Children(e.c.S8Nodes), s8DataLen, e.c.S8Updates, e.c.Reps),
 		Measures: append([]Measure{
 			{Key: "load", Label: "first load of the tree", Unit: unitTime, Better: "lower"},
 			{Key: "heap", Label: "heap held per node", Unit: unitBytes, Better: "lower"},
@@ -53,6 +53,15 @@ func (e *env) scenario8(ctx context.Context) *Scenario {
 			"parents="+strconv.Itoa(s8Parents(e.c.S8Nodes)), "children="+strconv.Itoa(s8Children(e.c.S8Nodes)),
 			"updates="+strconv.Itoa(e.c.S8Updates))}
 	e.interleave(ctx, s, entries, nil)
+	return s
+}
+
+// thousands formats n with a comma between each three digits: 10,000.
+func thousands(n int) string {
+	s := strconv.Itoa(n)
+	for i := len(s) - 3; i > 0; i -= 3 {
+		s = s[:i] + "," + s[i:]
+	}
 	return s
 }
 
