@@ -46,8 +46,8 @@ var targets = []target{
 	{"6", "handoff", nameFloor, 1.2, drainBound},
 	{"7", "p50", nameCurator, 0.51, nil},  // last report
 	{"7", "sp50", nameCurator, 0.33, nil}, // last report
-	{"8", "load", nameCurator, 1.0, nil}, // issue 38: a cache no slower to load,
-	{"8", "heap", nameCurator, 1.0, nil}, // and no bigger, than Curator's
+	{"8", "load", nameCurator, 1.0, nil},  // issue 38: a cache no slower to load,
+	{"8", "heap", nameCurator, 1.0, nil},  // and no bigger, than Curator's
 	// client CPU per acquisition (per node loaded, in 8) no more than
 	// Curator's, in every scenario that runs Curator (all but 6)
 	{"1", "cpu", nameCurator, 1, nil},
