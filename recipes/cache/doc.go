@@ -83,7 +83,8 @@
 //
 // The copy is a tree of 112-byte nodes (the node's Stat kept whole, 72
 // bytes of it), each with its name, its data and an entry in its parent's
-// map of children: about 175 bytes a node, its data apart. WithoutData
+// map of children: about 160 bytes a node, its data apart (189 with 32
+// bytes of data, where Java's CuratorCache holds 278). WithoutData
 // keeps no data, and reads Stats only (exists requests). The first load
 // keeps nothing of its own once done. docs/performance.md measures the
 // memory per node and the first load of 10,000 nodes beside Java's
