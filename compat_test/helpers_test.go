@@ -35,7 +35,7 @@ func waitWatching(t testing.TB, session int64, match func(path string) bool, sto
 	for {
 		out, err := server.FourLetterWord("wchp")
 		testutil.Must(t, err)
-		for path, sessions := range watchers(out) {
+		for path, sessions := range testutil.Watches(out) {
 			if match(path) && slices.Contains(sessions, want) {
 				return true
 			}
@@ -48,26 +48,6 @@ func waitWatching(t testing.TB, session int64, match func(path string) bool, sto
 			t.Fatalf("session %s watched nothing it should within %v; the server's watches:\n%s", want, testutil.Timeout, out)
 		}
 	}
-}
-
-// watchers parses the output of "wchp": a path on a line of its own, then
-// the sessions that watch it, indented, one a line.
-func watchers(wchp string) map[string][]string {
-	out := map[string][]string{}
-	path := ""
-	for _, line := range strings.Split(wchp, "\n") {
-		trimmed := strings.TrimSpace(line)
-		switch {
-		case trimmed == "":
-		case trimmed != line:
-			if path != "" {
-				out[path] = append(out[path], trimmed)
-			}
-		default:
-			path = line
-		}
-	}
-	return out
 }
 
 // below returns a match for waitWatching: the paths below base, but for

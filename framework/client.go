@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/go-zookeeper/zk"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 
@@ -45,6 +46,8 @@ type Client struct {
 	out       *outbox       // hands events and log lines to the hook and the sink (outbox.go)
 	told      chan struct{} // closed once closed and all is told (Closed, outbox.go)
 	runners   runners       // the goroutines that run calls a caller's context may cut short (runner.go)
+
+	watches watchRegistry // the persistent watches, and their keeper (persistent_watch.go)
 }
 
 // New returns a client for connectString ("host:port,host:port") that runs
@@ -85,7 +88,7 @@ func New(connectString string, policy retry.Policy, opts ...Option) (*Client, er
 	c.out = newOutbox(c.deliver, maxQueuedEvents)
 	c.log = c.sink.WithOptions(zap.WrapCore(func(core zapcore.Core) zapcore.Core { return outboxCore{core, c.out} }))
 	c.states = listeners.NewQueue(c.tell, nil, nil)
-	c.sm.init(&c.cfg, c.servers, c.log, c.Emit, c.states)
+	c.sm.init(&c.cfg, c.servers, c.log, c.Emit, c.states, func(z *conn, ev zk.Event) { c.watches.event(c, z, ev) })
 	c.bgCtx, c.bgCancel = context.WithCancel(context.Background())
 	if err := c.sm.start(); err != nil {
 		c.bgCancel()
@@ -275,6 +278,7 @@ func (c *Client) Close() error {
 	c.runners.close()
 	c.runners.wait()
 	c.states.Close() // what was posted before Close is still told, Close not waiting
+	c.watches.close()
 	c.out.close()
 	go c.tellClosed()
 	return nil

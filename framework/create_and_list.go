@@ -58,7 +58,7 @@ func (c *Client) CreateAndList(ctx context.Context, path string, data []byte, op
 	o := createOptionsOf(opts)
 	parent, _ := SplitPath(path)
 	p := &pipelined{c: c}
-	p.job = callJob[nodeResult]{a: listChildren(o.parentWatch), arg: c.ns.fix(parent)}
+	p.job = callJob[nodeResult]{a: listChildren(o.parentWatch, &c.watches), arg: c.ns.fix(parent)}
 	o.sent = p
 	created, err := c.create(ctx, path, data, o)
 	if err != nil {
@@ -145,11 +145,13 @@ func (p *pipelined) drop() {
 
 // listChildren is the attempt of a listing, with a watch or without; one
 // attempt, on the connection the create was written on: a listing that
-// fails is dropped, not retried.
-func listChildren(watch bool) attempter[nodeResult] {
+// fails is dropped, not retried. The watch is told to the client's
+// persistent watches (it replaces one on the same path).
+func listChildren(watch bool, watches *watchRegistry) attempter[nodeResult] {
 	if watch {
 		return attemptFunc[nodeResult](func(z *zkconn.Conn, p string) (nodeResult, error) {
 			names, stat, w, err := z.ChildrenW(p)
+			watches.touched(p)
 			return nodeResult{children: names, stat: stat, watch: w}, err
 		})
 	}

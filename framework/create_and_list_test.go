@@ -141,7 +141,7 @@ func TestCreateAndListLateOrRepeatedWrite(t *testing.T) {
 				t.Fatal(err)
 			}
 			p := &pipelined{c: c}
-			p.job = callJob[nodeResult]{a: listChildren(false), arg: base}
+			p.job = callJob[nodeResult]{a: listChildren(false, nil), arg: base}
 			tc.run(t, p, c.zk())
 			closed := make(chan error, 1)
 			go func() { closed <- c.Close() }()

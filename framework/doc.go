@@ -51,6 +51,8 @@
 //	delete().guaranteed().withVersion()           Delete(ctx, path, Guaranteed(), WithVersion(v))
 //	checkExists(), getData(), setData()           Exists, GetData, SetData (and ...W for a watch)
 //	getChildren()                                 Children, ChildrenW
+//	watchers().add().withMode(PERSISTENT...),
+//	  recipes' PersistentWatcher                  NewPersistentWatcher
 //	transaction()                                 Multi
 //	sync()                                        Sync
 //	ZKPaths.makePath, PathUtils.validatePath      JoinPath, SplitPath, ValidatePath

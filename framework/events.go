@@ -65,6 +65,14 @@ const (
 	// member of a DistributedDoubleBarrier had entered, or left); Wait is
 	// the time it waited.
 	BarrierPassed
+	// CacheStale: a cache (package recipes/cache) at Path may miss changes
+	// from now on, and says so: its watch lapsed (the connection dropped)
+	// or a read failed. Err says why.
+	CacheStale
+	// CacheCurrent: a cache at Path has read its tree, at first or again
+	// after CacheStale, and follows its changes: Wait is the time since it
+	// started, or since it went stale.
+	CacheCurrent
 )
 
 var eventNames = [...]string{
@@ -81,6 +89,8 @@ var eventNames = [...]string{
 	SessionAbandoned:    "session-abandoned",
 	NodeCreated:         "node-created",
 	BarrierPassed:       "barrier-passed",
+	CacheStale:          "cache-stale",
+	CacheCurrent:        "cache-current",
 }
 
 // String returns the kind's name, as the logs show it: "acquired", ....
@@ -103,7 +113,7 @@ type Event struct {
 	// (a lease, also a semaphore mutex's), "latch", "selector",
 	// "persistent-node", "persistent-ttl-node", "barrier",
 	// "double-barrier", "atomic" (an atomic value's optimistic tries,
-	// Retrying); "" for the client's own events.
+	// Retrying), "cache"; "" for the client's own events.
 	Recipe string
 	// Path is the recipe's path (or the operation's), as the caller gave
 	// it; Node is the node's path, when there is one.
@@ -189,8 +199,9 @@ func (c *Client) Observed() bool {
 // EventHook): a recipe then tells nothing more of what e began. The log
 // level is e's kind's: DEBUG for an acquisition's steps, a retry,
 // leadership gained and a barrier passed; INFO for a loss, a revocation
-// asked, leadership lost, a state change, a session given up and a
-// persistent node created. Recipes built on the client report
+// asked, leadership lost, a state change, a session given up, a persistent
+// node created and a cache gone stale or current again. Recipes built on
+// the client report
 // their events with it; a zero Time is now. It never blocks, and runs no
 // user code but the logger's level check: the hook and the log sink hear e
 // on the client's goroutine, after Close too (see EventHook).
@@ -255,7 +266,7 @@ func writeLine(core zapcore.Core, entry zapcore.Entry, fields []zapcore.Field) {
 // level is the level events of kind k are logged at.
 func (k EventKind) level() zapcore.Level {
 	switch k {
-	case Lost, RevocationRequested, LeadershipLost, StateChanged, SessionAbandoned, NodeCreated:
+	case Lost, RevocationRequested, LeadershipLost, StateChanged, SessionAbandoned, NodeCreated, CacheStale, CacheCurrent:
 		return zapcore.InfoLevel
 	}
 	return zapcore.DebugLevel
@@ -302,6 +313,8 @@ func (e Event) each(f func(key string, value any)) {
 		f("wait", e.Wait)
 	case BarrierPassed:
 		f("op", e.Op)
+		f("wait", e.Wait)
+	case CacheCurrent:
 		f("wait", e.Wait)
 	}
 	if e.Err != nil {

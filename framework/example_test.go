@@ -122,3 +122,48 @@ func ExampleClient_Session() {
 	// session: true timeout: 10s
 	// ended with Close
 }
+
+// A persistent recursive watch: every change below a path, one event
+// each, for as long as the watcher is open; the client sets the watch
+// again after each reconnection (a reset: changes made meanwhile came with
+// no event, read what you follow again).
+func ExampleClient_NewPersistentWatcher() {
+	client, err := framework.New(os.Getenv("ZK_SERVERS"), retry.NewExponentialBackoff(100*time.Millisecond, 3))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer client.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+
+	events := make(chan framework.WatchEvent, 16)
+	w, err := client.NewPersistentWatcher("/example/watched", true, func(e framework.WatchEvent) {
+		select {
+		case events <- e:
+		default: // never block: the watcher's next events wait for this function
+		}
+	})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer w.Close()
+	if e := <-events; e.Reset {
+		fmt.Println("the watch stands")
+	}
+	if _, err := client.Create(ctx, "/example/watched/a", nil, framework.CreatingParentsIfNeeded()); err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer client.Delete(ctx, "/example/watched")
+	defer client.Delete(ctx, "/example/watched/a")
+	for _, want := range []string{"/example/watched", "/example/watched/a"} {
+		e := <-events
+		fmt.Println(e.Type, e.Path == want)
+	}
+	// Output:
+	// the watch stands
+	// EventNodeCreated true
+	// EventNodeCreated true
+}

@@ -43,7 +43,7 @@ func (m *sessionMachine) connect() (*conn, error) {
 		SessionTimeout: m.cfg.sessionTimeout,
 		Dial:           m.cfg.dialer,
 		MaxRequest:     m.cfg.juteMaxBuffer,
-		OnEvent:        func(_ *zkconn.Conn, ev zk.Event) { m.onEvent(z, ev) },
+		OnEvent:        func(_ *zkconn.Conn, ev zk.Event) { m.connEvent(z, ev); m.onEvent(z, ev) },
 		Log:            m.logZK,
 		OnUntracked: func(why string) {
 			m.log.Warn("lost track of the connection's replies: the last renewal stands still until it reconnects, and LOST may come early",

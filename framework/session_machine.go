@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/go-zookeeper/zk"
 	"go.uber.org/zap"
 
 	"github.com/gocurator/curator/internal/listeners"
@@ -42,6 +43,11 @@ type sessionMachine struct {
 	log     *zap.Logger                             // the client's
 	emit    func(Event) (dropped bool)              // the client's Emit
 	states  *listeners.Queue[state.ConnectionState] // transitions, to the client's listeners
+	// connEvent hears every event of every connection before the state
+	// machine does, on go-zookeeper's goroutine (the client's persistent
+	// watches: persistent_watch.go); it must not block, nor take m.mu
+	// but through isCurrent.
+	connEvent func(z *conn, ev zk.Event)
 
 	conn atomic.Pointer[conn] // the current connection; replaced when the session is given up
 
@@ -73,13 +79,22 @@ type sessionMachine struct {
 
 // init makes m ready to start: no session yet, the trust's first stretch
 // begun (in session 0).
-func (m *sessionMachine) init(cfg *config, servers []string, log *zap.Logger, emit func(Event) bool, states *listeners.Queue[state.ConnectionState]) {
-	m.cfg, m.servers, m.log, m.emit, m.states = cfg, servers, log, emit, states
+func (m *sessionMachine) init(cfg *config, servers []string, log *zap.Logger, emit func(Event) bool, states *listeners.Queue[state.ConnectionState], connEvent func(*conn, zk.Event)) {
+	m.cfg, m.servers, m.log, m.emit, m.states, m.connEvent = cfg, servers, log, emit, states, connEvent
 	m.changed = make(chan struct{})
 	m.sessionEnded = make(chan struct{})
 	m.negotiated = cfg.sessionTimeout
 	m.trust.begin(0)
 	m.abandonCtx, m.abandonCancel = context.WithCancel(context.Background())
+}
+
+// isCurrent reports whether z is the current connection. A connection just
+// made is current once the caller of connect, which holds m.mu, has made it
+// so: isCurrent, called from its first events, waits until then.
+func (m *sessionMachine) isCurrent(z *conn) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return z == m.zk()
 }
 
 // start opens the first connection. It does not wait for it.

@@ -9,7 +9,7 @@
 // Usage:
 //
 //	gocurator-bench [-quick] [-out docs/performance.md] [-java=true] [-reps n]
-//	                [-scenarios 1,2,3,4,5,6,7,1d,2d,4d,5d,1e,2e] [-waiters n]
+//	                [-scenarios 1,2,3,4,5,6,7,8,1d,2d,4d,5d,1e,2e] [-waiters n] [-merge]
 //	                [-heapprofile file]
 //	gocurator-bench -render docs/performance.json
 //	gocurator-bench -timeline
@@ -25,7 +25,7 @@
 // report (and the plot) again from a results file, beside it: after a
 // change of the template (report.md.tmpl) or of the targets (targets.go).
 //
-// The scenarios, keys 1 to 7, are each a file, scenario_*.go, that says
+// The scenarios, keys 1 to 8, are each a file, scenario_*.go, that says
 // what it measures (their sizes: counts, in results.go); 1d, 2d, 4d and 5d
 // are scenarios 1, 2 (without the sweep), 4 and 5 at a datacenter's
 // latency, every client behind a proxy that holds each packet 0.25 ms each
@@ -65,11 +65,12 @@ type options struct {
 	render    string
 	timeline  bool
 	heapProf  string
+	merge     bool
 }
 
 // allScenarios are the scenarios' keys, in the order they run: the
 // standalone server's, then its latency section's, then the ensemble's.
-var allScenarios = []string{"1", "2", "3", "4", "5", "6", "7", "1d", "2d", "4d", "5d", "1e", "2e"}
+var allScenarios = []string{"1", "2", "3", "4", "5", "6", "7", "8", "1d", "2d", "4d", "5d", "1e", "2e"}
 
 func main() {
 	var o options
@@ -81,6 +82,7 @@ func main() {
 	flag.IntVar(&o.waiters, "waiters", 0, "waiting handles in scenario 6 (0: 5000, or 500 with -quick)")
 	flag.StringVar(&o.render, "render", "", "render the report again from this results file (.json), beside it, and run nothing")
 	flag.StringVar(&o.heapProf, "heapprofile", "", "write heap profiles (every allocation sampled) of scenario 6's waiters, once all wait, to this file's name -gocurator and -floor (their times are then not comparable)")
+	flag.BoolVar(&o.merge, "merge", false, "put the scenarios run into the results already at -out's .json, in place of theirs, keep the others, and render the report again (each merged scenario says when, and at which revision and load, it ran)")
 	flag.BoolVar(&o.timeline, "timeline", false, "trace where the time of the uncontended cycle (scenario 1) and of its slowest cycles goes, for each Go implementation, and run nothing else")
 	flag.Parse()
 	servingProxy()
@@ -190,6 +192,13 @@ func run(ctx context.Context, o options) error {
 	res.LoadEnd = loadAverage()
 	res.Elapsed = time.Since(began)
 	results := strings.TrimSuffix(o.out, ".md") + ".json"
+	run := res
+	if o.merge {
+		var err error
+		if res, err = mergeInto(results, run); err != nil {
+			return err
+		}
+	}
 	b, err := json.MarshalIndent(res, "", "  ")
 	if err == nil {
 		err = writeFile(results, append(b, '\n'))
@@ -200,12 +209,56 @@ func run(ctx context.Context, o options) error {
 	if err != nil {
 		return err
 	}
-	fmt.Printf("gocurator-bench: %s in %s, load average %s at the start; %s\n", map[bool]string{true: "quick run", false: "full run"}[o.quick],
-		res.Elapsed.Round(time.Second), fmtLoads(res.LoadStart), o.out)
+	merged := ""
+	if o.merge {
+		merged = ", merged into"
+	}
+	fmt.Printf("gocurator-bench: %s in %s, load average %s at the start%s; %s\n", map[bool]string{true: "quick run", false: "full run"}[o.quick],
+		run.Elapsed.Round(time.Second), fmtLoads(run.LoadStart), merged, o.out)
 	for _, t := range res.targetResults() {
 		fmt.Printf("  %-3s %-8s %s %s: %s vs %s = %s\n", t.Scenario, t.Status, t.Measure, t.Target, t.Ours, t.Theirs, t.Ratio)
 	}
 	return nil
+}
+
+// mergeInto returns the results in the file at path with the scenarios of
+// run in place of theirs (or added, in allScenarios' order), each noting
+// that it ran on its own, when, at which revision and load. The other
+// scenarios, and the report's header (its run's time, versions and load),
+// stay as they were.
+func mergeInto(path string, run *Results) (*Results, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("-merge: %w", err)
+	}
+	var res Results
+	if err := json.Unmarshal(b, &res); err != nil {
+		return nil, fmt.Errorf("-merge: %s: %w", path, err)
+	}
+	if res.Quick != run.Quick {
+		return nil, fmt.Errorf("-merge: %s is a %s run, this one is not", path, map[bool]string{true: "-quick", false: "full"}[res.Quick])
+	}
+	for _, s := range run.Scenarios {
+		s.Notes = append(s.Notes, fmt.Sprintf("This scenario ran on its own (gocurator-bench -scenarios %s -merge) on %s, at revision %s, "+
+			"load average %s at its start (%s at its end), %d repetition(s); the rest of this report ran as its header says.",
+			s.Key, run.Generated.UTC().Format("2006-01-02 15:04 MST"), run.Versions.Revision, fmtLoads(run.LoadStart), fmtLoads(run.LoadEnd), run.Counts.Reps))
+		res.Scenarios = slices.DeleteFunc(res.Scenarios, func(old *Scenario) bool { return old.Key == s.Key })
+		at := len(res.Scenarios)
+		for i, old := range res.Scenarios {
+			if slices.Index(allScenarios, old.Key) > slices.Index(allScenarios, s.Key) {
+				at = i
+				break
+			}
+		}
+		res.Scenarios = slices.Insert(res.Scenarios, at, s)
+	}
+	// The sizes of scenarios the file's run did not have (zero there).
+	res.Counts.S8Nodes = cmp.Or(res.Counts.S8Nodes, run.Counts.S8Nodes)
+	res.Counts.S8Updates = cmp.Or(res.Counts.S8Updates, run.Counts.S8Updates)
+	if res.JavaOff == "" && run.JavaOff != "" {
+		res.JavaOff = run.JavaOff
+	}
+	return &res, nil
 }
 
 // serverOptions are the options of the servers the bench starts.
@@ -287,6 +340,8 @@ func (e *env) scenario(ctx context.Context, key string) *Scenario {
 		return e.scenario5(ctx, key, where)
 	case "6":
 		return e.scenario6(ctx)
+	case "8":
+		return e.scenario8(ctx)
 	default:
 		return e.scenario7(ctx)
 	}

@@ -45,16 +45,18 @@ type counts struct {
 	S5Worker  int           // goroutines (threads) on one session
 	S6Wait    int           // waiting handles, as many for every implementation (the scenario takes time as their square)
 	S7Handoff int           // leader hand-offs of each kind per repetition
+	S8Nodes   int           `json:",omitempty"` // the nodes of the cached tree (about: see s8Count)
+	S8Updates int           `json:",omitempty"` // updates timed per repetition
 }
 
 func fullCounts() counts {
 	return counts{Reps: 3, WarmGo: time.Second, WarmJava: 4 * time.Second, Duration: 2 * time.Second,
-		S2Client: 8, S2Sweep: []int{1, 2, 4, 8, 16, 32}, S3Reader: 50, S3Group: 3, S4Client: 16, S4Leases: 3, S5Paths: 200, S5Worker: 16, S6Wait: 5000, S7Handoff: 200}
+		S2Client: 8, S2Sweep: []int{1, 2, 4, 8, 16, 32}, S3Reader: 50, S3Group: 3, S4Client: 16, S4Leases: 3, S5Paths: 200, S5Worker: 16, S6Wait: 5000, S7Handoff: 200, S8Nodes: 10000, S8Updates: 200}
 }
 
 func quickCounts() counts {
 	return counts{Reps: 1, WarmGo: 200 * time.Millisecond, WarmJava: time.Second, Duration: 400 * time.Millisecond,
-		S2Client: 8, S2Sweep: []int{1, 8, 32}, S3Reader: 20, S3Group: 3, S4Client: 16, S4Leases: 3, S5Paths: 200, S5Worker: 16, S6Wait: 500, S7Handoff: 20}
+		S2Client: 8, S2Sweep: []int{1, 8, 32}, S3Reader: 20, S3Group: 3, S4Client: 16, S4Leases: 3, S5Paths: 200, S5Worker: 16, S6Wait: 500, S7Handoff: 20, S8Nodes: 2000, S8Updates: 20}
 }
 
 // Scenario is one scenario's results: the measures it takes, and a row of

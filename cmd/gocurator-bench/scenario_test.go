@@ -30,7 +30,7 @@ func TestScenariosSmoke(t *testing.T) {
 	defer cancel()
 	e := &env{srv: srv, servers: srv.Addr(), base: "/smoke", logf: t.Logf, c: counts{
 		Reps: 2, WarmGo: 50 * time.Millisecond, WarmJava: 300 * time.Millisecond, Duration: 200 * time.Millisecond,
-		S2Client: 3, S2Sweep: []int{1, 2}, S3Reader: 6, S3Group: 2, S4Client: 4, S4Leases: 2, S5Paths: 10, S5Worker: 4, S6Wait: 50, S7Handoff: 3,
+		S2Client: 3, S2Sweep: []int{1, 2}, S3Reader: 6, S3Group: 2, S4Client: 4, S4Leases: 2, S5Paths: 10, S5Worker: 4, S6Wait: 50, S7Handoff: 3, S8Nodes: 200, S8Updates: 5,
 	}}
 	if _, err := jvm.Tool("javac"); err == nil {
 		if e.java, err = newJavaRunner(ctx, &versions{}); err != nil {
@@ -40,7 +40,7 @@ func TestScenariosSmoke(t *testing.T) {
 		e.javaOff = "javac not found"
 	}
 	res := &Results{Counts: e.c, JavaOff: e.javaOff, LoadStart: []float64{0, 0, 0}}
-	for _, key := range allScenarios[:7] {
+	for _, key := range allScenarios[:8] {
 		s := e.scenario(ctx, key)
 		res.Scenarios = append(res.Scenarios, s)
 		for impl, r := range s.Rows {

@@ -81,11 +81,15 @@
 //     dbarrier <name> <client> <path> <memberQty>                (a DistributedDoubleBarrier member)
 //     dbarrier-enter <name> [timeout=<ms>]                       -> true | false
 //     dbarrier-leave <name> [timeout=<ms>]                       -> true | false
-//     cache <name> <client> <path>                               (a CuratorCache, started)
-//     cache-close <name>
 //     shared-value <name> <client> <path> <seed>                 (a SharedValue, started)
 //     shared-value-set <name> <text>
 //     shared-value-get <name>                                    -> <text>
+//     churn <client> <base> ops=<n> [seed=<s>] [pause=<ms>]
+//           -> ops=<n> errors=<n>    (random writes below base: see Churn)
+//     cache <cache> <client> <path>  (a CuratorCache, started; "! cache <cache> created|changed|deleted
+//                                     <path> <data>" as it hears them, "! cache <cache> initialized")
+//     cache-dump <cache>             -> <n> <path>:<czxid>:<mzxid>:<hex data>...  (sorted by path)
+//     cache-close <cache>
 //     ping
 //     quit
 //
@@ -218,6 +222,8 @@ public final class CuratorPeer {
     // The chaos suite: each client's tracker, and the running contenders by label.
     private final Map<String, Tracker> trackers = new ConcurrentHashMap<>();
     private final Map<String, ChaosLoop> chaosLoops = new ConcurrentHashMap<>();
+    // The caches' tests: CuratorCaches by name.
+    private final Map<String, CuratorCache> caches = new ConcurrentHashMap<>();
     private final ExecutorService pool = Executors.newCachedThreadPool(daemon("pool"));
 
     public static void main(String[] args) throws Exception {
@@ -650,6 +656,9 @@ public final class CuratorPeer {
                 Participant p = latches.containsKey(name) ? latch(name).getLeader() : selector(name).getLeader();
                 return p.getId() + ":" + p.isLeader();
             }
+            case "churn":
+                return churn(client(arg(pos, 0, "client")).view, arg(pos, 1, "base"), Integer.parseInt(opt.getOrDefault("ops", "100")),
+                    Long.parseLong(opt.getOrDefault("seed", "1")), Long.parseLong(opt.getOrDefault("pause", "0")));
             case "atomic": {
                 String name = arg(pos, 0, "name");
                 CuratorFramework c = client(arg(pos, 1, "client")).view;
@@ -731,8 +740,24 @@ public final class CuratorPeer {
                 cache.start();
                 return "started";
             }
+            case "cache-dump": {
+                List<ChildData> nodes = new ArrayList<>();
+                named(caches, "cache", arg(pos, 0, "cache")).stream().forEach(nodes::add);
+                nodes.sort((a, b) -> a.getPath().compareTo(b.getPath()));
+                StringBuilder sb = new StringBuilder(Integer.toString(nodes.size()));
+                for (ChildData d : nodes) {
+                    sb.append(' ').append(d.getPath()).append(':').append(d.getStat().getCzxid())
+                        .append(':').append(d.getStat().getMzxid()).append(':');
+                    if (d.getData() != null) {
+                        for (byte x : d.getData()) {
+                            sb.append(String.format("%02x", x));
+                        }
+                    }
+                }
+                return sb.toString();
+            }
             case "cache-close": {
-                CuratorCache cache = caches.remove(arg(pos, 0, "name"));
+                CuratorCache cache = caches.remove(arg(pos, 0, "cache"));
                 if (cache != null) {
                     cache.close();
                 }
@@ -774,6 +799,47 @@ public final class CuratorPeer {
 
     private LeaderLatch latch(String name) {
         return named(latches, "latch", name);
+    }
+
+    /**
+     * Churn makes ops random writes below base, pause ms apart: a node of
+     * two levels (base/n0..n4, and base/nX/m0..m3) made (its parents too),
+     * its data set, or it deleted (with what is below it), each with
+     * Curator's retries. A write that fails all the same (a server
+     * restarting, say) counts as an error, and the churn goes on.
+     */
+    private static String churn(CuratorFramework c, String base, int ops, long seed, long pause) throws Exception {
+        java.util.Random r = new java.util.Random(seed);
+        int errors = 0;
+        for (int i = 0; i < ops; i++) {
+            String p = base + "/n" + r.nextInt(5);
+            if (r.nextBoolean()) {
+                p += "/m" + r.nextInt(4);
+            }
+            byte[] data = ("j" + i).getBytes(StandardCharsets.UTF_8);
+            try {
+                switch (r.nextInt(3)) {
+                    case 0:
+                        c.create().orSetData().creatingParentsIfNeeded().forPath(p, data);
+                        break;
+                    case 1:
+                        c.setData().forPath(p, data);
+                        break;
+                    default:
+                        c.delete().deletingChildrenIfNeeded().forPath(p);
+                        break;
+                }
+            } catch (org.apache.zookeeper.KeeperException.NoNodeException | org.apache.zookeeper.KeeperException.NodeExistsException
+                     | org.apache.zookeeper.KeeperException.NotEmptyException e) {
+                // another write of the churn's came first
+            } catch (Exception e) {
+                errors++;
+            }
+            if (pause > 0) {
+                Thread.sleep(pause);
+            }
+        }
+        return "ops=" + ops + " errors=" + errors;
     }
 
     private LeaderSelector selector(String name) {

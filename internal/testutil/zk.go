@@ -238,3 +238,30 @@ func Queued(t testing.TB, conn *zk.Conn, path string, n int, acquire func(ctx co
 	t.Cleanup(stop)
 	return stop
 }
+
+// Watches parses the output of the four-letter word "wchp": a watched path
+// on a line of its own, then the sessions that watch it ("0x…"), indented,
+// one a line. It returns the sessions by path.
+func Watches(wchp string) map[string][]string {
+	out := map[string][]string{}
+	path := ""
+	for _, line := range strings.Split(wchp, "\n") {
+		trimmed := strings.TrimSpace(line)
+		switch {
+		case trimmed == "":
+		case trimmed != line:
+			if path != "" {
+				out[path] = append(out[path], trimmed)
+			}
+		default:
+			path = line
+		}
+	}
+	return out
+}
+
+// Watching reports whether a server's "wchp" output shows session watching
+// path.
+func Watching(wchp string, session int64, path string) bool {
+	return slices.Contains(Watches(wchp)[path], fmt.Sprintf("0x%x", session))
+}

@@ -28,7 +28,9 @@
 //     the connection for a tenth of the session timeout, so that an idle
 //     client's last sure renewal stays recent and the framework's clock
 //     counts from renewals it sees come, not from go-zookeeper's timers
-//     (heartbeat.go).
+//     (heartbeat.go);
+//   - ZooKeeper 3.6's persistent watches, which go-zookeeper has no call
+//     for (AddWatch, RemoveWatches; watches.go).
 //
 // CloseSession closes a session on a server from a connection of its own,
 // and staticHosts gives go-zookeeper its servers without DNS.
@@ -94,4 +96,18 @@
 //     retryStart (conn.go, connect): a dial made into a silence gives up
 //     after a second, and a server that is down is tried at most once a
 //     second (hosts.go).
+//
+// And for ZooKeeper 3.6's persistent watches, which go-zookeeper cannot send:
+//
+//  14. (*zk.Conn).request, unexported and reached by go:linkname, sends a
+//     request of any opcode whose body is a struct of jute's types
+//     (encodePacket encodes any struct by reflection), with the
+//     connection's next xid, in order with the other requests, and returns
+//     the reply's error, or ErrConnectionClosed (conn.go, request,
+//     queueRequest and sendData). AddWatch and RemoveWatches rely on it.
+//  15. Every watch event read (xid -1) goes to the event callback, whether
+//     or not go-zookeeper has a watcher for its path, before its one-shot
+//     watchers hear it (conn.go, recvLoop and sendEvent): a persistent
+//     watch's events reach Config.OnEvent, and go-zookeeper's own watches
+//     below it still fire.
 package zkconn

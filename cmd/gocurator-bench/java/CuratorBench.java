@@ -19,9 +19,9 @@
 // (all its threads: Curator's, ZooKeeper's client, the JIT, the GC).
 //
 // The scenarios, "loop" (timed loops: loop), "s3" (a read-write lock
-// queue: ReadWriteQueue) and "s7" (a leader hand-off: Election), each
-// document their keys (system properties; all take path=<base path>) and
-// requests.
+// queue: ReadWriteQueue), "s7" (a leader hand-off: Election) and "s8" (a
+// cache of a tree: TreeCache), each document their keys (system
+// properties; all take path=<base path>) and requests.
 
 import java.io.BufferedReader;
 import java.io.InputStream;
@@ -36,12 +36,15 @@ import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
+import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.TimeUnit;
 import java.util.stream.LongStream;
 
 import org.apache.curator.framework.CuratorFramework;
 import org.apache.curator.framework.CuratorFrameworkFactory;
+import org.apache.curator.framework.recipes.cache.CuratorCache;
+import org.apache.curator.framework.recipes.cache.CuratorCacheListener;
 import org.apache.curator.framework.recipes.leader.LeaderLatch;
 import org.apache.curator.framework.recipes.locks.InterProcessLock;
 import org.apache.curator.framework.recipes.locks.InterProcessMutex;
@@ -70,6 +73,7 @@ public class CuratorBench {
             case "loop": h = loop(); break;
             case "s3": h = new ReadWriteQueue(); break;
             case "s7": h = new Election(); break;
+            case "s8": h = new TreeCache(); break;
             default: throw new IllegalArgumentException("unknown scenario " + scenario);
         }
         System.out.println("{\"Java\":\"" + System.getProperty("java.version") + "\",\"Curator\":\"" + curatorVersion()
@@ -328,6 +332,89 @@ public class CuratorBench {
             leader = next;
             follower = new Candidate(c, path);
             return took;
+        }
+    }
+
+    // TreeCache is s8: a CuratorCache of the tree at tree=<path> (a root,
+    // parents=<n> children, children=<n> under each), on one client. "load"
+    // starts a cache and answers, once it is initialized, the nanoseconds
+    // that took, the CPU nanoseconds the JVM used meanwhile, the heap bytes
+    // it then holds (the heap's used bytes after forced collections, less
+    // those before) and how many nodes it holds; "updates" changes
+    // updates=<n> leaves' data, one at a time, on the cache's client, and
+    // answers the nanoseconds from just before each write until the
+    // cache's listener heard it; "close" closes the cache.
+    static final class TreeCache implements Handler {
+        final String tree = System.getProperty("tree");
+        final int parents = num("parents");
+        final int children = num("children");
+        final int updates = num("updates");
+        final CuratorFramework client;
+        final LinkedBlockingQueue<String> changed = new LinkedBlockingQueue<>();
+        CuratorCache cache;
+
+        TreeCache() throws Exception {
+            client = newClient();
+        }
+
+        public String handle(String req) throws Exception {
+            switch (req) {
+                case "load": return load();
+                case "updates": return updates();
+                case "close":
+                    cache.close();
+                    cache = null;
+                    return "closed";
+                default: throw new IllegalArgumentException("s8: " + req);
+            }
+        }
+
+        static long usedHeap() {
+            for (int i = 0; i < 3; i++) {
+                System.gc();
+            }
+            return ManagementFactory.getMemoryMXBean().getHeapMemoryUsage().getUsed();
+        }
+
+        String load() throws Exception {
+            long heap0 = usedHeap();
+            long cpu0 = cpuNs();
+            long t0 = System.nanoTime();
+            CountDownLatch initialized = new CountDownLatch(1);
+            changed.clear();
+            cache = CuratorCache.build(client, tree);
+            cache.listenable().addListener(CuratorCacheListener.builder()
+                .forInitialized(initialized::countDown)
+                .forChanges((before, after) -> changed.add(after.getPath()))
+                .build());
+            cache.start();
+            if (!initialized.await(2, TimeUnit.MINUTES)) {
+                throw new IllegalStateException("the cache was not initialized within 2 minutes");
+            }
+            long took = System.nanoTime() - t0;
+            long cpu = cpuNs() - cpu0;
+            long heap = usedHeap() - heap0;
+            return took + " " + cpu + " " + heap + " " + cache.size();
+        }
+
+        String updates() throws Exception {
+            StringBuilder out = new StringBuilder();
+            for (int i = 0; i < updates; i++) {
+                String leaf = String.format("%s/p%03d/c%03d", tree, i % parents, (i / parents) % Math.max(1, children));
+                long t0 = System.nanoTime();
+                client.setData().forPath(leaf, Integer.toString(i).getBytes(StandardCharsets.UTF_8));
+                for (String p = ""; !p.equals(leaf); ) {
+                    p = changed.poll(30, TimeUnit.SECONDS);
+                    if (p == null) {
+                        throw new IllegalStateException("the change of " + leaf + " was not heard within 30 s");
+                    }
+                }
+                if (out.length() > 0) {
+                    out.append(' ');
+                }
+                out.append(System.nanoTime() - t0);
+            }
+            return out.toString();
         }
     }
 }
