@@ -222,8 +222,6 @@ public final class CuratorPeer {
     // The chaos suite: each client's tracker, and the running contenders by label.
     private final Map<String, Tracker> trackers = new ConcurrentHashMap<>();
     private final Map<String, ChaosLoop> chaosLoops = new ConcurrentHashMap<>();
-    // The caches' tests: CuratorCaches by name.
-    private final Map<String, CuratorCache> caches = new ConcurrentHashMap<>();
     private final ExecutorService pool = Executors.newCachedThreadPool(daemon("pool"));
 
     public static void main(String[] args) throws Exception {
