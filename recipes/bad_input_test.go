@@ -50,11 +50,11 @@ func TestConstructorsRefuseBadArguments(t *testing.T) {
 	bad := append(testutil.BadPaths(base), testutil.BadPath{Path: "/", Problem: "must not be the root"})
 	for _, ctor := range recipeCtors(ctx, count) {
 		t.Run(ctor.name, func(t *testing.T) {
-			testutil.ErrorIs(t, ctor.make(nil, base+"/x"), ErrBadArgument, "nil client")
+			testutil.ErrorIs(t, ctor.make(nil, base+"/x"), framework.ErrInvalidArgument, "nil client")
 			testutil.ErrorIs(t, ctor.make(closed, base+"/x"), framework.ErrClosed, "client is closed")
 			for _, b := range bad {
 				testutil.ErrorIs(t, ctor.make(good, b.Path), zk.ErrInvalidPath, b.Problem)
-				testutil.ErrorIs(t, ctor.make(good, b.Path), ErrBadArgument, b.Problem)
+				testutil.ErrorIs(t, ctor.make(good, b.Path), framework.ErrInvalidArgument, b.Problem)
 			}
 		})
 	}
@@ -63,7 +63,7 @@ func TestConstructorsRefuseBadArguments(t *testing.T) {
 
 // Zero or negative limits and quantities, counts out of range, multi-locks
 // of nothing or of locks that would wait for each other: each an error
-// wrapping ErrBadArgument that says what is wrong, and nothing made.
+// wrapping framework.ErrInvalidArgument that says what is wrong, and nothing made.
 func TestBadCountsAndLockLists(t *testing.T) {
 	ctx, base := testutil.Begin(t, server.Addr())
 	nothingCreated := testutil.NothingCreated(t, server.Addr(), base)
@@ -108,7 +108,7 @@ func TestBadCountsAndLockLists(t *testing.T) {
 		{"two owners' read locks", errOf(NewInterProcessMultiLockWithLocks(rw.NewHandle().ReadLock(), rw.NewHandle().ReadLock())), "wait for each other"},
 		{"a lock inside a multi-lock again", errOf(NewInterProcessMultiLockWithLocks(inner, sm)), "wait for each other"},
 	} {
-		testutil.ErrorIs(t, tc.err, ErrBadArgument, tc.want)
+		testutil.ErrorIs(t, tc.err, framework.ErrInvalidArgument, tc.want)
 	}
 	nothingCreated()
 }
@@ -273,14 +273,14 @@ func (m made[T]) get(t testing.TB) T {
 }
 
 // Every call that takes a context refuses a nil one with an error wrapping
-// ErrBadArgument, never a panic, and creates nothing.
+// framework.ErrInvalidArgument, never a panic, and creates nothing.
 func TestNilContext(t *testing.T) {
 	ctx, base := testutil.Begin(t, server.Addr())
 	nothingCreated := testutil.NothingCreated(t, server.Addr(), base)
 	c := newClient(t, "")
 	var nilCtx context.Context
 	for _, op := range lockOps(t, c, base+"/lock") {
-		t.Run(op.name, func(t *testing.T) { testutil.ErrorIs(t, op.do(nilCtx), ErrBadArgument, "nil context") })
+		t.Run(op.name, func(t *testing.T) { testutil.ErrorIs(t, op.do(nilCtx), framework.ErrInvalidArgument, "nil context") })
 	}
 	h := mustMutex(t, c, base+"/m").NewHandle()
 	sem := mustSemaphore(t, c, base+"/sem", 1)
@@ -295,12 +295,12 @@ func TestNilContext(t *testing.T) {
 		"revoke":             Revoke(nilCtx, c, base+"/m"),
 		"with lock":          WithLock(nilCtx, h, func(context.Context) error { return nil }),
 	} {
-		t.Run(name, func(t *testing.T) { testutil.ErrorIs(t, err, ErrBadArgument, "nil context") })
+		t.Run(name, func(t *testing.T) { testutil.ErrorIs(t, err, framework.ErrInvalidArgument, "nil context") })
 	}
 	nothingCreated()
 	l := must(sem.Acquire(ctx)).get(t)
-	testutil.ErrorIs(t, l.Close(nilCtx), ErrBadArgument, "nil context")
-	testutil.ErrorIs(t, errOf(l.FencingToken(nilCtx)), ErrBadArgument, "nil context")
+	testutil.ErrorIs(t, l.Close(nilCtx), framework.ErrInvalidArgument, "nil context")
+	testutil.ErrorIs(t, errOf(l.FencingToken(nilCtx)), framework.ErrInvalidArgument, "nil context")
 	if err := l.Close(ctx); err != nil {
 		t.Fatal(err)
 	}

@@ -127,7 +127,7 @@ func TestCloseRefusesUserCodeBegunAfterIt(t *testing.T) {
 	})
 	t.Run("selector", func(t *testing.T) {
 		_, base := testutil.Begin(t, server.Addr())
-		stall := newStallCore("framework.(*Client).Emit", "recipes.(*LeaderSelector).turn")
+		stall := newStallCore("framework.(*Client).Emit", "recipes.(*LeaderSelector).term")
 		late, returned := make(chan string, 1), make(chan struct{})
 		s, err := NewLeaderSelector(newClient(t, "", framework.WithLogger(zap.New(stall))), base,
 			func(context.Context) error { late <- waitedFor(returned); return nil })

@@ -353,9 +353,9 @@ func TestLeaderSelectorClosedFromItsFunction(t *testing.T) {
 func TestElectionBadArguments(t *testing.T) {
 	_, base := testutil.Begin(t, server.Addr())
 	c := newClient(t, "")
-	testutil.ErrorIs(t, errOf(NewLeaderLatch(c, base, WithAutoRequeue())), ErrBadArgument, "a LeaderSelector's option")
-	testutil.ErrorIs(t, errOf(NewLeaderSelector(c, base, nil)), ErrBadArgument, "nil leadership function")
-	testutil.ErrorIs(t, errOf(NewLeaderSelector(c, base, func(context.Context) error { return nil }, WithCloseMode(CloseSilent))), ErrBadArgument, "a LeaderLatch's option")
+	testutil.ErrorIs(t, errOf(NewLeaderLatch(c, base, WithAutoRequeue())), framework.ErrInvalidArgument, "a LeaderSelector's option")
+	testutil.ErrorIs(t, errOf(NewLeaderSelector(c, base, nil)), framework.ErrInvalidArgument, "nil leadership function")
+	testutil.ErrorIs(t, errOf(NewLeaderSelector(c, base, func(context.Context) error { return nil }, WithCloseMode(CloseSilent))), framework.ErrInvalidArgument, "a LeaderLatch's option")
 	l := mustLatch(t, c, base, "x")
 	testutil.ErrorIs(t, l.Await(testutil.Context(t)), ErrInvalidState, "not started")
 	if err := l.Close(); err != nil {
@@ -364,7 +364,7 @@ func TestElectionBadArguments(t *testing.T) {
 	testutil.ErrorIs(t, l.Start(), ErrInvalidState, "after Close")
 	testutil.ErrorIs(t, l.Await(testutil.Context(t)), framework.ErrClosed, "leader latch "+base+" is closed")
 	var nilCtx context.Context
-	testutil.ErrorIs(t, l.Await(nilCtx), ErrBadArgument)
+	testutil.ErrorIs(t, l.Await(nilCtx), framework.ErrInvalidArgument)
 }
 
 // A latch or selector whose client is closed stands no more: the latch's

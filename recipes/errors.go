@@ -29,11 +29,14 @@ var (
 	// allow (Curator's IllegalStateException). Such are starting a
 	// SharedCount twice or after Close, and setting one that is not started.
 	ErrInvalidState = errors.New("gocurator: invalid state")
-	// ErrBadArgument marks a bad argument to a recipe. Such are a nil
-	// context, a zero quantity, a request that can never be granted, a
-	// multi-lock with no locks or the same path twice, and more. It is
-	// framework.ErrInvalidArgument: one sentinel for every bad argument of
-	// the module.
+	// ErrBadArgument is framework.ErrInvalidArgument, the module's one
+	// sentinel for a bad argument (a nil context, a zero quantity, a
+	// request that can never be granted, a multi-lock with no locks or the
+	// same path twice, and more), under the name the recipes gave it.
+	//
+	// Deprecated: use framework.ErrInvalidArgument, which errors.Is
+	// matches in every error ErrBadArgument does. ErrBadArgument is kept
+	// for one release.
 	ErrBadArgument = framework.ErrInvalidArgument
 )
 
@@ -51,5 +54,5 @@ func (*vanishedError) Unwrap() error { return zk.ErrNoNode }
 // errZero is the error of a call on a nil or zero value of what, an
 // exported type whose values come from a constructor.
 func errZero(what string) error {
-	return errs.Errorf("%w: nil or zero %s: make one with its constructor", ErrBadArgument, what)
+	return errs.Errorf("%w: nil or zero %s: make one with its constructor", framework.ErrInvalidArgument, what)
 }

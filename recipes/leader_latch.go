@@ -53,7 +53,7 @@ const (
 //
 // Start and Close follow the package's one lifecycle rule: starting twice,
 // or after Close, fails with ErrInvalidState; Close is idempotent. A zero
-// LeaderLatch fails every call with ErrBadArgument.
+// LeaderLatch fails every call with framework.ErrInvalidArgument.
 type LeaderLatch struct {
 	li        lockInternals
 	id        string
@@ -115,7 +115,7 @@ func NewLeaderLatch(client *framework.Client, path string, opts ...ElectionOptio
 	}
 	o := electionOptionsOf(opts)
 	if o.selector != "" {
-		return nil, errs.Errorf("%w: %s is a LeaderSelector's option", ErrBadArgument, o.selector)
+		return nil, errs.Errorf("%w: %s is a LeaderSelector's option", framework.ErrInvalidArgument, o.selector)
 	}
 	return &LeaderLatch{li: lockInternals{client: client, base: path}, id: o.id, closeMode: o.closeMode,
 		changed: make(chan struct{})}, nil

@@ -20,7 +20,7 @@ import (
 // first lock that cannot be taken ends the acquisition (Curator goes on
 // trying the rest after an exception, keeping only the last one).
 //
-// A zero value holds no lock: every call fails with ErrBadArgument.
+// A zero value holds no lock: every call fails with framework.ErrInvalidArgument.
 type InterProcessMultiLock struct {
 	locks []Locker
 
@@ -33,19 +33,19 @@ type InterProcessMultiLock struct {
 // NewInterProcessMultiLock returns a multi-lock of one InterProcessMutex per
 // path, each with a handle of its own, in list order. An empty list, a path
 // given twice, a path inside another (see NewInterProcessMultiLockWithLocks), or a nil client is
-// an error wrapping ErrBadArgument; a closed client wraps
+// an error wrapping framework.ErrInvalidArgument; a closed client wraps
 // framework.ErrClosed; a bad path (the root included) is an error that
 // unwraps to zk.ErrInvalidPath. The multi-lock value is one owner: its
 // handles count up when it is acquired again.
 func NewInterProcessMultiLock(client *framework.Client, paths []string) (*InterProcessMultiLock, error) {
 	if len(paths) == 0 {
-		return nil, errs.Errorf("%w: a multi-lock needs at least one path", ErrBadArgument)
+		return nil, errs.Errorf("%w: a multi-lock needs at least one path", framework.ErrInvalidArgument)
 	}
 	seen := make(map[string]bool, len(paths))
 	locks := make([]Locker, 0, len(paths))
 	for _, p := range paths {
 		if seen[p] {
-			return nil, errs.Errorf("%w: path %s given twice", ErrBadArgument, p)
+			return nil, errs.Errorf("%w: path %s given twice", framework.ErrInvalidArgument, p)
 		}
 		seen[p] = true
 		m, err := NewInterProcessMutex(client, p)
@@ -60,7 +60,7 @@ func NewInterProcessMultiLock(client *framework.Client, paths []string) (*InterP
 // NewInterProcessMultiLockWithLocks returns a multi-lock of the given
 // lockers, in order. They may be handles of any of this package's locks,
 // semaphore mutexes, or other multi-locks. No locker, or a nil one, is an
-// error wrapping ErrBadArgument. So are two of this package's lockers on one
+// error wrapping framework.ErrInvalidArgument. So are two of this package's lockers on one
 // lock path of one client, which would wait for each other: two handles, two
 // owners' halves of a read-write lock, a semaphore mutex given twice. One
 // Handle given twice is allowed (the second acquisition counts up), and so
@@ -72,18 +72,18 @@ func NewInterProcessMultiLock(client *framework.Client, paths []string) (*InterP
 // ever holding both.
 func NewInterProcessMultiLockWithLocks(locks ...Locker) (*InterProcessMultiLock, error) {
 	if len(locks) == 0 {
-		return nil, errs.Errorf("%w: a multi-lock needs at least one lock", ErrBadArgument)
+		return nil, errs.Errorf("%w: a multi-lock needs at least one lock", framework.ErrInvalidArgument)
 	}
 	seen := map[lockSite]any{}
 	for i, l := range locks {
 		sites, err := lockSites(l)
 		if err != nil {
-			return nil, errs.Errorf("%w: lock %d: %w", ErrBadArgument, i, err)
+			return nil, errs.Errorf("%w: lock %d: %w", framework.ErrInvalidArgument, i, err)
 		}
 		for _, s := range sites {
 			owner, dup := seen[s.lockSite]
 			if dup && (s.owner == nil || owner != s.owner) {
-				return nil, errs.Errorf("%w: lock %d: a second lock on %s: the two would wait for each other", ErrBadArgument, i, s.path)
+				return nil, errs.Errorf("%w: lock %d: a second lock on %s: the two would wait for each other", framework.ErrInvalidArgument, i, s.path)
 			}
 			seen[s.lockSite] = s.owner
 		}
@@ -91,7 +91,7 @@ func NewInterProcessMultiLockWithLocks(locks ...Locker) (*InterProcessMultiLock,
 	for a := range seen {
 		for b := range seen {
 			if a.client == b.client && strings.HasPrefix(b.path, a.path+"/") {
-				return nil, errs.Errorf("%w: lock %s is inside lock %s: its parent node would queue in %s", ErrBadArgument, b.path, a.path, a.path)
+				return nil, errs.Errorf("%w: lock %s is inside lock %s: its parent node would queue in %s", framework.ErrInvalidArgument, b.path, a.path, a.path)
 			}
 		}
 	}
@@ -155,7 +155,7 @@ func lockSites(l Locker) ([]ownedSite, error) {
 // reverse order and the error returned wraps the cause. Acquiring a
 // multi-lock that is held through this value counts up, as its handles do;
 // if that hold was lost, Acquire returns an error wrapping ErrLockLost and
-// counts nothing. A nil ctx is an error wrapping ErrBadArgument.
+// counts nothing. A nil ctx is an error wrapping framework.ErrInvalidArgument.
 func (m *InterProcessMultiLock) Acquire(ctx context.Context) error {
 	if !m.usable() {
 		return errZero("InterProcessMultiLock")
@@ -170,7 +170,7 @@ func (m *InterProcessMultiLock) usable() bool { return m != nil && len(m.locks) 
 // TryAcquire, in list order). Otherwise it releases what it took and returns
 // the error, wrapping ErrLocked. Every locker must have a TryAcquire method
 // (all of this package's do); if one has not, TryAcquire takes nothing and
-// returns an error wrapping ErrBadArgument.
+// returns an error wrapping framework.ErrInvalidArgument.
 func (m *InterProcessMultiLock) TryAcquire(ctx context.Context) error {
 	type tryLocker interface {
 		TryAcquire(ctx context.Context) error
@@ -180,7 +180,7 @@ func (m *InterProcessMultiLock) TryAcquire(ctx context.Context) error {
 	}
 	for i, l := range m.locks {
 		if _, ok := l.(tryLocker); !ok {
-			return errs.Errorf("multi-lock: %w: lock %d (%T) has no TryAcquire", ErrBadArgument, i, l)
+			return errs.Errorf("multi-lock: %w: lock %d (%T) has no TryAcquire", framework.ErrInvalidArgument, i, l)
 		}
 	}
 	return m.acquire(ctx, func(l Locker) error { return l.(tryLocker).TryAcquire(ctx) })

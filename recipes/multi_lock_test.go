@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/gocurator/curator/framework"
 	"testing"
 	"time"
 
@@ -120,7 +121,7 @@ func TestMultiLockOrderAndErrors(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := ml.TryAcquire(ctx); !errors.Is(err, ErrBadArgument) || len(log) != 0 {
+	if err := ml.TryAcquire(ctx); !errors.Is(err, framework.ErrInvalidArgument) || len(log) != 0 {
 		t.Fatalf("TryAcquire without TryAcquire methods = %v, calls %v", err, log)
 	}
 	if err := ml.Acquire(ctx); err != nil {

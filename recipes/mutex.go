@@ -46,7 +46,7 @@ func WithLockData(data []byte) LockOption {
 
 // NewInterProcessMutex returns the mutex at path. A bad path (the root
 // included) is an error that unwraps to zk.ErrInvalidPath; a nil client
-// wraps ErrBadArgument, a closed one framework.ErrClosed.
+// wraps framework.ErrInvalidArgument, a closed one framework.ErrClosed.
 func NewInterProcessMutex(client *framework.Client, path string, opts ...LockOption) (*InterProcessMutex, error) {
 	return newMutex(client, path, locktree.MutexName, recipeMutex, lockNameDriver(locktree.MutexName, 1), opts)
 }
@@ -81,7 +81,7 @@ func (m *InterProcessMutex) Path() string {
 // goroutine. So goroutines that share a handle do NOT exclude each other;
 // give each goroutine (or each logical owner) a handle of its own, and they
 // contend as two Java threads do. A nil or zero mutex gives a handle every
-// call of which fails with ErrBadArgument.
+// call of which fails with framework.ErrInvalidArgument.
 func (m *InterProcessMutex) NewHandle() *Handle {
 	if !m.usable() {
 		return &Handle{}
@@ -109,7 +109,7 @@ func (m *InterProcessMutex) ParticipantNodes(ctx context.Context) ([]string, err
 }
 
 // Handle is one owner of an InterProcessMutex. Its zero value is not usable
-// (every call fails with ErrBadArgument): get one from NewHandle. It is safe
+// (every call fails with framework.ErrInvalidArgument): get one from NewHandle. It is safe
 // for concurrent use, but goroutines that share it are one owner (see
 // NewHandle).
 //
@@ -157,7 +157,7 @@ func (h *Handle) usable() bool { return h != nil && h.m != nil }
 // handle's node vanishes while it waits (the session expired), Acquire
 // queues again with a new node as far as the client's retry policy allows.
 // Success is reported only for a node owned by the current session. A nil
-// ctx, or a zero Handle, is an error wrapping ErrBadArgument.
+// ctx, or a zero Handle, is an error wrapping framework.ErrInvalidArgument.
 func (h *Handle) Acquire(ctx context.Context) error { return h.acquire(ctx, false) }
 
 // TryAcquire takes the lock only if it is free now. Otherwise it returns an
@@ -221,7 +221,7 @@ func (h *Handle) acquire(ctx context.Context, try bool) error {
 // fails (connection loss, or ctx ending): the delete then goes on in the
 // background until it succeeds, and the error is returned for
 // information. A nil ctx, or a zero Handle, is an error wrapping
-// ErrBadArgument.
+// framework.ErrInvalidArgument.
 func (h *Handle) Release(ctx context.Context) error {
 	if !h.usable() {
 		return errZero("Handle")
@@ -315,7 +315,7 @@ func (h *Handle) Done() <-chan struct{} { return doneOf(h.last()) }
 // (and what ended it: the connection state, ErrClosed, or zk.ErrNoNode for
 // a node found gone), released since or not, until the handle acquires
 // again; after a release of a lock that held, and before the first
-// acquisition, an error wrapping ErrNotHeld (ErrBadArgument for a zero
+// acquisition, an error wrapping ErrNotHeld (framework.ErrInvalidArgument for a zero
 // Handle). So a goroutine that waits on Done and then reads Err learns of
 // a loss whatever the owner did meanwhile.
 func (h *Handle) Err() error {

@@ -480,7 +480,7 @@ func TestMutexBadArguments(t *testing.T) {
 			t.Errorf("NewInterProcessMutex(%q) = %v, want ErrInvalidPath", p, err)
 		}
 	}
-	if _, err := NewInterProcessMutex(nil, "/a"); !errors.Is(err, ErrBadArgument) {
+	if _, err := NewInterProcessMutex(nil, "/a"); !errors.Is(err, framework.ErrInvalidArgument) {
 		t.Errorf("nil client: %v", err)
 	}
 }

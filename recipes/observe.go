@@ -68,7 +68,7 @@ type LeaderView struct {
 // to collect its event, until its node changes or the client closes; the
 // observer's own goroutine ends with ctx.
 //
-// A nil ctx or client is an error wrapping ErrBadArgument, a closed client
+// A nil ctx or client is an error wrapping framework.ErrInvalidArgument, a closed client
 // one wrapping framework.ErrClosed, a bad path one that unwraps to
 // zk.ErrInvalidPath.
 func ObserveLeaderLatch(ctx context.Context, client *framework.Client, path string) (<-chan LeaderView, error) {

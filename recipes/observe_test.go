@@ -179,8 +179,8 @@ func TestObserveLeaderSelector(t *testing.T) {
 	testutil.ErrorIs(t, errOf(ObserveLeaderSelector(ctx, obs, base)), framework.ErrClosed)
 	var nilCtx context.Context
 	live := newClient(t, "")
-	testutil.ErrorIs(t, errOf(ObserveLeaderLatch(nilCtx, live, base)), ErrBadArgument, "nil context")
-	testutil.ErrorIs(t, errOf(ObserveLeaderLatch(ctx, nil, base)), ErrBadArgument, "nil client")
+	testutil.ErrorIs(t, errOf(ObserveLeaderLatch(nilCtx, live, base)), framework.ErrInvalidArgument, "nil context")
+	testutil.ErrorIs(t, errOf(ObserveLeaderLatch(ctx, nil, base)), framework.ErrInvalidArgument, "nil client")
 	testutil.ErrorIs(t, errOf(ObserveLeaderLatch(ctx, live, "rel")), zk.ErrInvalidPath)
 }
 

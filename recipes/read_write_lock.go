@@ -42,7 +42,7 @@ type InterProcessReadWriteLock struct {
 // WithLockData sets the data of both halves' nodes, as Curator's
 // (client, basePath, lockData) constructor. A bad path (the root included)
 // is an error that unwraps to zk.ErrInvalidPath; a nil client wraps
-// ErrBadArgument, a closed one framework.ErrClosed.
+// framework.ErrInvalidArgument, a closed one framework.ErrClosed.
 func NewInterProcessReadWriteLock(client *framework.Client, path string, opts ...LockOption) (*InterProcessReadWriteLock, error) {
 	write, err := newMutex(client, path, locktree.WriteName, recipeWrite, newWriteDriver(), opts)
 	if err != nil {
@@ -68,7 +68,7 @@ func (rw *InterProcessReadWriteLock) Path() string {
 
 // NewHandle returns a new owner of the lock, with its read and write halves.
 // Use one per goroutine (or per logical owner). A nil or zero lock gives an
-// owner whose halves fail every call with ErrBadArgument.
+// owner whose halves fail every call with framework.ErrInvalidArgument.
 func (rw *InterProcessReadWriteLock) NewHandle() *ReadWriteHandle {
 	if !rw.usable() {
 		return &ReadWriteHandle{read: &Handle{}, write: &Handle{}}
@@ -90,7 +90,7 @@ func (rw *InterProcessReadWriteLock) ParticipantNodes(ctx context.Context) ([]st
 
 // ReadWriteHandle is one owner of an InterProcessReadWriteLock: what a Java
 // thread is to Curator's. Get one from NewHandle (the halves of a zero
-// ReadWriteHandle are zero Handles, whose calls fail with ErrBadArgument).
+// ReadWriteHandle are zero Handles, whose calls fail with framework.ErrInvalidArgument).
 // Each half tells the life of its acquisitions as a Handle does (Done, Err,
 // IsHeld; see Handle).
 //
@@ -123,7 +123,7 @@ type ReadWriteHandle struct {
 // ReadLock returns the owner's read half. Acquire, TryAcquire, Release,
 // Done, Err, FencingToken, LockPath, IsHeld and MakeRevocable work as for
 // the mutex. Of a nil or zero ReadWriteHandle it is a zero Handle, whose
-// calls fail with ErrBadArgument.
+// calls fail with framework.ErrInvalidArgument.
 func (o *ReadWriteHandle) ReadLock() *Handle {
 	if o == nil || o.read == nil {
 		return &Handle{}
@@ -136,7 +136,7 @@ func (o *ReadWriteHandle) ReadLock() *Handle {
 // the mutex; asked for while the owner holds only the read lock, Acquire
 // and TryAcquire return an error wrapping ErrUpgrade. Of a nil or zero
 // ReadWriteHandle it is a zero Handle, whose calls fail with
-// ErrBadArgument.
+// framework.ErrInvalidArgument.
 func (o *ReadWriteHandle) WriteLock() *Handle {
 	if o == nil || o.write == nil {
 		return &Handle{}

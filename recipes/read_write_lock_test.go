@@ -413,7 +413,7 @@ func TestReadWriteLockReentrancyAndUpgrade(t *testing.T) {
 	if _, err := NewInterProcessReadWriteLock(c, "bad"); err == nil {
 		t.Fatal("bad path accepted")
 	}
-	if _, err := NewInterProcessReadWriteLock(nil, base); !errors.Is(err, ErrBadArgument) {
+	if _, err := NewInterProcessReadWriteLock(nil, base); !errors.Is(err, framework.ErrInvalidArgument) {
 		t.Fatalf("nil client: %v", err)
 	}
 }

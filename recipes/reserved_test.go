@@ -13,7 +13,7 @@ import (
 
 // Every recipe refuses /zookeeper, the servers' own tree, and what is
 // under it, also where a namespace puts the path there, with an error
-// wrapping ErrBadArgument; the servers would take the nodes. A path that
+// wrapping framework.ErrInvalidArgument; the servers would take the nodes. A path that
 // only begins with the same letters is a path like any other.
 func TestRecipesRefuseTheServersTree(t *testing.T) {
 	ctx, base := testutil.Begin(t, server.Addr())
@@ -35,10 +35,10 @@ func TestRecipesRefuseTheServersTree(t *testing.T) {
 				{inZookeeper, "/locks/x", `(in namespace "zookeeper" it is /zookeeper/locks/x)`},
 			} {
 				err := ctor.make(tc.c, tc.path)
-				testutil.ErrorIs(t, err, ErrBadArgument, tc.want)
+				testutil.ErrorIs(t, err, framework.ErrInvalidArgument, tc.want)
 				testutil.ErrorIs(t, err, zk.ErrInvalidPath, tc.want)
 			}
-			if err := ctor.make(c, base+"/zookeeperx"); errors.Is(err, ErrBadArgument) {
+			if err := ctor.make(c, base+"/zookeeperx"); errors.Is(err, framework.ErrInvalidArgument) {
 				t.Errorf("%s/zookeeperx: %v", base, err)
 			}
 			if ctor.name == "revoke" {

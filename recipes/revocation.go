@@ -19,7 +19,7 @@ const RevokeMessage = locktree.RevokeMessage
 // Curator's Revoker.attemptRevoke, it writes RevokeMessage to the node. The
 // holder must have made its lock revocable (in Go or in Java); revocation is
 // a request, not a force. A node that is already gone is no error. A nil
-// client is an error wrapping ErrBadArgument, a closed one
+// client is an error wrapping framework.ErrInvalidArgument, a closed one
 // framework.ErrClosed; a bad path (the root included) unwraps to
 // zk.ErrInvalidPath; without WRITE permission on the node, the error unwraps
 // to zk.ErrNoAuth.

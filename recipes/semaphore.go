@@ -65,12 +65,12 @@ func WithLeaseData(data []byte) SemaphoreOption {
 
 // NewInterProcessSemaphoreV2 returns the semaphore at path that grants at
 // most maxLeases leases at once. maxLeases below 1 is an error wrapping
-// ErrBadArgument; so is a nil client; a closed client wraps
+// framework.ErrInvalidArgument; so is a nil client; a closed client wraps
 // framework.ErrClosed. A bad path (the root included) is an error that
 // unwraps to zk.ErrInvalidPath.
 func NewInterProcessSemaphoreV2(client *framework.Client, path string, maxLeases int, opts ...SemaphoreOption) (*InterProcessSemaphoreV2, error) {
 	if maxLeases < 1 {
-		return nil, errs.Errorf("%w: maxLeases %d must be at least 1", ErrBadArgument, maxLeases)
+		return nil, errs.Errorf("%w: maxLeases %d must be at least 1", framework.ErrInvalidArgument, maxLeases)
 	}
 	s, err := newSemaphore(client, path, opts)
 	if err != nil {
@@ -86,11 +86,11 @@ func NewInterProcessSemaphoreV2(client *framework.Client, path string, maxLeases
 // then its value is its seed). The count does not keep the semaphore
 // reachable: one built per key on a long-lived count, and dropped, is
 // collected, and its listener on the count goes with it. A nil count is an error wrapping
-// ErrBadArgument; the client and path are checked as by
+// framework.ErrInvalidArgument; the client and path are checked as by
 // NewInterProcessSemaphoreV2.
 func NewInterProcessSemaphoreV2WithCount(client *framework.Client, path string, count *SharedCount, opts ...SemaphoreOption) (*InterProcessSemaphoreV2, error) {
 	if !count.usable() {
-		return nil, errs.Errorf("%w: nil or zero SharedCount", ErrBadArgument)
+		return nil, errs.Errorf("%w: nil or zero SharedCount", framework.ErrInvalidArgument)
 	}
 	s, err := newSemaphore(client, path, opts)
 	if err != nil {
@@ -173,7 +173,7 @@ func (s *InterProcessSemaphoreV2) Acquire(ctx context.Context) (*Lease, error) {
 // AcquireN takes qty leases, one after the other, all within ctx. One
 // deadline covers them all, as in Curator's acquire(qty, time, unit). On any
 // failure every lease this call took is returned before it returns the error.
-// qty below 1 is an error wrapping ErrBadArgument.
+// qty below 1 is an error wrapping framework.ErrInvalidArgument.
 func (s *InterProcessSemaphoreV2) AcquireN(ctx context.Context, qty int) ([]*Lease, error) {
 	return s.acquire(ctx, qty, false)
 }
@@ -207,13 +207,13 @@ func (s *InterProcessSemaphoreV2) acquire(ctx context.Context, qty int, try bool
 		return nil, errs.Errorf("semaphore %s: %w", s.path, err)
 	}
 	if qty < 1 {
-		return nil, errs.Errorf("semaphore %s: %w: qty %d must be at least 1", s.path, ErrBadArgument, qty)
+		return nil, errs.Errorf("semaphore %s: %w: qty %d must be at least 1", s.path, framework.ErrInvalidArgument, qty)
 	}
 	if s.count == nil && qty > s.max {
 		// Could never be granted: waiting would not end, and a try would
 		// blame a participant that is not there. (With a SharedCount the
 		// limit may rise, so the request waits.)
-		return nil, errs.Errorf("semaphore %s: %w: qty %d is more than the %d leases it grants", s.path, ErrBadArgument, qty, s.max)
+		return nil, errs.Errorf("semaphore %s: %w: qty %d is more than the %d leases it grants", s.path, framework.ErrInvalidArgument, qty, s.max)
 	}
 	leases := make([]*Lease, 0, qty)
 	for len(leases) < qty {
@@ -300,7 +300,7 @@ func (d leaseDriver) changed() <-chan struct{} {
 // life of its grant as a Handle does (see Handle): Done closes when it is
 // lost or closed, and Err says which; a lease lost at SUSPENDED has its
 // node deleted by the library, as a Handle's. A zero Lease fails every call
-// with ErrBadArgument.
+// with framework.ErrInvalidArgument.
 type Lease struct {
 	li *lockInternals
 	g  *grant // released when the lease is closed
@@ -317,7 +317,7 @@ func (l *Lease) usable() bool { return l != nil && l.g != nil }
 // background), so that its owner learns its work was not protected all
 // along. Closing a lease that is already closed returns an error wrapping
 // ErrNotHeld, so that a double return is visible; ReturnAll ignores it. A
-// nil ctx is an error wrapping ErrBadArgument.
+// nil ctx is an error wrapping framework.ErrInvalidArgument.
 func (l *Lease) Close(ctx context.Context) error {
 	if !l.usable() {
 		return errZero("Lease")

@@ -122,7 +122,7 @@ func TestSemaphoreAcquireNTimesOut(t *testing.T) {
 		t.Fatalf("a failed TryAcquireN left leases: %d", n)
 	}
 	for _, q := range []int{0, -1} {
-		if _, err := s2.AcquireN(ctx, q); !errors.Is(err, ErrBadArgument) {
+		if _, err := s2.AcquireN(ctx, q); !errors.Is(err, framework.ErrInvalidArgument) {
 			t.Fatalf("AcquireN(%d) = %v", q, err)
 		}
 	}
@@ -214,10 +214,10 @@ func TestSemaphoreSharedCount(t *testing.T) {
 	if err := ReturnAll(ctx, []*Lease{l1, l2}); err != nil {
 		t.Fatal(err)
 	}
-	if err := count2.Start(ctx); !errors.Is(err, ErrInvalidState) || errors.Is(err, ErrBadArgument) {
+	if err := count2.Start(ctx); !errors.Is(err, ErrInvalidState) || errors.Is(err, framework.ErrInvalidArgument) {
 		t.Fatalf("second Start = %v, want ErrInvalidState", err)
 	}
-	if err := count2.SetCount(ctx, 1<<40); !errors.Is(err, ErrBadArgument) {
+	if err := count2.SetCount(ctx, 1<<40); !errors.Is(err, framework.ErrInvalidArgument) {
 		t.Fatalf("out of range = %v", err)
 	}
 	count2.Close()
@@ -301,22 +301,22 @@ func TestSemaphoreMutex(t *testing.T) {
 func TestSemaphoreBadArguments(t *testing.T) {
 	testutil.CheckLeaks(t)
 	c := newClient(t, "")
-	if _, err := NewInterProcessSemaphoreV2(c, "/a", 0); !errors.Is(err, ErrBadArgument) {
+	if _, err := NewInterProcessSemaphoreV2(c, "/a", 0); !errors.Is(err, framework.ErrInvalidArgument) {
 		t.Errorf("max 0: %v", err)
 	}
-	if _, err := NewInterProcessSemaphoreV2(nil, "/a", 1); !errors.Is(err, ErrBadArgument) {
+	if _, err := NewInterProcessSemaphoreV2(nil, "/a", 1); !errors.Is(err, framework.ErrInvalidArgument) {
 		t.Errorf("nil client: %v", err)
 	}
 	if _, err := NewInterProcessSemaphoreV2(c, "a/", 1); !errors.Is(err, zk.ErrInvalidPath) {
 		t.Errorf("bad path: %v", err)
 	}
-	if _, err := NewInterProcessSemaphoreV2WithCount(c, "/a", nil); !errors.Is(err, ErrBadArgument) {
+	if _, err := NewInterProcessSemaphoreV2WithCount(c, "/a", nil); !errors.Is(err, framework.ErrInvalidArgument) {
 		t.Errorf("nil count: %v", err)
 	}
 	if _, err := NewInterProcessSemaphoreMutex(c, "/a/"); !errors.Is(err, zk.ErrInvalidPath) {
 		t.Errorf("bad path: %v", err)
 	}
-	if _, err := NewSharedCount(c, "/a", 1<<40); !errors.Is(err, ErrBadArgument) {
+	if _, err := NewSharedCount(c, "/a", 1<<40); !errors.Is(err, framework.ErrInvalidArgument) {
 		t.Errorf("seed out of range: %v", err)
 	}
 	if _, err := NewSharedCount(c, "//a", 1); !errors.Is(err, zk.ErrInvalidPath) {

@@ -9,17 +9,17 @@ import (
 )
 
 // checkArgs checks what every recipe constructor (and Revoke) is given: a
-// client that is neither nil (an error wrapping ErrBadArgument) nor closed
+// client that is neither nil (an error wrapping framework.ErrInvalidArgument) nor closed
 // (wrapping framework.ErrClosed), and a path ZooKeeper accepts other than
 // the root or under /zookeeper, the servers' own tree (namespace included;
-// framework.IsReserved), wrapping ErrBadArgument and zk.ErrInvalidPath: a
+// framework.IsReserved), wrapping framework.ErrInvalidArgument and zk.ErrInvalidPath: a
 // recipe's nodes go under its path, and Curator's names for them assume a
 // path of at least one segment; no lock node is the root. A path so long
 // that no node under it would fit in a request the servers take is refused
-// too (wrapping ErrBadArgument).
+// too (wrapping framework.ErrInvalidArgument).
 func checkArgs(client *framework.Client, path string) error {
 	if client == nil {
-		return errs.Errorf("%w: nil client", ErrBadArgument)
+		return errs.Errorf("%w: nil client", framework.ErrInvalidArgument)
 	}
 	if client.IsClosed() {
 		return errs.Errorf("%s: %w", path, framework.ErrClosed)
@@ -39,7 +39,7 @@ func checkArgs(client *framework.Client, path string) error {
 	}
 	if room := client.JuteMaxBuffer() - lockNodeRoom - len(client.Namespace()); len(path) > room {
 		return errs.Errorf("%w: path of %d bytes is too long: the servers take requests of at most %d bytes (jute.maxbuffer), and a lock node's name, data and ACL need %d of them",
-			ErrBadArgument, len(path), client.JuteMaxBuffer(), lockNodeRoom)
+			framework.ErrInvalidArgument, len(path), client.JuteMaxBuffer(), lockNodeRoom)
 	}
 	return nil
 }
@@ -52,7 +52,7 @@ const lockNodeRoom = 1024
 // know when to give up.
 func checkContext(ctx context.Context) error {
 	if ctx == nil {
-		return errs.Errorf("%w: nil context", ErrBadArgument)
+		return errs.Errorf("%w: nil context", framework.ErrInvalidArgument)
 	}
 	return nil
 }

@@ -3,6 +3,7 @@ package recipes
 import (
 	"context"
 	"errors"
+	"github.com/gocurator/curator/framework"
 
 	"github.com/gocurator/curator/internal/errs"
 	"github.com/gocurator/curator/internal/listeners"
@@ -49,13 +50,13 @@ type Locker interface {
 // runtime.Goexit), l is released first, with a context of its own bounded
 // by a few seconds, and the panic then goes on as it was: a caller that
 // recovers it (net/http does) finds the lock free. A nil ctx, l or fn is an
-// error wrapping ErrBadArgument.
+// error wrapping framework.ErrInvalidArgument.
 func WithLock(ctx context.Context, l Owner, fn func(ctx context.Context) error) (err error) {
 	if err := checkContext(ctx); err != nil {
 		return errs.Errorf("with lock: %w", err)
 	}
 	if listeners.IsNil(l) || fn == nil {
-		return errs.Errorf("with lock: %w: nil locker or function", ErrBadArgument)
+		return errs.Errorf("with lock: %w: nil locker or function", framework.ErrInvalidArgument)
 	}
 	if lk, ok := l.(Locker); ok {
 		if err := lk.Acquire(ctx); err != nil {

@@ -1,6 +1,7 @@
 package recipes
 
 import (
+	"github.com/gocurator/curator/framework"
 	"testing"
 
 	"github.com/gocurator/curator/internal/testutil"
@@ -8,7 +9,7 @@ import (
 
 // Misuse never crashes the process: every exported method of every owner
 // type, and of every recipe value, called on a zero value and on a nil
-// pointer, returns (its errors wrapping ErrBadArgument) instead of
+// pointer, returns (its errors wrapping framework.ErrInvalidArgument) instead of
 // panicking. Nothing of the server is needed: none of them gets that far.
 func TestZeroValuesAndNilReceivers(t *testing.T) {
 	for _, v := range []any{
@@ -24,7 +25,7 @@ func TestZeroValuesAndNilReceivers(t *testing.T) {
 		&InterProcessSemaphoreV2{}, (*InterProcessSemaphoreV2)(nil),
 		&SharedCount{}, (*SharedCount)(nil),
 	} {
-		if n := testutil.CallEveryMethod(t, v, ErrBadArgument); n == 0 {
+		if n := testutil.CallEveryMethod(t, v, framework.ErrInvalidArgument); n == 0 {
 			t.Errorf("%T: no exported method called", v)
 		}
 	}
@@ -32,7 +33,7 @@ func TestZeroValuesAndNilReceivers(t *testing.T) {
 	// the handle of a zero mutex.
 	for _, v := range []any{(&ReadWriteHandle{}).ReadLock(), (&ReadWriteHandle{}).WriteLock(),
 		(&InterProcessMutex{}).NewHandle(), (&InterProcessReadWriteLock{}).NewHandle().WriteLock()} {
-		if n := testutil.CallEveryMethod(t, v, ErrBadArgument); n == 0 {
+		if n := testutil.CallEveryMethod(t, v, framework.ErrInvalidArgument); n == 0 {
 			t.Errorf("%T: no exported method called", v)
 		}
 	}
