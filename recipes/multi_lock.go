@@ -112,42 +112,40 @@ type ownedSite struct {
 	owner any
 }
 
-// lockSites returns the sites of this package's lockers (a multi-lock's are
-// its lockers'), none for other lockers, and an error for a nil locker or a
-// handle that did not come from NewHandle.
+// sited is what every Locker of this package has: where its lock is, so
+// that a multi-lock can refuse two lockers that would wait for each other.
+// sites is an error for a value that did not come from its constructor.
+type sited interface {
+	sites() ([]ownedSite, error)
+}
+
+// lockSites returns the sites of this package's lockers (a multi-lock's
+// are its lockers'), none for other lockers, and an error for a nil locker
+// or one that did not come from its constructor.
 func lockSites(l Locker) ([]ownedSite, error) {
-	switch v := l.(type) {
-	case nil:
+	if l == nil {
 		return nil, errors.New("nil locker")
-	case *Handle:
-		if v == nil || v.m == nil {
-			return nil, errors.New("nil handle, or one not from NewHandle")
-		}
-		var owner any = v
-		if half, ok := v.hooks.(rwHalf); ok {
-			owner = half.o
-		}
-		return []ownedSite{{lockSite{v.m.li.client, v.m.li.base}, owner}}, nil
-	case *InterProcessSemaphoreMutex:
-		if v == nil || v.s == nil {
-			return nil, errors.New("nil semaphore mutex, or one not from NewInterProcessSemaphoreMutex")
-		}
-		return []ownedSite{{lockSite{v.s.client, v.s.path}, nil}}, nil
-	case *InterProcessMultiLock:
-		if !v.usable() {
-			return nil, errors.New("nil or zero multi-lock")
-		}
-		var sites []ownedSite
-		for _, inner := range v.locks {
-			s, err := lockSites(inner)
-			if err != nil {
-				return nil, err
-			}
-			sites = append(sites, s...)
-		}
-		return sites, nil
+	}
+	if s, ok := l.(sited); ok {
+		return s.sites()
 	}
 	return nil, nil
+}
+
+// sites is the multi-lock's lockers' sites.
+func (m *InterProcessMultiLock) sites() ([]ownedSite, error) {
+	if !m.usable() {
+		return nil, errors.New("nil or zero multi-lock")
+	}
+	var sites []ownedSite
+	for _, inner := range m.locks {
+		s, err := lockSites(inner)
+		if err != nil {
+			return nil, err
+		}
+		sites = append(sites, s...)
+	}
+	return sites, nil
 }
 
 // Acquire takes every lock, in list order, within ctx. If one cannot be

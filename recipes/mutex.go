@@ -2,6 +2,7 @@ package recipes
 
 import (
 	"context"
+	"errors"
 	"sync"
 
 	"github.com/gocurator/curator/framework"
@@ -389,6 +390,20 @@ type handleHooks interface {
 	acquire(ctx context.Context, a attempt) (*grant, error)
 	// release deletes the node of a grant that has ended.
 	release(ctx context.Context, g *grant) error
+	// owner is who may take h's lock again while h holds it: h, or the
+	// read-write owner whose half h is (see InterProcessMultiLock).
+	owner(h *Handle) any
+}
+
+// owner is a mutex handle itself: only it takes its lock again.
+func (li *lockInternals) owner(h *Handle) any { return h }
+
+// sites is where the handle's lock is (sited).
+func (h *Handle) sites() ([]ownedSite, error) {
+	if !h.usable() {
+		return nil, errors.New("nil handle, or one not from NewHandle")
+	}
+	return []ownedSite{{lockSite{h.m.li.client, h.m.li.base}, h.hooks.owner(h)}}, nil
 }
 
 // release deletes the node of a mutex grant that has ended.

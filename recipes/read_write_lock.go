@@ -192,6 +192,10 @@ func (r rwHalf) acquire(ctx context.Context, a attempt) (*grant, error) {
 	return g, err
 }
 
+// owner is the read-write owner: its two halves may both be in one
+// multi-lock (a downgrade).
+func (r rwHalf) owner(*Handle) any { return r.o }
+
 // release deletes the node of a grant that has ended. The write node waits
 // for a downgrade under way (conv); if ctx ends first, its delete goes on
 // in the background once the downgrade is done.

@@ -2,6 +2,7 @@ package recipes
 
 import (
 	"context"
+	"errors"
 	"sync"
 
 	"github.com/gocurator/curator/framework"
@@ -120,6 +121,15 @@ func (m *InterProcessSemaphoreMutex) Release(ctx context.Context) error {
 	}
 	defer m.turn.give()
 	return l.Close(ctx)
+}
+
+// sites is where the mutex's lock is (sited): not reentrant, it has no
+// owner that may take it again.
+func (m *InterProcessSemaphoreMutex) sites() ([]ownedSite, error) {
+	if !m.usable() {
+		return nil, errors.New("nil semaphore mutex, or one not from NewInterProcessSemaphoreMutex")
+	}
+	return []ownedSite{{lockSite{m.s.client, m.s.path}, nil}}, nil
 }
 
 // IsHeld reports whether the lock is held through this value, and not lost
