@@ -15,10 +15,11 @@ GOTEST  := $(GO) test -race -count=1 -timeout 20m
 # of its own there: on a reconnect, sendSetWatches reads Conn.lastZxid while
 # the new recvLoop writes it for a reply to a request queued before
 # (go-zookeeper/zk#35, samuel/go-zookeeper#260). Nothing outside the package
-# can order the two. recipes' tests reconnect with watches set and requests
-# in flight too (a lost lock's delete, sent as the connection comes back,
-# races the new connection's setWatches), and run so as well; every other
-# package's tests keep go-zookeeper instrumented.
+# can order the two. recipes' tests (and its engine's, recipes/internal/...)
+# reconnect with watches set and requests in flight too (a lost lock's
+# delete, sent as the connection comes back, races the new connection's
+# setWatches), and run so as well; every other package's tests keep
+# go-zookeeper instrumented.
 ZKNORACE := -gcflags=github.com/go-zookeeper/zk=-race=false
 
 .PHONY: deps zk-deps check test compat chaos partitions demo bench zk-up zk-down api release-check tidy
@@ -118,8 +119,8 @@ tidy:
 # the tests start, with Java Curator 5.4 peers for the interop suite, and
 # release-check (quick, and needs no server; of HEAD, a dirty tree named).
 test: deps check
-	$(GOTEST) $$($(GO) list ./... | grep -v -e '/compat_test$$' -e '/recipes$$')
-	$(GOTEST) $(ZKNORACE) ./recipes/
+	$(GOTEST) $$($(GO) list ./... | grep -v -e '/compat_test$$' -e '/recipes$$' -e '/recipes/')
+	$(GOTEST) $(ZKNORACE) ./recipes/...
 	cd $(OTELMETRICS) && $(WORK) $(GOTEST) ./...
 	$(MAKE) --no-print-directory release-check RELEASE_ALLOW_DIRTY=1
 	$(GOTEST) $(ZKNORACE) ./compat_test/

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/gocurator/curator/framework"
+	"github.com/gocurator/curator/recipes/internal/acquire"
 )
 
 // The recipes' events (framework.Event), told through their client's Emit:
@@ -22,83 +23,92 @@ const (
 	recipeSelector  = "selector"
 )
 
-// acquireObserved is an acquisition told to its client's event hook and
-// logger: started when made, ended by done.
-type acquireObserved struct {
-	li      *lockInternals
-	recipe  string
-	path    string          // the recipe's path, as its events name it
-	started time.Time       // zero: nothing hears
-	dropped bool            // its start was dropped (the hook is too slow): nothing more of it is told
-	ctx     context.Context // the acquire's, without its cancellation, for its events' Context
+// lockEvents tells the acquisitions of one lock value (the engine's
+// acquire.Observer): kept in the value, it costs an acquisition nothing
+// while nothing hears the events, and still tells a loss then (Emit logs
+// one at INFO, hook or not).
+type lockEvents struct {
+	client *framework.Client
+	recipe string
+	path   string // the recipe's path, as its events name it
 }
 
-// observeAcquire tells that an acquisition of li's lock, called with ctx,
-// begins; its events name path, the recipe's (li's base, but for a
-// semaphore's leases).
-func (li *lockInternals) observeAcquire(ctx context.Context, recipe, path string) acquireObserved {
-	o := acquireObserved{li: li, recipe: recipe, path: path}
-	if li.client.Observed() {
-		o.started, o.ctx = time.Now(), context.WithoutCancel(ctx)
-		o.dropped = li.client.Emit(framework.Event{Kind: framework.AcquireStarted, Time: o.started, Recipe: recipe, Path: path, Context: o.ctx})
+// Acquiring tells that an acquisition called with ctx begins. While
+// something hears, it returns the acquisition's own observer, which
+// measures it; nil when its start was dropped (the hook is too slow): then
+// none of it is told, so that what is built on the events (a gauge of
+// holders) stays true.
+func (e *lockEvents) Acquiring(ctx context.Context) acquire.Observer {
+	if !e.client.Observed() {
+		return e
 	}
-	return o
+	a := &acquisition{events: e, started: time.Now(), ctx: context.WithoutCancel(ctx)}
+	if e.client.Emit(framework.Event{Kind: framework.AcquireStarted, Time: a.started, Recipe: e.recipe, Path: e.path, Context: a.ctx}) {
+		return nil
+	}
+	return a
 }
 
-// done tells how the acquisition ended: g granted, or err. A granted g
-// gets its recipe and path (grant.recipe), so that its end is told too,
-// unless the acquisition's start was dropped: then none of it is told, so
-// that what is built on the events (a gauge of holders) stays true.
-func (o acquireObserved) done(g *grant, err error) {
-	if o.dropped {
-		return
-	}
-	if err == nil {
-		g.recipe, g.recipePath, g.acquireCtx = o.recipe, o.path, o.ctx
-	}
-	if o.started.IsZero() {
-		return
-	}
-	now := time.Now()
-	e := framework.Event{Time: now, Recipe: o.recipe, Path: o.path, Wait: now.Sub(o.started), Context: o.ctx}
-	if err != nil {
-		e.Kind, e.Err = framework.AcquireFailed, err
-	} else {
-		e.Kind, e.Node, e.Session, e.Position = framework.Acquired, g.path, g.owner(), g.position
-		g.grantedAt = now
-	}
-	o.li.client.Emit(e)
-}
+// Acquired, Failed: not measured, not told.
+func (e *lockEvents) Acquired(*acquire.Grant, int) {}
+func (e *lockEvents) Failed(error)                 {}
 
-// ended tells the end of a held grant: released (cause nil) or lost. It
-// is called once, by whoever settled the end (grant.end). A grant not
-// granted through observeAcquire (an internal lock, a latch's term) tells
-// nothing.
-func (g *grant) ended(cause error) {
-	if g.recipe == "" {
-		return
-	}
-	c := g.li.client // Emit checks who hears it: a loss is logged at INFO, hook or not
-	e := framework.Event{Kind: framework.Released, Recipe: g.recipe, Path: g.recipePath, Node: g.path, Session: g.owner(),
-		Context: g.acquireCtx}
+// Ended tells the end of a grant acquired while nothing heard: released
+// (cause nil) or lost.
+func (e *lockEvents) Ended(g *acquire.Grant, cause error) { e.ended(g, cause, 0, nil) }
+
+// ended tells that g ended (released: cause nil), held for hold, acquired
+// with ctx.
+func (e *lockEvents) ended(g *acquire.Grant, cause error, hold time.Duration, ctx context.Context) {
+	ev := framework.Event{Kind: framework.Released, Recipe: e.recipe, Path: e.path, Node: g.Path(), Session: g.Session(),
+		Hold: hold, Context: ctx}
 	if cause != nil {
-		e.Kind, e.Err = framework.Lost, cause
+		ev.Kind, ev.Err = framework.Lost, cause
 	}
-	if !g.grantedAt.IsZero() {
-		e.Hold = time.Since(g.grantedAt)
-	}
-	g.acquireCtx = nil // the grant outlives its end, in its handle: a request's context, values and all, need not
-	c.Emit(e)
+	e.client.Emit(ev)
 }
 
-// lostCause is why g ended, as a Lost or LeadershipLost event tells it:
-// nil when it was given up.
-func (g *grant) lostCause() error {
-	if e := g.fin.Load(); e != nil {
-		return e.cause
+// revoked returns the revocation listener the engine calls
+// (acquire.Attempt.Revoked): it tells the request, then calls listener.
+func (e *lockEvents) revoked(listener func()) func(node string) {
+	return func(node string) {
+		e.client.Emit(framework.Event{Kind: framework.RevocationRequested, Recipe: e.recipe, Path: e.path, Node: node})
+		listener()
 	}
-	if cause := context.Cause(g.ctx); cause != errReleased {
-		return cause
-	}
-	return nil
+}
+
+// acquisition is one acquisition told while something hears: when it
+// began, with what context, and when it was granted.
+type acquisition struct {
+	events    *lockEvents
+	started   time.Time
+	grantedAt time.Time
+	// ctx is the acquire's context without its cancellation, for its
+	// events' Context; dropped once its grant has ended.
+	ctx context.Context
+}
+
+func (a *acquisition) Acquiring(context.Context) acquire.Observer { return a }
+
+// Acquired tells the grant: its wait, its node and its place in the queue.
+func (a *acquisition) Acquired(g *acquire.Grant, position int) {
+	a.grantedAt = time.Now()
+	e := a.events
+	e.client.Emit(framework.Event{Kind: framework.Acquired, Time: a.grantedAt, Recipe: e.recipe, Path: e.path,
+		Wait: a.grantedAt.Sub(a.started), Node: g.Path(), Session: g.Session(), Position: position, Context: a.ctx})
+}
+
+// Failed tells the failure, and its wait.
+func (a *acquisition) Failed(err error) {
+	now := time.Now()
+	e := a.events
+	e.client.Emit(framework.Event{Kind: framework.AcquireFailed, Time: now, Recipe: e.recipe, Path: e.path,
+		Wait: now.Sub(a.started), Err: err, Context: a.ctx})
+}
+
+// Ended tells the grant's end, and how long it held.
+func (a *acquisition) Ended(g *acquire.Grant, cause error) {
+	ctx := a.ctx
+	a.ctx = nil // the grant outlives its end, in its handle: a request's context, values and all, need not
+	a.events.ended(g, cause, time.Since(a.grantedAt), ctx)
 }

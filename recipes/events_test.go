@@ -1,4 +1,4 @@
-package recipes
+package recipes_test
 
 import (
 	"context"
@@ -14,6 +14,7 @@ import (
 	"github.com/gocurator/curator/framework"
 	"github.com/gocurator/curator/framework/zktest"
 	"github.com/gocurator/curator/internal/testutil"
+	"github.com/gocurator/curator/recipes"
 	"github.com/gocurator/curator/state"
 )
 
@@ -145,7 +146,7 @@ func TestEventsOfEveryRecipe(t *testing.T) {
 	})
 
 	led := make(chan struct{})
-	sel, err := NewLeaderSelector(c, base+"/selector", func(context.Context) error { close(led); return nil })
+	sel, err := recipes.NewLeaderSelector(c, base+"/selector", func(context.Context) error { close(led); return nil })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -185,7 +186,7 @@ func TestEventsOfEveryRecipe(t *testing.T) {
 	if got := strings.Join(order, " "); got != "acquire-started acquired suspended lost" {
 		t.Fatalf("events around the loss: %s", got)
 	}
-	testutil.ErrorIs(t, ph.Release(ctx), ErrLockLost)
+	testutil.ErrorIs(t, ph.Release(ctx), recipes.ErrLockLost)
 }
 
 // The uncontended cycle of BenchmarkMutexAcquireRelease with an event hook
@@ -211,10 +212,10 @@ func TestALossIsLoggedAtInfoWithoutAHook(t *testing.T) {
 	h := mustMutex(t, c, base).NewHandle()
 	testutil.Must(t, h.Acquire(ctx))
 	testutil.Must(t, rawConn(t).Delete(h.LockPath(), -1))
-	if _, err := h.FencingToken(ctx); !errors.Is(err, ErrLockLost) {
+	if _, err := h.FencingToken(ctx); !errors.Is(err, recipes.ErrLockLost) {
 		t.Fatalf("FencingToken of a deleted node = %v, want ErrLockLost", err)
 	}
-	if err := h.Release(ctx); !errors.Is(err, ErrLockLost) {
+	if err := h.Release(ctx); !errors.Is(err, recipes.ErrLockLost) {
 		t.Fatalf("Release after the loss = %v, want ErrLockLost", err)
 	}
 	testutil.Must(t, c.Close()) // what was logged before Close is written by then

@@ -1,4 +1,4 @@
-package recipes
+package recipes_test
 
 import (
 	"context"
@@ -13,6 +13,7 @@ import (
 	"github.com/gocurator/curator/framework"
 	"github.com/gocurator/curator/framework/zktest"
 	"github.com/gocurator/curator/internal/testutil"
+	"github.com/gocurator/curator/recipes"
 	"github.com/gocurator/curator/retry"
 	"github.com/gocurator/curator/state"
 )
@@ -113,7 +114,7 @@ func TestLossRacingReleaseIsToldOnce(t *testing.T) {
 	ctx, base := testutil.Begin(t, server.Addr())
 	proxy, rec, count, c := blipClient(t)
 	const locks, rounds = 20, 10
-	handles := make([]*Handle, locks)
+	handles := make([]*recipes.Handle, locks)
 	for i := range handles {
 		handles[i] = mustMutex(t, c, fmt.Sprintf("%s/l%02d", base, i)).NewHandle()
 	}
@@ -127,14 +128,14 @@ func TestLossRacingReleaseIsToldOnce(t *testing.T) {
 			go func() { // the releaser
 				defer ends.Done()
 				<-h.Done()
-				if err := h.Release(ctx); !errors.Is(err, ErrLockLost) {
+				if err := h.Release(ctx); !errors.Is(err, recipes.ErrLockLost) {
 					results <- fmt.Errorf("release after the loss = %v, want ErrLockLost", err)
 				}
 			}()
 			go func() { // the observer
 				defer ends.Done()
 				<-h.Done()
-				if err := h.Err(); !errors.Is(err, ErrLockLost) {
+				if err := h.Err(); !errors.Is(err, recipes.ErrLockLost) {
 					results <- fmt.Errorf("Err after Done = %v, want ErrLockLost whatever the release did", err)
 				}
 			}()
@@ -173,7 +174,7 @@ func TestGaugesBalanceAfterBlipsReleasesAndClose(t *testing.T) {
 	proxy.DropConnections()
 	waitClosed(ctx, t, lostOne.Done(), "Done after the blip")
 	rec.WaitFor(ctx, t, state.Reconnected)
-	testutil.ErrorIs(t, lostOne.Release(ctx), ErrLockLost)
+	testutil.ErrorIs(t, lostOne.Release(ctx), recipes.ErrLockLost)
 	testutil.Must(t, atClose.Acquire(ctx))
 	short, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
 	defer cancel()
@@ -217,8 +218,8 @@ func TestReleaseAfterLossWaitsForNoServer(t *testing.T) {
 			}
 			released := make(chan error, 1)
 			go func() { released <- o.Release(context.Background()) }()
-			testutil.ErrorIs(t, testutil.Recv(t, released, "the release of the lost lock, while no server answers"), ErrLockLost)
-			testutil.ErrorIs(t, o.Err(), ErrLockLost)
+			testutil.ErrorIs(t, testutil.Recv(t, released, "the release of the lost lock, while no server answers"), recipes.ErrLockLost)
+			testutil.ErrorIs(t, o.Err(), recipes.ErrLockLost)
 			proxy.Restore()
 			rec.WaitFor(ctx, t, state.Reconnected)
 			if c.SessionID() != session {

@@ -11,6 +11,7 @@ import (
 	"github.com/gocurator/curator/framework"
 	"github.com/gocurator/curator/internal/errs"
 	"github.com/gocurator/curator/internal/locktree"
+	"github.com/gocurator/curator/recipes/internal/acquire"
 	"github.com/gocurator/curator/retry"
 )
 
@@ -236,7 +237,7 @@ func (s *LeaderSelector) Participants(ctx context.Context) ([]Participant, error
 	if err != nil {
 		return nil, errs.Errorf("participants of %s: %w", s.Path(), err)
 	}
-	return participants(ctx, s.mutex.li.client, sorted, 0)
+	return participants(ctx, s.mutex.li.Client(), sorted, 0)
 }
 
 // Leader returns the leading candidate, or the zero Participant when there
@@ -249,7 +250,7 @@ func (s *LeaderSelector) Leader(ctx context.Context) (Participant, error) {
 	if err != nil {
 		return Participant{}, errs.Errorf("leader of %s: %w", s.Path(), err)
 	}
-	return leader(ctx, s.mutex.li.client, sorted)
+	return leader(ctx, s.mutex.li.Client(), sorted)
 }
 
 // run is the selector's goroutine: one term each time it is queued, until
@@ -286,7 +287,7 @@ func (s *LeaderSelector) term(ctx context.Context) error {
 	h := s.mutex.NewHandle()
 	if err := h.Acquire(ctx); err != nil {
 		if ctx.Err() == nil && !errors.Is(err, framework.ErrClosed) {
-			s.mutex.li.client.Logger().Info("leader selector: queueing failed", zap.String("path", s.Path()), zap.Error(err))
+			s.mutex.li.Client().Logger().Info("leader selector: queueing failed", zap.String("path", s.Path()), zap.Error(err))
 			_ = retry.Sleep(ctx, latchRetryWait)
 		}
 		return err
@@ -297,9 +298,9 @@ func (s *LeaderSelector) term(ctx context.Context) error {
 	s.mu.Unlock()
 
 	began := time.Now()
-	c := s.mutex.li.client
+	c := s.mutex.li.Client()
 	g := h.current() // its node's session is the one its events name
-	dropped := c.Emit(framework.Event{Kind: framework.LeadershipGained, Time: began, Recipe: recipeSelector, Path: s.Path(), Node: g.path, Session: g.owner()})
+	dropped := c.Emit(framework.Event{Kind: framework.LeadershipGained, Time: began, Recipe: recipeSelector, Path: s.Path(), Node: g.Path(), Session: g.Session()})
 	returned := false
 	defer func() { // as the function returns, or panics: leadership is given up first
 		why := termEnd(lctx)
@@ -307,14 +308,14 @@ func (s *LeaderSelector) term(ctx context.Context) error {
 			why = errLeadershipPanicked
 		}
 		if !dropped {
-			c.Emit(framework.Event{Kind: framework.LeadershipLost, Recipe: recipeSelector, Path: s.Path(), Node: g.path,
-				Session: g.owner(), Hold: time.Since(began), Err: why})
+			c.Emit(framework.Event{Kind: framework.LeadershipLost, Recipe: recipeSelector, Path: s.Path(), Node: g.Path(),
+				Session: g.Session(), Hold: time.Since(began), Err: why})
 		}
 		s.mu.Lock()
 		s.holder, s.interrupt = nil, nil
 		s.mu.Unlock()
 		stop()
-		rctx, rcancel := cleanupContext(ctx)
+		rctx, rcancel := acquire.CleanupContext(ctx)
 		defer rcancel()
 		_ = h.Release(rctx) // after a loss it says so; leadership is given up either way
 	}()
@@ -322,7 +323,7 @@ func (s *LeaderSelector) term(ctx context.Context) error {
 	s.life.gate.Call(func() { err = s.fn(lctx) }) // refused once Close has begun
 	returned = true
 	if err != nil && !errors.Is(err, context.Canceled) && lctx.Err() == nil {
-		s.mutex.li.client.Logger().Info("leader selector: the leadership function failed", zap.String("path", s.Path()), zap.Error(err))
+		s.mutex.li.Client().Logger().Info("leader selector: the leadership function failed", zap.String("path", s.Path()), zap.Error(err))
 	}
 	return nil
 }

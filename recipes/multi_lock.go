@@ -8,6 +8,7 @@ import (
 
 	"github.com/gocurator/curator/framework"
 	"github.com/gocurator/curator/internal/errs"
+	"github.com/gocurator/curator/recipes/internal/acquire"
 )
 
 // InterProcessMultiLock is several locks taken and released as one: Curator's
@@ -195,7 +196,7 @@ func (m *InterProcessMultiLock) acquire(ctx context.Context, take func(Locker) e
 	}
 	for i, l := range m.locks {
 		if err := take(l); err != nil {
-			rctx, cancel := cleanupContext(ctx)
+			rctx, cancel := acquire.CleanupContext(ctx)
 			defer cancel()
 			return errors.Join(errs.Errorf("multi-lock: acquire lock %d of %d: %w", i+1, len(m.locks), err),
 				releaseReverse(rctx, m.locks[:i]))
@@ -336,7 +337,7 @@ func watchGrant(locks []Locker) *multiGrant {
 	g := &multiGrant{locks: locks, stops: make([]func(), 0, len(locks))}
 	g.ctx, g.end = context.WithCancelCause(context.Background())
 	for _, l := range locks {
-		g.stops = append(g.stops, follow(l, func() { g.end(asLost(l.Err())) }))
+		g.stops = append(g.stops, follow(l, func() { g.end(acquire.AsLost(l.Err())) }))
 	}
 	return g
 }
@@ -349,7 +350,7 @@ func (g *multiGrant) err() error {
 	if g.ctx.Err() == nil {
 		for _, l := range g.locks {
 			if err := l.Err(); err != nil {
-				g.end(asLost(err))
+				g.end(acquire.AsLost(err))
 				break
 			}
 		}
@@ -368,5 +369,5 @@ func (g *multiGrant) stop() {
 		stop()
 	}
 	g.err() // a loss not yet followed ends it now
-	g.end(errReleased)
+	g.end(acquire.ErrReleased)
 }

@@ -6,6 +6,7 @@ import (
 	"github.com/gocurator/curator/framework"
 	"github.com/gocurator/curator/internal/errs"
 	"github.com/gocurator/curator/internal/locktree"
+	"github.com/gocurator/curator/recipes/internal/acquire"
 )
 
 // InterProcessReadWriteLock is a lock across processes held by many readers
@@ -63,7 +64,7 @@ func (rw *InterProcessReadWriteLock) Path() string {
 	if !rw.usable() {
 		return ""
 	}
-	return rw.write.li.base
+	return rw.write.li.Base()
 }
 
 // NewHandle returns a new owner of the lock, with its read and write halves.
@@ -150,13 +151,13 @@ type rwHalf struct {
 	write bool
 }
 
-func (r rwHalf) acquire(ctx context.Context, a attempt) (*grant, error) {
+func (r rwHalf) acquire(ctx context.Context, a acquire.Attempt) (*acquire.Grant, error) {
 	o, li := r.o, &r.o.write.m.li
 	if r.write {
 		if o.read.holding() {
 			return nil, ErrUpgrade
 		}
-		return li.acquire(ctx, a)
+		return li.Acquire(ctx, a)
 	}
 	if err := o.conv.take(ctx); err != nil {
 		return nil, err
@@ -164,56 +165,52 @@ func (r rwHalf) acquire(ctx context.Context, a attempt) (*grant, error) {
 	w := o.write.current()
 	if w == nil {
 		o.conv.give()
-		return li.acquire(ctx, a)
+		return li.Acquire(ctx, a)
 	}
 	defer o.conv.give()
 	// The read lock takes the write lock's place in the queue, and its
 	// fencing token: its own node is created after writers that queued
 	// behind the write node, whose tokens are lower than its czxid.
-	token, err := li.token(ctx, w)
+	token, err := w.Token(ctx)
 	if err != nil {
 		return nil, errs.Errorf("the write lock it would downgrade: %w", err)
 	}
-	a.path = framework.JoinPath(li.base, locktree.ReadName+locktree.ReadWriteSortKey(w.name))
-	a.mode = framework.Ephemeral
-	a.driver = readDriver{ownWrite: w.name}
-	a.still = func() error {
+	a.Path = framework.JoinPath(li.Base(), locktree.ReadName+locktree.ReadWriteSortKey(w.Name()))
+	a.Mode = framework.Ephemeral
+	a.Driver = readDriver{ownWrite: w.Name()}
+	a.Token = token
+	a.Still = func() error {
 		// The write lock can no longer be trusted: it may be gone, and the
 		// read node must not take its place.
-		if err := w.err(); err != nil {
+		if err := w.Err(); err != nil {
 			return errs.Errorf("the write lock it would downgrade: %w", err)
 		}
 		return nil
 	}
-	g, err := li.acquire(ctx, a)
-	if err == nil {
-		g.token.Store(token)
-	}
-	return g, err
+	return li.Acquire(ctx, a)
 }
 
 // owner is the read-write owner: its two halves may both be in one
 // multi-lock (a downgrade).
 func (r rwHalf) owner(*Handle) any { return r.o }
 
-// release deletes the node of a grant that has ended. The write node waits
-// for a downgrade under way (conv); if ctx ends first, its delete goes on
-// in the background once the downgrade is done.
-func (r rwHalf) release(ctx context.Context, g *grant) error {
-	li := &r.o.write.m.li
+// release deletes the node of a grant its owner released. The write node
+// waits for a downgrade under way (conv); if ctx ends first, its delete
+// goes on in the background once the downgrade is done.
+func (r rwHalf) release(ctx context.Context, g *acquire.Grant) error {
 	if !r.write {
-		return li.deleteGranted(ctx, g)
+		return g.Delete(ctx)
 	}
 	if r.o.conv.take(ctx) == nil {
 		defer r.o.conv.give()
-		return li.deleteGranted(ctx, g)
+		return g.Delete(ctx)
 	}
 	go func() {
 		_ = r.o.conv.take(context.Background())
 		defer r.o.conv.give()
-		dctx, cancel := cleanupContext(ctx)
+		dctx, cancel := acquire.CleanupContext(ctx)
 		defer cancel()
-		_ = li.deleteGranted(dctx, g) // guaranteed
+		_ = g.Delete(dctx) // guaranteed
 	}()
 	return errs.Errorf("a downgrade is under way; the delete goes on in the background: %w", ctx.Err())
 }
@@ -228,28 +225,28 @@ type readDriver struct {
 	ownWrite string
 }
 
-func (readDriver) sort(children []string) []string {
+func (readDriver) Sort(children []string) []string {
 	return locktree.Sort(children, locktree.ReadWriteSortKey)
 }
 
-func (readDriver) order() string { return readWriteOrder }
+func (readDriver) Order() string { return readWriteOrder }
 
-func (d readDriver) check(sorted []string, ourName string) (bool, string, error) {
+func (d readDriver) Check(sorted []string, ourName string) (bool, string, error) {
 	if d.ownWrite != "" && locktree.IndexOf(sorted, d.ownWrite) < 0 {
 		return false, "", errs.Errorf("%w: write lock node %s is gone", ErrLockLost, d.ownWrite)
 	}
 	held, watch, found := locktree.Read(sorted, ourName)
 	if !found {
-		return false, "", errNodeVanished
+		return false, "", acquire.ErrVanished
 	}
 	return held, watch, nil
 }
 
-// handsOff: a reader whose only writer ahead is the one it watches holds
-// when that writer's node is deleted (see handoffDriver): no sequential node
+// HandsOff: a reader whose only writer ahead is the one it watches holds
+// when that writer's node is deleted (see driver.go): no sequential node
 // can appear ahead, and a downgrade node, the only non-sequential one, is a
 // reader's.
-func (d readDriver) handsOff(sorted []string, ourName, watch string) bool {
+func (d readDriver) HandsOff(sorted []string, ourName, watch string) bool {
 	if d.ownWrite != "" || !locktree.IsWrite(watch) {
 		return false
 	}
@@ -265,7 +262,7 @@ func (d readDriver) handsOff(sorted []string, ourName, watch string) bool {
 	return false
 }
 
-// lookahead: none for readers. A reader waits on a writer, and the node
+// Lookahead: none for readers. A reader waits on a writer, and the node
 // ahead of that writer does not tell it anything the writer's deletion will
 // not.
-func (readDriver) lookahead([]string, string, string) string { return "" }
+func (readDriver) Lookahead([]string, string, string) string { return "" }

@@ -1,4 +1,4 @@
-package recipes
+package recipes_test
 
 import (
 	"errors"
@@ -9,6 +9,7 @@ import (
 
 	"github.com/gocurator/curator/framework"
 	"github.com/gocurator/curator/internal/testutil"
+	"github.com/gocurator/curator/recipes"
 )
 
 // Every recipe refuses /zookeeper, the servers' own tree, and what is
@@ -22,7 +23,7 @@ func TestRecipesRefuseTheServersTree(t *testing.T) {
 	testutil.Must(t, err)
 	c := newClient(t, "")
 	inZookeeper := newClient(t, "", framework.WithNamespace("zookeeper"))
-	count := must(NewSharedCount(c, base+"/count", 1)).get(t) // not started: makes nothing
+	count := must(recipes.NewSharedCount(c, base+"/count", 1)).get(t) // not started: makes nothing
 	for _, ctor := range recipeCtors(ctx, count) {
 		t.Run(ctor.name, func(t *testing.T) {
 			for _, tc := range []struct {

@@ -12,6 +12,7 @@ import (
 	"github.com/gocurator/curator/framework"
 	"github.com/gocurator/curator/internal/errs"
 	"github.com/gocurator/curator/internal/locktree"
+	"github.com/gocurator/curator/recipes/internal/acquire"
 )
 
 // InterProcessSemaphoreV2 is a semaphore across processes: at most maxLeases
@@ -33,14 +34,14 @@ import (
 type InterProcessSemaphoreV2 struct {
 	client *framework.Client
 	path   string
-	locks  lockInternals // P/locks: the internal mutex
-	leases lockInternals // P/leases
+	locks  acquire.Lock // P/locks: the internal mutex
+	leases acquire.Lock // P/leases
 	data   []byte
 	max    int          // when count is nil
 	count  *SharedCount // or nil
 
-	lockPath, leasePath string // P/locks/lock-, P/leases/lease-: where nodes are created, before protection
-	lockDriver          driver // the internal mutex's rules, built once
+	guard  acquire.Guard // the internal mutex, as a lease's attempt takes it
+	events lockEvents
 
 	mu      sync.Mutex
 	changed chan struct{} // closed and replaced when count changes
@@ -122,14 +123,14 @@ func newSemaphore(client *framework.Client, path string, opts []SemaphoreOption)
 	s := &InterProcessSemaphoreV2{
 		client:  client,
 		path:    path,
-		locks:   lockInternals{client: client, base: framework.JoinPath(path, locktree.SemaphoreLocks)},
-		leases:  lockInternals{client: client, base: framework.JoinPath(path, locktree.SemaphoreLeases)},
+		locks:   acquire.NewLock(client, framework.JoinPath(path, locktree.SemaphoreLocks)),
+		leases:  acquire.NewLock(client, framework.JoinPath(path, locktree.SemaphoreLeases)),
 		data:    o.data,
 		changed: make(chan struct{}),
+		events:  lockEvents{client: client, recipe: recipeSemaphore, path: path},
 	}
-	s.lockPath = framework.JoinPath(s.locks.base, locktree.MutexName)
-	s.leasePath = framework.JoinPath(s.leases.base, locktree.LeaseName)
-	s.lockDriver = lockNameDriver(locktree.MutexName, 1)
+	s.guard = acquire.Guard{Lock: &s.locks, Attempt: acquire.Attempt{Path: framework.JoinPath(s.locks.Base(), locktree.MutexName),
+		Mode: framework.EphemeralSequential, Driver: lockNameDriver(locktree.MutexName, 1)}}
 	return s, nil
 }
 
@@ -219,7 +220,7 @@ func (s *InterProcessSemaphoreV2) acquire(ctx context.Context, qty int, try bool
 	for len(leases) < qty {
 		l, err := s.acquireOne(ctx, try)
 		if err != nil {
-			rctx, cancel := cleanupContext(ctx)
+			rctx, cancel := acquire.CleanupContext(ctx)
 			defer cancel()
 			return nil, errors.Join(errs.Errorf("semaphore %s: acquire lease %d of %d: %w", s.path, len(leases)+1, qty, err),
 				ReturnAll(rctx, leases))
@@ -231,29 +232,24 @@ func (s *InterProcessSemaphoreV2) acquire(ctx context.Context, qty int, try bool
 
 // acquireOne is Curator's internalAcquire1Lease: take the internal mutex,
 // create our lease node and wait for the lease count to allow it; release
-// the internal mutex in every case. When the lease node (or the internal
-// lock's node) vanishes, the whole is tried again as far as the client's
-// retry policy allows (RETRY_DUE_TO_MISSING_NODE).
+// the internal mutex in every case (the attempt's guard). When the lease
+// node (or the internal lock's node) vanishes, the whole is tried again as
+// far as the client's retry policy allows (RETRY_DUE_TO_MISSING_NODE).
 func (s *InterProcessSemaphoreV2) acquireOne(ctx context.Context, try bool) (*Lease, error) {
-	lockAttempt := attempt{path: s.lockPath, mode: framework.EphemeralSequential,
-		driver: s.lockDriver, try: try}
-	leaseAttempt := attempt{path: s.leasePath, mode: framework.EphemeralSequential,
-		data: s.data, driver: leaseDriver{s}, try: try}
-	o := s.leases.observeAcquire(ctx, recipeSemaphore, s.path)
-	g, err := retryVanished(ctx, s.client, s.path, func() (*grant, error) {
-		lock, err := s.locks.attemptOnce(ctx, lockAttempt)
-		if err != nil {
-			return nil, err
-		}
-		defer s.locks.giveUp(ctx, lock)
-		return s.leases.attemptOnce(ctx, leaseAttempt)
-	})
-	o.done(g, err) // before hold publishes g: its fields are set by then
+	guard := s.guard
+	guard.Attempt.Try = try
+	g, err := s.leases.Acquire(ctx, acquire.Attempt{Path: s.leasePath(), Mode: framework.EphemeralSequential,
+		Data: s.data, Driver: leaseDriver{s}, Try: try, Guard: &guard, Observer: &s.events})
 	if err != nil {
 		return nil, err
 	}
-	g.hold()
-	return &Lease{li: &s.leases, g: g}, nil
+	return &Lease{g: g}, nil
+}
+
+// leasePath is where lease nodes are created, before protection:
+// P/leases/lease-.
+func (s *InterProcessSemaphoreV2) leasePath() string {
+	return framework.JoinPath(s.leases.Base(), locktree.LeaseName)
 }
 
 // ParticipantNodes returns the names (not paths) of the children of
@@ -265,7 +261,7 @@ func (s *InterProcessSemaphoreV2) ParticipantNodes(ctx context.Context) ([]strin
 	if err := checkContext(ctx); err != nil {
 		return nil, errs.Errorf("participants of %s: %w", s.path, err)
 	}
-	names, _, err := s.client.Children(ctx, s.leases.base)
+	names, _, err := s.client.Children(ctx, s.leases.Base())
 	if errors.Is(err, zk.ErrNoNode) {
 		return nil, nil
 	}
@@ -277,19 +273,19 @@ func (s *InterProcessSemaphoreV2) ParticipantNodes(ctx context.Context) ([]strin
 // order does not matter.
 type leaseDriver struct{ s *InterProcessSemaphoreV2 }
 
-func (leaseDriver) sort(children []string) []string { return children }
+func (leaseDriver) Sort(children []string) []string { return children }
 
-func (leaseDriver) order() string { return "server" } // as the server lists them
+func (leaseDriver) Order() string { return "server" } // as the server lists them
 
-func (d leaseDriver) check(children []string, ourName string) (bool, string, error) {
+func (d leaseDriver) Check(children []string, ourName string) (bool, string, error) {
 	held, found := locktree.Leases(children, ourName, d.s.MaxLeases())
 	if !found {
-		return false, "", errNodeVanished
+		return false, "", acquire.ErrVanished
 	}
 	return held, "", nil
 }
 
-func (d leaseDriver) changed() <-chan struct{} {
+func (d leaseDriver) Changed() <-chan struct{} {
 	d.s.mu.Lock()
 	defer d.s.mu.Unlock()
 	return d.s.changed
@@ -302,8 +298,7 @@ func (d leaseDriver) changed() <-chan struct{} {
 // node deleted by the library, as a Handle's. A zero Lease fails every call
 // with framework.ErrInvalidArgument.
 type Lease struct {
-	li *lockInternals
-	g  *grant // released when the lease is closed
+	g *acquire.Grant // released when the lease is closed
 }
 
 // usable reports whether l came from a semaphore.
@@ -323,17 +318,17 @@ func (l *Lease) Close(ctx context.Context) error {
 		return errZero("Lease")
 	}
 	if err := checkContext(ctx); err != nil {
-		return errs.Errorf("close lease %s: %w", l.g.path, err)
+		return errs.Errorf("close lease %s: %w", l.g.Path(), err)
 	}
-	lost, first := l.g.release()
+	lost, first := l.g.Release()
 	switch {
 	case !first:
-		return errs.Errorf("close lease %s: %w", l.g.path, ErrNotHeld)
+		return errs.Errorf("close lease %s: %w", l.g.Path(), ErrNotHeld)
 	case lost != nil:
-		return errs.Errorf("close lease %s: %w", l.g.path, lost)
+		return errs.Errorf("close lease %s: %w", l.g.Path(), lost)
 	}
-	if err := l.li.deleteGranted(ctx, l.g); err != nil {
-		return errs.Errorf("close lease %s: %w", l.g.path, err)
+	if err := l.g.Delete(ctx); err != nil {
+		return errs.Errorf("close lease %s: %w", l.g.Path(), err)
 	}
 	return nil
 }
@@ -348,9 +343,9 @@ func (l *Lease) Data(ctx context.Context) ([]byte, error) {
 		return nil, errZero("Lease")
 	}
 	if err := checkContext(ctx); err != nil {
-		return nil, errs.Errorf("data of lease %s: %w", l.g.path, err)
+		return nil, errs.Errorf("data of lease %s: %w", l.g.Path(), err)
 	}
-	data, _, err := l.li.client.GetData(ctx, l.g.path)
+	data, _, err := l.g.Client().GetData(ctx, l.g.Path())
 	return data, err
 }
 
@@ -360,7 +355,7 @@ func (l *Lease) NodeName() string {
 	if !l.usable() {
 		return ""
 	}
-	return l.g.name
+	return l.g.Name()
 }
 
 // Path returns the full path of the lease node, or "" for a zero Lease.
@@ -368,7 +363,7 @@ func (l *Lease) Path() string {
 	if !l.usable() {
 		return ""
 	}
-	return l.g.path
+	return l.g.Path()
 }
 
 // Done returns a channel that is closed when the lease ends, for any reason.
@@ -380,7 +375,7 @@ func (l *Lease) Done() <-chan struct{} {
 	if !l.usable() {
 		return closedChan
 	}
-	return l.g.done()
+	return l.g.Done()
 }
 
 // Err returns nil while the lease is held, and otherwise says why not, as
@@ -390,7 +385,7 @@ func (l *Lease) Err() error {
 	if !l.usable() {
 		return errZero("Lease")
 	}
-	return l.g.err()
+	return l.g.Err()
 }
 
 // grantContext is the lease's grant's context (contextOf).
@@ -398,7 +393,7 @@ func (l *Lease) grantContext() context.Context {
 	if !l.usable() {
 		return nil
 	}
-	return l.g.ctx
+	return l.g.Context()
 }
 
 // FencingToken returns the lease node's czxid. It strictly increases across
@@ -411,11 +406,11 @@ func (l *Lease) FencingToken(ctx context.Context) (int64, error) {
 		return 0, errZero("Lease")
 	}
 	if err := checkContext(ctx); err != nil {
-		return 0, errs.Errorf("fencing token of lease %s: %w", l.g.path, err)
+		return 0, errs.Errorf("fencing token of lease %s: %w", l.g.Path(), err)
 	}
-	t, err := l.li.token(ctx, l.g)
+	t, err := l.g.Token(ctx)
 	if err != nil {
-		return 0, errs.Errorf("fencing token of lease %s: %w", l.g.path, err)
+		return 0, errs.Errorf("fencing token of lease %s: %w", l.g.Path(), err)
 	}
 	return t, nil
 }

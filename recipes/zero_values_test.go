@@ -1,10 +1,11 @@
-package recipes
+package recipes_test
 
 import (
-	"github.com/gocurator/curator/framework"
 	"testing"
 
+	"github.com/gocurator/curator/framework"
 	"github.com/gocurator/curator/internal/testutil"
+	"github.com/gocurator/curator/recipes"
 )
 
 // Misuse never crashes the process: every exported method of every owner
@@ -13,17 +14,17 @@ import (
 // panicking. Nothing of the server is needed: none of them gets that far.
 func TestZeroValuesAndNilReceivers(t *testing.T) {
 	for _, v := range []any{
-		&Handle{}, (*Handle)(nil),
-		&ReadWriteHandle{}, (*ReadWriteHandle)(nil),
-		&Lease{}, (*Lease)(nil),
-		&InterProcessSemaphoreMutex{}, (*InterProcessSemaphoreMutex)(nil),
-		&InterProcessMultiLock{}, (*InterProcessMultiLock)(nil),
-		&LeaderLatch{}, (*LeaderLatch)(nil),
-		&LeaderSelector{}, (*LeaderSelector)(nil),
-		&InterProcessMutex{}, (*InterProcessMutex)(nil),
-		&InterProcessReadWriteLock{}, (*InterProcessReadWriteLock)(nil),
-		&InterProcessSemaphoreV2{}, (*InterProcessSemaphoreV2)(nil),
-		&SharedCount{}, (*SharedCount)(nil),
+		&recipes.Handle{}, (*recipes.Handle)(nil),
+		&recipes.ReadWriteHandle{}, (*recipes.ReadWriteHandle)(nil),
+		&recipes.Lease{}, (*recipes.Lease)(nil),
+		&recipes.InterProcessSemaphoreMutex{}, (*recipes.InterProcessSemaphoreMutex)(nil),
+		&recipes.InterProcessMultiLock{}, (*recipes.InterProcessMultiLock)(nil),
+		&recipes.LeaderLatch{}, (*recipes.LeaderLatch)(nil),
+		&recipes.LeaderSelector{}, (*recipes.LeaderSelector)(nil),
+		&recipes.InterProcessMutex{}, (*recipes.InterProcessMutex)(nil),
+		&recipes.InterProcessReadWriteLock{}, (*recipes.InterProcessReadWriteLock)(nil),
+		&recipes.InterProcessSemaphoreV2{}, (*recipes.InterProcessSemaphoreV2)(nil),
+		&recipes.SharedCount{}, (*recipes.SharedCount)(nil),
 	} {
 		if n := testutil.CallEveryMethod(t, v, framework.ErrInvalidArgument); n == 0 {
 			t.Errorf("%T: no exported method called", v)
@@ -31,8 +32,8 @@ func TestZeroValuesAndNilReceivers(t *testing.T) {
 	}
 	// What they hand out is as safe: the halves of a zero read-write owner,
 	// the handle of a zero mutex.
-	for _, v := range []any{(&ReadWriteHandle{}).ReadLock(), (&ReadWriteHandle{}).WriteLock(),
-		(&InterProcessMutex{}).NewHandle(), (&InterProcessReadWriteLock{}).NewHandle().WriteLock()} {
+	for _, v := range []any{(&recipes.ReadWriteHandle{}).ReadLock(), (&recipes.ReadWriteHandle{}).WriteLock(),
+		(&recipes.InterProcessMutex{}).NewHandle(), (&recipes.InterProcessReadWriteLock{}).NewHandle().WriteLock()} {
 		if n := testutil.CallEveryMethod(t, v, framework.ErrInvalidArgument); n == 0 {
 			t.Errorf("%T: no exported method called", v)
 		}

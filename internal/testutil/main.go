@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"testing"
+	"time"
 
 	"go.uber.org/goleak"
 
@@ -45,4 +46,14 @@ func Main(m *testing.M, server **zktest.Server, opts ...zktest.Option) int {
 		}
 	}
 	return code
+}
+
+// LockServer is the options of the server a lock package's tests share
+// (recipes', and its engine's): a 100 ms tick, sessions from 200 ms, and
+// empty containers reaped every 100 ms, so that the locks meet vanished
+// parents all the time.
+func LockServer() []zktest.Option {
+	return []zktest.Option{zktest.WithTickTime(100 * time.Millisecond),
+		zktest.WithSessionTimeoutRange(200*time.Millisecond, 30*time.Second),
+		zktest.WithContainerCheckInterval(100 * time.Millisecond)}
 }

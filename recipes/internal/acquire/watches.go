@@ -1,4 +1,4 @@
-package recipes
+package acquire
 
 import (
 	"context"
@@ -11,9 +11,9 @@ import (
 	"github.com/gocurator/curator/framework"
 )
 
-// The waiters of one client share their watches: one ZooKeeper watch per
-// watched node (or children list) per client, whichever waiters and
-// attempts wait on it. go-zookeeper cannot remove a watch, so a watch that
+// Watch is one of a client's shared watches. The waiters of one client
+// share their watches: one ZooKeeper watch per watched node (or children
+// list) per client, whichever waiters, attempts and observers wait on it. go-zookeeper cannot remove a watch, so a watch that
 // each waiter set for itself would stay registered after its waiter gave up
 // (its context ended), until the node changed: a process that tries a
 // long-held lock with a short timeout, all day, would grow without bound.
@@ -23,7 +23,7 @@ import (
 // own (a waiter that gives up while it is being set leaves nothing behind
 // either). Its event comes on go-zookeeper's channel, which go-zookeeper
 // closes once it has sent the one event: every waiter waits on that
-// channel itself, and whoever receives the event takes it (take: records
+// channel itself, and whoever receives the event takes it (Take: records
 // it, forgets the watch, closes fired); the others find the channel closed
 // and read the event once fired is closed. Waiters that come while it is
 // live use it as it is: a watch set before a waiter's listing fires for
@@ -37,7 +37,8 @@ import (
 // starts a new collector unless the event has been taken. So a queue of
 // waiters costs no goroutine per watch, and a watch nobody waits on costs
 // one, until its node changes.
-type sharedWatch struct {
+type Watch struct {
+	owner *clientShared
 	key   watchKey
 	ready chan struct{} // closed once the watch is set, or failed (err)
 	err   error         // why it could not be set; read after ready
@@ -56,14 +57,13 @@ type sharedWatch struct {
 	ev      zk.Event  // the event; read after fired
 	once    sync.Once // records the event
 	mu      sync.Mutex
-	waiting int           // waiters waiting on events now (enter, leave)
+	waiting int           // waiters waiting on events now (Enter, Leave)
 	relieve chan struct{} // closed to end the collector; nil when none runs
 }
 
-// watchKey is what a watch is shared by: one client, one path (as the
-// client's callers see it), one kind.
+// watchKey is what a watch is shared by, among the client's watches: one
+// path (as the client's callers see it), one kind.
 type watchKey struct {
-	client   *framework.Client
 	path     string
 	children bool
 }
@@ -73,45 +73,48 @@ type watchKey struct {
 // tests only.)
 var setWatchTimeout = 30 * time.Second
 
-var (
-	watchesMu sync.Mutex
-	watches   = map[watchKey]*sharedWatch{}
-)
+// WatchData returns client's shared data watch on path, set by the call
+// that made it: gone reports that the node is not there (no watch is set,
+// and none is needed: it cannot come back, its name is unique).
+func WatchData(ctx context.Context, client *framework.Client, path string) (w *Watch, gone bool, err error) {
+	return sharedOf(client).watchData(ctx, path)
+}
 
-// watchData returns the shared data watch on path, set by the call that
-// made it: gone reports that the node is not there (no watch is set, and
-// none is needed: it cannot come back, its name is unique).
-func watchData(ctx context.Context, client *framework.Client, path string) (w *sharedWatch, gone bool, err error) {
-	w, _, err = sharedWatchOf(ctx, watchKey{client, path, false})
+// WatchChildren returns client's shared children watch on path, and the
+// listing that set it if this call asked for it (nil otherwise: the caller
+// lists itself, after this returns). A missing path is no error: the
+// listing and the watch then wait for it to be made.
+func WatchChildren(ctx context.Context, client *framework.Client, path string) (w *Watch, listing []string, err error) {
+	return sharedOf(client).watchChildren(ctx, path)
+}
+
+func (s *clientShared) watchData(ctx context.Context, path string) (w *Watch, gone bool, err error) {
+	w, _, err = s.watchOf(ctx, watchKey{path, false})
 	if errors.Is(err, zk.ErrNoNode) {
 		return nil, true, nil
 	}
 	return w, false, err
 }
 
-// watchChildren returns the shared children watch on path, and the
-// listing that set it if this call asked for it (nil otherwise: the caller
-// lists itself, after this returns). A missing path is no error: the
-// listing and the watch then wait for it to be made.
-func watchChildren(ctx context.Context, client *framework.Client, path string) (w *sharedWatch, listing []string, err error) {
-	return sharedWatchOf(ctx, watchKey{client, path, true})
+func (s *clientShared) watchChildren(ctx context.Context, path string) (w *Watch, listing []string, err error) {
+	return s.watchOf(ctx, watchKey{path, true})
 }
 
-// sharedWatchOf returns the live watch of k, or sets one, waiting for it as
-// long as ctx allows (a watch that could not be set in setWatchTimeout is
-// asked for again while ctx lives). The listing is the one that set a
-// children watch this call asked for, else nil.
-func sharedWatchOf(ctx context.Context, k watchKey) (*sharedWatch, []string, error) {
+// watchOf returns the live watch of k, or sets one, waiting for it as long
+// as ctx allows (a watch that could not be set in setWatchTimeout is asked
+// for again while ctx lives). The listing is the one that set a children
+// watch this call asked for, else nil.
+func (s *clientShared) watchOf(ctx context.Context, k watchKey) (*Watch, []string, error) {
 	for {
-		watchesMu.Lock()
-		w := watches[k]
+		s.watchesMu.Lock()
+		w := s.watches[k]
 		mine := w == nil
 		if mine {
-			w = &sharedWatch{key: k, ready: make(chan struct{}), fired: make(chan struct{})}
-			watches[k] = w
+			w = &Watch{owner: s, key: k, ready: make(chan struct{}), fired: make(chan struct{})}
+			s.watches[k] = w
 			go w.run()
 		}
-		watchesMu.Unlock()
+		s.watchesMu.Unlock()
 		select {
 		case <-w.ready:
 		case <-ctx.Done():
@@ -131,10 +134,10 @@ func sharedWatchOf(ctx context.Context, k watchKey) (*sharedWatch, []string, err
 }
 
 // liveWatch returns the watch of k if it is set and has not fired, or nil.
-func liveWatch(k watchKey) *sharedWatch {
-	watchesMu.Lock()
-	w := watches[k]
-	watchesMu.Unlock()
+func (s *clientShared) liveWatch(k watchKey) *Watch {
+	s.watchesMu.Lock()
+	w := s.watches[k]
+	s.watchesMu.Unlock()
 	if w == nil || !isClosed(w.ready) || w.err != nil || isClosed(w.fired) {
 		return nil
 	}
@@ -146,23 +149,23 @@ func liveWatch(k watchKey) *sharedWatch {
 // another is there already; either way it returns a watch that fires for
 // any change after the call that set events. (A second watch set meanwhile,
 // by a race, still has its event awaited, and so forgotten, once it comes.)
-func adoptWatch(k watchKey, events <-chan zk.Event) *sharedWatch {
-	w := &sharedWatch{key: k, ready: make(chan struct{}), fired: make(chan struct{})}
+func (s *clientShared) adoptWatch(k watchKey, events <-chan zk.Event) *Watch {
+	w := &Watch{owner: s, key: k, ready: make(chan struct{}), fired: make(chan struct{})}
 	relieve := w.set(events)
-	watchesMu.Lock()
-	if watches[k] == nil {
-		watches[k] = w
+	s.watchesMu.Lock()
+	if s.watches[k] == nil {
+		s.watches[k] = w
 	}
-	watchesMu.Unlock()
+	s.watchesMu.Unlock()
 	go w.collect(relieve)
 	return w
 }
 
 // run sets the watch, then collects its event until a waiter comes.
-func (w *sharedWatch) run() {
+func (w *Watch) run() {
 	ctx, cancel := context.WithTimeout(context.Background(), setWatchTimeout)
 	var events <-chan zk.Event
-	c := w.key.client
+	c := w.owner.client
 	if w.key.children {
 		var err error
 		w.children, _, events, err = c.ChildrenW(ctx, w.key.path)
@@ -191,7 +194,7 @@ var closedEvents = func() chan zk.Event {
 
 // set makes w ready with go-zookeeper's events (nil: none will come),
 // with a collector to come (w.collect(relieve)) until a waiter enters.
-func (w *sharedWatch) set(events <-chan zk.Event) (relieve chan struct{}) {
+func (w *Watch) set(events <-chan zk.Event) (relieve chan struct{}) {
 	if events == nil {
 		events = closedEvents
 	}
@@ -204,17 +207,17 @@ func (w *sharedWatch) set(events <-chan zk.Event) (relieve chan struct{}) {
 
 // collect takes the event when it comes, unless relieve is closed first
 // (a waiter has come, which will take it).
-func (w *sharedWatch) collect(relieve <-chan struct{}) {
+func (w *Watch) collect(relieve <-chan struct{}) {
 	select {
 	case ev, ok := <-w.events:
-		w.take(ev, ok)
+		w.Take(ev, ok)
 	case <-relieve:
 	}
 }
 
-// enter tells w that a waiter is about to wait on its events (nil: no
+// Enter tells w that a waiter is about to wait on its events (nil: no
 // watch); the collector, if one runs, may end.
-func (w *sharedWatch) enter() {
+func (w *Watch) Enter() {
 	if w == nil {
 		return
 	}
@@ -227,9 +230,9 @@ func (w *sharedWatch) enter() {
 	w.mu.Unlock()
 }
 
-// leave tells w that a waiter stopped waiting on its events; the last one
+// Leave tells w that a waiter stopped waiting on its events; the last one
 // to leave starts a collector unless the event has been taken.
-func (w *sharedWatch) leave() {
+func (w *Watch) Leave() {
 	if w == nil {
 		return
 	}
@@ -242,41 +245,46 @@ func (w *sharedWatch) leave() {
 	}
 }
 
-// take records the event a receive from w.events got, and tells every
+// Take records the event a receive from w.Events() got, and tells every
 // waiter: ok, the one event (the receiver records it, forgets the watch
 // and closes fired); !ok, the channel found closed by a receiver after the
 // one that got the event, which waits until that one has recorded it.
 // go-zookeeper sends a watch's one event before it closes the channel
 // (internal/zkconn's assumption 8), so that one exists; a watch that was
 // not set (closedEvents) is told by whoever finds it closed first. It
-// returns the event.
-func (w *sharedWatch) take(ev zk.Event, ok bool) zk.Event {
+// returns the event's type.
+func (w *Watch) Take(ev zk.Event, ok bool) zk.EventType {
 	if !ok && w.events != closedEvents {
 		<-w.fired
-		return w.ev
+		return w.ev.Type
 	}
 	w.once.Do(func() {
 		w.ev = ev
 		w.forget()
 		close(w.fired)
 	})
-	return w.ev
+	return w.ev.Type
 }
 
 // forget takes w out of the shared watches, unless another has taken its
 // place.
-func (w *sharedWatch) forget() {
-	watchesMu.Lock()
-	defer watchesMu.Unlock()
-	if watches[w.key] == w {
-		delete(watches, w.key)
+func (w *Watch) forget() {
+	s := w.owner
+	s.watchesMu.Lock()
+	defer s.watchesMu.Unlock()
+	if s.watches[w.key] == w {
+		delete(s.watches, w.key)
 	}
 }
 
-// liveWatches returns how many shared watches are set or being set, for
-// the tests.
-func liveWatches() int {
-	watchesMu.Lock()
-	defer watchesMu.Unlock()
-	return len(watches)
+// Events returns go-zookeeper's channel of the watch: receive from it only
+// between Enter and Leave, and give what it got to Take.
+func (w *Watch) Events() <-chan zk.Event { return w.events }
+
+// liveWatches returns how many shared watches of the client are set or
+// being set, for the tests.
+func (s *clientShared) liveWatches() int {
+	s.watchesMu.Lock()
+	defer s.watchesMu.Unlock()
+	return len(s.watches)
 }
