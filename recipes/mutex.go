@@ -89,7 +89,7 @@ func (m *InterProcessMutex) NewHandle() *Handle {
 	if !m.usable() {
 		return &Handle{}
 	}
-	return &Handle{m: m, hooks: mutexHooks{&m.li}, turn: newTurn()}
+	return &Handle{m: m, hooks: mutexHooks{&m.li}}
 }
 
 // IsAcquiredInThisProcess reports whether a handle of this mutex value

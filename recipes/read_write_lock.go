@@ -74,9 +74,9 @@ func (rw *InterProcessReadWriteLock) NewHandle() *ReadWriteHandle {
 	if !rw.usable() {
 		return &ReadWriteHandle{read: &Handle{}, write: &Handle{}}
 	}
-	o := &ReadWriteHandle{conv: newTurn()}
-	o.read = &Handle{m: rw.read, hooks: rwHalf{o, false}, turn: newTurn()}
-	o.write = &Handle{m: rw.write, hooks: rwHalf{o, true}, turn: newTurn()}
+	o := &ReadWriteHandle{}
+	o.read = &Handle{m: rw.read, hooks: rwHalf{o, false}}
+	o.write = &Handle{m: rw.write, hooks: rwHalf{o, true}}
 	return o
 }
 

@@ -41,7 +41,7 @@ func NewInterProcessSemaphoreMutex(client *framework.Client, path string, opts .
 	if err != nil {
 		return nil, err
 	}
-	return &InterProcessSemaphoreMutex{s: s, turn: newTurn()}, nil
+	return &InterProcessSemaphoreMutex{s: s}, nil
 }
 
 // usable reports whether m was made by NewInterProcessSemaphoreMutex.

@@ -27,9 +27,12 @@ func planWait(d Driver, sorted []string, ourName, watch string) waitPlan {
 // waits are a waiter's data watches (shared, getData: a missing node leaves
 // no watch behind). The one on the node waited for is kept across listings
 // while it has not fired: after a lookahead wake, that node is usually
-// still there.
+// still there. No name of a listing is kept while the waiter waits (the
+// name of the node kept is its watch's path's): one would keep the span it
+// was decoded into, among thousands of names gone (a queue of 5,000
+// waiters kept a span for each).
 type waits struct {
-	watched string // the node kept is on
+	watched string // the node kept is on: the last segment of kept's path
 	kept    *Watch // nil until set, or once this waiter took its event (if another took it, the next wait wakes at once)
 	early   *Watch // the lookahead's, for one listing
 }
@@ -48,7 +51,7 @@ func (w *waits) arm(ctx context.Context, l *Lock, p waitPlan) (gone bool, err er
 		if w.kept, gone, err = l.shared.watchData(ctx, l.joinPath(p.watch)); gone || err != nil {
 			return gone, err
 		}
-		w.watched = p.watch
+		w.watched = w.kept.key.path[len(l.base)+1:]
 	}
 	if p.lookahead != "" {
 		if w.early, gone, err = l.shared.watchData(ctx, l.joinPath(p.lookahead)); gone {

@@ -46,7 +46,7 @@ func (l *Lock) wait(ctx context.Context, a *Attempt, n *node, ls *lister) error 
 		if gone {
 			continue // a node we would watch is gone already: look again
 		}
-		granted, err := l.await(ctx, n, &w, q, p)
+		granted, err := l.await(ctx, n, &w, q, p.handsOff)
 		if granted || err != nil {
 			return err
 		}
@@ -142,10 +142,16 @@ func (l *Lock) listCounting(ctx context.Context, d CountingDriver) (q listing, e
 
 // await waits for what calls for another look: the watched node (or, for a
 // counting driver, the children or the limit) changing, the lookahead's
-// node going, or our node's session ending (a session the client gave up
-// leaves watches that nothing will fire). granted reports a hand-off: the
-// watched node deleted when that alone makes us the holder.
-func (l *Lock) await(ctx context.Context, n *node, w *waits, q listing, p waitPlan) (granted bool, err error) {
+// node going, or ctx ending. granted reports a hand-off: the watched node
+// deleted when that alone makes us the holder (handsOff).
+//
+// Our node's session ending wakes it too, with no case of its own (a
+// blocked case costs a waiter about 100 bytes): the watches it waits on were
+// set in our node's session, checked here, and every watch of a session
+// fires when it ends, whether the servers expired it, the client gave it up
+// or the client closed (framework.Client, and internal/zkconn's assumption
+// 8).
+func (l *Lock) await(ctx context.Context, n *node, w *waits, q listing, handsOff bool) (granted bool, err error) {
 	// A call retried across a session expiry sets its watch in the new
 	// session, where nothing will wake us for the old session's node: once
 	// the client is in a session other than our node's, or its session has
@@ -167,13 +173,12 @@ func (l *Lock) await(ctx context.Context, n *node, w *waits, q listing, p waitPl
 	defer fired.Leave()
 	defer w.early.Leave()
 	select {
-	case <-ended:
 	case ev, ok := <-fired.events:
 		t := fired.Take(ev, ok)
 		if q.children == nil {
 			w.kept = nil // fired: a watch is good for one event
 		}
-		if p.handsOff && q.children == nil && t == zk.EventNodeDeleted && n.trusted(l.client) {
+		if handsOff && q.children == nil && t == zk.EventNodeDeleted && n.trusted(l.client) {
 			return true, nil
 		}
 	case ev, ok := <-early: // list again, keeping the watch on the node we wait for

@@ -37,28 +37,43 @@ import (
 // starts a new collector unless the event has been taken. So a queue of
 // waiters costs no goroutine per watch, and a watch nobody waits on costs
 // one, until its node changes.
+//
+// A Watch is small, for there is one per waiter of a queue (on the node
+// ahead of it): its ready channel goes once it is set, its result is
+// kept only when there is one to tell (an error, a listing), its event
+// only as a type, and a channel to wait for the one that took the event is
+// made only by a receiver that must wait for it.
 type Watch struct {
 	owner *clientShared
 	key   watchKey
-	ready chan struct{} // closed once the watch is set, or failed (err)
-	err   error         // why it could not be set; read after ready
+	// ready is closed once the watch is set, or failed (result), and then
+	// dropped: read it under the owner's watchesMu (nil: set).
+	ready chan struct{}
+	// result is why the watch could not be set, or the listing that set a
+	// children watch; nil when there is neither. Read after ready.
+	result *watchResult
+	// events is go-zookeeper's channel of the watch: its one event, then
+	// closed. Set before ready is closed; receive from it only to take.
+	events <-chan zk.Event
+
+	mu      sync.Mutex
+	waiting int32         // waiters waiting on events now (Enter, Leave)
+	evType  zk.EventType  // the event's type, once taken
+	taken   bool          // the event has been taken (Take)
+	relieve chan struct{} // closed to end the collector; nil when none runs
+	fired   chan struct{} // closed once the event is taken, for a receiver that waits for that; nil until one does
+}
+
+// watchResult is what there is to tell of a watch's set beside its events.
+type watchResult struct {
+	err error // why it could not be set
 	// late reports that it could not be set within setWatchTimeout (err
 	// says so too): a waiter whose own context lives asks again.
 	late bool
 	// children is the listing that set a children watch: it was begun
 	// after the waiter that asked for the watch asked, so that waiter may
-	// use it (and only that one). Read after ready.
+	// use it (and only that one).
 	children []string
-	// events is go-zookeeper's channel of the watch: its one event, then
-	// closed. Set before ready is closed; receive from it only to take.
-	events <-chan zk.Event
-	fired  chan struct{} // closed once the event has been taken
-
-	ev      zk.Event  // the event; read after fired
-	once    sync.Once // records the event
-	mu      sync.Mutex
-	waiting int           // waiters waiting on events now (Enter, Leave)
-	relieve chan struct{} // closed to end the collector; nil when none runs
 }
 
 // watchKey is what a watch is shared by, among the client's watches: one
@@ -110,24 +125,30 @@ func (s *clientShared) watchOf(ctx context.Context, k watchKey) (*Watch, []strin
 		w := s.watches[k]
 		mine := w == nil
 		if mine {
-			w = &Watch{owner: s, key: k, ready: make(chan struct{}), fired: make(chan struct{})}
+			w = &Watch{owner: s, key: k, ready: make(chan struct{})}
 			s.watches[k] = w
 			go w.run()
 		}
+		ready := w.ready
 		s.watchesMu.Unlock()
-		select {
-		case <-w.ready:
-		case <-ctx.Done():
-			return nil, nil, ctx.Err()
+		if ready != nil {
+			select {
+			case <-ready:
+			case <-ctx.Done():
+				return nil, nil, ctx.Err()
+			}
 		}
+		r := w.result
 		switch {
-		case w.late && ctx.Err() == nil:
+		case r == nil:
+			return w, nil, nil
+		case r.late && ctx.Err() == nil:
 			w.forget()
 			continue
-		case w.err != nil:
-			return nil, nil, w.err
+		case r.err != nil:
+			return nil, nil, r.err
 		case mine:
-			return w, w.children, nil
+			return w, r.children, nil
 		}
 		return w, nil, nil
 	}
@@ -137,8 +158,14 @@ func (s *clientShared) watchOf(ctx context.Context, k watchKey) (*Watch, []strin
 func (s *clientShared) liveWatch(k watchKey) *Watch {
 	s.watchesMu.Lock()
 	w := s.watches[k]
+	if w == nil || w.ready != nil || w.result != nil && w.result.err != nil {
+		s.watchesMu.Unlock()
+		return nil
+	}
 	s.watchesMu.Unlock()
-	if w == nil || !isClosed(w.ready) || w.err != nil || isClosed(w.fired) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.taken {
 		return nil
 	}
 	return w
@@ -150,8 +177,8 @@ func (s *clientShared) liveWatch(k watchKey) *Watch {
 // any change after the call that set events. (A second watch set meanwhile,
 // by a race, still has its event awaited, and so forgotten, once it comes.)
 func (s *clientShared) adoptWatch(k watchKey, events <-chan zk.Event) *Watch {
-	w := &Watch{owner: s, key: k, ready: make(chan struct{}), fired: make(chan struct{})}
-	relieve := w.set(events)
+	w := &Watch{owner: s, key: k, events: events, relieve: make(chan struct{})}
+	relieve := w.relieve
 	s.watchesMu.Lock()
 	if s.watches[k] == nil {
 		s.watches[k] = w
@@ -165,27 +192,29 @@ func (s *clientShared) adoptWatch(k watchKey, events <-chan zk.Event) *Watch {
 func (w *Watch) run() {
 	ctx, cancel := context.WithTimeout(context.Background(), setWatchTimeout)
 	var events <-chan zk.Event
+	var children []string
+	var err error
 	c := w.owner.client
 	if w.key.children {
-		var err error
-		w.children, _, events, err = c.ChildrenW(ctx, w.key.path)
+		children, _, events, err = c.ChildrenW(ctx, w.key.path)
 		if errors.Is(err, zk.ErrNoNode) {
 			_, _, events, err = c.ExistsW(ctx, w.key.path) // fires when the path is made
 		}
-		w.err = err
 	} else {
-		_, _, events, w.err = c.GetDataW(ctx, w.key.path)
+		_, _, events, err = c.GetDataW(ctx, w.key.path)
 	}
-	w.late = w.err != nil && ctx.Err() != nil
+	if err != nil || children != nil {
+		w.result = &watchResult{err: err, late: err != nil && ctx.Err() != nil, children: children}
+	}
 	cancel()
-	if w.err != nil {
+	if err != nil {
 		events = nil
 	}
 	w.collect(w.set(events))
 }
 
 // closedEvents is an events channel that never sends, for a watch that was
-// not set (nil events), whose fired is closed at once.
+// not set (nil events): its first receiver takes it at once.
 var closedEvents = func() chan zk.Event {
 	ch := make(chan zk.Event)
 	close(ch)
@@ -193,15 +222,22 @@ var closedEvents = func() chan zk.Event {
 }()
 
 // set makes w ready with go-zookeeper's events (nil: none will come),
-// with a collector to come (w.collect(relieve)) until a waiter enters.
+// with a collector to come (w.collect(relieve)) until a waiter enters, and
+// drops its ready channel.
 func (w *Watch) set(events <-chan zk.Event) (relieve chan struct{}) {
 	if events == nil {
 		events = closedEvents
 	}
 	w.events = events
 	relieve = make(chan struct{})
+	w.mu.Lock()
 	w.relieve = relieve
+	w.mu.Unlock()
+	s := w.owner
+	s.watchesMu.Lock()
 	close(w.ready)
+	w.ready = nil
+	s.watchesMu.Unlock()
 	return relieve
 }
 
@@ -239,31 +275,46 @@ func (w *Watch) Leave() {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.waiting--
-	if w.waiting == 0 && w.relieve == nil && !isClosed(w.fired) {
+	if w.waiting == 0 && w.relieve == nil && !w.taken {
 		w.relieve = make(chan struct{})
 		go w.collect(w.relieve)
 	}
 }
 
 // Take records the event a receive from w.Events() got, and tells every
-// waiter: ok, the one event (the receiver records it, forgets the watch
-// and closes fired); !ok, the channel found closed by a receiver after the
-// one that got the event, which waits until that one has recorded it.
-// go-zookeeper sends a watch's one event before it closes the channel
-// (internal/zkconn's assumption 8), so that one exists; a watch that was
-// not set (closedEvents) is told by whoever finds it closed first. It
-// returns the event's type.
+// waiter: ok, the one event (the receiver records it, forgets the watch and
+// closes fired, if a receiver made it); !ok, the channel found closed by a
+// receiver after the one that got the event, which waits until that one
+// has recorded it. go-zookeeper sends a watch's one event before it closes
+// the channel (internal/zkconn's assumption 8), so that one exists; a watch
+// that was not set (closedEvents) is told by whoever finds it closed first.
+// It returns the event's type.
 func (w *Watch) Take(ev zk.Event, ok bool) zk.EventType {
-	if !ok && w.events != closedEvents {
-		<-w.fired
-		return w.ev.Type
+	w.mu.Lock()
+	if w.taken {
+		t := w.evType
+		w.mu.Unlock()
+		return t
 	}
-	w.once.Do(func() {
-		w.ev = ev
-		w.forget()
-		close(w.fired)
-	})
-	return w.ev.Type
+	if !ok && w.events != closedEvents {
+		if w.fired == nil {
+			w.fired = make(chan struct{})
+		}
+		fired := w.fired
+		w.mu.Unlock()
+		<-fired
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		return w.evType
+	}
+	w.taken, w.evType = true, ev.Type
+	fired := w.fired
+	w.mu.Unlock()
+	w.forget()
+	if fired != nil {
+		close(fired)
+	}
+	return ev.Type
 }
 
 // forget takes w out of the shared watches, unless another has taken its

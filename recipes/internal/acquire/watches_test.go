@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-zookeeper/zk"
+
 	"github.com/gocurator/curator/framework/zktest"
 	"github.com/gocurator/curator/internal/testutil"
 )
@@ -137,5 +139,14 @@ func TestAWatchSetTooLateIsAskedForAgain(t *testing.T) {
 	if _, err := c.Create(ctx, base+"/child", nil); err != nil {
 		t.Fatal(err)
 	}
-	testutil.Recv(t, r.w.fired, "the watch's event")
+	r.w.Enter()
+	defer r.w.Leave()
+	select {
+	case ev, ok := <-r.w.Events():
+		if typ := r.w.Take(ev, ok); typ != zk.EventNodeChildrenChanged {
+			t.Fatalf("the watch's event: %v, want a change of the children", typ)
+		}
+	case <-time.After(testutil.Timeout):
+		t.Fatal("no event of the watch")
+	}
 }
