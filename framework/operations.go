@@ -4,13 +4,12 @@ import (
 	"context"
 	"errors"
 
-	"github.com/gocurator/curator/internal/zkconn"
-
 	"github.com/go-zookeeper/zk"
 	"go.uber.org/zap"
 
 	"github.com/gocurator/curator/internal/errs"
-	"github.com/gocurator/curator/internal/locktree"
+	"github.com/gocurator/curator/internal/protected"
+	"github.com/gocurator/curator/internal/zkconn"
 )
 
 // CreateMode is the kind of node Create makes, with ZooKeeper's names.
@@ -153,7 +152,7 @@ func (c *Client) create(ctx context.Context, path string, data []byte, o createO
 	}
 	if err := c.checkRequest("create", path, func(p string) int {
 		if o.protected {
-			return createSize(p, data, o.acl) + locktree.ProtectedPrefixLength
+			return createSize(p, data, o.acl) + protected.PrefixLength
 		}
 		return createSize(p, data, o.acl)
 	}); err != nil {

@@ -114,7 +114,7 @@ func closeAtTheStall(t *testing.T, stall *stallCore, closeIt func() error, retur
 func TestCloseRefusesUserCodeBegunAfterIt(t *testing.T) {
 	t.Run("latch", func(t *testing.T) {
 		_, base := testutil.Begin(t, server.Addr())
-		stall := newStallCore("framework.(*Client).Emit", "recipes.(*LeaderLatch).beginTerm")
+		stall := newStallCore("recipes.emit", "recipes.(*LeaderLatch).beginTerm")
 		l := mustLatch(t, newClient(t, "", framework.WithLogger(zap.New(stall))), base, "a")
 		late, returned := make(chan string, 1), make(chan struct{})
 		l.AddListener(recipes.LeaderLatchListenerFuncs{OnIsLeader: func() { late <- waitedFor(returned) }})
@@ -128,7 +128,7 @@ func TestCloseRefusesUserCodeBegunAfterIt(t *testing.T) {
 	})
 	t.Run("selector", func(t *testing.T) {
 		_, base := testutil.Begin(t, server.Addr())
-		stall := newStallCore("framework.(*Client).Emit", "recipes.(*LeaderSelector).term")
+		stall := newStallCore("recipes.emit", "recipes.(*LeaderSelector).term")
 		late, returned := make(chan string, 1), make(chan struct{})
 		s, err := recipes.NewLeaderSelector(newClient(t, "", framework.WithLogger(zap.New(stall))), base,
 			func(context.Context) error { late <- waitedFor(returned); return nil })

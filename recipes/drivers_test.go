@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/gocurator/curator/internal/locktree"
+	"github.com/gocurator/curator/internal/protected"
 	"github.com/gocurator/curator/recipes/internal/acquire"
 )
 
@@ -158,7 +159,7 @@ func TestLocktreeHoldersAreTheDriversGrants(t *testing.T) {
 		seq := rng.IntN(100)
 		next := func() string { seq += 1 + rng.IntN(3); return fmt.Sprintf("%010d", seq) }
 		node := func(marker string) string {
-			return locktree.ProtectedName(locktree.NewProtectedID(), marker+next())
+			return protected.Name(protected.NewID(), marker+next())
 		}
 		for n := rng.IntN(6); n > 0; n-- {
 			switch {
@@ -216,7 +217,7 @@ func withDowngrade(rng *rand.Rand, names []string) []string {
 		return names
 	}
 	w := sorted[0]
-	down := locktree.ProtectedName(locktree.NewProtectedID(), locktree.ReadName+locktree.ReadWriteSortKey(w))
+	down := protected.Name(protected.NewID(), locktree.ReadName+locktree.ReadWriteSortKey(w))
 	names = append(names, down)
 	if rng.IntN(2) == 0 {
 		names = slices.DeleteFunc(names, func(n string) bool { return n == w })

@@ -77,11 +77,11 @@ func TestEventsCarryTheAcquiresContextAndRecipe(t *testing.T) {
 		testutil.Recv(t, revoked, "the revocation listener")
 		for {
 			e := testutil.Recv(t, log.heard, "the revocation request")
-			if e.Kind != framework.RevocationRequested {
+			if e.Kind != recipes.RevocationRequested {
 				continue
 			}
-			if e.Recipe != lock.recipe || e.Node != h.LockPath() {
-				t.Errorf("%s: recipe %q, node %s; want %q, %s", e, e.Recipe, e.Node, lock.recipe, h.LockPath())
+			if recipeOf(e) != lock.recipe || e.Node != h.LockPath() {
+				t.Errorf("%s: recipe %q, node %s; want %q, %s", e, recipeOf(e), e.Node, lock.recipe, h.LockPath())
 			}
 			break
 		}

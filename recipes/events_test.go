@@ -46,7 +46,7 @@ func (l *eventLogOf) next(t *testing.T, n int) []framework.Event {
 			t.Fatalf("the event log dropped %d events: its buffer is too small", d)
 		}
 		e := testutil.Recv(t, l.heard, fmt.Sprintf("event %d of %d", len(got)+1, n))
-		if e.Recipe != "" {
+		if recipeOf(e) != "" {
 			got = append(got, e)
 		}
 	}
@@ -56,7 +56,7 @@ func (l *eventLogOf) next(t *testing.T, n int) []framework.Event {
 func kinds(es []framework.Event) string {
 	var s []string
 	for _, e := range es {
-		s = append(s, e.Kind.String()+" "+e.Recipe)
+		s = append(s, e.Kind.String()+" "+recipeOf(e))
 	}
 	return strings.Join(s, ", ")
 }
@@ -102,7 +102,7 @@ func TestEventsOfEveryRecipe(t *testing.T) {
 		t.Fatal(err)
 	}
 	expect("acquired mutex, released mutex", 2, func(es []framework.Event) error {
-		if a := es[0]; a.Position != 1 || a.Node == "" || a.Path != base+"/mutex" || a.Session != c.SessionID() || a.Wait <= 0 {
+		if a := es[0]; positionOf(a) != 1 || a.Node == "" || a.Path != base+"/mutex" || a.Session != c.SessionID() || a.Wait <= 0 {
 			return fmt.Errorf("acquired: %+v, want position 1 behind the holder, the node, the session, a wait", a)
 		}
 		if es[1].Hold <= 0 || es[1].Node != es[0].Node {
@@ -175,10 +175,10 @@ func TestEventsOfEveryRecipe(t *testing.T) {
 		switch {
 		case e.Kind == framework.StateChanged && e.State == state.Suspended:
 			order = append(order, "suspended")
-		case e.Recipe != "":
+		case recipeOf(e) != "":
 			order = append(order, e.Kind.String())
 			var se *framework.StateError
-			if e.Kind == framework.Lost && (!errors.As(e.Err, &se) || se.State != state.Suspended || e.Hold <= 0) {
+			if e.Kind == recipes.Lost && (!errors.As(e.Err, &se) || se.State != state.Suspended || e.Hold <= 0) {
 				t.Fatalf("lost: %+v, want the SUSPENDED that caused it and the hold", e)
 			}
 		}
@@ -222,4 +222,17 @@ func TestALossIsLoggedAtInfoWithoutAHook(t *testing.T) {
 	if n := logs.FilterMessage("lost").Len(); n != 1 {
 		t.Fatalf("%d INFO lines of the loss, want 1 (all: %v)", n, logs.All())
 	}
+}
+
+// recipeOf is the recipe kind e, a recipe's event, names ("" for the
+// client's own events).
+func recipeOf(e framework.Event) string {
+	d, _ := recipes.LockEventOf(e)
+	return d.Recipe
+}
+
+// positionOf is the place in the queue an Acquired event names.
+func positionOf(e framework.Event) int {
+	d, _ := recipes.LockEventOf(e)
+	return d.Position
 }

@@ -44,20 +44,20 @@ func blipClient(t *testing.T) (*zktest.Proxy, *testutil.StateRecorder, *endCount
 }
 
 func (c *endCounter) Event(e framework.Event) {
-	if e.Recipe == "" {
+	if recipeOf(e) == "" {
 		return
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	switch e.Kind {
-	case framework.AcquireStarted:
+	case recipes.AcquireStarted:
 		c.waiters++
-	case framework.AcquireFailed:
+	case recipes.AcquireFailed:
 		c.waiters--
-	case framework.Acquired:
+	case recipes.Acquired:
 		c.waiters--
 		c.holders++
-	case framework.Released, framework.Lost:
+	case recipes.Released, recipes.Lost:
 		c.holders--
 	default:
 		return
@@ -82,7 +82,7 @@ func (c *endCounter) check(want ...framework.EventKind) string {
 	defer c.mu.Unlock()
 	var bad []string
 	for node, kinds := range c.byNode {
-		ok := len(kinds) == 2 && kinds[0] == framework.Acquired
+		ok := len(kinds) == 2 && kinds[0] == recipes.Acquired
 		if ok {
 			ok = false
 			for _, w := range want {
@@ -156,7 +156,7 @@ func TestLossRacingReleaseIsToldOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	testutil.Until(t, "each of the 200 acquisitions ended once, with Lost", func() (bool, string) {
-		bad := count.check(framework.Lost)
+		bad := count.check(recipes.Lost)
 		return bad == "" && count.nodes() == locks*rounds, fmt.Sprintf("%d nodes heard; %s", count.nodes(), bad)
 	})
 }
@@ -183,7 +183,7 @@ func TestGaugesBalanceAfterBlipsReleasesAndClose(t *testing.T) {
 		t.Fatal(err)
 	}
 	testutil.Until(t, "every acquisition ended once and the gauges at zero", func() (bool, string) {
-		bad := count.check(framework.Released, framework.Lost)
+		bad := count.check(recipes.Released, recipes.Lost)
 		return bad == "" && count.nodes() == 3, fmt.Sprintf("%d nodes heard; %s", count.nodes(), bad)
 	})
 }
@@ -233,7 +233,7 @@ func TestReleaseAfterLossWaitsForNoServer(t *testing.T) {
 		})
 	}
 	testutil.Until(t, "one Lost per acquisition", func() (bool, string) {
-		bad := count.check(framework.Lost)
+		bad := count.check(recipes.Lost)
 		return bad == "", bad
 	})
 }
@@ -267,7 +267,7 @@ func TestOverflowingHookKeepsTheGaugesTrue(t *testing.T) {
 	dropped := int(c.EventsDropped()) // each an acquisition's start, and so the whole acquisition
 	close(open)
 	testutil.Until(t, "every acquisition whose start was kept told whole, and the gauges at zero", func() (bool, string) {
-		bad := count.check(framework.Released)
+		bad := count.check(recipes.Released)
 		n := count.nodes()
 		return bad == "" && n == cycles-dropped, fmt.Sprintf("%d of %d acquisitions heard; %s", n, cycles-dropped, bad)
 	})

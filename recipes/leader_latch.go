@@ -453,7 +453,7 @@ func (l *LeaderLatch) beginTerm(g *acquire.Grant) bool {
 	began := l.termBegan
 	l.broadcast()
 	l.mu.Unlock()
-	told := !l.li.Client().Emit(framework.Event{Kind: framework.LeadershipGained, Time: began, Recipe: recipeLatch,
+	told := !emit(l.li.Client(), recipeLatch, 0, framework.Event{Kind: LeadershipGained, Time: began,
 		Path: l.li.Base(), Node: g.Path(), Session: g.Session()})
 	l.mu.Lock()
 	l.termTold = told
@@ -513,7 +513,7 @@ func (e endOfTerm) tell(l *LeaderLatch) {
 		return
 	}
 	if e.told {
-		l.li.Client().Emit(framework.Event{Kind: framework.LeadershipLost, Recipe: recipeLatch, Path: l.li.Base(),
+		emit(l.li.Client(), recipeLatch, 0, framework.Event{Kind: LeadershipLost, Path: l.li.Base(),
 			Node: e.term.Path(), Session: e.term.Session(), Hold: time.Since(e.began), Err: e.term.Cause()})
 	}
 	if !e.notify {

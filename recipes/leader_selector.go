@@ -300,7 +300,7 @@ func (s *LeaderSelector) term(ctx context.Context) error {
 	began := time.Now()
 	c := s.mutex.li.Client()
 	g := h.current() // its node's session is the one its events name
-	dropped := c.Emit(framework.Event{Kind: framework.LeadershipGained, Time: began, Recipe: recipeSelector, Path: s.Path(), Node: g.Path(), Session: g.Session()})
+	dropped := emit(c, recipeSelector, 0, framework.Event{Kind: LeadershipGained, Time: began, Path: s.Path(), Node: g.Path(), Session: g.Session()})
 	returned := false
 	defer func() { // as the function returns, or panics: leadership is given up first
 		why := termEnd(lctx)
@@ -308,7 +308,7 @@ func (s *LeaderSelector) term(ctx context.Context) error {
 			why = errLeadershipPanicked
 		}
 		if !dropped {
-			c.Emit(framework.Event{Kind: framework.LeadershipLost, Recipe: recipeSelector, Path: s.Path(), Node: g.Path(),
+			emit(c, recipeSelector, 0, framework.Event{Kind: LeadershipLost, Path: s.Path(), Node: g.Path(),
 				Session: g.Session(), Hold: time.Since(began), Err: why})
 		}
 		s.mu.Lock()

@@ -35,7 +35,7 @@ func TestWithLockReleasesOnPanic(t *testing.T) {
 	}
 	testutil.Must(t, rival.Release(ctx))
 	testutil.Until(t, "the acquisition told as released", func() (bool, string) {
-		bad := count.check(framework.Released)
+		bad := count.check(recipes.Released)
 		return bad == "" && count.nodes() == 1, bad
 	})
 }
