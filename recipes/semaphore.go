@@ -40,8 +40,9 @@ type InterProcessSemaphoreV2 struct {
 	max    int          // when count is nil
 	count  *SharedCount // or nil
 
-	guard  acquire.Guard // the internal mutex, as a lease's attempt takes it
-	events lockEvents
+	guards    [2]acquire.Guard // the internal mutex, as a lease's attempt takes it: to wait, to try
+	leasePath string           // P/leases/lease-: where lease nodes are created, before protection
+	events    lockEvents
 
 	mu      sync.Mutex
 	changed chan struct{} // closed and replaced when count changes
@@ -129,8 +130,11 @@ func newSemaphore(client *framework.Client, path string, opts []SemaphoreOption)
 		changed: make(chan struct{}),
 		events:  lockEvents{client: client, recipe: recipeSemaphore, path: path},
 	}
-	s.guard = acquire.Guard{Lock: &s.locks, Attempt: acquire.Attempt{Path: framework.JoinPath(s.locks.Base(), locktree.MutexName),
-		Mode: framework.EphemeralSequential, Driver: lockNameDriver(locktree.MutexName, 1)}}
+	s.leasePath = framework.JoinPath(s.leases.Base(), locktree.LeaseName)
+	for i, try := range []bool{false, true} {
+		s.guards[i] = acquire.Guard{Lock: &s.locks, Attempt: acquire.Attempt{Path: framework.JoinPath(s.locks.Base(), locktree.MutexName),
+			Mode: framework.EphemeralSequential, Driver: lockNameDriver(locktree.MutexName, 1), Try: try}}
+	}
 	return s, nil
 }
 
@@ -236,20 +240,16 @@ func (s *InterProcessSemaphoreV2) acquire(ctx context.Context, qty int, try bool
 // node (or the internal lock's node) vanishes, the whole is tried again as
 // far as the client's retry policy allows (RETRY_DUE_TO_MISSING_NODE).
 func (s *InterProcessSemaphoreV2) acquireOne(ctx context.Context, try bool) (*Lease, error) {
-	guard := s.guard
-	guard.Attempt.Try = try
-	g, err := s.leases.Acquire(ctx, acquire.Attempt{Path: s.leasePath(), Mode: framework.EphemeralSequential,
-		Data: s.data, Driver: leaseDriver{s}, Try: try, Guard: &guard, Observer: &s.events})
+	guard := &s.guards[0]
+	if try {
+		guard = &s.guards[1]
+	}
+	g, err := s.leases.Acquire(ctx, acquire.Attempt{Path: s.leasePath, Mode: framework.EphemeralSequential,
+		Data: s.data, Driver: leaseDriver{s}, Try: try, Guard: guard, Observer: &s.events})
 	if err != nil {
 		return nil, err
 	}
 	return &Lease{g: g}, nil
-}
-
-// leasePath is where lease nodes are created, before protection:
-// P/leases/lease-.
-func (s *InterProcessSemaphoreV2) leasePath() string {
-	return framework.JoinPath(s.leases.Base(), locktree.LeaseName)
 }
 
 // ParticipantNodes returns the names (not paths) of the children of

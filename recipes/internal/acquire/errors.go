@@ -12,11 +12,11 @@ import (
 // same names (recipes.ErrNotHeld, ...), where their meaning for users is
 // documented.
 var (
-	// ErrNotHeld: released, or never held.
+	// ErrNotHeld is the error of what was released, or never held.
 	ErrNotHeld = errors.New("gocurator: not held by this handle")
-	// ErrLocked: a try found the lock held.
+	// ErrLocked is the error of a try that found the lock held.
 	ErrLocked = errors.New("gocurator: held by another participant")
-	// ErrLockLost: a grant that can no longer be trusted.
+	// ErrLockLost is the error of a grant that can no longer be trusted.
 	ErrLockLost = errors.New("gocurator: lock lost")
 )
 

@@ -11,9 +11,9 @@ import (
 	"github.com/gocurator/curator/internal/errs"
 )
 
-// The ownership contract is written here once. A Grant is one grant of a
-// lock, a lease, or a term of leadership: the node it holds, and a context
-// that ends when the grant does. Every owner type of the recipes (a
+// Grant is one grant of a lock, a lease, or a term of leadership: the node
+// it holds, and a context that ends when the grant does. The ownership
+// contract is written here once. Every owner type of the recipes (a
 // Handle and so the read-write lock's halves, a Lease and so the semaphore
 // mutex, the multi-lock, a latch's and a selector's terms) keeps its
 // current (or last) grant and derives Done, Err, IsHeld and FencingToken
