@@ -15,11 +15,12 @@ GOTEST  := $(GO) test -race -count=1 -timeout 20m
 # of its own there: on a reconnect, sendSetWatches reads Conn.lastZxid while
 # the new recvLoop writes it for a reply to a request queued before
 # (go-zookeeper/zk#35, samuel/go-zookeeper#260). Nothing outside the package
-# can order the two. recipes' tests reconnect with watches set and requests
-# in flight too (a lost lock's delete, sent as the connection comes back,
-# races the new connection's setWatches), and so do its sibling packages'
-# fault tests (recipes/nodes, barriers, atomic): all run so as well; every
-# other package's tests keep go-zookeeper instrumented.
+# can order the two. recipes' tests (and its engine's, recipes/internal/...)
+# reconnect with watches set and requests in flight too (a lost lock's
+# delete, sent as the connection comes back, races the new connection's
+# setWatches), and so do its sibling packages' fault tests (recipes/nodes,
+# barriers, atomic, cache): all run so as well; every other package's tests
+# keep go-zookeeper instrumented.
 ZKNORACE := -gcflags=github.com/go-zookeeper/zk=-race=false
 
 .PHONY: deps zk-deps check test compat chaos partitions demo bench zk-up zk-down api release-check tidy

@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/gocurator/curator/framework"
-	"github.com/gocurator/curator/internal/locktree"
+	"github.com/gocurator/curator/internal/protected"
 	"github.com/gocurator/curator/internal/testutil"
 	"github.com/gocurator/curator/recipes"
 )
@@ -18,9 +18,9 @@ import (
 // its normalized form and its protection id.
 func checkProtected(t testing.TB, p *peer, names []string) {
 	t.Helper()
-	protected := 0
+	protectedNames := 0
 	defer func() {
-		if protected == 0 {
+		if protectedNames == 0 {
 			t.Errorf("no protected name among %v", names)
 		}
 	}()
@@ -29,13 +29,13 @@ func checkProtected(t testing.TB, p *peer, names []string) {
 		if len(f) != 3 {
 			t.Fatalf("is-protected %s: %q", n, f)
 		}
-		id, ok := locktree.ProtectedID(n)
+		id, ok := protected.ID(n)
 		if !ok {
 			id = "-"
 		}
-		goSays := []string{strconv.FormatBool(locktree.IsProtected(n)), locktree.NormalizeProtected(n), id}
+		goSays := []string{strconv.FormatBool(protected.Is(n)), protected.Normalize(n), id}
 		if f[0] == "true" {
-			protected++
+			protectedNames++
 		}
 		if !slices.Equal(f, goSays) {
 			t.Errorf("%s: Curator's ProtectedUtils says %q, gocurator says %q", n, f, goSays)

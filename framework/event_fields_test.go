@@ -14,10 +14,30 @@ import (
 	"github.com/gocurator/curator/state"
 )
 
+// The tests' own kinds of events, as a package built on the client makes
+// them: one that begins something (DEBUG, droppable), one that ends it
+// (INFO, never dropped).
+var (
+	testBegan = NewEventKind("began", zapcore.DebugLevel)
+	testEnded = NewEndEventKind("ended", zapcore.InfoLevel)
+)
+
+// testDetail is a detail of the tests' events: what it is of, and the wait
+// an ended event measures.
+type testDetail struct{ of string }
+
+func (d testDetail) EachField(e Event, f func(key string, value any)) {
+	f("of", d.of)
+	if e.Kind == testEnded {
+		f("wait", e.Wait)
+	}
+}
+
 // An event prints only the fields that apply to its kind, as text (String,
-// so fmt's verbs too) and as a zap object: a lock event never shows a
-// connection state (NOT_CONNECTED is the zero one), a state change never a
-// wait; a field of the kind's that is zero (a position 0) does.
+// so fmt's verbs too) and as a zap object: a package's event shows its
+// detail's fields and never a connection state (NOT_CONNECTED is the zero
+// one), a state change never a wait; a field of the kind's that is zero
+// (a wait 0) does.
 func TestEventPrintsOnlyWhatApplies(t *testing.T) {
 	for _, c := range []struct {
 		e         Event
@@ -26,22 +46,22 @@ func TestEventPrintsOnlyWhatApplies(t *testing.T) {
 		forbidden []string
 	}{
 		{
-			e:         Event{Kind: Acquired, Recipe: "mutex", Path: "/locks/a", Node: "/locks/a/_c_x-lock-0000000001", Session: 0x1f, Wait: 3 * time.Millisecond},
-			want:      "acquired recipe=mutex path=/locks/a node=/locks/a/_c_x-lock-0000000001 session=0x1f position=0 wait=3ms",
-			keys:      []string{"kind", "recipe", "path", "node", "session", "position", "wait"},
+			e:         Event{Kind: testEnded, Path: "/locks/a", Node: "/locks/a/_c_x-lock-0000000001", Session: 0x1f, Detail: testDetail{"mutex"}},
+			want:      "ended path=/locks/a node=/locks/a/_c_x-lock-0000000001 session=0x1f of=mutex wait=0s",
+			keys:      []string{"kind", "of", "path", "node", "session", "wait"},
 			forbidden: []string{"state", "hold", "op", "retry", "error"},
 		},
 		{
-			e:         Event{Kind: AcquireFailed, Recipe: "read", Path: "/locks/a", Wait: time.Second, Err: errors.New("gocurator: acquire: context deadline exceeded")},
-			want:      `acquire-failed recipe=read path=/locks/a wait=1s error="gocurator: acquire: context deadline exceeded"`,
-			keys:      []string{"kind", "recipe", "path", "wait", "error"},
-			forbidden: []string{"state", "position", "hold"},
+			e:         Event{Kind: testBegan, Path: "/locks/a", Wait: time.Second, Detail: testDetail{"read"}, Err: errors.New("gocurator: acquire: context deadline exceeded")},
+			want:      `began path=/locks/a of=read error="gocurator: acquire: context deadline exceeded"`,
+			keys:      []string{"kind", "of", "path", "error"},
+			forbidden: []string{"state", "wait", "hold"},
 		},
 		{
 			e:         Event{Kind: StateChanged, State: state.Suspended, Session: 0x2a},
 			want:      "state-changed session=0x2a state=SUSPENDED",
 			keys:      []string{"kind", "session", "state"},
-			forbidden: []string{"wait", "position", "recipe", "path"},
+			forbidden: []string{"wait", "of", "path"},
 		},
 	} {
 		for _, got := range []string{c.e.String(), fmt.Sprint(c.e), fmt.Sprintf("%v", c.e)} {

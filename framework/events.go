@@ -15,147 +15,154 @@ import (
 	"github.com/gocurator/curator/state"
 )
 
-// EventKind says what an Event reports.
-type EventKind int
+// EventKind says what an Event reports: its name, as the logs show it, the
+// level the client logs it at, and whether it ends something an earlier
+// event began (such an event is never dropped: see EventHook). The
+// client's own kinds are StateChanged, Retrying and SessionAbandoned; a
+// package built on the client makes its own with NewEventKind and
+// NewEndEventKind, and tells them through Emit (the module's recipes tell
+// their lock events so). Kinds are compared with ==: two made with the same
+// arguments are equal. The zero EventKind is no kind.
+type EventKind struct {
+	name  string
+	level zapcore.Level
+	end   bool
+}
 
-// The kinds of events. A lock's or lease's acquisition is AcquireStarted,
-// then Acquired or AcquireFailed, then (once acquired) Released or Lost,
-// exactly one of the two: a lost grant's late release is not an event of
-// its own. A term of leadership is LeadershipGained, then LeadershipLost.
-const (
-	// AcquireStarted: an acquire began to queue (a reentrant one that only
-	// counts up is no event).
-	AcquireStarted EventKind = iota + 1
-	// Acquired: the lock or lease was granted. Wait is the time since
-	// AcquireStarted, Position the node's place in the queue at its first
-	// look (0: it held at once).
-	Acquired
-	// AcquireFailed: the acquire gave up; Err says why (a context's
-	// deadline: a timeout; ErrLocked: a try that found it held).
-	AcquireFailed
-	// Released: the owner released what it held; Hold is the time since
-	// Acquired.
-	Released
-	// Lost: the grant can no longer be trusted. Err says why (a *StateError,
-	// ErrClosed, or zk.ErrNoNode for a node found gone); Hold is the time it
-	// was held.
-	Lost
-	// RevocationRequested: another participant asked the holder to
-	// release (Curator's revocation).
-	RevocationRequested
-	// LeadershipGained: a leader latch or selector began to lead.
-	LeadershipGained
-	// LeadershipLost: its term of leadership ended (lost, given up, or
-	// closed). Err says why, nil when given up; Hold is the term's length.
-	LeadershipLost
+// NewEventKind returns a kind of event named name (as its log line and
+// String show it: a short lower-case word, "acquire-started"), logged at
+// level when the client's logger takes that level.
+func NewEventKind(name string, level zapcore.Level) EventKind {
+	return EventKind{name: name, level: level}
+}
+
+// NewEndEventKind returns a kind of event as NewEventKind does, of events
+// that end what an event told earlier began (an acquisition's grant or
+// failure, a grant's end): past the bound of a slow hook such an event is
+// never dropped, so that what is built on the events (a gauge) comes back
+// to zero. A package that tells one should tell nothing more of what
+// began with an event Emit reported dropped.
+func NewEndEventKind(name string, level zapcore.Level) EventKind {
+	return EventKind{name: name, level: level, end: true}
+}
+
+// The client's own kinds of events.
+var (
 	// StateChanged: the connection state changed to State.
-	StateChanged
+	StateChanged = NewEventKind("state-changed", zapcore.InfoLevel)
 	// Retrying: an operation (Op, on Path) failed with Err and is tried
 	// again after Wait; Retry counts the retries so far.
-	Retrying
+	Retrying = NewEventKind("retrying", zapcore.DebugLevel)
 	// SessionAbandoned: the client gave Session up after posting LOST (no
 	// server answered before it could expire), and moved to a new one.
-	SessionAbandoned
-	// NodeCreated: a persistent node (recipes/nodes) created its Node, at
-	// its start or again after it was found gone (deleted, or its session
-	// ended), in Session.
-	NodeCreated
-	// BarrierPassed: a member passed a barrier (recipes/barriers): Op is
-	// "wait" (a DistributedBarrier was removed), "enter" or "leave" (every
-	// member of a DistributedDoubleBarrier had entered, or left); Wait is
-	// the time it waited.
-	BarrierPassed
-	// CacheStale: a cache (package recipes/cache) at Path may miss changes
-	// from now on, and says so: its watch lapsed (the connection dropped)
-	// or a read failed. Err says why.
-	CacheStale
-	// CacheCurrent: a cache at Path has read its tree, at first or again
-	// after CacheStale, and follows its changes: Wait is the time since it
-	// started, or since it went stale.
-	CacheCurrent
+	SessionAbandoned = NewEventKind("session-abandoned", zapcore.InfoLevel)
 )
 
-var eventNames = [...]string{
-	AcquireStarted:      "acquire-started",
-	Acquired:            "acquired",
-	AcquireFailed:       "acquire-failed",
-	Released:            "released",
-	Lost:                "lost",
-	RevocationRequested: "revocation-requested",
-	LeadershipGained:    "leadership-gained",
-	LeadershipLost:      "leadership-lost",
-	StateChanged:        "state-changed",
-	Retrying:            "retrying",
-	SessionAbandoned:    "session-abandoned",
-	NodeCreated:         "node-created",
-	BarrierPassed:       "barrier-passed",
-	CacheStale:          "cache-stale",
-	CacheCurrent:        "cache-current",
-}
+// The kinds of the recipes' lock events, under the names they had here
+// before the recipes named them (recipes.AcquireStarted, ...): each is
+// equal to the recipes' kind of the same name. The client makes no use of
+// them.
+//
+// Deprecated: use the recipes' kinds (recipes.AcquireStarted,
+// recipes.Acquired, ...). These names are kept for one release.
+var (
+	AcquireStarted      = NewEventKind("acquire-started", zapcore.DebugLevel)
+	Acquired            = NewEndEventKind("acquired", zapcore.DebugLevel)
+	AcquireFailed       = NewEndEventKind("acquire-failed", zapcore.DebugLevel)
+	Released            = NewEndEventKind("released", zapcore.DebugLevel)
+	Lost                = NewEndEventKind("lost", zapcore.InfoLevel)
+	RevocationRequested = NewEventKind("revocation-requested", zapcore.InfoLevel)
+	LeadershipGained    = NewEventKind("leadership-gained", zapcore.DebugLevel)
+	LeadershipLost      = NewEndEventKind("leadership-lost", zapcore.InfoLevel)
+)
 
-// String returns the kind's name, as the logs show it: "acquired", ....
+// String returns the kind's name, as the logs show it: "state-changed",
+// ...; "EventKind{}" for the zero kind.
 func (k EventKind) String() string {
-	if k > 0 && int(k) < len(eventNames) {
-		return eventNames[k]
+	if k.name == "" {
+		return "EventKind{}"
 	}
-	return fmt.Sprintf("EventKind(%d)", int(k))
+	return k.name
 }
 
-// Event is one thing that happened to a client or to a recipe built on it. It
-// may be a lock acquired, lost or released, leadership gained, a connection
-// state change, a retry. Fields that do not apply to its Kind are zero.
+// Event is one thing that happened to a client or to what a package built
+// on it does (the recipes tell their locks' acquisitions, grants, releases
+// and losses, and their elections' terms). Fields that do not apply to its
+// Kind are zero.
 type Event struct {
 	// Kind says what happened.
 	Kind EventKind
 	// Time is when it happened (events reach the hook a moment later).
 	Time time.Time
-	// Recipe is the kind of recipe: "mutex", "read", "write", "semaphore"
-	// (a lease, also a semaphore mutex's), "latch", "selector",
-	// "persistent-node", "persistent-ttl-node", "barrier",
-	// "double-barrier", "atomic" (an atomic value's optimistic tries,
-	// Retrying), "cache"; "" for the client's own events.
-	Recipe string
-	// Path is the recipe's path (or the operation's), as the caller gave
-	// it; Node is the node's path, when there is one.
+	// Path is the operation's path (Retrying), or the path a package's
+	// event is of (a recipe's path), as the caller gave it; Node is a
+	// node's path, when there is one.
 	Path, Node string
 	// Session is the session the node belongs to, or the client's.
 	Session int64
-	// Position is the node's place in the queue at its first look
-	// (Acquired; 0 when it held at once).
-	Position int
-	// Wait is the time an acquire waited (Acquired, AcquireFailed), the
-	// wait before a retry (Retrying), or the time a member waited at a
-	// barrier (BarrierPassed).
+	// Wait is the wait before a retry (Retrying), or a time waited that a
+	// package's event measures (an acquire's).
 	Wait time.Duration
-	// Hold is the time a grant or a term was held (Released, Lost,
-	// LeadershipLost).
+	// Hold is a time something was held that a package's event measures
+	// (a lock's, a lease's, a term of leadership's).
 	Hold time.Duration
-	// Err says why (Lost, AcquireFailed, LeadershipLost, Retrying).
+	// Err says why (Retrying, and a package's events: a loss, a failure).
 	Err error
 	// State is the new connection state (StateChanged).
 	State state.ConnectionState
 	// Op is the operation retried, and Retry the retries made so far
-	// (Retrying); or the barrier's step passed (BarrierPassed).
+	// (Retrying).
 	Op    string
 	Retry int
-	// Context carries the values of the context the acquire was called
-	// with (AcquireStarted, Acquired, AcquireFailed, and the Released or
-	// Lost that ends its grant), without its deadline or cancellation: a
-	// hook finds the caller's trace span there, say. Nil for other events.
+	// Context carries the values of the context of the call a package's
+	// event is of (the recipes: the acquire's, for its start, its grant or
+	// failure, and its grant's end), without its deadline or cancellation:
+	// a hook finds the caller's trace span there, say. Nil for the
+	// client's own events.
 	Context context.Context
+	// Detail is what the package that told the event adds to it (the
+	// recipes: recipes.LockEvent, the kind of recipe and a place in the
+	// queue), shown with the event's fields; nil for the client's own
+	// events.
+	Detail EventDetail
+
+	// Recipe is the kind of recipe of a recipe's event.
+	//
+	// Deprecated: the recipes' events carry it in their Detail
+	// (recipes.LockEventOf(e).Recipe); the recipes fill this field too, for
+	// one release.
+	Recipe string
+	// Position is a node's place in the queue at its first look (a
+	// recipe's Acquired).
+	//
+	// Deprecated: the recipes' events carry it in their Detail
+	// (recipes.LockEventOf(e).Position); the recipes fill this field too,
+	// for one release.
+	Position int
 }
 
-// EventHook hears a client's events, and its recipes'. A client may have
-// several (WithEventHook): each hears every event, in the order they were
-// added. A hook is called on a goroutine of the client's, one event at a
-// time, in the order they happened: it never holds the library up (a slow
-// hook only makes its events come later), and it is never called under a
-// lock of the library's or on go-zookeeper's goroutines. Past maxQueuedEvents (10000) notes waiting for
-// a slow hook or log sink, events are dropped, DEBUG ones first, but never
-// the end of what the hook heard begin (an acquisition's Acquired or
-// AcquireFailed, a grant's Released or Lost, a term's LeadershipLost): an
-// acquisition whose start was dropped is not told at all, so that gauges
-// built on the events stay true. A WARN says when dropping begins and ends;
+// EventDetail is what a package built on the client adds to its events
+// (Event.Detail): fields of its own, which it shows as the event's log
+// line, String and MarshalLogObject show the event's.
+type EventDetail interface {
+	// EachField calls f with each field the detail shows for e, its event:
+	// its own, and what e's kind measures of e's (a wait, a hold).
+	EachField(e Event, f func(key string, value any))
+}
+
+// EventHook hears a client's events, and those of the packages built on it
+// (the recipes'). A client may have several (WithEventHook): each hears
+// every event, in the order they were added. A hook is called on a
+// goroutine of the client's, one event at a time, in the order they
+// happened: it never holds the library up (a slow hook only makes its
+// events come later), and it is never called under a lock of the library's
+// or on go-zookeeper's goroutines. Past maxQueuedEvents (10000) notes
+// waiting for a slow hook or log sink, events are dropped, DEBUG ones
+// first, but never the end of what the hook heard begin (an event of a kind
+// NewEndEventKind made: the recipes' acquisitions' grants and failures,
+// their grants' releases and losses, their terms' ends): what began with an
+// event that was dropped is not told at all, so that gauges built on the
+// events stay true. A WARN says when dropping begins and ends;
 // Client.EventsDropped counts what was dropped. A slow hook delays the
 // hooks after it too. A hook that panics is logged at ERROR; the library,
 // and the hooks after it, go on. The client's Close does not wait for the
@@ -173,8 +180,8 @@ type EventFunc func(Event)
 // Event calls f(e).
 func (f EventFunc) Event(e Event) { f(e) }
 
-// WithEventHook adds a hook that hears the client's events, and its
-// recipes' (see EventHook and Event). Each WithEventHook adds one: a second
+// WithEventHook adds a hook that hears the client's events, and those of
+// the packages built on it (see EventHook and Event). Each WithEventHook adds one: a second
 // does not replace the first, and the hooks hear each event in the order
 // they were added (otelmetrics' and your own, say). Without any, an event
 // costs a check, and a log line where the logger's level asks for it. A nil
@@ -194,22 +201,27 @@ func (c *Client) Observed() bool {
 	return c.usable() && (len(c.hooks) > 0 || c.log.Core().Enabled(zapcore.DebugLevel))
 }
 
+// Hears reports whether an event of kind k would be heard now: a hook is
+// added, or the client's logger takes k's level. A package may skip
+// building an event nothing would hear.
+func (c *Client) Hears(k EventKind) bool {
+	return c.usable() && (len(c.hooks) > 0 || c.log.Core().Enabled(k.level))
+}
+
 // Emit reports e to the hooks, if any, and to the client's logger,
 // and reports whether e was dropped because they are too slow (see
-// EventHook): a recipe then tells nothing more of what e began. The log
-// level is e's kind's: DEBUG for an acquisition's steps, a retry,
-// leadership gained and a barrier passed; INFO for a loss, a revocation
-// asked, leadership lost, a state change, a session given up, a persistent
-// node created and a cache gone stale or current again. Recipes built on
-// the client report
-// their events with it; a zero Time is now. It never blocks, and runs no
-// user code but the logger's level check: the hook and the log sink hear e
-// on the client's goroutine, after Close too (see EventHook).
+// EventHook): the package that told it then tells nothing more of what e
+// began. The log level is e's kind's (NewEventKind): the client's own
+// retries at DEBUG, its state changes and sessions given up at INFO.
+// Packages built on the client (the recipes) report their events with it;
+// a zero Time is now. It never blocks, and runs no user code but the
+// logger's level check: the hook and the log sink hear e on the client's
+// goroutine, after Close too (see EventHook).
 func (c *Client) Emit(e Event) (dropped bool) {
 	if !c.usable() {
 		return false
 	}
-	level := e.Kind.level()
+	level := e.Kind.level
 	logged := c.log.Core().Enabled(level)
 	if !logged && len(c.hooks) == 0 {
 		return false // nothing hears it
@@ -263,15 +275,6 @@ func writeLine(core zapcore.Core, entry zapcore.Entry, fields []zapcore.Field) {
 	})
 }
 
-// level is the level events of kind k are logged at.
-func (k EventKind) level() zapcore.Level {
-	switch k {
-	case Lost, RevocationRequested, LeadershipLost, StateChanged, SessionAbandoned, NodeCreated, CacheStale, CacheCurrent:
-		return zapcore.InfoLevel
-	}
-	return zapcore.DebugLevel
-}
-
 // fields are e's log fields.
 func (e Event) fields() []zap.Field {
 	fields := make([]zap.Field, 0, 8)
@@ -280,14 +283,11 @@ func (e Event) fields() []zap.Field {
 }
 
 // each calls f with each of e's fields that apply to its kind, as its log
-// line, String and MarshalLogObject show them: what it concerns (recipe,
-// path, node, session), what its kind measures, then why (the error). A
-// field of its kind that is zero still shows (a position 0: held at once);
-// one of another kind never does.
+// line, String and MarshalLogObject show them: what it concerns (path,
+// node, session), its detail's fields (a package's own, and what its kind
+// measures), the client's own kinds' fields, then why (the error). A field
+// of its kind that is zero still shows; one of another kind never does.
 func (e Event) each(f func(key string, value any)) {
-	if e.Recipe != "" {
-		f("recipe", e.Recipe)
-	}
 	if e.Path != "" {
 		f("path", e.Path)
 	}
@@ -297,24 +297,15 @@ func (e Event) each(f func(key string, value any)) {
 	if e.Session != 0 {
 		f("session", zkconn.SessionString(e.Session))
 	}
+	if e.Detail != nil {
+		e.Detail.EachField(e, f)
+	}
 	switch e.Kind {
-	case Acquired:
-		f("position", e.Position)
-		f("wait", e.Wait)
-	case AcquireFailed:
-		f("wait", e.Wait)
-	case Released, Lost, LeadershipLost:
-		f("hold", e.Hold)
 	case StateChanged:
 		f("state", e.State)
 	case Retrying:
 		f("op", e.Op)
 		f("retry", e.Retry)
-		f("wait", e.Wait)
-	case BarrierPassed:
-		f("op", e.Op)
-		f("wait", e.Wait)
-	case CacheCurrent:
 		f("wait", e.Wait)
 	}
 	if e.Err != nil {
@@ -323,8 +314,8 @@ func (e Event) each(f func(key string, value any)) {
 }
 
 // String returns e as its kind and the fields that apply to it, as its log
-// line shows them: "acquired recipe=mutex path=/locks/a node=… position=0
-// wait=1.2ms". Its Time and Context are left out.
+// line shows them: "state-changed session=0x1f2e3d state=SUSPENDED". Its
+// Time and Context are left out.
 func (e Event) String() string {
 	var b strings.Builder
 	b.WriteString(e.Kind.String())

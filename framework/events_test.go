@@ -92,7 +92,7 @@ func TestEmitAfterCloseRunsNoHookOnTheCaller(t *testing.T) {
 	})))
 	testutil.Must(t, c.Close())
 	lock <- struct{}{}
-	c.Emit(Event{Kind: Lost, Recipe: "mutex", Path: "/after-close"})
+	c.Emit(Event{Kind: testEnded, Path: "/after-close"})
 	<-lock
 	if why := testutil.Recv(t, heard, "the event emitted after Close"); why != "" {
 		t.Fatal(why)
@@ -123,9 +123,9 @@ func TestClosedTellsWhenTheHooksHaveHeardAll(t *testing.T) {
 		t.Fatal("Closed before Close")
 	default:
 	}
-	c.Emit(Event{Kind: Lost, Recipe: "mutex", Path: "/blocks"})
+	c.Emit(Event{Kind: testEnded, Path: "/blocks"})
 	testutil.Recv(t, blocked, "the hook blocked")
-	c.Emit(Event{Kind: Lost, Recipe: "mutex", Path: "/queued"})
+	c.Emit(Event{Kind: testEnded, Path: "/queued"})
 	closed := make(chan error, 1)
 	go func() { closed <- c.Close() }()
 	testutil.Must(t, testutil.Recv(t, closed, "Close, while a hook blocks"))

@@ -5,13 +5,12 @@ import (
 	"errors"
 	"time"
 
-	"github.com/gocurator/curator/internal/zkconn"
-
 	"github.com/go-zookeeper/zk"
 	"go.uber.org/zap"
 
 	"github.com/gocurator/curator/internal/errs"
-	"github.com/gocurator/curator/internal/locktree"
+	"github.com/gocurator/curator/internal/protected"
+	"github.com/gocurator/curator/internal/zkconn"
 )
 
 // CreateMode is the kind of node Create makes, with ZooKeeper's names.
@@ -201,7 +200,7 @@ func (c *Client) create(ctx context.Context, path string, data []byte, o createO
 	if err := c.checkRequest("create", path, func(p string) int {
 		n := createSize(p, data, o.acl)
 		if o.protected {
-			n += locktree.ProtectedPrefixLength
+			n += protected.PrefixLength
 		}
 		if o.ttl != 0 {
 			n += 8 // the TTL, a long

@@ -20,14 +20,14 @@ import (
 //
 // The queue is bounded, and what it drops keeps the events whole:
 //
-//   - The end of something the hook heard begin is never dropped: an
-//     acquisition's Acquired or AcquireFailed, a grant's Released or Lost,
-//     a term's LeadershipLost (the recipes tell an end only of a start the
-//     outbox took: Emit reports it). So gauges built on the events come
-//     back to zero whatever is dropped. Ends are few: at most one or two
-//     per acquisition under way.
+//   - The end of something the hook heard begin is never dropped: an event
+//     of a kind made by NewEndEventKind (the recipes': an acquisition's
+//     grant or failure, a grant's release or loss, a term's end; they tell
+//     an end only of a start the outbox took: Emit reports it). So gauges
+//     built on the events come back to zero whatever is dropped. Ends are
+//     few: at most one or two per acquisition under way.
 //   - Past half the bound, DEBUG notes are dropped (log lines, and the
-//     events logged at DEBUG: acquisitions' starts, retries); past the
+//     events logged at DEBUG: retries, acquisitions' starts); past the
 //     bound, every note but those ends.
 //   - Each overflow episode says so, at WARN, as it begins and as it ends
 //     (how many it dropped); Client.EventsDropped counts them all.
@@ -75,16 +75,9 @@ func newOutbox(deliver func(note), max int) *outbox {
 }
 
 // droppable reports whether n may be dropped: every note but an event that
-// ends what was told to begin.
+// ends what was told to begin (NewEndEventKind).
 func (n note) droppable() bool {
-	if n.line != nil {
-		return true
-	}
-	switch n.event.Kind {
-	case Acquired, AcquireFailed, Released, Lost, LeadershipLost:
-		return false
-	}
-	return true
+	return n.line != nil || !n.event.Kind.end
 }
 
 // push queues n, and reports whether it did (false: dropped).

@@ -122,9 +122,9 @@ func TestOverflowKeepsEveryEndAndSaysSo(t *testing.T) {
 		mu.Lock()
 		defer mu.Unlock()
 		switch e.Kind {
-		case AcquireStarted:
+		case testBegan:
 			started[e.Path] = true
-		case AcquireFailed:
+		case testEnded:
 			if !started[e.Path] {
 				orphans = append(orphans, e.Path)
 			}
@@ -136,11 +136,11 @@ func TestOverflowKeepsEveryEndAndSaysSo(t *testing.T) {
 	most := 0
 	for i := range pairs {
 		p := fmt.Sprintf("/p%d", i)
-		if c.Emit(Event{Kind: AcquireStarted, Recipe: "mutex", Path: p}) {
+		if c.Emit(Event{Kind: testBegan, Path: p}) {
 			dropped++
 			continue
 		}
-		c.Emit(Event{Kind: AcquireFailed, Recipe: "mutex", Path: p})
+		c.Emit(Event{Kind: testEnded, Path: p})
 		most = max(most, c.out.q.Len())
 	}
 	if dropped == 0 || uint64(dropped) != c.EventsDropped() {

@@ -5,23 +5,22 @@ import (
 	"errors"
 	"strings"
 
-	"github.com/gocurator/curator/internal/zkconn"
-
 	"github.com/go-zookeeper/zk"
 	"go.uber.org/zap"
 
-	"github.com/gocurator/curator/internal/locktree"
+	"github.com/gocurator/curator/internal/protected"
+	"github.com/gocurator/curator/internal/zkconn"
 )
 
 // ProtectedName returns name with Curator's protection prefix for id:
 // "_c_<id>-<name>" (ProtectedUtils.toProtectedZNode).
-func ProtectedName(id, name string) string { return locktree.ProtectedName(id, name) }
+func ProtectedName(id, name string) string { return protected.Name(id, name) }
 
 // IsProtectedName reports whether a node name carries Curator's protection
 // prefix. It applies Curator's own test (ProtectedUtils.isProtectedZNode):
 // longer than 40 characters, "_c_" first, "-" at index 39, and a UUID in
 // between.
-func IsProtectedName(name string) bool { return locktree.IsProtected(name) }
+func IsProtectedName(name string) bool { return protected.Is(name) }
 
 // createProtected is Curator's protected create (docs/tree-format.md):
 // the first attempt just creates; every later attempt first looks for a
@@ -94,7 +93,7 @@ type protectedCreate struct {
 func (pc *protectedCreate) paths(path string) (full string) {
 	dir, name := SplitPath(path)
 	var b strings.Builder
-	b.Grow(len(pc.c.ns) + len(dir) + 1 + locktree.ProtectedPrefixLength + len(name))
+	b.Grow(len(pc.c.ns) + len(dir) + 1 + protected.PrefixLength + len(name))
 	b.WriteString(string(pc.c.ns))
 	if dir != "/" {
 		b.WriteString(dir)
@@ -102,9 +101,9 @@ func (pc *protectedCreate) paths(path string) (full string) {
 	end := b.Len()
 	b.WriteByte('/')
 	start := b.Len()
-	locktree.WriteProtectedName(&b, locktree.NewProtectedIDBytes(), name)
+	protected.WriteName(&b, protected.NewIDBytes(), name)
 	full = b.String()
-	pc.parent, pc.prefix = full[:end], full[start:start+locktree.ProtectedPrefixLength]
+	pc.parent, pc.prefix = full[:end], full[start:start+protected.PrefixLength]
 	if pc.parent == "" {
 		pc.parent = "/"
 	}

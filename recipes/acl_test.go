@@ -1,4 +1,4 @@
-package recipes
+package recipes_test
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 
 	"github.com/gocurator/curator/framework"
 	"github.com/gocurator/curator/internal/testutil"
+	"github.com/gocurator/curator/recipes"
 )
 
 // The digest identity that owns the locks of TestLockNodesWithOwnerOnlyACL.
@@ -77,7 +78,7 @@ func TestLockNodesWithOwnerOnlyACL(t *testing.T) {
 				stranger := newClient(t, "", s.opts...)
 				for what, err := range map[string]error{
 					"delete": stranger.Delete(ctx, node),
-					"revoke": Revoke(ctx, stranger, node),
+					"revoke": recipes.Revoke(ctx, stranger, node),
 					"queue":  mustMutex(t, stranger, lock).NewHandle().TryAcquire(ctx),
 				} {
 					if !errors.Is(err, zk.ErrNoAuth) {
@@ -97,7 +98,7 @@ func TestLockNodesWithOwnerOnlyACL(t *testing.T) {
 			default:
 			}
 
-			if err := Revoke(ctx, ownerOnlyClient(t, lock, tc.acl), node); err != nil {
+			if err := recipes.Revoke(ctx, ownerOnlyClient(t, lock, tc.acl), node); err != nil {
 				t.Fatalf("the owner's revocation: %v", err)
 			}
 			select {

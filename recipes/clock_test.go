@@ -1,4 +1,4 @@
-package recipes
+package recipes_test
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 	"github.com/gocurator/curator/framework"
 	"github.com/gocurator/curator/framework/zktest"
 	"github.com/gocurator/curator/internal/testutil"
+	"github.com/gocurator/curator/recipes"
 	"github.com/gocurator/curator/state"
 )
 
@@ -214,9 +215,9 @@ func TestSessionPolicyKeepsLockAndLeadershipThroughABlip(t *testing.T) {
 }
 
 // startLatch starts a latch at path on c and closes it when the test ends.
-func startLatch(t *testing.T, c *framework.Client, path string) *LeaderLatch {
+func startLatch(t *testing.T, c *framework.Client, path string) *recipes.LeaderLatch {
 	t.Helper()
-	l, err := NewLeaderLatch(c, path)
+	l, err := recipes.NewLeaderLatch(c, path)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package recipes
+package recipes_test
 
 import (
 	"context"
@@ -14,6 +14,7 @@ import (
 
 	"github.com/gocurator/curator/framework"
 	"github.com/gocurator/curator/internal/testutil"
+	"github.com/gocurator/curator/recipes"
 )
 
 // closeBound is how long user code in these tests waits for Close to
@@ -113,10 +114,10 @@ func closeAtTheStall(t *testing.T, stall *stallCore, closeIt func() error, retur
 func TestCloseRefusesUserCodeBegunAfterIt(t *testing.T) {
 	t.Run("latch", func(t *testing.T) {
 		_, base := testutil.Begin(t, server.Addr())
-		stall := newStallCore("framework.(*Client).Emit", "recipes.(*LeaderLatch).beginTerm")
+		stall := newStallCore("recipes.emit", "recipes.(*LeaderLatch).beginTerm")
 		l := mustLatch(t, newClient(t, "", framework.WithLogger(zap.New(stall))), base, "a")
 		late, returned := make(chan string, 1), make(chan struct{})
-		l.AddListener(LeaderLatchListenerFuncs{OnIsLeader: func() { late <- waitedFor(returned) }})
+		l.AddListener(recipes.LeaderLatchListenerFuncs{OnIsLeader: func() { late <- waitedFor(returned) }})
 		stall.armed.Store(true)
 		testutil.Must(t, l.Start())
 		closeAtTheStall(t, stall, l.Close, returned)
@@ -127,9 +128,9 @@ func TestCloseRefusesUserCodeBegunAfterIt(t *testing.T) {
 	})
 	t.Run("selector", func(t *testing.T) {
 		_, base := testutil.Begin(t, server.Addr())
-		stall := newStallCore("framework.(*Client).Emit", "recipes.(*LeaderSelector).turn")
+		stall := newStallCore("recipes.emit", "recipes.(*LeaderSelector).term")
 		late, returned := make(chan string, 1), make(chan struct{})
-		s, err := NewLeaderSelector(newClient(t, "", framework.WithLogger(zap.New(stall))), base,
+		s, err := recipes.NewLeaderSelector(newClient(t, "", framework.WithLogger(zap.New(stall))), base,
 			func(context.Context) error { late <- waitedFor(returned); return nil })
 		testutil.Must(t, err)
 		stall.armed.Store(true)
@@ -142,7 +143,7 @@ func TestCloseRefusesUserCodeBegunAfterIt(t *testing.T) {
 		ctx, base := testutil.Begin(t, server.Addr())
 		stall := newStallCore("zap.(*Logger).Error", "recipes.(*SharedCount).notify")
 		c := newClient(t, "", framework.WithLogger(zap.New(stall)))
-		count, err := NewSharedCount(c, base+"/count", 1)
+		count, err := recipes.NewSharedCount(c, base+"/count", 1)
 		testutil.Must(t, err)
 		late, returned := make(chan string, 1), make(chan struct{})
 		count.AddListener(func(int) { panic("a listener's bug, logged at ERROR") })
@@ -168,10 +169,10 @@ func TestCloseRefusesUserCodeBegunAfterIt(t *testing.T) {
 func TestCloseNotifyLeaderDoesNotWaitForNotLeader(t *testing.T) {
 	ctx, base := testutil.Begin(t, server.Addr())
 	c := newClient(t, "")
-	l := mustLatch(t, c, base, "a", WithCloseMode(CloseNotifyLeader))
+	l := mustLatch(t, c, base, "a", recipes.WithCloseMode(recipes.CloseNotifyLeader))
 	var mu sync.Mutex
 	notLeader := make(chan struct{}, 1)
-	l.AddListener(LeaderLatchListenerFuncs{OnNotLeader: func() {
+	l.AddListener(recipes.LeaderLatchListenerFuncs{OnNotLeader: func() {
 		mu.Lock()
 		defer mu.Unlock()
 		notLeader <- struct{}{}
@@ -208,11 +209,11 @@ func TestLatchClosedFromIsLeader(t *testing.T) {
 	l := mustLatch(t, newClient(t, ""), base, "a")
 	leads := make(chan bool, 1)
 	var second atomic.Int32
-	l.AddListener(LeaderLatchListenerFuncs{OnIsLeader: func() {
+	l.AddListener(recipes.LeaderLatchListenerFuncs{OnIsLeader: func() {
 		_ = l.Close()
 		leads <- l.HasLeadership()
 	}})
-	l.AddListener(LeaderLatchListenerFuncs{OnIsLeader: func() { second.Add(1) }})
+	l.AddListener(recipes.LeaderLatchListenerFuncs{OnIsLeader: func() { second.Add(1) }})
 	testutil.Must(t, l.Start())
 	if testutil.Recv(t, leads, "the first listener's Close") {
 		t.Error("HasLeadership true once Close, called from IsLeader, returned")

@@ -1,11 +1,8 @@
-package recipes
+package recipes_test
 
 import (
-	"context"
-	"errors"
 	"fmt"
 	"runtime"
-	"sync"
 	"testing"
 	"time"
 	"weak"
@@ -13,6 +10,7 @@ import (
 	"github.com/gocurator/curator/framework"
 	"github.com/gocurator/curator/framework/zktest"
 	"github.com/gocurator/curator/internal/testutil"
+	"github.com/gocurator/curator/recipes"
 	"github.com/gocurator/curator/retry"
 	"github.com/gocurator/curator/state"
 )
@@ -36,7 +34,7 @@ func TestClosedClientsAreCollected(t *testing.T) {
 		proxy.DropConnections()
 		waitClosed(ctx, t, h.Done(), "Done after the blip")
 		rec.WaitFor(ctx, t, state.Reconnected)
-		testutil.ErrorIs(t, h.Release(ctx), ErrLockLost)
+		testutil.ErrorIs(t, h.Release(ctx), recipes.ErrLockLost)
 		testutil.Must(t, c.Close())
 	}
 	testutil.Until(t, "every closed client collected", func() (bool, string) {
@@ -53,7 +51,7 @@ func TestClosedClientsAreCollected(t *testing.T) {
 func TestReleasedLockValuesAreCollected(t *testing.T) {
 	ctx, base := testutil.Begin(t, server.Addr())
 	c := newClient(t, "")
-	var locks []weak.Pointer[InterProcessMutex]
+	var locks []weak.Pointer[recipes.InterProcessMutex]
 	for i := range 20 {
 		m := mustMutex(t, c, fmt.Sprintf("%s/k%d", base, i))
 		locks = append(locks, weak.Make(m))
@@ -87,9 +85,9 @@ func TestSemaphoresOnACountAreCollected(t *testing.T) {
 	ctx, base := testutil.Begin(t, server.Addr())
 	c := newClient(t, "")
 	count := mustCount(t, c, base+"/count", 1)
-	var sems []weak.Pointer[InterProcessSemaphoreV2]
+	var sems []weak.Pointer[recipes.InterProcessSemaphoreV2]
 	for i := range 20 {
-		s, err := NewInterProcessSemaphoreV2WithCount(c, fmt.Sprintf("%s/k%d", base, i), count)
+		s, err := recipes.NewInterProcessSemaphoreV2WithCount(c, fmt.Sprintf("%s/k%d", base, i), count)
 		testutil.Must(t, err)
 		sems = append(sems, weak.Make(s))
 		lease, err := s.Acquire(ctx)
@@ -98,84 +96,7 @@ func TestSemaphoresOnACountAreCollected(t *testing.T) {
 	}
 	testutil.Until(t, "every dropped semaphore collected, and its listener gone from the count", func() (bool, string) {
 		live := reachable(sems)
-		n := len(count.listeners.Snapshot())
+		n := recipes.CountListeners(count)
 		return live == 0 && n == 0, fmt.Sprintf("%d of %d still reachable, %d listeners on the count", live, len(sems), n)
-	})
-}
-
-// trackedTrust is a context, as the client's trust is one, that keeps the
-// functions registered on it (context.AfterFunc, and the contexts derived
-// from it) and not stopped, so that a test can count them.
-type trackedTrust struct {
-	done  chan struct{}
-	mu    sync.Mutex
-	next  int
-	funcs map[int]func()
-}
-
-func newTrackedTrust() *trackedTrust {
-	return &trackedTrust{done: make(chan struct{}), funcs: map[int]func(){}}
-}
-
-func (c *trackedTrust) Deadline() (time.Time, bool) { return time.Time{}, false }
-func (c *trackedTrust) Done() <-chan struct{}       { return c.done }
-func (c *trackedTrust) Err() error                  { return nil } // it never ends
-func (c *trackedTrust) Value(any) any               { return nil }
-
-// AfterFunc is what context.AfterFunc and context.WithCancelCause call on a
-// parent that is not one of the context package's own.
-func (c *trackedTrust) AfterFunc(f func()) (stop func() bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	id := c.next
-	c.next++
-	c.funcs[id] = f
-	return func() bool {
-		c.mu.Lock()
-		defer c.mu.Unlock()
-		_, ok := c.funcs[id]
-		delete(c.funcs, id)
-		return ok
-	}
-}
-
-func (c *trackedTrust) registered() int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return len(c.funcs)
-}
-
-// A grant of an older stretch of trust, held just after one of a newer
-// stretch (its acquisition began before the blip, and ended after the
-// newer one's): it is settled as lost at once, and the newer stretch keeps
-// its follower and the clean-up that stops the follower once the holdings
-// are collected. That clean-up used to be cancelled there, leaving the
-// follower registered on the client's trust for as long as it lasted.
-func TestHoldingsOfAnOlderStretchLeaveTheNewersCleanUp(t *testing.T) {
-	testutil.CheckLeaks(t)
-	newer := newTrackedTrust()
-	older, end := context.WithCancelCause(context.Background())
-	end(errors.New("the older stretch ended"))
-	func() { // the holdings, and the grants, are dropped when it returns
-		li := &lockInternals{}
-		grantOf := func(trust context.Context) *grant {
-			g := &grant{li: li, trust: trust}
-			g.ctx, g.cancel = context.WithCancelCause(trust)
-			return g
-		}
-		gNew, gOld := grantOf(newer), grantOf(older)
-		gNew.hold()
-		gOld.hold() // held just after
-		testutil.Until(t, "the older stretch's grant settled as lost", func() (bool, string) {
-			return gOld.fin.Load() != nil, "not settled"
-		})
-		if _, first := gNew.release(); !first {
-			t.Fatal("the newer grant released before")
-		}
-	}()
-	testutil.Until(t, "the newer stretch's follower stopped once the holdings are collected", func() (bool, string) {
-		runtime.GC()
-		n := newer.registered()
-		return n == 0, fmt.Sprintf("%d function(s) still registered on the newer stretch", n)
 	})
 }

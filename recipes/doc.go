@@ -70,7 +70,7 @@
 // could have expired the session (so the holder keeps that margin to stop).
 //
 // Misuse never crashes the process: every method of a zero value or nil
-// pointer of an exported type returns an error wrapping ErrBadArgument, nil
+// pointer of an exported type returns an error wrapping framework.ErrInvalidArgument, nil
 // listeners are ignored, and a listener that panics is logged. Every type
 // with Start and Close follows one rule: Start twice, or after Close, is
 // ErrInvalidState; Close is idempotent; and Close never waits for user code:

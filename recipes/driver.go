@@ -1,63 +1,44 @@
 package recipes
 
-import "github.com/gocurator/curator/internal/locktree"
+import (
+	"github.com/gocurator/curator/internal/locktree"
+	"github.com/gocurator/curator/recipes/internal/acquire"
+)
 
-// driver is the recipe-specific part of the lock algorithm (Curator's
-// LockInternalsDriver): how children sort, and whether our node holds the
-// lock or which node to wait on.
-type driver interface {
-	sort(children []string) []string
-	// order names the order sort puts children in: waiters whose drivers
-	// have the same order may share a sorted listing (lister).
-	order() string
-	// check returns whether ourName holds the lock among the sorted
-	// children, or else the name of the child to wait on. An error that
-	// unwraps to errNodeVanished means ourName is not among them.
-	check(sorted []string, ourName string) (held bool, watch string, err error)
-}
-
-// handoffDriver is a driver that can say, of the listing in which ourName
-// waits on watch, whether the deletion of watch alone makes ourName the
-// holder, so that the waiter holds the moment that node is deleted, without
-// listing again (the round trip Curator pays at every hand-off).
+// The recipes' rules, as the acquire engine's drivers (acquire.Driver,
+// Curator's LockInternalsDriver): how children sort, and whether our node
+// holds or which node to wait on. Each applies internal/locktree's rules
+// (the one owner of the tree format). The standard drivers are here; the
+// read half's readDriver is in read_write_lock.go, the semaphore's
+// counting leaseDriver in semaphore.go.
 //
-// Why it is safe: sequence numbers only grow, so no sequential node can
-// appear ahead of ours after we listed. The only lock node that can is
-// non-sequential: the read node of a read-write downgrade, which takes the
-// key of the downgrader's __WRIT__ node. So the hand-off is allowed only when
-// the deleted node was the one node that could keep us from holding and
-// cannot be replaced by a node that would: a mutex (or a writer) whose only
-// node ahead is not a write node; a reader whose only writer ahead is the
-// one it watches (a downgrade read node does not block readers). A foreign
-// non-sequential child created meanwhile is not seen; it is no participant,
-// so no one else holds because of it. Our node cannot be gone unseen either:
-// the hand-off also needs our node's owner to be the current session, with
-// no error state since (an ephemeral node of a live session goes only by an
-// explicit delete).
+// The hand-off (acquire.HandoffDriver: HandsOff says, of the listing in
+// which ourName waits on watch, whether the deletion of watch alone makes
+// ourName the holder, so that the waiter holds the moment that node is
+// deleted, without listing again: the round trip Curator pays at every
+// hand-off). Why it is safe: sequence numbers only grow, so no sequential
+// node can appear ahead of ours after we listed. The only lock node that
+// can is non-sequential: the read node of a read-write downgrade, which
+// takes the key of the downgrader's __WRIT__ node. So the hand-off is
+// allowed only when the deleted node was the one node that could keep us
+// from holding and cannot be replaced by a node that would: a mutex (or a
+// writer) whose only node ahead is not a write node; a reader whose only
+// writer ahead is the one it watches (a downgrade read node does not block
+// readers). A foreign non-sequential child created meanwhile is not seen;
+// it is no participant, so no one else holds because of it. Our node
+// cannot be gone unseen either: the engine also needs our node's owner to
+// be the current session, with no error state since (an ephemeral node of
+// a live session goes only by an explicit delete).
 //
-// lookahead names, for a waiter further back that watches watch, the node
-// whose deletion is worth listing again for before watch goes: the node two
-// ahead of a mutex waiter (or a writer whose predecessor is not a write
-// node). When it goes, typically because our predecessor now holds, the
-// waiter lists again while the predecessor holds, finds itself second in
-// line, and so holds the moment the predecessor's node is deleted: the
-// re-listing Curator does after every hand-off moves off the critical path.
-// Each deletion then wakes at most two waiters: its successor and the one
-// after; "" means no lookahead.
-type handoffDriver interface {
-	handsOff(sorted []string, ourName, watch string) bool
-	lookahead(sorted []string, ourName, watch string) string
-}
-
-// countingDriver is a driver that decides on the children as a whole (the
-// semaphore's lease count) rather than on one node ahead of ours: its
-// waiter watches the base's children, and also wakes when changed's channel
-// closes (its own limit changed). When check says neither held nor a node
-// to watch, the waiter waits for one of those.
-type countingDriver interface {
-	driver
-	changed() <-chan struct{}
-}
+// The lookahead (HandoffDriver.Lookahead) names, for a waiter further back
+// that watches watch, the node whose deletion is worth listing again for
+// before watch goes: the node two ahead of a mutex waiter (or a writer
+// whose predecessor is not a write node). When it goes, typically because
+// our predecessor now holds, the waiter lists again while the predecessor
+// holds, finds itself second in line, and so holds the moment the
+// predecessor's node is deleted: the re-listing Curator does after every
+// hand-off moves off the critical path. Each deletion then wakes at most
+// two waiters: its successor and the one after; "" means no lookahead.
 
 // standardDriver is StandardLockInternalsDriver (locktree.Standard): hold
 // when fewer than maxLeases nodes sort before ours; otherwise wait on the
@@ -66,7 +47,7 @@ type countingDriver interface {
 // its write half (writeDriver).
 type standardDriver struct {
 	key       func(name string) string
-	keyName   string // names key, for order
+	keyName   string // names key, for Order
 	maxLeases int
 }
 
@@ -75,27 +56,27 @@ func lockNameDriver(lockName string, maxLeases int) standardDriver {
 	return standardDriver{key: locktree.KeyFor(lockName), keyName: lockName, maxLeases: maxLeases}
 }
 
-func (d standardDriver) sort(children []string) []string { return locktree.Sort(children, d.key) }
+func (d standardDriver) Sort(children []string) []string { return locktree.Sort(children, d.key) }
 
-func (d standardDriver) order() string { return d.keyName }
+func (d standardDriver) Order() string { return d.keyName }
 
 // readWriteOrder is the order of the read-write lock's drivers: both halves
 // sort by locktree.ReadWriteSortKey.
 const readWriteOrder = "read-write"
 
-func (d standardDriver) check(sorted []string, ourName string) (bool, string, error) {
+func (d standardDriver) Check(sorted []string, ourName string) (bool, string, error) {
 	held, watch, found := locktree.Standard(sorted, ourName, d.maxLeases)
 	if !found {
-		return false, "", errNodeVanished
+		return false, "", acquire.ErrVanished
 	}
 	return held, watch, nil
 }
 
-func (d standardDriver) handsOff(sorted []string, ourName, watch string) bool {
+func (d standardDriver) HandsOff(sorted []string, ourName, watch string) bool {
 	return d.maxLeases == 1 && locktree.IndexOf(sorted, ourName) == 1 && !locktree.IsWrite(watch)
 }
 
-func (d standardDriver) lookahead(sorted []string, ourName, watch string) string {
+func (d standardDriver) Lookahead(sorted []string, ourName, watch string) string {
 	i := locktree.IndexOf(sorted, ourName)
 	if d.maxLeases != 1 || i < 2 || sorted[i-1] != watch || locktree.IsWrite(watch) {
 		return ""
@@ -113,10 +94,18 @@ func newWriteDriver() writeDriver {
 	return writeDriver{standardDriver{key: locktree.ReadWriteSortKey, keyName: readWriteOrder, maxLeases: 1}}
 }
 
-func (writeDriver) check(sorted []string, ourName string) (bool, string, error) {
+func (writeDriver) Check(sorted []string, ourName string) (bool, string, error) {
 	held, watch, found := locktree.Write(sorted, ourName)
 	if !found {
-		return false, "", errNodeVanished
+		return false, "", acquire.ErrVanished
 	}
 	return held, watch, nil
 }
+
+// The drivers are the engine's.
+var (
+	_ acquire.HandoffDriver  = standardDriver{}
+	_ acquire.HandoffDriver  = writeDriver{}
+	_ acquire.HandoffDriver  = readDriver{}
+	_ acquire.CountingDriver = leaseDriver{}
+)

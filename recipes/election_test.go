@@ -1,4 +1,4 @@
-package recipes
+package recipes_test
 
 import (
 	"context"
@@ -16,12 +16,13 @@ import (
 	"github.com/gocurator/curator/framework"
 	"github.com/gocurator/curator/framework/zktest"
 	"github.com/gocurator/curator/internal/testutil"
+	"github.com/gocurator/curator/recipes"
 	"github.com/gocurator/curator/state"
 )
 
-func mustLatch(t *testing.T, c *framework.Client, path, id string, opts ...ElectionOption) *LeaderLatch {
+func mustLatch(t *testing.T, c *framework.Client, path, id string, opts ...recipes.ElectionOption) *recipes.LeaderLatch {
 	t.Helper()
-	l, err := NewLeaderLatch(c, path, append([]ElectionOption{WithParticipantID(id)}, opts...)...)
+	l, err := recipes.NewLeaderLatch(c, path, append([]recipes.ElectionOption{recipes.WithParticipantID(id)}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -31,7 +32,7 @@ func mustLatch(t *testing.T, c *framework.Client, path, id string, opts ...Elect
 // startInOrder starts the latches one after the other, each once the one
 // before has its node (seen through c), so that they queue in that order;
 // each is closed when the test ends.
-func startInOrder(t *testing.T, c *framework.Client, path string, latches ...*LeaderLatch) {
+func startInOrder(t *testing.T, c *framework.Client, path string, latches ...*recipes.LeaderLatch) {
 	t.Helper()
 	for i, l := range latches {
 		if err := l.Start(); err != nil {
@@ -43,9 +44,9 @@ func startInOrder(t *testing.T, c *framework.Client, path string, latches ...*Le
 }
 
 // leaderOf waits until exactly one latch leads and returns it.
-func leaderOf(ctx context.Context, t *testing.T, latches []*LeaderLatch) *LeaderLatch {
+func leaderOf(ctx context.Context, t *testing.T, latches []*recipes.LeaderLatch) *recipes.LeaderLatch {
 	t.Helper()
-	got := make(chan *LeaderLatch, len(latches))
+	got := make(chan *recipes.LeaderLatch, len(latches))
 	actx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var wg sync.WaitGroup
@@ -58,7 +59,7 @@ func leaderOf(ctx context.Context, t *testing.T, latches []*LeaderLatch) *Leader
 			}
 		}()
 	}
-	var lead *LeaderLatch
+	var lead *recipes.LeaderLatch
 	select {
 	case lead = <-got:
 	case <-ctx.Done():
@@ -82,11 +83,11 @@ func TestLeaderLatchElection(t *testing.T) {
 	ctx, base := testutil.Begin(t, server.Addr())
 	c := newClient(t, "")
 	var log eventLog
-	var latches []*LeaderLatch
+	var latches []*recipes.LeaderLatch
 	for i := 0; i < 3; i++ {
 		id := fmt.Sprintf("go-%d", i)
-		l := mustLatch(t, c, base, id, WithCloseMode(CloseNotifyLeader))
-		l.AddListener(LeaderLatchListenerFuncs{
+		l := mustLatch(t, c, base, id, recipes.WithCloseMode(recipes.CloseNotifyLeader))
+		l.AddListener(recipes.LeaderLatchListenerFuncs{
 			OnIsLeader: func() { log.note(id + " leads") }, OnNotLeader: func() { log.note(id + " follows") }})
 		if err := l.Start(); err != nil {
 			t.Fatal(err)
@@ -102,20 +103,20 @@ func TestLeaderLatchElection(t *testing.T) {
 	if err != nil || fmt.Sprint(ps) != "[{go-0 true} {go-1 false} {go-2 false}]" {
 		t.Fatalf("participants %v, %v", ps, err)
 	}
-	if p, err := latches[2].Leader(ctx); err != nil || p != (Participant{"go-0", true}) {
+	if p, err := latches[2].Leader(ctx); err != nil || p != (recipes.Participant{"go-0", true}) {
 		t.Fatalf("leader %v, %v", p, err)
 	}
 	tok := tokenOf(t, first)
-	if _, err := latches[1].FencingToken(ctx); !errors.Is(err, ErrNotLeader) {
+	if _, err := latches[1].FencingToken(ctx); !errors.Is(err, recipes.ErrNotLeader) {
 		t.Fatalf("a follower's token: %v, want ErrNotLeader", err)
 	}
-	testutil.ErrorIs(t, latches[1].Err(), ErrNotLeader)
+	testutil.ErrorIs(t, latches[1].Err(), recipes.ErrNotLeader)
 	done := first.Done()
 	if err := first.Close(); err != nil {
 		t.Fatal(err)
 	}
 	waitClosed(ctx, t, done, "the closed leader's Done")
-	testutil.ErrorIs(t, first.Err(), ErrNotLeader)
+	testutil.ErrorIs(t, first.Err(), recipes.ErrNotLeader)
 	next := leaderOf(ctx, t, latches[1:])
 	if next != latches[1] || tokenOf(t, next) <= tok {
 		t.Fatalf("%s leads next with token %d (first %d), want go-1 with a higher one", next.ID(), tokenOf(t, next), tok)
@@ -123,14 +124,14 @@ func TestLeaderLatchElection(t *testing.T) {
 	if err := first.Close(); err != nil {
 		t.Fatalf("second Close = %v, want nil (Close is idempotent)", err)
 	}
-	testutil.ErrorIs(t, first.Start(), ErrInvalidState, "started twice")
+	testutil.ErrorIs(t, first.Start(), recipes.ErrInvalidState, "started twice")
 	if err := latches[1].Close(); err != nil {
 		t.Fatal(err)
 	}
 	if err := latches[2].Await(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if err := latches[2].CloseWithMode(CloseSilent); err != nil {
+	if err := latches[2].CloseWithMode(recipes.CloseSilent); err != nil {
 		t.Fatal(err)
 	}
 	if kids := children(t, base); len(kids) != 0 {
@@ -184,8 +185,8 @@ func TestLeaderLatchThroughFaults(t *testing.T) {
 	done := a.Done()
 	proxy.DropConnections()
 	waitClosed(ctx, t, done, "the leader's Done at SUSPENDED")
-	testutil.ErrorIs(t, a.Err(), ErrLockLost)
-	testutil.ErrorIs(t, a.Err(), ErrNotLeader)
+	testutil.ErrorIs(t, a.Err(), recipes.ErrLockLost)
+	testutil.ErrorIs(t, a.Err(), recipes.ErrNotLeader)
 	if err := a.Await(ctx); err != nil { // RECONNECTED, same session: leads again
 		t.Fatal(err)
 	}
@@ -230,7 +231,7 @@ func TestLeaderSelectorTurns(t *testing.T) {
 	causes := make(chan error, 10)
 	leading := make(chan string, 10)
 	var tokens []int64
-	selectors := map[string]**LeaderSelector{}
+	selectors := map[string]**recipes.LeaderSelector{}
 	fn := func(id string) func(context.Context) error {
 		return func(ctx context.Context) error {
 			if !inside.TryLock() {
@@ -250,13 +251,13 @@ func TestLeaderSelectorTurns(t *testing.T) {
 			return nil
 		}
 	}
-	var x, y *LeaderSelector
+	var x, y *recipes.LeaderSelector
 	selectors["x"], selectors["y"] = &x, &y
-	x, err := NewLeaderSelector(c, base, fn("x"), WithParticipantID("x"), WithAutoRequeue())
+	x, err := recipes.NewLeaderSelector(c, base, fn("x"), recipes.WithParticipantID("x"), recipes.WithAutoRequeue())
 	if err != nil {
 		t.Fatal(err)
 	}
-	y, err = NewLeaderSelector(newClient(t, ""), base, fn("y"), WithParticipantID("y"))
+	y, err = recipes.NewLeaderSelector(newClient(t, ""), base, fn("y"), recipes.WithParticipantID("y"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -274,11 +275,11 @@ func TestLeaderSelectorTurns(t *testing.T) {
 	if err != nil || fmt.Sprint(ps) != "[{x true} {y false}]" {
 		t.Fatalf("participants %v, %v", ps, err)
 	}
-	if _, err := y.FencingToken(ctx); !errors.Is(err, ErrNotLeader) {
+	if _, err := y.FencingToken(ctx); !errors.Is(err, recipes.ErrNotLeader) {
 		t.Fatalf("a follower's fencing token: %v, want ErrNotLeader", err)
 	}
 	x.InterruptLeadership()
-	if cause := testutil.Recv(t, causes, "x's interrupted turn"); !errors.Is(cause, ErrLeadershipInterrupted) {
+	if cause := testutil.Recv(t, causes, "x's interrupted turn"); !errors.Is(cause, recipes.ErrLeadershipInterrupted) {
 		t.Fatalf("cause %v, want ErrLeadershipInterrupted", cause)
 	}
 	if got := testutil.Recv(t, leading, "the second turn"); got != "y" {
@@ -293,7 +294,7 @@ func TestLeaderSelectorTurns(t *testing.T) {
 		t.Fatalf("%s leads third, want x again", got)
 	}
 	proxy.DropConnections()
-	if cause := testutil.Recv(t, causes, "x's turn lost at SUSPENDED"); !errors.Is(cause, ErrLockLost) {
+	if cause := testutil.Recv(t, causes, "x's turn lost at SUSPENDED"); !errors.Is(cause, recipes.ErrLockLost) {
 		t.Fatalf("cause at SUSPENDED %v, want ErrLockLost", cause)
 	}
 	if got := testutil.Recv(t, leading, "the turn after the blip"); got != "x" { // requeued, and alone
@@ -306,7 +307,7 @@ func TestLeaderSelectorTurns(t *testing.T) {
 	if err := x.Close(); err != nil {
 		t.Fatalf("second Close = %v, want nil (Close is idempotent)", err)
 	}
-	if _, err := x.Requeue(); !errors.Is(err, ErrInvalidState) {
+	if _, err := x.Requeue(); !errors.Is(err, recipes.ErrInvalidState) {
 		t.Fatalf("Requeue after Close: %v", err)
 	}
 	if got := log.String(); got != "[x y x x]" {
@@ -325,8 +326,8 @@ func TestLeaderSelectorClosedFromItsFunction(t *testing.T) {
 	ctx, base := testutil.Begin(t, server.Addr())
 	c := newClient(t, "")
 	closed := make(chan error, 1)
-	var s *LeaderSelector
-	s, err := NewLeaderSelector(c, base, func(context.Context) error {
+	var s *recipes.LeaderSelector
+	s, err := recipes.NewLeaderSelector(c, base, func(context.Context) error {
 		closed <- s.Close()
 		return nil
 	})
@@ -353,18 +354,18 @@ func TestLeaderSelectorClosedFromItsFunction(t *testing.T) {
 func TestElectionBadArguments(t *testing.T) {
 	_, base := testutil.Begin(t, server.Addr())
 	c := newClient(t, "")
-	testutil.ErrorIs(t, errOf(NewLeaderLatch(c, base, WithAutoRequeue())), ErrBadArgument, "a LeaderSelector's option")
-	testutil.ErrorIs(t, errOf(NewLeaderSelector(c, base, nil)), ErrBadArgument, "nil leadership function")
-	testutil.ErrorIs(t, errOf(NewLeaderSelector(c, base, func(context.Context) error { return nil }, WithCloseMode(CloseSilent))), ErrBadArgument, "a LeaderLatch's option")
+	testutil.ErrorIs(t, errOf(recipes.NewLeaderLatch(c, base, recipes.WithAutoRequeue())), framework.ErrInvalidArgument, "a LeaderSelector's option")
+	testutil.ErrorIs(t, errOf(recipes.NewLeaderSelector(c, base, nil)), framework.ErrInvalidArgument, "nil leadership function")
+	testutil.ErrorIs(t, errOf(recipes.NewLeaderSelector(c, base, func(context.Context) error { return nil }, recipes.WithCloseMode(recipes.CloseSilent))), framework.ErrInvalidArgument, "a LeaderLatch's option")
 	l := mustLatch(t, c, base, "x")
-	testutil.ErrorIs(t, l.Await(testutil.Context(t)), ErrInvalidState, "not started")
+	testutil.ErrorIs(t, l.Await(testutil.Context(t)), recipes.ErrInvalidState, "not started")
 	if err := l.Close(); err != nil {
 		t.Fatalf("Close before Start = %v, want nil", err)
 	}
-	testutil.ErrorIs(t, l.Start(), ErrInvalidState, "after Close")
+	testutil.ErrorIs(t, l.Start(), recipes.ErrInvalidState, "after Close")
 	testutil.ErrorIs(t, l.Await(testutil.Context(t)), framework.ErrClosed, "leader latch "+base+" is closed")
 	var nilCtx context.Context
-	testutil.ErrorIs(t, l.Await(nilCtx), ErrBadArgument)
+	testutil.ErrorIs(t, l.Await(nilCtx), framework.ErrInvalidArgument)
 }
 
 // A latch or selector whose client is closed stands no more: the latch's
@@ -375,7 +376,7 @@ func TestElectionEndsWithItsClient(t *testing.T) {
 	ctx, base := testutil.Begin(t, server.Addr())
 	core, logs := observer.New(zap.InfoLevel)
 	c := newClient(t, "", framework.WithLogger(zap.New(core)))
-	leader, err := NewLeaderLatch(newClient(t, ""), base+"/latch")
+	leader, err := recipes.NewLeaderLatch(newClient(t, ""), base+"/latch")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -386,11 +387,11 @@ func TestElectionEndsWithItsClient(t *testing.T) {
 	if err := leader.Await(ctx); err != nil {
 		t.Fatal(err)
 	}
-	l, err := NewLeaderLatch(c, base+"/latch") // queued behind the leader
+	l, err := recipes.NewLeaderLatch(c, base+"/latch") // queued behind the leader
 	if err != nil {
 		t.Fatal(err)
 	}
-	sel, err := NewLeaderSelector(c, base+"/selector", func(ctx context.Context) error {
+	sel, err := recipes.NewLeaderSelector(c, base+"/selector", func(ctx context.Context) error {
 		<-ctx.Done()
 		return nil
 	})
@@ -486,7 +487,7 @@ func TestAwaitEndsWhenTheClientCloses(t *testing.T) {
 func TestLeaderSelectorCloseNeverWaitsForTheFunction(t *testing.T) {
 	_, base := testutil.Begin(t, server.Addr())
 	leading, told, proceed := make(chan struct{}), make(chan error, 1), make(chan struct{})
-	s, err := NewLeaderSelector(newClient(t, ""), base, func(lctx context.Context) error {
+	s, err := recipes.NewLeaderSelector(newClient(t, ""), base, func(lctx context.Context) error {
 		close(leading)
 		<-lctx.Done()
 		told <- context.Cause(lctx)
@@ -526,8 +527,8 @@ func TestLeaderSelectorCloseNeverWaitsForTheFunction(t *testing.T) {
 // and leadership is given up.
 func TestLeaderSelectorClosedByAGoroutineItsFunctionWaitsFor(t *testing.T) {
 	_, base := testutil.Begin(t, server.Addr())
-	var s *LeaderSelector
-	s, err := NewLeaderSelector(newClient(t, ""), base, func(context.Context) error {
+	var s *recipes.LeaderSelector
+	s, err := recipes.NewLeaderSelector(newClient(t, ""), base, func(context.Context) error {
 		var wg sync.WaitGroup
 		wg.Add(1)
 		go func() {
@@ -550,7 +551,7 @@ func TestLeaderSelectorClosedByAGoroutineItsFunctionWaitsFor(t *testing.T) {
 func TestLeaderSelectorCloseWhileQueuedWaitsForItsNode(t *testing.T) {
 	_, base := testutil.Begin(t, server.Addr())
 	leading, done := make(chan struct{}), make(chan struct{})
-	leader, err := NewLeaderSelector(newClient(t, ""), base, func(context.Context) error {
+	leader, err := recipes.NewLeaderSelector(newClient(t, ""), base, func(context.Context) error {
 		close(leading)
 		<-done
 		return nil
@@ -560,7 +561,7 @@ func TestLeaderSelectorCloseWhileQueuedWaitsForItsNode(t *testing.T) {
 	defer leader.Close()
 	defer close(done)
 	testutil.Recv(t, leading, "the leader's leadership")
-	s, err := NewLeaderSelector(newClient(t, ""), base, func(context.Context) error {
+	s, err := recipes.NewLeaderSelector(newClient(t, ""), base, func(context.Context) error {
 		t.Error("the queued selector led")
 		return nil
 	})
@@ -585,7 +586,7 @@ func TestLeaderSelectorCloseWhileItsCreateIsInFlight(t *testing.T) {
 	_, base := testutil.Begin(t, server.Addr())
 	proxy := zktest.NewProxy(t, server.Addr())
 	c := newClient(t, proxy.Addr())
-	s, err := NewLeaderSelector(c, base, func(ctx context.Context) error {
+	s, err := recipes.NewLeaderSelector(c, base, func(ctx context.Context) error {
 		<-ctx.Done()
 		return nil
 	})
@@ -608,7 +609,7 @@ func TestLeaderSelectorNodeGoesWhenTheFunctionDoesNotReturn(t *testing.T) {
 	proxy := zktest.NewProxy(t, server.Addr())
 	c := newClient(t, proxy.Addr(), framework.WithSessionTimeout(time.Second))
 	leading, release := make(chan struct{}), make(chan struct{})
-	stuck, err := NewLeaderSelector(c, base, func(context.Context) error {
+	stuck, err := recipes.NewLeaderSelector(c, base, func(context.Context) error {
 		close(leading)
 		<-release // ignores its context
 		return nil

@@ -1,4 +1,4 @@
-package recipes
+package recipes_test
 
 import (
 	"errors"
@@ -12,6 +12,7 @@ import (
 
 	"github.com/gocurator/curator/framework"
 	"github.com/gocurator/curator/internal/testutil"
+	"github.com/gocurator/curator/recipes"
 	"github.com/gocurator/curator/retry"
 )
 
@@ -26,7 +27,7 @@ func TestErrorTexts(t *testing.T) {
 	}
 	defer offline.Close()
 	huge := base + "/" + strings.Repeat("x", 1100*1000)
-	count := must(NewSharedCount(c, base+"/count", 1)).get(t)
+	count := must(recipes.NewSharedCount(c, base+"/count", 1)).get(t)
 	if err := count.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -41,17 +42,17 @@ func TestErrorTexts(t *testing.T) {
 		{"acquire without a server", mustMutex(t, offline, "/locks/x").NewHandle().Acquire(ctx),
 			[]error{zk.ErrNoServer},
 			`gocurator: acquire /locks/x: create /locks/x/lock-: no server answered for \d+(\.\d+)?m?s: 127\.0\.0\.1:1 \(connection refused\)`},
-		{"release of nothing", mustMutex(t, c, base).NewHandle().Release(ctx), []error{ErrNotHeld},
+		{"release of nothing", mustMutex(t, c, base).NewHandle().Release(ctx), []error{recipes.ErrNotHeld},
 			regexp.QuoteMeta("gocurator: release " + base + ": not held by this handle")},
-		{"a path too long for the servers", errOf(NewInterProcessMutex(c, huge)), []error{ErrBadArgument, framework.ErrInvalidArgument},
+		{"a path too long for the servers", errOf(recipes.NewInterProcessMutex(c, huge)), []error{framework.ErrInvalidArgument, framework.ErrInvalidArgument},
 			regexp.QuoteMeta("gocurator: invalid argument: path of " + strconv.Itoa(len(huge)) + " bytes is too long: the servers take requests of at most 1048575 bytes (jute.maxbuffer), and a recipe node's name, data and ACL need 1024 of them")},
-		{"a shared count started twice", count.Start(ctx), []error{ErrInvalidState},
+		{"a shared count started twice", count.Start(ctx), []error{recipes.ErrInvalidState},
 			regexp.QuoteMeta("gocurator: shared count " + base + "/count: invalid state: started twice or after Close")},
 		//lint:ignore SA1012 a nil context is the bad input under test
 		{"a nil context", mustMutex(t, c, base).NewHandle().Acquire(nil),
-			[]error{ErrBadArgument, framework.ErrInvalidArgument},
+			[]error{framework.ErrInvalidArgument, framework.ErrInvalidArgument},
 			regexp.QuoteMeta("gocurator: acquire " + base + ": invalid argument: nil context")},
-		{"a bad path", errOf(NewInterProcessMutex(c, "locks/x")), []error{ErrBadArgument, zk.ErrInvalidPath},
+		{"a bad path", errOf(recipes.NewInterProcessMutex(c, "locks/x")), []error{framework.ErrInvalidArgument, zk.ErrInvalidPath},
 			regexp.QuoteMeta(`gocurator: invalid path "locks/x": path must start with /`)},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -63,10 +64,10 @@ func TestErrorTexts(t *testing.T) {
 			}
 		})
 	}
-	if errors.Is(count.Start(ctx), ErrBadArgument) {
+	if errors.Is(count.Start(ctx), framework.ErrInvalidArgument) {
 		t.Error("a second Start is a state error, not a bad argument")
 	}
-	if ErrBadArgument != framework.ErrInvalidArgument {
+	if framework.ErrInvalidArgument != framework.ErrInvalidArgument {
 		t.Error("two invalid-argument sentinels")
 	}
 }

@@ -1,4 +1,4 @@
-package recipes
+package recipes_test
 
 import (
 	"context"
@@ -6,6 +6,7 @@ import (
 
 	"github.com/gocurator/curator/framework"
 	"github.com/gocurator/curator/internal/testutil"
+	"github.com/gocurator/curator/recipes"
 )
 
 // requestKey is a context key of this test's own.
@@ -35,7 +36,7 @@ func TestEventsCarryTheAcquiresContextAndRecipe(t *testing.T) {
 	if err := holder.Acquire(ctx); err != nil {
 		t.Fatal(err)
 	}
-	testutil.ErrorIs(t, h.TryAcquire(context.WithValue(ctx, requestKey{}, "req-2")), ErrLocked)
+	testutil.ErrorIs(t, h.TryAcquire(context.WithValue(ctx, requestKey{}, "req-2")), recipes.ErrLocked)
 	es := log.next(t, 5)
 	if kinds(es) != "acquire-started mutex, acquired mutex, released mutex, acquire-started mutex, acquire-failed mutex" {
 		t.Fatalf("events: %s", kinds(es))
@@ -57,10 +58,10 @@ func TestEventsCarryTheAcquiresContextAndRecipe(t *testing.T) {
 
 	for _, lock := range []struct {
 		recipe string
-		handle func() *Handle
+		handle func() *recipes.Handle
 	}{
-		{recipeMutex, func() *Handle { return mustMutex(t, c, base+"/revocable").NewHandle() }},
-		{recipeRead, func() *Handle { return mustRW(t, c, base+"/revocable-rw").NewHandle().ReadLock() }},
+		{"mutex", func() *recipes.Handle { return mustMutex(t, c, base+"/revocable").NewHandle() }},
+		{"read", func() *recipes.Handle { return mustRW(t, c, base+"/revocable-rw").NewHandle().ReadLock() }},
 	} {
 		h := lock.handle()
 		revoked := make(chan struct{})
@@ -70,17 +71,17 @@ func TestEventsCarryTheAcquiresContextAndRecipe(t *testing.T) {
 		}
 		// Revoked at once, whether the revocation watch is set yet or not:
 		// the watcher's first read hears a request made before it.
-		if err := Revoke(ctx, c, h.LockPath()); err != nil {
+		if err := recipes.Revoke(ctx, c, h.LockPath()); err != nil {
 			t.Fatal(err)
 		}
 		testutil.Recv(t, revoked, "the revocation listener")
 		for {
 			e := testutil.Recv(t, log.heard, "the revocation request")
-			if e.Kind != framework.RevocationRequested {
+			if e.Kind != recipes.RevocationRequested {
 				continue
 			}
-			if e.Recipe != lock.recipe || e.Node != h.LockPath() {
-				t.Errorf("%s: recipe %q, node %s; want %q, %s", e, e.Recipe, e.Node, lock.recipe, h.LockPath())
+			if recipeOf(e) != lock.recipe || e.Node != h.LockPath() {
+				t.Errorf("%s: recipe %q, node %s; want %q, %s", e, recipeOf(e), e.Node, lock.recipe, h.LockPath())
 			}
 			break
 		}

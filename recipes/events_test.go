@@ -1,4 +1,4 @@
-package recipes
+package recipes_test
 
 import (
 	"context"
@@ -14,6 +14,7 @@ import (
 	"github.com/gocurator/curator/framework"
 	"github.com/gocurator/curator/framework/zktest"
 	"github.com/gocurator/curator/internal/testutil"
+	"github.com/gocurator/curator/recipes"
 	"github.com/gocurator/curator/state"
 )
 
@@ -45,7 +46,7 @@ func (l *eventLogOf) next(t *testing.T, n int) []framework.Event {
 			t.Fatalf("the event log dropped %d events: its buffer is too small", d)
 		}
 		e := testutil.Recv(t, l.heard, fmt.Sprintf("event %d of %d", len(got)+1, n))
-		if e.Recipe != "" {
+		if recipeOf(e) != "" {
 			got = append(got, e)
 		}
 	}
@@ -55,7 +56,7 @@ func (l *eventLogOf) next(t *testing.T, n int) []framework.Event {
 func kinds(es []framework.Event) string {
 	var s []string
 	for _, e := range es {
-		s = append(s, e.Kind.String()+" "+e.Recipe)
+		s = append(s, e.Kind.String()+" "+recipeOf(e))
 	}
 	return strings.Join(s, ", ")
 }
@@ -101,7 +102,7 @@ func TestEventsOfEveryRecipe(t *testing.T) {
 		t.Fatal(err)
 	}
 	expect("acquired mutex, released mutex", 2, func(es []framework.Event) error {
-		if a := es[0]; a.Position != 1 || a.Node == "" || a.Path != base+"/mutex" || a.Session != c.SessionID() || a.Wait <= 0 {
+		if a := es[0]; positionOf(a) != 1 || a.Node == "" || a.Path != base+"/mutex" || a.Session != c.SessionID() || a.Wait <= 0 {
 			return fmt.Errorf("acquired: %+v, want position 1 behind the holder, the node, the session, a wait", a)
 		}
 		if es[1].Hold <= 0 || es[1].Node != es[0].Node {
@@ -145,7 +146,7 @@ func TestEventsOfEveryRecipe(t *testing.T) {
 	})
 
 	led := make(chan struct{})
-	sel, err := NewLeaderSelector(c, base+"/selector", func(context.Context) error { close(led); return nil })
+	sel, err := recipes.NewLeaderSelector(c, base+"/selector", func(context.Context) error { close(led); return nil })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -174,10 +175,10 @@ func TestEventsOfEveryRecipe(t *testing.T) {
 		switch {
 		case e.Kind == framework.StateChanged && e.State == state.Suspended:
 			order = append(order, "suspended")
-		case e.Recipe != "":
+		case recipeOf(e) != "":
 			order = append(order, e.Kind.String())
 			var se *framework.StateError
-			if e.Kind == framework.Lost && (!errors.As(e.Err, &se) || se.State != state.Suspended || e.Hold <= 0) {
+			if e.Kind == recipes.Lost && (!errors.As(e.Err, &se) || se.State != state.Suspended || e.Hold <= 0) {
 				t.Fatalf("lost: %+v, want the SUSPENDED that caused it and the hold", e)
 			}
 		}
@@ -185,7 +186,7 @@ func TestEventsOfEveryRecipe(t *testing.T) {
 	if got := strings.Join(order, " "); got != "acquire-started acquired suspended lost" {
 		t.Fatalf("events around the loss: %s", got)
 	}
-	testutil.ErrorIs(t, ph.Release(ctx), ErrLockLost)
+	testutil.ErrorIs(t, ph.Release(ctx), recipes.ErrLockLost)
 }
 
 // The uncontended cycle of BenchmarkMutexAcquireRelease with an event hook
@@ -211,14 +212,27 @@ func TestALossIsLoggedAtInfoWithoutAHook(t *testing.T) {
 	h := mustMutex(t, c, base).NewHandle()
 	testutil.Must(t, h.Acquire(ctx))
 	testutil.Must(t, rawConn(t).Delete(h.LockPath(), -1))
-	if _, err := h.FencingToken(ctx); !errors.Is(err, ErrLockLost) {
+	if _, err := h.FencingToken(ctx); !errors.Is(err, recipes.ErrLockLost) {
 		t.Fatalf("FencingToken of a deleted node = %v, want ErrLockLost", err)
 	}
-	if err := h.Release(ctx); !errors.Is(err, ErrLockLost) {
+	if err := h.Release(ctx); !errors.Is(err, recipes.ErrLockLost) {
 		t.Fatalf("Release after the loss = %v, want ErrLockLost", err)
 	}
 	testutil.Must(t, c.Close()) // what was logged before Close is written by then
 	if n := logs.FilterMessage("lost").Len(); n != 1 {
 		t.Fatalf("%d INFO lines of the loss, want 1 (all: %v)", n, logs.All())
 	}
+}
+
+// recipeOf is the recipe kind e, a recipe's event, names ("" for the
+// client's own events).
+func recipeOf(e framework.Event) string {
+	d, _ := recipes.LockEventOf(e)
+	return d.Recipe
+}
+
+// positionOf is the place in the queue an Acquired event names.
+func positionOf(e framework.Event) int {
+	d, _ := recipes.LockEventOf(e)
+	return d.Position
 }

@@ -1,4 +1,4 @@
-package recipes
+package recipes_test
 
 import (
 	"context"
@@ -13,6 +13,7 @@ import (
 	"github.com/gocurator/curator/framework"
 	"github.com/gocurator/curator/framework/zktest"
 	"github.com/gocurator/curator/internal/testutil"
+	"github.com/gocurator/curator/recipes"
 	"github.com/gocurator/curator/retry"
 	"github.com/gocurator/curator/state"
 )
@@ -43,20 +44,20 @@ func blipClient(t *testing.T) (*zktest.Proxy, *testutil.StateRecorder, *endCount
 }
 
 func (c *endCounter) Event(e framework.Event) {
-	if e.Recipe == "" {
+	if recipeOf(e) == "" {
 		return
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	switch e.Kind {
-	case framework.AcquireStarted:
+	case recipes.AcquireStarted:
 		c.waiters++
-	case framework.AcquireFailed:
+	case recipes.AcquireFailed:
 		c.waiters--
-	case framework.Acquired:
+	case recipes.Acquired:
 		c.waiters--
 		c.holders++
-	case framework.Released, framework.Lost:
+	case recipes.Released, recipes.Lost:
 		c.holders--
 	default:
 		return
@@ -81,7 +82,7 @@ func (c *endCounter) check(want ...framework.EventKind) string {
 	defer c.mu.Unlock()
 	var bad []string
 	for node, kinds := range c.byNode {
-		ok := len(kinds) == 2 && kinds[0] == framework.Acquired
+		ok := len(kinds) == 2 && kinds[0] == recipes.Acquired
 		if ok {
 			ok = false
 			for _, w := range want {
@@ -113,7 +114,7 @@ func TestLossRacingReleaseIsToldOnce(t *testing.T) {
 	ctx, base := testutil.Begin(t, server.Addr())
 	proxy, rec, count, c := blipClient(t)
 	const locks, rounds = 20, 10
-	handles := make([]*Handle, locks)
+	handles := make([]*recipes.Handle, locks)
 	for i := range handles {
 		handles[i] = mustMutex(t, c, fmt.Sprintf("%s/l%02d", base, i)).NewHandle()
 	}
@@ -127,14 +128,14 @@ func TestLossRacingReleaseIsToldOnce(t *testing.T) {
 			go func() { // the releaser
 				defer ends.Done()
 				<-h.Done()
-				if err := h.Release(ctx); !errors.Is(err, ErrLockLost) {
+				if err := h.Release(ctx); !errors.Is(err, recipes.ErrLockLost) {
 					results <- fmt.Errorf("release after the loss = %v, want ErrLockLost", err)
 				}
 			}()
 			go func() { // the observer
 				defer ends.Done()
 				<-h.Done()
-				if err := h.Err(); !errors.Is(err, ErrLockLost) {
+				if err := h.Err(); !errors.Is(err, recipes.ErrLockLost) {
 					results <- fmt.Errorf("Err after Done = %v, want ErrLockLost whatever the release did", err)
 				}
 			}()
@@ -155,7 +156,7 @@ func TestLossRacingReleaseIsToldOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	testutil.Until(t, "each of the 200 acquisitions ended once, with Lost", func() (bool, string) {
-		bad := count.check(framework.Lost)
+		bad := count.check(recipes.Lost)
 		return bad == "" && count.nodes() == locks*rounds, fmt.Sprintf("%d nodes heard; %s", count.nodes(), bad)
 	})
 }
@@ -173,7 +174,7 @@ func TestGaugesBalanceAfterBlipsReleasesAndClose(t *testing.T) {
 	proxy.DropConnections()
 	waitClosed(ctx, t, lostOne.Done(), "Done after the blip")
 	rec.WaitFor(ctx, t, state.Reconnected)
-	testutil.ErrorIs(t, lostOne.Release(ctx), ErrLockLost)
+	testutil.ErrorIs(t, lostOne.Release(ctx), recipes.ErrLockLost)
 	testutil.Must(t, atClose.Acquire(ctx))
 	short, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
 	defer cancel()
@@ -182,7 +183,7 @@ func TestGaugesBalanceAfterBlipsReleasesAndClose(t *testing.T) {
 		t.Fatal(err)
 	}
 	testutil.Until(t, "every acquisition ended once and the gauges at zero", func() (bool, string) {
-		bad := count.check(framework.Released, framework.Lost)
+		bad := count.check(recipes.Released, recipes.Lost)
 		return bad == "" && count.nodes() == 3, fmt.Sprintf("%d nodes heard; %s", count.nodes(), bad)
 	})
 }
@@ -217,8 +218,8 @@ func TestReleaseAfterLossWaitsForNoServer(t *testing.T) {
 			}
 			released := make(chan error, 1)
 			go func() { released <- o.Release(context.Background()) }()
-			testutil.ErrorIs(t, testutil.Recv(t, released, "the release of the lost lock, while no server answers"), ErrLockLost)
-			testutil.ErrorIs(t, o.Err(), ErrLockLost)
+			testutil.ErrorIs(t, testutil.Recv(t, released, "the release of the lost lock, while no server answers"), recipes.ErrLockLost)
+			testutil.ErrorIs(t, o.Err(), recipes.ErrLockLost)
 			proxy.Restore()
 			rec.WaitFor(ctx, t, state.Reconnected)
 			if c.SessionID() != session {
@@ -232,7 +233,7 @@ func TestReleaseAfterLossWaitsForNoServer(t *testing.T) {
 		})
 	}
 	testutil.Until(t, "one Lost per acquisition", func() (bool, string) {
-		bad := count.check(framework.Lost)
+		bad := count.check(recipes.Lost)
 		return bad == "", bad
 	})
 }
@@ -266,7 +267,7 @@ func TestOverflowingHookKeepsTheGaugesTrue(t *testing.T) {
 	dropped := int(c.EventsDropped()) // each an acquisition's start, and so the whole acquisition
 	close(open)
 	testutil.Until(t, "every acquisition whose start was kept told whole, and the gauges at zero", func() (bool, string) {
-		bad := count.check(framework.Released)
+		bad := count.check(recipes.Released)
 		n := count.nodes()
 		return bad == "" && n == cycles-dropped, fmt.Sprintf("%d of %d acquisitions heard; %s", n, cycles-dropped, bad)
 	})

@@ -12,6 +12,7 @@ import (
 	"github.com/gocurator/curator/internal/errs"
 	"github.com/gocurator/curator/internal/listeners"
 	"github.com/gocurator/curator/internal/locktree"
+	"github.com/gocurator/curator/recipes/internal/acquire"
 	"github.com/gocurator/curator/retry"
 )
 
@@ -53,9 +54,9 @@ const (
 //
 // Start and Close follow the package's one lifecycle rule: starting twice,
 // or after Close, fails with ErrInvalidState; Close is idempotent. A zero
-// LeaderLatch fails every call with ErrBadArgument.
+// LeaderLatch fails every call with framework.ErrInvalidArgument.
 type LeaderLatch struct {
-	li        lockInternals
+	li        acquire.Lock
 	id        string
 	life      lifecycle // its gate is the listeners'
 	listeners listeners.Registry[LeaderLatchListener]
@@ -63,8 +64,8 @@ type LeaderLatch struct {
 	mu        sync.Mutex
 	closeMode CloseMode
 	closing   bool                  // Close has begun: no term begins
-	node      string                // our node's path, "" when none
-	term      *grant                // the current or last term of leadership
+	cand      *acquire.Candidacy    // while the goroutine runs: our node in the election
+	term      *acquire.Grant        // the current or last term of leadership
 	termBegan time.Time             // when the current term began; zero once it ended
 	termTold  bool                  // the current term's LeadershipGained was not dropped: its end is told
 	lastWord  []LeaderLatchListener // to hear NotLeader once the goroutine is over (CloseNotifyLeader)
@@ -115,21 +116,21 @@ func NewLeaderLatch(client *framework.Client, path string, opts ...ElectionOptio
 	}
 	o := electionOptionsOf(opts)
 	if o.selector != "" {
-		return nil, errs.Errorf("%w: %s is a LeaderSelector's option", ErrBadArgument, o.selector)
+		return nil, errs.Errorf("%w: %s is a LeaderSelector's option", framework.ErrInvalidArgument, o.selector)
 	}
-	return &LeaderLatch{li: lockInternals{client: client, base: path}, id: o.id, closeMode: o.closeMode,
+	return &LeaderLatch{li: acquire.NewLock(client, path), id: o.id, closeMode: o.closeMode,
 		changed: make(chan struct{})}, nil
 }
 
 // usable reports whether l was made by NewLeaderLatch.
-func (l *LeaderLatch) usable() bool { return l != nil && l.li.client != nil }
+func (l *LeaderLatch) usable() bool { return l != nil && l.li.Client() != nil }
 
 // Path returns the election's path ("" for a nil or zero latch).
 func (l *LeaderLatch) Path() string {
 	if !l.usable() {
 		return ""
 	}
-	return l.li.base
+	return l.li.Base()
 }
 
 // ID returns the latch's participant id.
@@ -141,7 +142,7 @@ func (l *LeaderLatch) ID() string {
 }
 
 // what names the latch in errors.
-func (l *LeaderLatch) what() string { return "leader latch " + l.li.base }
+func (l *LeaderLatch) what() string { return "leader latch " + l.li.Base() }
 
 // Start joins the election. The latch creates its node and leads when the
 // node is first, on a goroutine of its own (Curator's start()). Starting
@@ -213,7 +214,7 @@ func (l *LeaderLatch) HasLeadership() bool { return l.Err() == nil }
 // not lead. Err tells why.
 func (l *LeaderLatch) Done() <-chan struct{} { return doneOf(l.current()) }
 
-func (l *LeaderLatch) current() *grant {
+func (l *LeaderLatch) current() *acquire.Grant {
 	if !l.usable() {
 		return nil
 	}
@@ -251,15 +252,15 @@ func (l *LeaderLatch) FencingToken(ctx context.Context) (int64, error) {
 		return 0, errZero("LeaderLatch")
 	}
 	if err := checkContext(ctx); err != nil {
-		return 0, errs.Errorf("fencing token of %s: %w", l.li.base, err)
+		return 0, errs.Errorf("fencing token of %s: %w", l.li.Base(), err)
 	}
 	term := l.current()
 	if err := l.Err(); err != nil {
 		return 0, err
 	}
-	t, err := l.li.token(ctx, term)
+	t, err := term.Token(ctx)
 	if err != nil {
-		return 0, errs.Errorf("fencing token of %s: %w: %w", term.path, ErrNotLeader, err)
+		return 0, errs.Errorf("fencing token of %s: %w: %w", term.Path(), ErrNotLeader, err)
 	}
 	return t, nil
 }
@@ -274,7 +275,7 @@ func (l *LeaderLatch) Await(ctx context.Context) error {
 		return errZero("LeaderLatch")
 	}
 	if err := checkContext(ctx); err != nil {
-		return errs.Errorf("await leadership of %s: %w", l.li.base, err)
+		return errs.Errorf("await leadership of %s: %w", l.li.Base(), err)
 	}
 	for {
 		l.mu.Lock()
@@ -282,12 +283,12 @@ func (l *LeaderLatch) Await(ctx context.Context) error {
 		l.mu.Unlock()
 		switch l.life.current() {
 		case latent:
-			return errs.Errorf("await leadership of %s: %w: the latch is not started", l.li.base, ErrInvalidState)
+			return errs.Errorf("await leadership of %s: %w: the latch is not started", l.li.Base(), ErrInvalidState)
 		case closed:
-			return errs.Errorf("await leadership of %s: %w", l.li.base, closedError{l.what()})
+			return errs.Errorf("await leadership of %s: %w", l.li.Base(), closedError{l.what()})
 		}
 		if ended != nil {
-			return errs.Errorf("await leadership of %s: %w", l.li.base, ended)
+			return errs.Errorf("await leadership of %s: %w", l.li.Base(), ended)
 		}
 		if l.HasLeadership() {
 			return nil
@@ -295,7 +296,7 @@ func (l *LeaderLatch) Await(ctx context.Context) error {
 		select {
 		case <-changed:
 		case <-ctx.Done():
-			return errs.Errorf("await leadership of %s: %w", l.li.base, ctx.Err())
+			return errs.Errorf("await leadership of %s: %w", l.li.Base(), ctx.Err())
 		}
 	}
 }
@@ -306,8 +307,12 @@ func (l *LeaderLatch) OurPath() string {
 		return ""
 	}
 	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.node
+	c := l.cand
+	l.mu.Unlock()
+	if c == nil {
+		return ""
+	}
+	return c.Node()
 }
 
 // Participants returns every candidate, leader first, in queue order, with
@@ -317,13 +322,13 @@ func (l *LeaderLatch) Participants(ctx context.Context) ([]Participant, error) {
 		return nil, errZero("LeaderLatch")
 	}
 	if err := checkContext(ctx); err != nil {
-		return nil, errs.Errorf("participants of %s: %w", l.li.base, err)
+		return nil, errs.Errorf("participants of %s: %w", l.li.Base(), err)
 	}
-	sorted, err := l.li.participants(ctx, l.driver())
+	sorted, err := l.li.Participants(ctx, l.driver())
 	if err != nil {
-		return nil, errs.Errorf("participants of %s: %w", l.li.base, err)
+		return nil, errs.Errorf("participants of %s: %w", l.li.Base(), err)
 	}
-	return participants(ctx, l.li.client, sorted, 0)
+	return participants(ctx, l.li.Client(), sorted, 0)
 }
 
 // Leader returns the leading candidate, or the zero Participant when there
@@ -333,86 +338,72 @@ func (l *LeaderLatch) Leader(ctx context.Context) (Participant, error) {
 		return Participant{}, errZero("LeaderLatch")
 	}
 	if err := checkContext(ctx); err != nil {
-		return Participant{}, errs.Errorf("leader of %s: %w", l.li.base, err)
+		return Participant{}, errs.Errorf("leader of %s: %w", l.li.Base(), err)
 	}
-	sorted, err := l.li.participants(ctx, l.driver())
+	sorted, err := l.li.Participants(ctx, l.driver())
 	if err != nil {
-		return Participant{}, errs.Errorf("leader of %s: %w", l.li.base, err)
+		return Participant{}, errs.Errorf("leader of %s: %w", l.li.Base(), err)
 	}
-	return leader(ctx, l.li.client, sorted)
+	return leader(ctx, l.li.Client(), sorted)
 }
 
-func (l *LeaderLatch) driver() driver { return lockNameDriver(locktree.LatchName, 1) }
+func (l *LeaderLatch) driver() acquire.Driver { return lockNameDriver(locktree.LatchName, 1) }
 
 // latchRetryWait is how long the latch waits before trying again after a
 // failure its client's retry policy gave up on.
 const latchRetryWait = time.Second
 
-// run is the latch's goroutine: create the node, wait to be first (the
-// acquire loop every lock shares), lead until the term ends, look again
-// once connected; a node gone with its session is created again. It ends
-// when the latch closes (ctx) or its client does; then it tells the
-// NotLeader that Close left to tell, if any.
+// run is the latch's goroutine: stand in the election (a candidacy: our
+// node), wait to be first (the acquire loop every lock shares), lead until
+// the term ends, look again once connected; a node gone with its session
+// is created again. It ends when the latch closes (ctx) or its client does;
+// then it withdraws (its node deleted) and tells the NotLeader that Close
+// left to tell, if any.
 func (l *LeaderLatch) run(ctx context.Context) (then func()) {
-	a := attempt{path: framework.JoinPath(l.li.base, locktree.LatchName), mode: framework.EphemeralSequential, data: []byte(l.id), driver: l.driver()}
-	ls := listerFor(&l.li, a.driver)
-	defer ls.release()
-	var g *grant
+	c := l.li.Stand(acquire.Attempt{Path: framework.JoinPath(l.li.Base(), locktree.LatchName),
+		Mode: framework.EphemeralSequential, Data: []byte(l.id), Driver: l.driver()})
+	l.mu.Lock()
+	l.cand = c
+	l.mu.Unlock()
 	then = l.lastWords
 	defer func() {
 		l.endTerm(true)
-		if g != nil {
-			l.li.giveUp(ctx, g)
-			l.setNode("")
-		}
+		c.Withdraw(ctx)
 		l.finish(context.Cause(ctx))
 	}()
 	for ctx.Err() == nil {
-		if g == nil {
-			var err error
-			if g, err = l.li.create(ctx, a, ls); err != nil {
-				if l.clientClosed(err) {
-					return then
-				}
-				l.failed(ctx, "creating the latch node", err)
-				continue
-			}
-			l.setNode(g.path)
-		}
-		err := l.li.wait(ctx, a, g, ls)
+		term, err := c.Wait(ctx)
 		switch {
 		case ctx.Err() != nil:
 			return then
 		case l.clientClosed(err):
 			return then
-		case errors.Is(err, errNodeVanished):
+		case errors.Is(err, acquire.ErrVanished):
 			// Gone, or an older session's: that one goes when the session is
 			// closed (no sooner than the servers could have expired it, the
-			// margin its leader was promised), not now.
-			g.release()
-			g = nil
+			// margin its leader was promised), not now. The next Wait
+			// creates a new node.
 			continue
 		case err != nil:
-			l.failed(ctx, "waiting to lead", err)
-			g = g.renew()
+			l.failed(ctx, "standing in the election", err)
 			continue
 		}
-		if !l.beginTerm(g) {
+		if !l.beginTerm(term) {
+			term.Release()
 			return then // closing
 		}
 		select {
-		case <-g.done():
+		case <-term.Done():
 		case <-ctx.Done():
 			return then
 		}
 		l.endTerm(false)
 		// Look again once connected (Curator's latch does at RECONNECTED):
 		// if the node is still first in its session, the latch leads again.
-		if err := l.li.client.BlockUntilConnected(ctx); err != nil {
+		if err := l.li.Client().BlockUntilConnected(ctx); err != nil {
 			l.clientClosed(err)
 			return then
 		}
-		g = g.renew()
 	}
 	return then
 }
@@ -442,22 +433,16 @@ func (l *LeaderLatch) finish(why error) {
 // failed logs a failure the client's retry policy gave up on, and waits a
 // moment (or until the client is connected) before the latch tries again.
 func (l *LeaderLatch) failed(ctx context.Context, what string, err error) {
-	l.li.client.Logger().Info("leader latch: "+what+" failed; trying again",
-		zap.String("path", l.li.base), zap.Error(err))
-	if l.li.client.BlockUntilConnected(ctx) == nil {
+	l.li.Client().Logger().Info("leader latch: "+what+" failed; trying again",
+		zap.String("path", l.li.Base()), zap.Error(err))
+	if l.li.Client().BlockUntilConnected(ctx) == nil {
 		_ = retry.Sleep(ctx, latchRetryWait)
 	}
 }
 
-func (l *LeaderLatch) setNode(path string) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.node = path
-}
-
 // beginTerm makes g the current term of leadership and tells the listeners;
 // it reports false, and makes nothing, once Close has begun.
-func (l *LeaderLatch) beginTerm(g *grant) bool {
+func (l *LeaderLatch) beginTerm(g *acquire.Grant) bool {
 	l.mu.Lock()
 	if l.closing {
 		l.mu.Unlock()
@@ -468,8 +453,8 @@ func (l *LeaderLatch) beginTerm(g *grant) bool {
 	began := l.termBegan
 	l.broadcast()
 	l.mu.Unlock()
-	told := !l.li.client.Emit(framework.Event{Kind: framework.LeadershipGained, Time: began, Recipe: recipeLatch,
-		Path: l.li.base, Node: g.path, Session: g.owner()})
+	told := !emit(l.li.Client(), recipeLatch, 0, framework.Event{Kind: LeadershipGained, Time: began,
+		Path: l.li.Base(), Node: g.Path(), Session: g.Session()})
 	l.mu.Lock()
 	l.termTold = told
 	l.mu.Unlock()
@@ -501,10 +486,10 @@ func (l *LeaderLatch) endTermLocked(closing bool) endOfTerm {
 	l.termBegan = time.Time{}
 	e := endOfTerm{term: term, began: began, told: l.termTold, notify: !closing}
 	if closing {
-		if term.err() == nil && l.closeMode == CloseNotifyLeader {
+		if term.Err() == nil && l.closeMode == CloseNotifyLeader {
 			l.lastWord = l.listeners.Snapshot()
 		}
-		term.release()
+		term.Release()
 	}
 	l.broadcast()
 	return e
@@ -514,7 +499,7 @@ func (l *LeaderLatch) endTermLocked(closing bool) endOfTerm {
 // LeadershipLost event, if its start was told, and, for a term lost, the
 // listeners' NotLeader.
 type endOfTerm struct {
-	term   *grant // nil: no term ended
+	term   *acquire.Grant // nil: no term ended
 	began  time.Time
 	told   bool // its LeadershipGained was not dropped
 	notify bool // the listeners hear NotLeader now
@@ -528,8 +513,8 @@ func (e endOfTerm) tell(l *LeaderLatch) {
 		return
 	}
 	if e.told {
-		l.li.client.Emit(framework.Event{Kind: framework.LeadershipLost, Recipe: recipeLatch, Path: l.li.base,
-			Node: e.term.path, Session: e.term.owner(), Hold: time.Since(e.began), Err: e.term.lostCause()})
+		emit(l.li.Client(), recipeLatch, 0, framework.Event{Kind: LeadershipLost, Path: l.li.Base(),
+			Node: e.term.Path(), Session: e.term.Session(), Hold: time.Since(e.began), Err: e.term.Cause()})
 	}
 	if !e.notify {
 		return
@@ -576,7 +561,7 @@ func (l *LeaderLatch) lastWords() {
 
 // logListenerPanic logs the panic of a listener.
 func (l *LeaderLatch) logListenerPanic(err error) {
-	l.li.client.Logger().Error("leader latch listener", zap.String("path", l.li.base), zap.Error(err))
+	l.li.Client().Logger().Error("leader latch listener", zap.String("path", l.li.Base()), zap.Error(err))
 }
 
 // broadcast wakes Await; l.mu is held.

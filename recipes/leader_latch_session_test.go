@@ -1,4 +1,4 @@
-package recipes
+package recipes_test
 
 import (
 	"fmt"
@@ -11,6 +11,7 @@ import (
 	"github.com/gocurator/curator/framework"
 	"github.com/gocurator/curator/framework/zktest"
 	"github.com/gocurator/curator/internal/testutil"
+	"github.com/gocurator/curator/recipes"
 	"github.com/gocurator/curator/state"
 )
 
@@ -28,8 +29,8 @@ func newLeadershipWatch() *leadershipWatch {
 }
 
 // watch makes w hear l start to lead, and check rival then.
-func (w *leadershipWatch) watch(l, rival *LeaderLatch) {
-	l.AddListener(LeaderLatchListenerFuncs{OnIsLeader: func() {
+func (w *leadershipWatch) watch(l, rival *recipes.LeaderLatch) {
+	l.AddListener(recipes.LeaderLatchListenerFuncs{OnIsLeader: func() {
 		if rival.HasLeadership() {
 			w.mu.Lock()
 			w.broken = append(w.broken, fmt.Sprintf("%s started to lead while %s led (its node %s)", l.ID(), rival.ID(), rival.OurPath()))

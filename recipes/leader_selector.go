@@ -11,6 +11,7 @@ import (
 	"github.com/gocurator/curator/framework"
 	"github.com/gocurator/curator/internal/errs"
 	"github.com/gocurator/curator/internal/locktree"
+	"github.com/gocurator/curator/recipes/internal/acquire"
 	"github.com/gocurator/curator/retry"
 )
 
@@ -51,33 +52,33 @@ var errLeadershipPanicked = errors.New("gocurator: the leadership function panic
 // Start and Close follow the package's one lifecycle rule: starting twice,
 // or after Close, fails with ErrInvalidState; Close is idempotent, and
 // never waits for user code (see Close). A zero LeaderSelector fails every
-// call with ErrBadArgument.
+// call with framework.ErrInvalidArgument.
 type LeaderSelector struct {
-	mu          *InterProcessMutex
+	mutex       *InterProcessMutex
 	fn          func(ctx context.Context) error
 	id          string
 	autoRequeue bool
 	life        lifecycle // its gate is the leadership function's
 
-	lock      sync.Mutex
-	queued    bool                    // a turn is queued or under way
+	mu        sync.Mutex
+	queued    bool                    // a term is queued or under way
 	interrupt context.CancelCauseFunc // ends the function's context, while it leads
 	holder    *Handle                 // while it leads
-	wake      chan struct{}           // Requeue asks the goroutine for another turn
+	wake      chan struct{}           // Requeue asks the goroutine for another term
 }
 
 // NewLeaderSelector returns a selector for the election at path that runs fn
 // while it leads. It is Curator's LeaderSelector(client, leaderPath,
 // listener) with the listener's takeLeadership. The client and path are
 // checked as for NewInterProcessMutex; a nil fn is an error wrapping
-// ErrBadArgument, and so is WithCloseMode (a latch's option).
+// framework.ErrInvalidArgument, and so is WithCloseMode (a latch's option).
 func NewLeaderSelector(client *framework.Client, path string, fn func(ctx context.Context) error, opts ...ElectionOption) (*LeaderSelector, error) {
 	if fn == nil {
-		return nil, errs.Errorf("%w: nil leadership function", ErrBadArgument)
+		return nil, errs.Errorf("%w: nil leadership function", framework.ErrInvalidArgument)
 	}
 	o := electionOptionsOf(opts)
 	if o.latchOnly != "" {
-		return nil, errs.Errorf("%w: %s is a LeaderLatch's option", ErrBadArgument, o.latchOnly)
+		return nil, errs.Errorf("%w: %s is a LeaderLatch's option", framework.ErrInvalidArgument, o.latchOnly)
 	}
 	var lockOpts []LockOption
 	if o.id != "" {
@@ -87,18 +88,18 @@ func NewLeaderSelector(client *framework.Client, path string, fn func(ctx contex
 	if err != nil {
 		return nil, err
 	}
-	return &LeaderSelector{mu: mu, fn: fn, id: o.id, autoRequeue: o.autoRequeue, wake: make(chan struct{}, 1)}, nil
+	return &LeaderSelector{mutex: mu, fn: fn, id: o.id, autoRequeue: o.autoRequeue, wake: make(chan struct{}, 1)}, nil
 }
 
 // usable reports whether s was made by NewLeaderSelector.
-func (s *LeaderSelector) usable() bool { return s != nil && s.mu.usable() }
+func (s *LeaderSelector) usable() bool { return s != nil && s.mutex.usable() }
 
 // Path returns the election's path ("" for a nil or zero selector).
 func (s *LeaderSelector) Path() string {
 	if !s.usable() {
 		return ""
 	}
-	return s.mu.Path()
+	return s.mutex.Path()
 }
 
 // ID returns the selector's participant id.
@@ -109,7 +110,7 @@ func (s *LeaderSelector) ID() string {
 	return s.id
 }
 
-func (s *LeaderSelector) what() string { return "leader selector " + s.mu.Path() }
+func (s *LeaderSelector) what() string { return "leader selector " + s.mutex.Path() }
 
 // Start joins the election: the selector queues for leadership once, and,
 // with WithAutoRequeue, again after each turn (Curator's start()). Starting
@@ -118,9 +119,9 @@ func (s *LeaderSelector) Start() error {
 	if !s.usable() {
 		return errZero("LeaderSelector")
 	}
-	s.lock.Lock()
+	s.mu.Lock()
 	s.queued = true
-	s.lock.Unlock()
+	s.mu.Unlock()
 	return s.life.start(s.what(), s.run)
 }
 
@@ -135,8 +136,8 @@ func (s *LeaderSelector) Requeue() (bool, error) {
 	if s.life.current() != started {
 		return false, errs.Errorf("%s: %w: not started, or closed", s.what(), ErrInvalidState)
 	}
-	s.lock.Lock()
-	defer s.lock.Unlock()
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	if s.queued {
 		return false, nil
 	}
@@ -155,8 +156,8 @@ func (s *LeaderSelector) HasLeadership() bool {
 	if !s.usable() || s.life.current() != started {
 		return false
 	}
-	s.lock.Lock()
-	defer s.lock.Unlock()
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	return s.holder != nil && s.holder.IsHeld()
 }
 
@@ -170,9 +171,9 @@ func (s *LeaderSelector) FencingToken(ctx context.Context) (int64, error) {
 	if !s.usable() {
 		return 0, errZero("LeaderSelector")
 	}
-	s.lock.Lock()
+	s.mu.Lock()
 	h := s.holder
-	s.lock.Unlock()
+	s.mu.Unlock()
 	if h == nil {
 		if err := checkContext(ctx); err != nil {
 			return 0, errs.Errorf("fencing token of %s: %w", s.Path(), err)
@@ -189,8 +190,8 @@ func (s *LeaderSelector) InterruptLeadership() {
 	if !s.usable() {
 		return
 	}
-	s.lock.Lock()
-	defer s.lock.Unlock()
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	if s.interrupt != nil {
 		s.interrupt(ErrLeadershipInterrupted)
 	}
@@ -232,11 +233,11 @@ func (s *LeaderSelector) Participants(ctx context.Context) ([]Participant, error
 	if !s.usable() {
 		return nil, errZero("LeaderSelector")
 	}
-	sorted, err := s.mu.ParticipantNodes(ctx)
+	sorted, err := s.mutex.ParticipantNodes(ctx)
 	if err != nil {
 		return nil, errs.Errorf("participants of %s: %w", s.Path(), err)
 	}
-	return participants(ctx, s.mu.li.client, sorted, 0)
+	return participants(ctx, s.mutex.li.Client(), sorted, 0)
 }
 
 // Leader returns the leading candidate, or the zero Participant when there
@@ -245,28 +246,28 @@ func (s *LeaderSelector) Leader(ctx context.Context) (Participant, error) {
 	if !s.usable() {
 		return Participant{}, errZero("LeaderSelector")
 	}
-	sorted, err := s.mu.ParticipantNodes(ctx)
+	sorted, err := s.mutex.ParticipantNodes(ctx)
 	if err != nil {
 		return Participant{}, errs.Errorf("leader of %s: %w", s.Path(), err)
 	}
-	return leader(ctx, s.mu.li.client, sorted)
+	return leader(ctx, s.mutex.li.Client(), sorted)
 }
 
-// run is the selector's goroutine: one turn each time it is queued, until
+// run is the selector's goroutine: one term each time it is queued, until
 // Close or until its client is closed (nothing it could do on it would
 // work).
 func (s *LeaderSelector) run(ctx context.Context) (then func()) {
 	for {
-		if err := s.turn(ctx); errors.Is(err, framework.ErrClosed) {
-			s.lock.Lock()
+		if err := s.term(ctx); errors.Is(err, framework.ErrClosed) {
+			s.mu.Lock()
 			s.queued = false
-			s.lock.Unlock()
+			s.mu.Unlock()
 			return nil
 		}
-		s.lock.Lock()
+		s.mu.Lock()
 		s.queued = s.autoRequeue
 		again := s.queued
-		s.lock.Unlock()
+		s.mu.Unlock()
 		if !again {
 			select {
 			case <-s.wake:
@@ -280,26 +281,26 @@ func (s *LeaderSelector) run(ctx context.Context) (then func()) {
 	}
 }
 
-// turn is one turn (Curator's doWork): take the mutex, run the function
-// while leading, give the mutex up. It returns why it could not queue.
-func (s *LeaderSelector) turn(ctx context.Context) error {
-	h := s.mu.NewHandle()
+// term is one term of leadership (Curator's doWork): take the mutex, run the
+// function while leading, give the mutex up. It returns why it could not queue.
+func (s *LeaderSelector) term(ctx context.Context) error {
+	h := s.mutex.NewHandle()
 	if err := h.Acquire(ctx); err != nil {
 		if ctx.Err() == nil && !errors.Is(err, framework.ErrClosed) {
-			s.mu.li.client.Logger().Info("leader selector: queueing failed", zap.String("path", s.Path()), zap.Error(err))
+			s.mutex.li.Client().Logger().Info("leader selector: queueing failed", zap.String("path", s.Path()), zap.Error(err))
 			_ = retry.Sleep(ctx, latchRetryWait)
 		}
 		return err
 	}
 	lctx, cancel, stop := watchLoss(ctx, h)
-	s.lock.Lock()
+	s.mu.Lock()
 	s.holder, s.interrupt = h, cancel
-	s.lock.Unlock()
+	s.mu.Unlock()
 
 	began := time.Now()
-	c := s.mu.li.client
+	c := s.mutex.li.Client()
 	g := h.current() // its node's session is the one its events name
-	dropped := c.Emit(framework.Event{Kind: framework.LeadershipGained, Time: began, Recipe: recipeSelector, Path: s.Path(), Node: g.path, Session: g.owner()})
+	dropped := emit(c, recipeSelector, 0, framework.Event{Kind: LeadershipGained, Time: began, Path: s.Path(), Node: g.Path(), Session: g.Session()})
 	returned := false
 	defer func() { // as the function returns, or panics: leadership is given up first
 		why := termEnd(lctx)
@@ -307,14 +308,14 @@ func (s *LeaderSelector) turn(ctx context.Context) error {
 			why = errLeadershipPanicked
 		}
 		if !dropped {
-			c.Emit(framework.Event{Kind: framework.LeadershipLost, Recipe: recipeSelector, Path: s.Path(), Node: g.path,
-				Session: g.owner(), Hold: time.Since(began), Err: why})
+			emit(c, recipeSelector, 0, framework.Event{Kind: LeadershipLost, Path: s.Path(), Node: g.Path(),
+				Session: g.Session(), Hold: time.Since(began), Err: why})
 		}
-		s.lock.Lock()
+		s.mu.Lock()
 		s.holder, s.interrupt = nil, nil
-		s.lock.Unlock()
+		s.mu.Unlock()
 		stop()
-		rctx, rcancel := cleanupContext(ctx)
+		rctx, rcancel := acquire.CleanupContext(ctx)
 		defer rcancel()
 		_ = h.Release(rctx) // after a loss it says so; leadership is given up either way
 	}()
@@ -322,7 +323,7 @@ func (s *LeaderSelector) turn(ctx context.Context) error {
 	s.life.gate.Call(func() { err = s.fn(lctx) }) // refused once Close has begun
 	returned = true
 	if err != nil && !errors.Is(err, context.Canceled) && lctx.Err() == nil {
-		s.mu.li.client.Logger().Info("leader selector: the leadership function failed", zap.String("path", s.Path()), zap.Error(err))
+		s.mutex.li.Client().Logger().Info("leader selector: the leadership function failed", zap.String("path", s.Path()), zap.Error(err))
 	}
 	return nil
 }

@@ -1,4 +1,4 @@
-package recipes
+package recipes_test
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 	"github.com/gocurator/curator/framework"
 	"github.com/gocurator/curator/framework/zktest"
 	"github.com/gocurator/curator/internal/testutil"
+	"github.com/gocurator/curator/recipes"
 	"github.com/gocurator/curator/state"
 )
 
@@ -17,27 +18,29 @@ import (
 // the same path, the rival cannot hold while the owner does.
 type exclusiveKind struct {
 	name         string
-	owner, rival func(t *testing.T, c *framework.Client, path string) Locker
+	owner, rival func(t *testing.T, c *framework.Client, path string) recipes.Locker
 }
 
 func exclusiveKinds() []exclusiveKind {
-	mutex := func(t *testing.T, c *framework.Client, p string) Locker { return mustMutex(t, c, p).NewHandle() }
-	writer := func(t *testing.T, c *framework.Client, p string) Locker {
+	mutex := func(t *testing.T, c *framework.Client, p string) recipes.Locker {
+		return mustMutex(t, c, p).NewHandle()
+	}
+	writer := func(t *testing.T, c *framework.Client, p string) recipes.Locker {
 		return mustRW(t, c, p).NewHandle().WriteLock()
 	}
-	semMutex := func(t *testing.T, c *framework.Client, p string) Locker {
-		return must(NewInterProcessSemaphoreMutex(c, p)).get(t)
+	semMutex := func(t *testing.T, c *framework.Client, p string) recipes.Locker {
+		return must(recipes.NewInterProcessSemaphoreMutex(c, p)).get(t)
 	}
-	lease := func(t *testing.T, c *framework.Client, p string) Locker {
+	lease := func(t *testing.T, c *framework.Client, p string) recipes.Locker {
 		return &leaseOwner{sem: mustSemaphore(t, c, p, 1)}
 	}
-	multi := func(t *testing.T, c *framework.Client, p string) Locker {
-		return must(NewInterProcessMultiLock(c, []string{p + "/a", p + "/b"})).get(t)
+	multi := func(t *testing.T, c *framework.Client, p string) recipes.Locker {
+		return must(recipes.NewInterProcessMultiLock(c, []string{p + "/a", p + "/b"})).get(t)
 	}
 	return []exclusiveKind{
 		{"mutex", mutex, mutex},
 		{"write lock", writer, writer},
-		{"read lock", func(t *testing.T, c *framework.Client, p string) Locker {
+		{"read lock", func(t *testing.T, c *framework.Client, p string) recipes.Locker {
 			return mustRW(t, c, p).NewHandle().ReadLock()
 		}, writer},
 		{"semaphore mutex", semMutex, semMutex},
@@ -153,5 +156,5 @@ func TestSessionPolicyHolderToldBeforeARivalHolds(t *testing.T) {
 		t.Fatal(err)
 	}
 	proxy.Restore()
-	testutil.ErrorIs(t, h.Release(ctx), ErrLockLost)
+	testutil.ErrorIs(t, h.Release(ctx), recipes.ErrLockLost)
 }

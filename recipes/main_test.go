@@ -1,8 +1,7 @@
-package recipes
+package recipes_test
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"sync"
@@ -15,6 +14,7 @@ import (
 	"github.com/gocurator/curator/framework/zktest"
 	"github.com/gocurator/curator/internal/testclient"
 	"github.com/gocurator/curator/internal/testutil"
+	"github.com/gocurator/curator/recipes"
 )
 
 // server is the real ZooKeeper the package's tests share. Empty containers
@@ -36,9 +36,9 @@ func newClient(t testing.TB, servers string, opts ...framework.Option) *framewor
 }
 
 // mustMutex makes the mutex at path or fails the test.
-func mustMutex(t testing.TB, c *framework.Client, path string, opts ...LockOption) *InterProcessMutex {
+func mustMutex(t testing.TB, c *framework.Client, path string, opts ...recipes.LockOption) *recipes.InterProcessMutex {
 	t.Helper()
-	m, err := NewInterProcessMutex(c, path, opts...)
+	m, err := recipes.NewInterProcessMutex(c, path, opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -48,27 +48,11 @@ func mustMutex(t testing.TB, c *framework.Client, path string, opts ...LockOptio
 // children lists path on the server, or fails the test; a missing path has none.
 func children(t testing.TB, path string) []string {
 	t.Helper()
-	kids, _, err := rawConn(t).Children(path)
-	if err != nil && !errors.Is(err, zk.ErrNoNode) {
-		t.Fatal(err)
-	}
-	return kids
+	return testutil.Children(t, rawConn(t), path)
 }
-
-// rawConns holds each running test's raw connection, so that checking the
-// server's view opens one session per test, not one per check.
-var rawConns sync.Map // testing.TB -> *zk.Conn
 
 // rawConn returns the test's raw go-zookeeper connection to the shared server.
-func rawConn(t testing.TB) *zk.Conn {
-	if c, ok := rawConns.Load(t); ok {
-		return c.(*zk.Conn)
-	}
-	c := testutil.Connect(t, server.Addr())
-	rawConns.Store(t, c)
-	t.Cleanup(func() { rawConns.Delete(t) })
-	return c
-}
+func rawConn(t testing.TB) *zk.Conn { return testutil.RawConn(t, server.Addr()) }
 
 // eventLog records, in order, what goroutines of a test saw happen.
 type eventLog struct {
@@ -122,7 +106,7 @@ func runAll(t *testing.T, n int, fn func(i int) error) {
 
 // lockRounds acquires l, runs body(round) under it, and releases it, rounds
 // times; it stops at the first error.
-func lockRounds(ctx context.Context, l Locker, rounds int, body func(round int) error) error {
+func lockRounds(ctx context.Context, l recipes.Locker, rounds int, body func(round int) error) error {
 	for r := 0; r < rounds; r++ {
 		if err := l.Acquire(ctx); err != nil {
 			return err

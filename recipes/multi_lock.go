@@ -8,6 +8,7 @@ import (
 
 	"github.com/gocurator/curator/framework"
 	"github.com/gocurator/curator/internal/errs"
+	"github.com/gocurator/curator/recipes/internal/acquire"
 )
 
 // InterProcessMultiLock is several locks taken and released as one: Curator's
@@ -20,7 +21,7 @@ import (
 // first lock that cannot be taken ends the acquisition (Curator goes on
 // trying the rest after an exception, keeping only the last one).
 //
-// A zero value holds no lock: every call fails with ErrBadArgument.
+// A zero value holds no lock: every call fails with framework.ErrInvalidArgument.
 type InterProcessMultiLock struct {
 	locks []Locker
 
@@ -33,19 +34,19 @@ type InterProcessMultiLock struct {
 // NewInterProcessMultiLock returns a multi-lock of one InterProcessMutex per
 // path, each with a handle of its own, in list order. An empty list, a path
 // given twice, a path inside another (see NewInterProcessMultiLockWithLocks), or a nil client is
-// an error wrapping ErrBadArgument; a closed client wraps
+// an error wrapping framework.ErrInvalidArgument; a closed client wraps
 // framework.ErrClosed; a bad path (the root included) is an error that
 // unwraps to zk.ErrInvalidPath. The multi-lock value is one owner: its
 // handles count up when it is acquired again.
 func NewInterProcessMultiLock(client *framework.Client, paths []string) (*InterProcessMultiLock, error) {
 	if len(paths) == 0 {
-		return nil, errs.Errorf("%w: a multi-lock needs at least one path", ErrBadArgument)
+		return nil, errs.Errorf("%w: a multi-lock needs at least one path", framework.ErrInvalidArgument)
 	}
 	seen := make(map[string]bool, len(paths))
 	locks := make([]Locker, 0, len(paths))
 	for _, p := range paths {
 		if seen[p] {
-			return nil, errs.Errorf("%w: path %s given twice", ErrBadArgument, p)
+			return nil, errs.Errorf("%w: path %s given twice", framework.ErrInvalidArgument, p)
 		}
 		seen[p] = true
 		m, err := NewInterProcessMutex(client, p)
@@ -60,7 +61,7 @@ func NewInterProcessMultiLock(client *framework.Client, paths []string) (*InterP
 // NewInterProcessMultiLockWithLocks returns a multi-lock of the given
 // lockers, in order. They may be handles of any of this package's locks,
 // semaphore mutexes, or other multi-locks. No locker, or a nil one, is an
-// error wrapping ErrBadArgument. So are two of this package's lockers on one
+// error wrapping framework.ErrInvalidArgument. So are two of this package's lockers on one
 // lock path of one client, which would wait for each other: two handles, two
 // owners' halves of a read-write lock, a semaphore mutex given twice. One
 // Handle given twice is allowed (the second acquisition counts up), and so
@@ -72,18 +73,18 @@ func NewInterProcessMultiLock(client *framework.Client, paths []string) (*InterP
 // ever holding both.
 func NewInterProcessMultiLockWithLocks(locks ...Locker) (*InterProcessMultiLock, error) {
 	if len(locks) == 0 {
-		return nil, errs.Errorf("%w: a multi-lock needs at least one lock", ErrBadArgument)
+		return nil, errs.Errorf("%w: a multi-lock needs at least one lock", framework.ErrInvalidArgument)
 	}
 	seen := map[lockSite]any{}
 	for i, l := range locks {
 		sites, err := lockSites(l)
 		if err != nil {
-			return nil, errs.Errorf("%w: lock %d: %w", ErrBadArgument, i, err)
+			return nil, errs.Errorf("%w: lock %d: %w", framework.ErrInvalidArgument, i, err)
 		}
 		for _, s := range sites {
 			owner, dup := seen[s.lockSite]
 			if dup && (s.owner == nil || owner != s.owner) {
-				return nil, errs.Errorf("%w: lock %d: a second lock on %s: the two would wait for each other", ErrBadArgument, i, s.path)
+				return nil, errs.Errorf("%w: lock %d: a second lock on %s: the two would wait for each other", framework.ErrInvalidArgument, i, s.path)
 			}
 			seen[s.lockSite] = s.owner
 		}
@@ -91,7 +92,7 @@ func NewInterProcessMultiLockWithLocks(locks ...Locker) (*InterProcessMultiLock,
 	for a := range seen {
 		for b := range seen {
 			if a.client == b.client && strings.HasPrefix(b.path, a.path+"/") {
-				return nil, errs.Errorf("%w: lock %s is inside lock %s: its parent node would queue in %s", ErrBadArgument, b.path, a.path, a.path)
+				return nil, errs.Errorf("%w: lock %s is inside lock %s: its parent node would queue in %s", framework.ErrInvalidArgument, b.path, a.path, a.path)
 			}
 		}
 	}
@@ -112,42 +113,40 @@ type ownedSite struct {
 	owner any
 }
 
-// lockSites returns the sites of this package's lockers (a multi-lock's are
-// its lockers'), none for other lockers, and an error for a nil locker or a
-// handle that did not come from NewHandle.
+// sited is what every Locker of this package has: where its lock is, so
+// that a multi-lock can refuse two lockers that would wait for each other.
+// sites is an error for a value that did not come from its constructor.
+type sited interface {
+	sites() ([]ownedSite, error)
+}
+
+// lockSites returns the sites of this package's lockers (a multi-lock's
+// are its lockers'), none for other lockers, and an error for a nil locker
+// or one that did not come from its constructor.
 func lockSites(l Locker) ([]ownedSite, error) {
-	switch v := l.(type) {
-	case nil:
+	if l == nil {
 		return nil, errors.New("nil locker")
-	case *Handle:
-		if v == nil || v.m == nil {
-			return nil, errors.New("nil handle, or one not from NewHandle")
-		}
-		var owner any = v
-		if half, ok := v.hooks.(rwHalf); ok {
-			owner = half.o
-		}
-		return []ownedSite{{lockSite{v.m.li.client, v.m.li.base}, owner}}, nil
-	case *InterProcessSemaphoreMutex:
-		if v == nil || v.s == nil {
-			return nil, errors.New("nil semaphore mutex, or one not from NewInterProcessSemaphoreMutex")
-		}
-		return []ownedSite{{lockSite{v.s.client, v.s.path}, nil}}, nil
-	case *InterProcessMultiLock:
-		if !v.usable() {
-			return nil, errors.New("nil or zero multi-lock")
-		}
-		var sites []ownedSite
-		for _, inner := range v.locks {
-			s, err := lockSites(inner)
-			if err != nil {
-				return nil, err
-			}
-			sites = append(sites, s...)
-		}
-		return sites, nil
+	}
+	if s, ok := l.(sited); ok {
+		return s.sites()
 	}
 	return nil, nil
+}
+
+// sites is the multi-lock's lockers' sites.
+func (m *InterProcessMultiLock) sites() ([]ownedSite, error) {
+	if !m.usable() {
+		return nil, errors.New("nil or zero multi-lock")
+	}
+	var sites []ownedSite
+	for _, inner := range m.locks {
+		s, err := lockSites(inner)
+		if err != nil {
+			return nil, err
+		}
+		sites = append(sites, s...)
+	}
+	return sites, nil
 }
 
 // Acquire takes every lock, in list order, within ctx. If one cannot be
@@ -155,7 +154,7 @@ func lockSites(l Locker) ([]ownedSite, error) {
 // reverse order and the error returned wraps the cause. Acquiring a
 // multi-lock that is held through this value counts up, as its handles do;
 // if that hold was lost, Acquire returns an error wrapping ErrLockLost and
-// counts nothing. A nil ctx is an error wrapping ErrBadArgument.
+// counts nothing. A nil ctx is an error wrapping framework.ErrInvalidArgument.
 func (m *InterProcessMultiLock) Acquire(ctx context.Context) error {
 	if !m.usable() {
 		return errZero("InterProcessMultiLock")
@@ -170,7 +169,7 @@ func (m *InterProcessMultiLock) usable() bool { return m != nil && len(m.locks) 
 // TryAcquire, in list order). Otherwise it releases what it took and returns
 // the error, wrapping ErrLocked. Every locker must have a TryAcquire method
 // (all of this package's do); if one has not, TryAcquire takes nothing and
-// returns an error wrapping ErrBadArgument.
+// returns an error wrapping framework.ErrInvalidArgument.
 func (m *InterProcessMultiLock) TryAcquire(ctx context.Context) error {
 	type tryLocker interface {
 		TryAcquire(ctx context.Context) error
@@ -180,7 +179,7 @@ func (m *InterProcessMultiLock) TryAcquire(ctx context.Context) error {
 	}
 	for i, l := range m.locks {
 		if _, ok := l.(tryLocker); !ok {
-			return errs.Errorf("multi-lock: %w: lock %d (%T) has no TryAcquire", ErrBadArgument, i, l)
+			return errs.Errorf("multi-lock: %w: lock %d (%T) has no TryAcquire", framework.ErrInvalidArgument, i, l)
 		}
 	}
 	return m.acquire(ctx, func(l Locker) error { return l.(tryLocker).TryAcquire(ctx) })
@@ -197,7 +196,7 @@ func (m *InterProcessMultiLock) acquire(ctx context.Context, take func(Locker) e
 	}
 	for i, l := range m.locks {
 		if err := take(l); err != nil {
-			rctx, cancel := cleanupContext(ctx)
+			rctx, cancel := acquire.CleanupContext(ctx)
 			defer cancel()
 			return errors.Join(errs.Errorf("multi-lock: acquire lock %d of %d: %w", i+1, len(m.locks), err),
 				releaseReverse(rctx, m.locks[:i]))
@@ -338,7 +337,7 @@ func watchGrant(locks []Locker) *multiGrant {
 	g := &multiGrant{locks: locks, stops: make([]func(), 0, len(locks))}
 	g.ctx, g.end = context.WithCancelCause(context.Background())
 	for _, l := range locks {
-		g.stops = append(g.stops, follow(l, func() { g.end(asLost(l.Err())) }))
+		g.stops = append(g.stops, follow(l, func() { g.end(acquire.AsLost(l.Err())) }))
 	}
 	return g
 }
@@ -351,7 +350,7 @@ func (g *multiGrant) err() error {
 	if g.ctx.Err() == nil {
 		for _, l := range g.locks {
 			if err := l.Err(); err != nil {
-				g.end(asLost(err))
+				g.end(acquire.AsLost(err))
 				break
 			}
 		}
@@ -370,5 +369,5 @@ func (g *multiGrant) stop() {
 		stop()
 	}
 	g.err() // a loss not yet followed ends it now
-	g.end(errReleased)
+	g.end(acquire.ErrReleased)
 }

@@ -1,4 +1,4 @@
-package recipes
+package recipes_test
 
 import (
 	"context"
@@ -7,8 +7,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gocurator/curator/framework"
 	"github.com/gocurator/curator/framework/zktest"
 	"github.com/gocurator/curator/internal/testutil"
+	"github.com/gocurator/curator/recipes"
 )
 
 // Three paths, the third held elsewhere: when the deadline passes, the first
@@ -21,7 +23,7 @@ func TestMultiLockDeadlineReleasesTaken(t *testing.T) {
 	if err := holder.Acquire(ctx); err != nil {
 		t.Fatal(err)
 	}
-	ml, err := NewInterProcessMultiLock(c1, paths)
+	ml, err := recipes.NewInterProcessMultiLock(c1, paths)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -40,7 +42,7 @@ func TestMultiLockDeadlineReleasesTaken(t *testing.T) {
 	if ml.IsHeld() {
 		t.Fatal("reported acquired after a failed acquire")
 	}
-	if err := ml.TryAcquire(ctx); !errors.Is(err, ErrLocked) {
+	if err := ml.TryAcquire(ctx); !errors.Is(err, recipes.ErrLocked) {
 		t.Fatalf("TryAcquire = %v, want ErrLocked", err)
 	}
 	for _, p := range paths[:2] {
@@ -71,7 +73,7 @@ func TestMultiLockDeadlineReleasesTaken(t *testing.T) {
 			t.Fatalf("%s: %v after Release", p, kids)
 		}
 	}
-	if err := ml.Release(ctx); !errors.Is(err, ErrNotHeld) {
+	if err := ml.Release(ctx); !errors.Is(err, recipes.ErrNotHeld) {
 		t.Fatalf("second Release = %v", err)
 	}
 }
@@ -100,7 +102,7 @@ func (f *fakeLocker) Done() <-chan struct{} { return f.lost }
 func (f *fakeLocker) Err() error {
 	select {
 	case <-f.lost:
-		return ErrLockLost
+		return recipes.ErrLockLost
 	default:
 		return nil
 	}
@@ -116,11 +118,11 @@ func TestMultiLockOrderAndErrors(t *testing.T) {
 	a := &fakeLocker{name: "a", log: &log, lost: make(chan struct{})}
 	b := &fakeLocker{name: "b", log: &log, releaseErr: errB, lost: make(chan struct{})}
 	c := &fakeLocker{name: "c", log: &log, releaseErr: errC, lost: make(chan struct{})}
-	ml, err := NewInterProcessMultiLockWithLocks(a, b, c)
+	ml, err := recipes.NewInterProcessMultiLockWithLocks(a, b, c)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := ml.TryAcquire(ctx); !errors.Is(err, ErrBadArgument) || len(log) != 0 {
+	if err := ml.TryAcquire(ctx); !errors.Is(err, framework.ErrInvalidArgument) || len(log) != 0 {
 		t.Fatalf("TryAcquire without TryAcquire methods = %v, calls %v", err, log)
 	}
 	if err := ml.Acquire(ctx); err != nil {
@@ -157,11 +159,11 @@ func TestMultiLockLost(t *testing.T) {
 	ctx, base := testutil.Begin(t, server.Addr())
 	proxy := zktest.NewProxy(t, server.Addr())
 	good, flaky := newClient(t, ""), newClient(t, proxy.Addr())
-	sm, err := NewInterProcessSemaphoreMutex(good, base+"/sem")
+	sm, err := recipes.NewInterProcessSemaphoreMutex(good, base+"/sem")
 	if err != nil {
 		t.Fatal(err)
 	}
-	ml, err := NewInterProcessMultiLockWithLocks(mustMutex(t, good, base+"/a").NewHandle(), sm,
+	ml, err := recipes.NewInterProcessMultiLockWithLocks(mustMutex(t, good, base+"/a").NewHandle(), sm,
 		mustRW(t, flaky, base+"/rw").NewHandle().WriteLock())
 	if err != nil {
 		t.Fatal(err)
@@ -177,17 +179,17 @@ func TestMultiLockLost(t *testing.T) {
 	}
 	proxy.DropConnections()
 	waitClosed(ctx, t, done, "Done after one client was cut off")
-	if err := ml.Err(); !errors.Is(err, ErrLockLost) || ml.IsHeld() {
+	if err := ml.Err(); !errors.Is(err, recipes.ErrLockLost) || ml.IsHeld() {
 		t.Fatalf("Err of a lost multi-lock = %v, acquired %v; want ErrLockLost", err, ml.IsHeld())
 	}
-	if err := ml.Acquire(ctx); !errors.Is(err, ErrLockLost) {
+	if err := ml.Acquire(ctx); !errors.Is(err, recipes.ErrLockLost) {
 		t.Fatalf("Acquire of a lost multi-lock = %v, want ErrLockLost", err)
 	}
-	if err := ml.Release(ctx); !errors.Is(err, ErrLockLost) {
+	if err := ml.Release(ctx); !errors.Is(err, recipes.ErrLockLost) {
 		t.Fatalf("Release of a lost multi-lock = %v, want ErrLockLost", err)
 	}
 	assertClosed(t, ml.Done(), "Done of an unheld multi-lock")
-	if err := ml.Err(); !errors.Is(err, ErrLockLost) {
+	if err := ml.Err(); !errors.Is(err, recipes.ErrLockLost) {
 		t.Fatalf("Err of a multi-lock released after its loss = %v, want ErrLockLost", err)
 	}
 }

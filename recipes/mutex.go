@@ -2,11 +2,13 @@ package recipes
 
 import (
 	"context"
+	"errors"
 	"sync"
 
 	"github.com/gocurator/curator/framework"
 	"github.com/gocurator/curator/internal/errs"
 	"github.com/gocurator/curator/internal/locktree"
+	"github.com/gocurator/curator/recipes/internal/acquire"
 )
 
 // InterProcessMutex is a reentrant mutex across processes. It is Curator's
@@ -19,11 +21,11 @@ import (
 // path/_c_<uuid>-lock-<seq> (parents are containers); the lowest sequence
 // holds the lock; each waiter watches only its predecessor.
 type InterProcessMutex struct {
-	li       lockInternals
-	d        driver
+	li       acquire.Lock
+	d        acquire.Driver
 	nodePath string // path/name: where its nodes are created, before protection
 	data     []byte
-	recipe   string // the recipe kind its events name
+	events   lockEvents
 }
 
 // LockOption configures a lock recipe.
@@ -46,12 +48,12 @@ func WithLockData(data []byte) LockOption {
 
 // NewInterProcessMutex returns the mutex at path. A bad path (the root
 // included) is an error that unwraps to zk.ErrInvalidPath; a nil client
-// wraps ErrBadArgument, a closed one framework.ErrClosed.
+// wraps framework.ErrInvalidArgument, a closed one framework.ErrClosed.
 func NewInterProcessMutex(client *framework.Client, path string, opts ...LockOption) (*InterProcessMutex, error) {
 	return newMutex(client, path, locktree.MutexName, recipeMutex, lockNameDriver(locktree.MutexName, 1), opts)
 }
 
-func newMutex(client *framework.Client, path, name, recipe string, d driver, opts []LockOption) (*InterProcessMutex, error) {
+func newMutex(client *framework.Client, path, name, recipe string, d acquire.Driver, opts []LockOption) (*InterProcessMutex, error) {
 	if err := checkArgs(client, path); err != nil {
 		return nil, err
 	}
@@ -61,19 +63,20 @@ func newMutex(client *framework.Client, path, name, recipe string, d driver, opt
 			opt.applyLock(&o)
 		}
 	}
-	return &InterProcessMutex{li: lockInternals{client: client, base: path}, d: d, nodePath: framework.JoinPath(path, name), data: o.data, recipe: recipe}, nil
+	return &InterProcessMutex{li: acquire.NewLock(client, path), d: d, nodePath: framework.JoinPath(path, name), data: o.data,
+		events: lockEvents{client: client, recipe: recipe, path: path}}, nil
 }
 
 // usable reports whether m was made by a constructor (a nil or zero value
 // is not).
-func (m *InterProcessMutex) usable() bool { return m != nil && m.li.client != nil }
+func (m *InterProcessMutex) usable() bool { return m != nil && m.li.Client() != nil }
 
 // Path returns the lock's base path ("" for a nil or zero value).
 func (m *InterProcessMutex) Path() string {
 	if !m.usable() {
 		return ""
 	}
-	return m.li.base
+	return m.li.Base()
 }
 
 // NewHandle returns a new owner of the lock. A handle is one owner: when it
@@ -81,18 +84,18 @@ func (m *InterProcessMutex) Path() string {
 // goroutine. So goroutines that share a handle do NOT exclude each other;
 // give each goroutine (or each logical owner) a handle of its own, and they
 // contend as two Java threads do. A nil or zero mutex gives a handle every
-// call of which fails with ErrBadArgument.
+// call of which fails with framework.ErrInvalidArgument.
 func (m *InterProcessMutex) NewHandle() *Handle {
 	if !m.usable() {
 		return &Handle{}
 	}
-	return &Handle{m: m, hooks: &m.li, turn: newTurn()}
+	return &Handle{m: m, hooks: mutexHooks{&m.li}}
 }
 
 // IsAcquiredInThisProcess reports whether a handle of this mutex value
 // holds it, and has not lost it.
 func (m *InterProcessMutex) IsAcquiredInThisProcess() bool {
-	return m.usable() && m.li.holdings.any()
+	return m.usable() && m.li.AnyHeld()
 }
 
 // ParticipantNodes returns the full paths of every child of the lock path,
@@ -103,13 +106,13 @@ func (m *InterProcessMutex) ParticipantNodes(ctx context.Context) ([]string, err
 		return nil, errZero("InterProcessMutex")
 	}
 	if err := checkContext(ctx); err != nil {
-		return nil, errs.Errorf("participants of %s: %w", m.li.base, err)
+		return nil, errs.Errorf("participants of %s: %w", m.li.Base(), err)
 	}
-	return m.li.participants(ctx, m.d)
+	return m.li.Participants(ctx, m.d)
 }
 
 // Handle is one owner of an InterProcessMutex. Its zero value is not usable
-// (every call fails with ErrBadArgument): get one from NewHandle. It is safe
+// (every call fails with framework.ErrInvalidArgument): get one from NewHandle. It is safe
 // for concurrent use, but goroutines that share it are one owner (see
 // NewHandle).
 //
@@ -136,9 +139,9 @@ type Handle struct {
 	hooks handleHooks // how nodes are taken and given up: the mutex's lockInternals, or a read-write half
 	turn  turn        // held while an acquisition of this handle is under way
 
-	mu        sync.Mutex // guards what follows; never held across a call to ZooKeeper
-	count     int        // holds not yet released, lost ones included
-	grant     *grant     // the current grant while count > 0, else the last one (nil before the first)
+	mu        sync.Mutex     // guards what follows; never held across a call to ZooKeeper
+	count     int            // holds not yet released, lost ones included
+	grant     *acquire.Grant // the current grant while count > 0, else the last one (nil before the first)
 	revocable func()
 }
 
@@ -157,7 +160,7 @@ func (h *Handle) usable() bool { return h != nil && h.m != nil }
 // handle's node vanishes while it waits (the session expired), Acquire
 // queues again with a new node as far as the client's retry policy allows.
 // Success is reported only for a node owned by the current session. A nil
-// ctx, or a zero Handle, is an error wrapping ErrBadArgument.
+// ctx, or a zero Handle, is an error wrapping framework.ErrInvalidArgument.
 func (h *Handle) Acquire(ctx context.Context) error { return h.acquire(ctx, false) }
 
 // TryAcquire takes the lock only if it is free now. Otherwise it returns an
@@ -172,38 +175,39 @@ func (h *Handle) acquire(ctx context.Context, try bool) error {
 		return errZero("Handle")
 	}
 	if err := checkContext(ctx); err != nil {
-		return errs.Errorf("acquire %s: %w", h.m.li.base, err)
+		return errs.Errorf("acquire %s: %w", h.m.li.Base(), err)
 	}
 	if try {
 		if !h.turn.try() {
-			return errs.Errorf("acquire %s: %w: this handle's own acquisition is under way", h.m.li.base, ErrLocked)
+			return errs.Errorf("acquire %s: %w: this handle's own acquisition is under way", h.m.li.Base(), ErrLocked)
 		}
 	} else if err := h.turn.take(ctx); err != nil {
-		return errs.Errorf("acquire %s: %w", h.m.li.base, err)
+		return errs.Errorf("acquire %s: %w", h.m.li.Base(), err)
 	}
 	defer h.turn.give()
 
 	h.mu.Lock()
 	if h.count > 0 {
-		err := h.grant.err()
+		err := h.grant.Err()
 		if err == nil {
 			h.count++
 		}
 		h.mu.Unlock()
 		if err != nil {
-			return errs.Errorf("acquire %s: %w", h.m.li.base, err)
+			return errs.Errorf("acquire %s: %w", h.m.li.Base(), err)
 		}
 		return nil
 	}
-	a := attempt{recipe: h.m.recipe, path: h.m.nodePath, mode: framework.EphemeralSequential, data: h.m.data, driver: h.m.d, try: try}
+	a := acquire.Attempt{Path: h.m.nodePath, Mode: framework.EphemeralSequential, Data: h.m.data, Driver: h.m.d, Try: try,
+		Observer: &h.m.events}
 	if h.revocable != nil {
-		a.data, a.revoked = []byte{}, h.revocable
+		a.Data, a.Revoked = []byte{}, h.m.events.revoked(h.revocable)
 	}
 	h.mu.Unlock()
 
 	g, err := h.hooks.acquire(ctx, a)
 	if err != nil {
-		return errs.Errorf("acquire %s: %w", h.m.li.base, err)
+		return errs.Errorf("acquire %s: %w", h.m.li.Base(), err)
 	}
 	h.mu.Lock()
 	h.count, h.grant = 1, g
@@ -221,38 +225,38 @@ func (h *Handle) acquire(ctx context.Context, try bool) error {
 // fails (connection loss, or ctx ending): the delete then goes on in the
 // background until it succeeds, and the error is returned for
 // information. A nil ctx, or a zero Handle, is an error wrapping
-// ErrBadArgument.
+// framework.ErrInvalidArgument.
 func (h *Handle) Release(ctx context.Context) error {
 	if !h.usable() {
 		return errZero("Handle")
 	}
 	if err := checkContext(ctx); err != nil {
-		return errs.Errorf("release %s: %w", h.m.li.base, err)
+		return errs.Errorf("release %s: %w", h.m.li.Base(), err)
 	}
 	h.mu.Lock()
 	if h.count == 0 {
 		h.mu.Unlock()
-		return errs.Errorf("release %s: %w", h.m.li.base, ErrNotHeld)
+		return errs.Errorf("release %s: %w", h.m.li.Base(), ErrNotHeld)
 	}
 	g := h.grant
 	h.count--
 	rest := h.count
 	h.mu.Unlock()
-	if rest > 0 && g.err() == nil {
+	if rest > 0 && g.Err() == nil {
 		return nil // a reentrant hold given back
 	}
-	lost, _ := g.release() // Done closes now, whatever the delete does
+	lost, _ := g.Release() // Done closes now, whatever the delete does
 	if lost != nil {
-		return errs.Errorf("release %s: %w", h.m.li.base, lost)
+		return errs.Errorf("release %s: %w", h.m.li.Base(), lost)
 	}
 	if err := h.hooks.release(ctx, g); err != nil {
-		return errs.Errorf("release %s: %w", h.m.li.base, err)
+		return errs.Errorf("release %s: %w", h.m.li.Base(), err)
 	}
 	return nil
 }
 
 // current returns the handle's grant while it has holds (held or lost).
-func (h *Handle) current() *grant {
+func (h *Handle) current() *acquire.Grant {
 	if !h.usable() {
 		return nil
 	}
@@ -266,7 +270,7 @@ func (h *Handle) current() *grant {
 
 // last returns the grant of the handle's current or last acquisition, nil
 // before its first: what Done, Err and FencingToken tell of.
-func (h *Handle) last() *grant {
+func (h *Handle) last() *acquire.Grant {
 	if !h.usable() {
 		return nil
 	}
@@ -278,7 +282,7 @@ func (h *Handle) last() *grant {
 // grantContext is the current grant's context (contextOf).
 func (h *Handle) grantContext() context.Context {
 	if g := h.current(); g != nil {
-		return g.ctx
+		return g.Context()
 	}
 	return nil
 }
@@ -315,14 +319,14 @@ func (h *Handle) Done() <-chan struct{} { return doneOf(h.last()) }
 // (and what ended it: the connection state, ErrClosed, or zk.ErrNoNode for
 // a node found gone), released since or not, until the handle acquires
 // again; after a release of a lock that held, and before the first
-// acquisition, an error wrapping ErrNotHeld (ErrBadArgument for a zero
+// acquisition, an error wrapping ErrNotHeld (framework.ErrInvalidArgument for a zero
 // Handle). So a goroutine that waits on Done and then reads Err learns of
 // a loss whatever the owner did meanwhile.
 func (h *Handle) Err() error {
 	if !h.usable() {
 		return errZero("Handle")
 	}
-	return ownerErr(h.last(), h.m.li.base, ErrNotHeld)
+	return ownerErr(h.last(), h.m.li.Base(), ErrNotHeld)
 }
 
 // FencingToken returns the lock node's czxid: a number that rises across
@@ -344,15 +348,15 @@ func (h *Handle) FencingToken(ctx context.Context) (int64, error) {
 		return 0, errZero("Handle")
 	}
 	if err := checkContext(ctx); err != nil {
-		return 0, errs.Errorf("fencing token of %s: %w", h.m.li.base, err)
+		return 0, errs.Errorf("fencing token of %s: %w", h.m.li.Base(), err)
 	}
 	g := h.last()
 	if g == nil {
-		return 0, errs.Errorf("fencing token of %s: %w", h.m.li.base, ErrNotHeld)
+		return 0, errs.Errorf("fencing token of %s: %w", h.m.li.Base(), ErrNotHeld)
 	}
-	t, err := h.m.li.token(ctx, g)
+	t, err := g.Token(ctx)
 	if err != nil {
-		return 0, errs.Errorf("fencing token of %s: %w", g.path, err)
+		return 0, errs.Errorf("fencing token of %s: %w", g.Path(), err)
 	}
 	return t, nil
 }
@@ -361,7 +365,7 @@ func (h *Handle) FencingToken(ctx context.Context) (int64, error) {
 // or lost and not yet released), or "".
 func (h *Handle) LockPath() string {
 	if g := h.current(); g != nil {
-		return g.path
+		return g.Path()
 	}
 	return ""
 }
@@ -383,15 +387,33 @@ func (h *Handle) MakeRevocable(listener func()) {
 }
 
 // handleHooks decide how a handle takes its node and gives it up: for a
-// mutex, its lockInternals; for a read-write lock's half, rwHalf, which
-// steers the attempt the handle would make (downgrade, upgrade).
+// mutex, mutexHooks; for a read-write lock's half, rwHalf, which steers the
+// attempt the handle would make (downgrade, upgrade).
 type handleHooks interface {
-	acquire(ctx context.Context, a attempt) (*grant, error)
-	// release deletes the node of a grant that has ended.
-	release(ctx context.Context, g *grant) error
+	acquire(ctx context.Context, a acquire.Attempt) (*acquire.Grant, error)
+	// release deletes the node of a grant its owner released.
+	release(ctx context.Context, g *acquire.Grant) error
+	// owner is who may take h's lock again while h holds it: h, or the
+	// read-write owner whose half h is (see InterProcessMultiLock).
+	owner(h *Handle) any
 }
 
-// release deletes the node of a mutex grant that has ended.
-func (li *lockInternals) release(ctx context.Context, g *grant) error {
-	return li.deleteGranted(ctx, g)
+// mutexHooks are a mutex handle's: the engine's acquire and delete, and
+// only the handle itself takes its lock again.
+type mutexHooks struct{ li *acquire.Lock }
+
+func (m mutexHooks) acquire(ctx context.Context, a acquire.Attempt) (*acquire.Grant, error) {
+	return m.li.Acquire(ctx, a)
+}
+
+func (mutexHooks) release(ctx context.Context, g *acquire.Grant) error { return g.Delete(ctx) }
+
+func (mutexHooks) owner(h *Handle) any { return h }
+
+// sites is where the handle's lock is (sited).
+func (h *Handle) sites() ([]ownedSite, error) {
+	if !h.usable() {
+		return nil, errors.New("nil handle, or one not from NewHandle")
+	}
+	return []ownedSite{{lockSite{h.m.li.Client(), h.m.li.Base()}, h.hooks.owner(h)}}, nil
 }

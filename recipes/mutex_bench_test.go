@@ -1,4 +1,4 @@
-package recipes
+package recipes_test
 
 import (
 	"context"
@@ -13,6 +13,7 @@ import (
 
 	"github.com/gocurator/curator/internal/rawlock"
 	"github.com/gocurator/curator/internal/testutil"
+	"github.com/gocurator/curator/recipes"
 )
 
 // Benchmarks of the mutex against the package's shared test server. They
@@ -44,7 +45,7 @@ func benchmarkAcquireRelease(b *testing.B, ctx context.Context) {
 }
 
 // acquireRelease acquires and releases h, or fails tb.
-func acquireRelease(tb testing.TB, ctx context.Context, h *Handle) {
+func acquireRelease(tb testing.TB, ctx context.Context, h *recipes.Handle) {
 	if err := h.Acquire(ctx); err != nil {
 		tb.Fatal(err)
 	}
@@ -141,7 +142,7 @@ func reportPerOp(b *testing.B, n int, p0 int64, c0 time.Duration) float64 {
 
 // acquireReleaseLoop is the measured loop of the mutex benchmarks: it
 // acquires and releases h (cycleLoop).
-func acquireReleaseLoop(ctx context.Context, b *testing.B, h *Handle) (int, float64) {
+func acquireReleaseLoop(ctx context.Context, b *testing.B, h *recipes.Handle) (int, float64) {
 	return cycleLoop(b, func() { acquireRelease(b, ctx, h) })
 }
 

@@ -1,4 +1,4 @@
-package recipes
+package recipes_test
 
 import (
 	"context"
@@ -15,6 +15,7 @@ import (
 	"github.com/gocurator/curator/framework"
 	"github.com/gocurator/curator/framework/zktest"
 	"github.com/gocurator/curator/internal/testutil"
+	"github.com/gocurator/curator/recipes"
 	"github.com/gocurator/curator/state"
 )
 
@@ -30,7 +31,7 @@ func TestMutexMutualExclusionAndFIFO(t *testing.T) {
 	var inside atomic.Int32
 	var mu sync.Mutex
 	var tokens []int64
-	hs := make([]*Handle, handles)
+	hs := make([]*recipes.Handle, handles)
 	for i := range hs {
 		hs[i] = mustMutex(t, clients[i%len(clients)], base).NewHandle()
 	}
@@ -109,10 +110,10 @@ func TestMutexReentrancyAndTree(t *testing.T) {
 	if kids := children(t, base); len(kids) != 0 {
 		t.Fatalf("nodes after the last release: %v", kids)
 	}
-	if err := h.Release(ctx); !errors.Is(err, ErrNotHeld) {
+	if err := h.Release(ctx); !errors.Is(err, recipes.ErrNotHeld) {
 		t.Fatalf("fourth release = %v, want ErrNotHeld", err)
 	}
-	if err := m.NewHandle().Release(ctx); !errors.Is(err, ErrNotHeld) {
+	if err := m.NewHandle().Release(ctx); !errors.Is(err, recipes.ErrNotHeld) {
 		t.Fatalf("release by another handle = %v, want ErrNotHeld", err)
 	}
 	if m.IsAcquiredInThisProcess() || h.IsHeld() {
@@ -156,7 +157,7 @@ func TestMutexDeadlineCancelAndTry(t *testing.T) {
 	waitForChildren(t, c1, base, 1)
 	assertOnlyHolder(t, base, holder)
 
-	if err := m2.NewHandle().TryAcquire(ctx); !errors.Is(err, ErrLocked) {
+	if err := m2.NewHandle().TryAcquire(ctx); !errors.Is(err, recipes.ErrLocked) {
 		t.Fatalf("TryAcquire on a held lock = %v, want ErrLocked", err)
 	}
 	assertOnlyHolder(t, base, holder)
@@ -180,7 +181,7 @@ func TestMutexDeadlineCancelAndTry(t *testing.T) {
 	}
 }
 
-func assertOnlyHolder(t *testing.T, base string, h *Handle) {
+func assertOnlyHolder(t *testing.T, base string, h *recipes.Handle) {
 	t.Helper()
 	kids := children(t, base)
 	if len(kids) != 1 || base+"/"+kids[0] != h.LockPath() {
@@ -258,15 +259,15 @@ func TestMutexLostBeforeAnotherHolds(t *testing.T) {
 		t.Fatalf("new holder's token %d not above the old %d", tok, holderToken)
 	}
 	// The holder that was told has no token to write with any more.
-	if _, err := holder.FencingToken(ctx); !errors.Is(err, ErrLockLost) {
+	if _, err := holder.FencingToken(ctx); !errors.Is(err, recipes.ErrLockLost) {
 		t.Fatalf("token of a holder told of loss: %v, want ErrLockLost", err)
 	}
 	proxy.Restore()
 	// Its node is gone with its session; the release says the lock was lost.
-	if err := holder.Release(ctx); !errors.Is(err, ErrLockLost) {
+	if err := holder.Release(ctx); !errors.Is(err, recipes.ErrLockLost) {
 		t.Fatalf("release of a lost lock = %v, want ErrLockLost", err)
 	}
-	if err := holder.Err(); !errors.Is(err, ErrLockLost) {
+	if err := holder.Err(); !errors.Is(err, recipes.ErrLockLost) {
 		t.Fatalf("Err after the release of a lost lock = %v, want ErrLockLost", err)
 	}
 	if err := contender.Release(ctx); err != nil {
@@ -328,7 +329,7 @@ func TestMutexRevocation(t *testing.T) {
 	if err != nil || len(parts) != 1 || parts[0] != h.LockPath() {
 		t.Fatalf("ParticipantNodes = %v, %v", parts, err)
 	}
-	if err := Revoke(ctx, c2, parts[0]); err != nil {
+	if err := recipes.Revoke(ctx, c2, parts[0]); err != nil {
 		t.Fatal(err)
 	}
 	testutil.Recv(t, revoked, "the revocation listener")
@@ -339,7 +340,7 @@ func TestMutexRevocation(t *testing.T) {
 	if err := h2.Release(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if err := Revoke(ctx, c2, parts[0]); err != nil {
+	if err := recipes.Revoke(ctx, c2, parts[0]); err != nil {
 		t.Fatalf("Revoke of a gone node = %v", err)
 	}
 	// revocability held for one acquisition only
@@ -442,7 +443,7 @@ func TestForeignChildrenOrder(t *testing.T) {
 	if _, err := c.Create(ctx, base+"/0-foreign", nil); err != nil {
 		t.Fatal(err)
 	}
-	if err := h.TryAcquire(ctx); !errors.Is(err, ErrLocked) {
+	if err := h.TryAcquire(ctx); !errors.Is(err, recipes.ErrLocked) {
 		t.Fatalf("0-foreign did not block the lock, as it does in Curator: %v", err)
 	}
 	if kids := children(t, base); len(kids) != 2 {
@@ -455,19 +456,19 @@ func TestWithLockCancelsOnLoss(t *testing.T) {
 	proxy := zktest.NewProxy(t, server.Addr())
 	c := newClient(t, proxy.Addr())
 	h := mustMutex(t, c, base).NewHandle()
-	err := WithLock(ctx, h, func(ctx context.Context) error {
+	err := recipes.WithLock(ctx, h, func(ctx context.Context) error {
 		proxy.DropConnections() // SUSPENDED: the standard policy stops trusting the lock
 		<-ctx.Done()
 		return context.Cause(ctx)
 	})
-	if !errors.Is(err, ErrLockLost) {
+	if !errors.Is(err, recipes.ErrLockLost) {
 		t.Fatalf("WithLock = %v, want ErrLockLost", err)
 	}
 	if h.IsHeld() {
 		t.Fatal("WithLock did not release")
 	}
 	ran := false
-	if err := WithLock(ctx, h, func(context.Context) error { ran = true; return nil }); err != nil || !ran {
+	if err := recipes.WithLock(ctx, h, func(context.Context) error { ran = true; return nil }); err != nil || !ran {
 		t.Fatalf("WithLock = %v, ran %v", err, ran)
 	}
 }
@@ -476,59 +477,11 @@ func TestMutexBadArguments(t *testing.T) {
 	testutil.CheckLeaks(t)
 	c := newClient(t, "")
 	for _, p := range []string{"", "rel", "/a/", "/a//b", "/a/../b", "/a\x00"} {
-		if _, err := NewInterProcessMutex(c, p); !errors.Is(err, zk.ErrInvalidPath) {
+		if _, err := recipes.NewInterProcessMutex(c, p); !errors.Is(err, zk.ErrInvalidPath) {
 			t.Errorf("NewInterProcessMutex(%q) = %v, want ErrInvalidPath", p, err)
 		}
 	}
-	if _, err := NewInterProcessMutex(nil, "/a"); !errors.Is(err, ErrBadArgument) {
+	if _, err := recipes.NewInterProcessMutex(nil, "/a"); !errors.Is(err, framework.ErrInvalidArgument) {
 		t.Errorf("nil client: %v", err)
-	}
-}
-
-// An uncontended acquire costs one round trip: its listing goes right
-// behind its create (framework.Client.CreateAndList), so one create and one
-// listing pass the proxy, and nothing else, and the waiter takes that
-// listing (listBehindCreate) rather than one of its own. The base is a
-// persistent node the test makes, so no parent is created (nor reaped
-// between acquires) and the listing is behind the lock node's create. When
-// the listing's reply is lost (the connection drops after the create's
-// reply came), the acquire lists again and holds, with its one node.
-func TestMutexListsBehindTheCreate(t *testing.T) {
-	ctx, base := testutil.Begin(t, server.Addr())
-	if _, err := rawConn(t).Create(base, nil, 0, zk.WorldACL(zk.PermAll)); err != nil {
-		t.Fatal(err)
-	}
-	proxy := zktest.NewProxy(t, server.Addr())
-	m := mustMutex(t, newClient(t, proxy.Addr()), base)
-	var behind atomic.Int64
-	m.li.listHook = func(ev listEvent, _ context.Context, _ uint64) {
-		if ev == listBehindCreate {
-			behind.Add(1)
-		}
-	}
-	h := m.NewHandle()
-	creates, lists, reads := proxy.Requests(zktest.OpCreate), proxy.Requests(zktest.OpGetChildren2), proxy.Requests(zktest.OpGetData)
-	if err := h.Acquire(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if c, l, r := proxy.Requests(zktest.OpCreate)-creates, proxy.Requests(zktest.OpGetChildren2)-lists, proxy.Requests(zktest.OpGetData)-reads; c != 1 || l != 1 || r != 0 {
-		t.Fatalf("an uncontended acquire sent %d creates, %d listings, %d reads; want 1, 1, 0", c, l, r)
-	}
-	if n := behind.Load(); n != 1 {
-		t.Fatalf("the acquire took the listing behind its create %d times, want 1", n)
-	}
-	if err := h.Release(ctx); err != nil {
-		t.Fatal(err)
-	}
-	lost := proxy.LoseNextReply(zktest.OpGetChildren2)
-	if err := h.Acquire(ctx); err != nil {
-		t.Fatal(err)
-	}
-	testutil.Recv(t, lost, "the lost listing reply")
-	if kids := children(t, base); len(kids) != 1 || base+"/"+kids[0] != h.LockPath() {
-		t.Fatalf("tree %v, held %s: want our one node", kids, h.LockPath())
-	}
-	if err := h.Release(ctx); err != nil {
-		t.Fatal(err)
 	}
 }

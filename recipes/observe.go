@@ -11,6 +11,7 @@ import (
 	"github.com/gocurator/curator/framework"
 	"github.com/gocurator/curator/internal/errs"
 	"github.com/gocurator/curator/internal/locktree"
+	"github.com/gocurator/curator/recipes/internal/acquire"
 	"github.com/gocurator/curator/state"
 )
 
@@ -68,7 +69,7 @@ type LeaderView struct {
 // to collect its event, until its node changes or the client closes; the
 // observer's own goroutine ends with ctx.
 //
-// A nil ctx or client is an error wrapping ErrBadArgument, a closed client
+// A nil ctx or client is an error wrapping framework.ErrInvalidArgument, a closed client
 // one wrapping framework.ErrClosed, a bad path one that unwraps to
 // zk.ErrInvalidPath.
 func ObserveLeaderLatch(ctx context.Context, client *framework.Client, path string) (<-chan LeaderView, error) {
@@ -209,16 +210,16 @@ func (o *leaderObserver) beginRead(ctx context.Context) (context.Context, func()
 // wait waits for what calls for another look: w's event (the leader's node
 // changed, or, with no leader, the election's children), a connection
 // state, the trust's end (Close), retry, or ctx's end.
-func (o *leaderObserver) wait(ctx context.Context, trust context.Context, w *sharedWatch, retry <-chan time.Time) {
+func (o *leaderObserver) wait(ctx context.Context, trust context.Context, w *acquire.Watch, retry <-chan time.Time) {
 	var events <-chan zk.Event
 	if w != nil {
-		events = w.events
-		w.enter()
-		defer w.leave()
+		events = w.Events()
+		w.Enter()
+		defer w.Leave()
 	}
 	select {
 	case ev, ok := <-events:
-		w.take(ev, ok)
+		w.Take(ev, ok)
 	case <-o.wake:
 	case <-trust.Done():
 	case <-retry:
@@ -231,15 +232,15 @@ func (o *leaderObserver) wait(ctx context.Context, trust context.Context, w *sha
 // the watch that fires when it may change: the leader's node's, or, while
 // no candidate stands, the election's children's. Each watch is set before
 // the read it guards, so no change after the read goes unseen.
-func (o *leaderObserver) look(ctx context.Context) (LeaderView, *sharedWatch, error) {
+func (o *leaderObserver) look(ctx context.Context) (LeaderView, *acquire.Watch, error) {
 	for {
 		children, _, err := o.client.Children(ctx, o.base)
 		if err != nil && !errors.Is(err, zk.ErrNoNode) {
 			return LeaderView{}, nil, err
 		}
-		for _, name := range o.driver.sort(children) {
+		for _, name := range o.driver.Sort(children) {
 			node := framework.JoinPath(o.base, name)
-			w, gone, err := watchData(ctx, o.client, node)
+			w, gone, err := acquire.WatchData(ctx, o.client, node)
 			if err != nil {
 				return LeaderView{}, nil, err
 			}
@@ -255,7 +256,7 @@ func (o *leaderObserver) look(ctx context.Context) (LeaderView, *sharedWatch, er
 			}
 			return LeaderView{Leader: Participant{ID: string(data), IsLeader: true}, Node: node, At: time.Now()}, w, nil
 		}
-		w, listing, err := watchChildren(ctx, o.client, o.base)
+		w, listing, err := acquire.WatchChildren(ctx, o.client, o.base)
 		if err != nil {
 			return LeaderView{}, nil, err
 		}

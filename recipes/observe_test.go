@@ -1,9 +1,10 @@
-package recipes
+package recipes_test
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"testing"
 	"time"
 
@@ -12,11 +13,12 @@ import (
 	"github.com/gocurator/curator/framework"
 	"github.com/gocurator/curator/framework/zktest"
 	"github.com/gocurator/curator/internal/testutil"
+	"github.com/gocurator/curator/recipes"
 	"github.com/gocurator/curator/retry"
 )
 
 // nextView receives the next view, or fails the test when none comes.
-func nextView(ctx context.Context, t *testing.T, views <-chan LeaderView, what string) LeaderView {
+func nextView(ctx context.Context, t *testing.T, views <-chan recipes.LeaderView, what string) recipes.LeaderView {
 	t.Helper()
 	select {
 	case v, ok := <-views:
@@ -27,30 +29,27 @@ func nextView(ctx context.Context, t *testing.T, views <-chan LeaderView, what s
 	case <-ctx.Done():
 		t.Fatalf("%s: no view came", what)
 	}
-	return LeaderView{}
+	return recipes.LeaderView{}
 }
 
 // wantView fails the test unless v shows the leader id (none: ""), at node,
 // fresh or stale as stale says.
-func wantView(t *testing.T, v LeaderView, id, node string, stale bool, what string) {
+func wantView(t *testing.T, v recipes.LeaderView, id, node string, stale bool, what string) {
 	t.Helper()
 	leads := id != "" || node != ""
-	if v.Leader != (Participant{ID: id, IsLeader: leads}) || v.Node != node || v.Stale != stale || v.Err != nil || v.At.IsZero() {
+	if v.Leader != (recipes.Participant{ID: id, IsLeader: leads}) || v.Node != node || v.Stale != stale || v.Err != nil || v.At.IsZero() {
 		t.Fatalf("%s: view %+v; want leader %q at %q, stale %v, no error, a time", what, v, id, node, stale)
 	}
 }
 
-// observerWatches counts the shared watches set for client's waiters and
-// observers.
-func observerWatches(client *framework.Client) int {
-	watchesMu.Lock()
-	defer watchesMu.Unlock()
-	n := 0
-	for k := range watches {
-		if k.client == client {
-			n++
-		}
-	}
+// serverWatches returns how many watches the server holds, of every
+// session (mntr's zk_watch_count: data and children watches alike).
+func serverWatches(t testing.TB) int {
+	t.Helper()
+	m, err := server.Mntr()
+	testutil.Must(t, err)
+	n, err := strconv.Atoi(m["zk_watch_count"])
+	testutil.Must(t, err)
 	return n
 }
 
@@ -65,11 +64,16 @@ func observerWatches(client *framework.Client) int {
 func TestObserveLeaderLatch(t *testing.T) {
 	testutil.CheckLeaks(t)
 	ctx, base := testutil.Begin(t, server.Addr())
+	// A persistent election node: a container would be reaped once empty,
+	// firing the observer's watch on it before the test counts it.
+	if _, err := rawConn(t).Create(base, nil, 0, zk.WorldACL(zk.PermAll)); err != nil {
+		t.Fatal(err)
+	}
 	proxy := zktest.NewProxy(t, server.Addr())
 	obs := newClient(t, proxy.Addr(), framework.WithSessionTimeout(10*time.Second))
 	octx, stop := context.WithCancel(ctx)
 	defer stop()
-	views, err := ObserveLeaderLatch(octx, obs, base)
+	views, err := recipes.ObserveLeaderLatch(octx, obs, base)
 	testutil.Must(t, err)
 	wantView(t, nextView(ctx, t, views, "the first view"), "", "", false, "an empty election")
 
@@ -116,14 +120,16 @@ func TestObserveLeaderLatch(t *testing.T) {
 	stop()
 	for range views { // a view told before the stop may come first
 	}
-	if n := observerWatches(obs); n != 1 {
-		t.Fatalf("%d shared watches of the observer's client after it stopped, want the one on the empty election", n)
+	// Every candidate has closed: the server's one watch is the
+	// observer's.
+	if n := serverWatches(t); n != 1 {
+		t.Fatalf("the server holds %d watches after the observer stopped, want the observer's one on the empty election", n)
 	}
 	d := mustLatch(t, newClient(t, ""), base, "d")
 	testutil.Must(t, d.Start()) // its node fires the children watch
 	defer d.Close()
 	testutil.Until(t, "the observer's watch gone", func() (bool, string) {
-		n := observerWatches(obs)
+		n := serverWatches(t)
 		return n == 0, fmt.Sprint(n, " left")
 	})
 }
@@ -136,16 +142,16 @@ func TestObserveLeaderSelector(t *testing.T) {
 	testutil.CheckLeaks(t)
 	ctx, base := testutil.Begin(t, server.Addr())
 	obs := newClient(t, "")
-	views, err := ObserveLeaderSelector(ctx, obs, base)
+	views, err := recipes.ObserveLeaderSelector(ctx, obs, base)
 	testutil.Must(t, err)
 	wantView(t, nextView(ctx, t, views, "the first view"), "", "", false, "an empty election")
 
 	terms := make(chan string, 2)
-	s, err := NewLeaderSelector(newClient(t, ""), base, func(ctx context.Context) error {
+	s, err := recipes.NewLeaderSelector(newClient(t, ""), base, func(ctx context.Context) error {
 		terms <- "term"
 		<-ctx.Done()
 		return nil
-	}, WithParticipantID("s"), WithAutoRequeue())
+	}, recipes.WithParticipantID("s"), recipes.WithAutoRequeue())
 	testutil.Must(t, err)
 	testutil.Must(t, s.Start())
 	defer s.Close()
@@ -176,12 +182,12 @@ func TestObserveLeaderSelector(t *testing.T) {
 		t.Fatal("a view after the last")
 	}
 
-	testutil.ErrorIs(t, errOf(ObserveLeaderSelector(ctx, obs, base)), framework.ErrClosed)
+	testutil.ErrorIs(t, errOf(recipes.ObserveLeaderSelector(ctx, obs, base)), framework.ErrClosed)
 	var nilCtx context.Context
 	live := newClient(t, "")
-	testutil.ErrorIs(t, errOf(ObserveLeaderLatch(nilCtx, live, base)), ErrBadArgument, "nil context")
-	testutil.ErrorIs(t, errOf(ObserveLeaderLatch(ctx, nil, base)), ErrBadArgument, "nil client")
-	testutil.ErrorIs(t, errOf(ObserveLeaderLatch(ctx, live, "rel")), zk.ErrInvalidPath)
+	testutil.ErrorIs(t, errOf(recipes.ObserveLeaderLatch(nilCtx, live, base)), framework.ErrInvalidArgument, "nil context")
+	testutil.ErrorIs(t, errOf(recipes.ObserveLeaderLatch(ctx, nil, base)), framework.ErrInvalidArgument, "nil client")
+	testutil.ErrorIs(t, errOf(recipes.ObserveLeaderLatch(ctx, live, "rel")), zk.ErrInvalidPath)
 }
 
 // An observer whose client has not connected yet says so at once (a Stale
@@ -198,9 +204,9 @@ func TestObserveBeforeConnected(t *testing.T) {
 	obs, err := framework.New(proxy.Addr(), retry.NewNTimes(0, 0))
 	testutil.Must(t, err)
 	defer obs.Close()
-	views, err := ObserveLeaderLatch(ctx, obs, base)
+	views, err := recipes.ObserveLeaderLatch(ctx, obs, base)
 	testutil.Must(t, err)
-	if v := nextView(ctx, t, views, "before a connection"); v != (LeaderView{Stale: true}) {
+	if v := nextView(ctx, t, views, "before a connection"); v != (recipes.LeaderView{Stale: true}) {
 		t.Fatalf("before a connection: view %+v, want a stale view of no leader, never read", v)
 	}
 	proxy.Restore()

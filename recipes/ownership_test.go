@@ -1,4 +1,4 @@
-package recipes
+package recipes_test
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 	"github.com/gocurator/curator/framework"
 	"github.com/gocurator/curator/framework/zktest"
 	"github.com/gocurator/curator/internal/testutil"
+	"github.com/gocurator/curator/recipes"
 	"github.com/gocurator/curator/state"
 )
 
@@ -20,27 +21,29 @@ import (
 // ownerKind is one type of owner, made on a client at a path.
 type ownerKind struct {
 	name      string
-	make      func(t *testing.T, c *framework.Client, path string) Locker
+	make      func(t *testing.T, c *framework.Client, path string) recipes.Locker
 	reentrant bool // Acquire again while held counts up
 }
 
 func ownerKinds() []ownerKind {
 	return []ownerKind{
-		{"mutex", func(t *testing.T, c *framework.Client, p string) Locker { return mustMutex(t, c, p).NewHandle() }, true},
-		{"read lock", func(t *testing.T, c *framework.Client, p string) Locker {
+		{"mutex", func(t *testing.T, c *framework.Client, p string) recipes.Locker {
+			return mustMutex(t, c, p).NewHandle()
+		}, true},
+		{"read lock", func(t *testing.T, c *framework.Client, p string) recipes.Locker {
 			return mustRW(t, c, p).NewHandle().ReadLock()
 		}, true},
-		{"write lock", func(t *testing.T, c *framework.Client, p string) Locker {
+		{"write lock", func(t *testing.T, c *framework.Client, p string) recipes.Locker {
 			return mustRW(t, c, p).NewHandle().WriteLock()
 		}, true},
-		{"semaphore mutex", func(t *testing.T, c *framework.Client, p string) Locker {
-			return must(NewInterProcessSemaphoreMutex(c, p)).get(t)
+		{"semaphore mutex", func(t *testing.T, c *framework.Client, p string) recipes.Locker {
+			return must(recipes.NewInterProcessSemaphoreMutex(c, p)).get(t)
 		}, false},
-		{"lease", func(t *testing.T, c *framework.Client, p string) Locker {
+		{"lease", func(t *testing.T, c *framework.Client, p string) recipes.Locker {
 			return &leaseOwner{sem: mustSemaphore(t, c, p, 2)}
 		}, false},
-		{"multi-lock", func(t *testing.T, c *framework.Client, p string) Locker {
-			return must(NewInterProcessMultiLock(c, []string{p + "/a", p + "/b"})).get(t)
+		{"multi-lock", func(t *testing.T, c *framework.Client, p string) recipes.Locker {
+			return must(recipes.NewInterProcessMultiLock(c, []string{p + "/a", p + "/b"})).get(t)
 		}, true},
 	}
 }
@@ -48,9 +51,9 @@ func ownerKinds() []ownerKind {
 // leaseOwner shows a Lease as a Locker: Acquire takes one lease, Release
 // closes it; Done and Err are the last lease's.
 type leaseOwner struct {
-	sem *InterProcessSemaphoreV2
+	sem *recipes.InterProcessSemaphoreV2
 	mu  sync.Mutex
-	l   *Lease
+	l   *recipes.Lease
 }
 
 func (o *leaseOwner) Acquire(ctx context.Context) error {
@@ -63,7 +66,7 @@ func (o *leaseOwner) Acquire(ctx context.Context) error {
 	return err
 }
 
-func (o *leaseOwner) lease() *Lease {
+func (o *leaseOwner) lease() *recipes.Lease {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	return o.l
@@ -73,28 +76,28 @@ func (o *leaseOwner) Release(ctx context.Context) error {
 	if l := o.lease(); l != nil {
 		return l.Close(ctx)
 	}
-	return ErrNotHeld
+	return recipes.ErrNotHeld
 }
 
 func (o *leaseOwner) Done() <-chan struct{} {
 	if l := o.lease(); l != nil {
 		return l.Done()
 	}
-	return closedChan
+	return closed
 }
 
 func (o *leaseOwner) Err() error {
 	if l := o.lease(); l != nil {
 		return l.Err()
 	}
-	return ErrNotHeld
+	return recipes.ErrNotHeld
 }
 
 func (o *leaseOwner) FencingToken(ctx context.Context) (int64, error) {
 	if l := o.lease(); l != nil {
 		return l.FencingToken(ctx)
 	}
-	return 0, ErrNotHeld
+	return 0, recipes.ErrNotHeld
 }
 
 // ownershipCycles is how many acquisitions each owner type makes with a
@@ -140,7 +143,7 @@ func TestEveryOwnerSignalEndsAtRelease(t *testing.T) {
 				case <-ctx.Done():
 					t.Fatalf("cycle %d: the goroutine waiting on Done did not return after the release", i)
 				}
-				if err := o.Err(); !errors.Is(err, ErrNotHeld) {
+				if err := o.Err(); !errors.Is(err, recipes.ErrNotHeld) {
 					t.Fatalf("cycle %d: Err after release = %v, want ErrNotHeld", i, err)
 				}
 			}
@@ -156,7 +159,7 @@ func TestEveryOwnerSignalEndsAtRelease(t *testing.T) {
 			case <-ctx.Done():
 				t.Fatal("the goroutine waiting on Done did not return after Close")
 			}
-			if err := o.Err(); !errors.Is(err, ErrLockLost) || !errors.Is(err, framework.ErrClosed) {
+			if err := o.Err(); !errors.Is(err, recipes.ErrLockLost) || !errors.Is(err, framework.ErrClosed) {
 				t.Fatalf("Err after Close = %v, want ErrLockLost and ErrClosed", err)
 			}
 		})
@@ -186,7 +189,7 @@ func TestEveryOwnerToldOfLoss(t *testing.T) {
 			waitClosed(ctx, t, o.Done(), "Done after SUSPENDED")
 			err := o.Err()
 			var se *framework.StateError
-			if !errors.Is(err, ErrLockLost) || !errors.As(err, &se) || se.State != state.Suspended {
+			if !errors.Is(err, recipes.ErrLockLost) || !errors.As(err, &se) || se.State != state.Suspended {
 				t.Fatalf("Err after SUSPENDED = %v, want ErrLockLost for SUSPENDED", err)
 			}
 			if err := c.BlockUntilConnected(ctx); err != nil {
@@ -196,19 +199,19 @@ func TestEveryOwnerToldOfLoss(t *testing.T) {
 				t.Fatalf("session %x (was %x), %d nodes (were %d): the test wants the node kept", c.SessionID(), session, ephemerals(t, base), nodes)
 			}
 			if k.reentrant {
-				testutil.ErrorIs(t, o.Acquire(ctx), ErrLockLost, "acquire")
+				testutil.ErrorIs(t, o.Acquire(ctx), recipes.ErrLockLost, "acquire")
 			}
-			if sm, ok := o.(*InterProcessSemaphoreMutex); ok {
-				testutil.ErrorIs(t, sm.TryAcquire(ctx), ErrLocked, "this value")
+			if sm, ok := o.(*recipes.InterProcessSemaphoreMutex); ok {
+				testutil.ErrorIs(t, sm.TryAcquire(ctx), recipes.ErrLocked, "this value")
 			}
 			if f, ok := o.(interface {
 				FencingToken(context.Context) (int64, error)
 			}); ok {
-				if _, err := f.FencingToken(ctx); !errors.Is(err, ErrLockLost) {
+				if _, err := f.FencingToken(ctx); !errors.Is(err, recipes.ErrLockLost) {
 					t.Fatalf("FencingToken after the loss = %v, want ErrLockLost", err)
 				}
 			}
-			if err := o.Err(); !errors.Is(err, ErrLockLost) {
+			if err := o.Err(); !errors.Is(err, recipes.ErrLockLost) {
 				t.Fatalf("Err after the calls = %v: a failed Acquire changed it", err)
 			}
 			releaseLost(ctx, t, o)
@@ -220,10 +223,10 @@ func TestEveryOwnerToldOfLoss(t *testing.T) {
 // releaseLost releases o, whose one hold was lost: the release says so,
 // and leaves o clean: one Release frees it (nothing was counted since), and
 // it acquires (and releases) again.
-func releaseLost(ctx context.Context, t *testing.T, o Locker) {
+func releaseLost(ctx context.Context, t *testing.T, o recipes.Locker) {
 	t.Helper()
-	testutil.ErrorIs(t, o.Release(ctx), ErrLockLost, "lost")
-	if err := o.Err(); !errors.Is(err, ErrLockLost) {
+	testutil.ErrorIs(t, o.Release(ctx), recipes.ErrLockLost, "lost")
+	if err := o.Err(); !errors.Is(err, recipes.ErrLockLost) {
 		t.Fatalf("Err after releasing a lost lock = %v, want ErrLockLost until the next acquisition", err)
 	}
 	if err := o.Acquire(ctx); err != nil {
@@ -262,19 +265,19 @@ func TestReentrantAcquireAfterExpiry(t *testing.T) {
 	if h.IsHeld() || m.IsAcquiredInThisProcess() {
 		t.Fatal("reported held after the session expired")
 	}
-	testutil.ErrorIs(t, h.Acquire(ctx), ErrLockLost, "acquire")
+	testutil.ErrorIs(t, h.Acquire(ctx), recipes.ErrLockLost, "acquire")
 	ran := false
-	testutil.ErrorIs(t, WithLock(ctx, h, func(context.Context) error { ran = true; return nil }), ErrLockLost)
+	testutil.ErrorIs(t, recipes.WithLock(ctx, h, func(context.Context) error { ran = true; return nil }), recipes.ErrLockLost)
 	if ran {
 		t.Fatal("a nested WithLock ran its function under a lost lock")
 	}
 	for i := range 2 { // the two holds made before the loss; none since
-		testutil.ErrorIs(t, h.Release(ctx), ErrLockLost, "release")
+		testutil.ErrorIs(t, h.Release(ctx), recipes.ErrLockLost, "release")
 		if i == 0 && h.LockPath() == "" {
 			t.Fatal("the handle was freed with a hold left")
 		}
 	}
-	testutil.ErrorIs(t, h.Release(ctx), ErrNotHeld, "release")
+	testutil.ErrorIs(t, h.Release(ctx), recipes.ErrNotHeld, "release")
 	if err := h.Acquire(ctx); err != nil {
 		t.Fatalf("Acquire in the new session: %v", err)
 	}
@@ -302,9 +305,9 @@ func TestSecondCallOnAHandleHonoursItsContext(t *testing.T) {
 
 	short, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
 	defer cancel()
-	testutil.ErrorIs(t, h.TryAcquire(short), ErrLocked, "under way")
+	testutil.ErrorIs(t, h.TryAcquire(short), recipes.ErrLocked, "under way")
 	testutil.ErrorIs(t, h.Acquire(short), context.DeadlineExceeded, "acquire")
-	testutil.ErrorIs(t, h.Release(short), ErrNotHeld, "release")
+	testutil.ErrorIs(t, h.Release(short), recipes.ErrNotHeld, "release")
 	if kids := children(t, base); len(kids) != 2 {
 		t.Fatalf("the refused calls changed the queue: %v", kids)
 	}
@@ -318,7 +321,7 @@ func TestSecondCallOnAHandleHonoursItsContext(t *testing.T) {
 	if err := h.Release(ctx); err != nil {
 		t.Fatal(err)
 	}
-	testutil.ErrorIs(t, h.Release(ctx), ErrNotHeld, "release") // held once: the refused calls counted nothing
+	testutil.ErrorIs(t, h.Release(ctx), recipes.ErrNotHeld, "release") // held once: the refused calls counted nothing
 }
 
 // A semaphore mutex shared by goroutines holds one acquisition at a time:
@@ -331,7 +334,7 @@ func TestSemaphoreMutexSharedThroughAnExpiry(t *testing.T) {
 	proxy := zktest.NewProxy(t, server.Addr())
 	rec := testutil.NewStateRecorder()
 	c, other := newClient(t, proxy.Addr(), framework.WithListener(rec)), newClient(t, "")
-	sm := must(NewInterProcessSemaphoreMutex(c, base)).get(t)
+	sm := must(recipes.NewInterProcessSemaphoreMutex(c, base)).get(t)
 	if err := sm.Acquire(ctx); err != nil { // G1
 		t.Fatal(err)
 	}
@@ -341,12 +344,12 @@ func TestSemaphoreMutexSharedThroughAnExpiry(t *testing.T) {
 	}
 	waitClosed(ctx, t, g1Done, "G1's Done after the expiry")
 	rec.WaitFor(ctx, t, state.Reconnected)
-	testutil.ErrorIs(t, sm.Err(), ErrLockLost)
+	testutil.ErrorIs(t, sm.Err(), recipes.ErrLockLost)
 	// G2, in the new session, where the lock is free: the value is not.
-	testutil.ErrorIs(t, sm.TryAcquire(ctx), ErrLocked, "this value")
+	testutil.ErrorIs(t, sm.TryAcquire(ctx), recipes.ErrLocked, "this value")
 	g2 := make(chan error, 1)
 	go func() { g2 <- sm.Acquire(ctx) }()
-	testutil.ErrorIs(t, sm.Release(ctx), ErrLockLost, "lost") // G1 gives up its own, lost acquisition
+	testutil.ErrorIs(t, sm.Release(ctx), recipes.ErrLockLost, "lost") // G1 gives up its own, lost acquisition
 	if err := testutil.Recv(t, g2, "G2's Acquire"); err != nil {
 		t.Fatal(err)
 	}
@@ -358,8 +361,8 @@ func TestSemaphoreMutexSharedThroughAnExpiry(t *testing.T) {
 		t.Fatal("G2's Done is closed while it holds")
 	default:
 	}
-	contender := must(NewInterProcessSemaphoreMutex(other, base)).get(t)
-	testutil.ErrorIs(t, contender.TryAcquire(ctx), ErrLocked)
+	contender := must(recipes.NewInterProcessSemaphoreMutex(other, base)).get(t)
+	testutil.ErrorIs(t, contender.TryAcquire(ctx), recipes.ErrLocked)
 	if err := sm.Release(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -447,7 +450,7 @@ func TestTimerLostFreesTheLockWhenTheServerAnswers(t *testing.T) {
 
 	other := newClient(t, "")
 	contender := mustMutex(t, other, base).NewHandle()
-	testutil.ErrorIs(t, contender.TryAcquire(ctx), ErrLocked) // the old session keeps its node meanwhile
+	testutil.ErrorIs(t, contender.TryAcquire(ctx), recipes.ErrLocked) // the old session keeps its node meanwhile
 	release()
 	if err := proxy.WaitRequests(ctx, zktest.OpCloseSession, 1); err != nil {
 		t.Fatal(err)
@@ -462,7 +465,7 @@ func TestTimerLostFreesTheLockWhenTheServerAnswers(t *testing.T) {
 	if err := contender.Release(ctx); err != nil {
 		t.Fatal(err)
 	}
-	testutil.ErrorIs(t, h.Release(ctx), ErrLockLost, "lost")
+	testutil.ErrorIs(t, h.Release(ctx), recipes.ErrLockLost, "lost")
 }
 
 // A shared count's listener may close the count: Close returns, and the
@@ -470,7 +473,7 @@ func TestTimerLostFreesTheLockWhenTheServerAnswers(t *testing.T) {
 func TestSharedCountClosedFromItsListener(t *testing.T) {
 	ctx, base := testutil.Begin(t, server.Addr())
 	c := newClient(t, "")
-	count := must(NewSharedCount(c, base+"/count", 1)).get(t)
+	count := must(recipes.NewSharedCount(c, base+"/count", 1)).get(t)
 	closed := make(chan error, 1)
 	count.AddListener(func(n int) {
 		if n == 2 {
@@ -500,17 +503,17 @@ func TestMultiLockLostWithItsLock(t *testing.T) {
 	proxy := zktest.NewProxy(t, server.Addr())
 	c := newClient(t, proxy.Addr())
 	h := mustMutex(t, c, base).NewHandle()
-	ml := must(NewInterProcessMultiLockWithLocks(h)).get(t)
+	ml := must(recipes.NewInterProcessMultiLockWithLocks(h)).get(t)
 	for round := 0; round < 5; round++ {
 		if err := ml.Acquire(ctx); err != nil {
 			t.Fatal(err)
 		}
 		proxy.DropConnections()
 		waitClosed(ctx, t, h.Done(), "the handle's Done")
-		if ml.IsHeld() || !errors.Is(ml.Err(), ErrLockLost) {
+		if ml.IsHeld() || !errors.Is(ml.Err(), recipes.ErrLockLost) {
 			t.Fatalf("round %d: the handle is lost (%v), the multi-lock says held %v, %v", round, h.Err(), ml.IsHeld(), ml.Err())
 		}
-		testutil.ErrorIs(t, ml.Release(ctx), ErrLockLost)
+		testutil.ErrorIs(t, ml.Release(ctx), recipes.ErrLockLost)
 		if err := c.BlockUntilConnected(ctx); err != nil {
 			t.Fatal(err)
 		}
@@ -529,7 +532,7 @@ func TestSharedCountFollowsIntoANewSession(t *testing.T) {
 	c := newClient(t, proxy.Addr(), framework.WithListener(rec), framework.WithSessionTimeout(20*time.Second),
 		framework.WithSimulatedSessionExpirationPercent(5))
 	other := newClient(t, "")
-	count := must(NewSharedCount(c, base+"/count", 1)).get(t)
+	count := must(recipes.NewSharedCount(c, base+"/count", 1)).get(t)
 	heard := make(chan int, 10)
 	count.AddListener(func(n int) { heard <- n })
 	if err := count.Start(ctx); err != nil {
@@ -540,7 +543,7 @@ func TestSharedCountFollowsIntoANewSession(t *testing.T) {
 	defer release()
 	rec.WaitFor(ctx, t, state.Lost)
 	rec.WaitFor(ctx, t, state.Reconnected)
-	setter := must(NewSharedCount(other, base+"/count", 1)).get(t)
+	setter := must(recipes.NewSharedCount(other, base+"/count", 1)).get(t)
 	if err := setter.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -556,3 +559,10 @@ func TestSharedCountFollowsIntoANewSession(t *testing.T) {
 		}
 	}
 }
+
+// closed is the Done channel of an owner that holds nothing.
+var closed = func() chan struct{} {
+	ch := make(chan struct{})
+	close(ch)
+	return ch
+}()

@@ -1,4 +1,4 @@
-package recipes
+package recipes_test
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 
 	"github.com/gocurator/curator/framework"
 	"github.com/gocurator/curator/internal/testutil"
+	"github.com/gocurator/curator/recipes"
 	"github.com/gocurator/curator/retry"
 )
 
@@ -23,18 +24,18 @@ func TestWithLockReleasesOnPanic(t *testing.T) {
 	var recovered any
 	func() {
 		defer func() { recovered = recover() }()
-		_ = WithLock(ctx, h, func(context.Context) error { panic("boom") })
+		_ = recipes.WithLock(ctx, h, func(context.Context) error { panic("boom") })
 	}()
 	if recovered != "boom" {
 		t.Fatalf("recovered %v, want the function's panic", recovered)
 	}
-	testutil.ErrorIs(t, h.Err(), ErrNotHeld)
+	testutil.ErrorIs(t, h.Err(), recipes.ErrNotHeld)
 	if err := rival.TryAcquire(ctx); err != nil {
 		t.Fatalf("another client's try after the recovered panic: %v: the lock was kept", err)
 	}
 	testutil.Must(t, rival.Release(ctx))
 	testutil.Until(t, "the acquisition told as released", func() (bool, string) {
-		bad := count.check(framework.Released)
+		bad := count.check(recipes.Released)
 		return bad == "" && count.nodes() == 1, bad
 	})
 }
@@ -55,7 +56,7 @@ func TestSelectorPanicChild(t *testing.T) {
 	if !testutil.IsChild() {
 		return
 	}
-	s, err := NewLeaderSelector(childClient(t), os.Getenv("GOCURATOR_BASE"), func(context.Context) error {
+	s, err := recipes.NewLeaderSelector(childClient(t), os.Getenv("GOCURATOR_BASE"), func(context.Context) error {
 		panic("leadership boom")
 	})
 	testutil.Must(t, err)
@@ -107,7 +108,7 @@ func TestRevocationListenerPanicGivesTheLockUp(t *testing.T) {
 		ended <- out
 	}()
 	node := testutil.WaitChildren(t, rawConn(t), base, 1)[0]
-	testutil.Must(t, Revoke(ctx, newClient(t, ""), base+"/"+node))
+	testutil.Must(t, recipes.Revoke(ctx, newClient(t, ""), base+"/"+node))
 	if out := testutil.Recv(t, ended, "the child's end"); !strings.Contains(out, "panic: revocation boom") {
 		t.Fatalf("the child did not die of its listener's panic; it printed:\n%s", out)
 	}

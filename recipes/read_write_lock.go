@@ -6,6 +6,7 @@ import (
 	"github.com/gocurator/curator/framework"
 	"github.com/gocurator/curator/internal/errs"
 	"github.com/gocurator/curator/internal/locktree"
+	"github.com/gocurator/curator/recipes/internal/acquire"
 )
 
 // InterProcessReadWriteLock is a lock across processes held by many readers
@@ -42,7 +43,7 @@ type InterProcessReadWriteLock struct {
 // WithLockData sets the data of both halves' nodes, as Curator's
 // (client, basePath, lockData) constructor. A bad path (the root included)
 // is an error that unwraps to zk.ErrInvalidPath; a nil client wraps
-// ErrBadArgument, a closed one framework.ErrClosed.
+// framework.ErrInvalidArgument, a closed one framework.ErrClosed.
 func NewInterProcessReadWriteLock(client *framework.Client, path string, opts ...LockOption) (*InterProcessReadWriteLock, error) {
 	write, err := newMutex(client, path, locktree.WriteName, recipeWrite, newWriteDriver(), opts)
 	if err != nil {
@@ -63,19 +64,19 @@ func (rw *InterProcessReadWriteLock) Path() string {
 	if !rw.usable() {
 		return ""
 	}
-	return rw.write.li.base
+	return rw.write.li.Base()
 }
 
 // NewHandle returns a new owner of the lock, with its read and write halves.
 // Use one per goroutine (or per logical owner). A nil or zero lock gives an
-// owner whose halves fail every call with ErrBadArgument.
+// owner whose halves fail every call with framework.ErrInvalidArgument.
 func (rw *InterProcessReadWriteLock) NewHandle() *ReadWriteHandle {
 	if !rw.usable() {
 		return &ReadWriteHandle{read: &Handle{}, write: &Handle{}}
 	}
-	o := &ReadWriteHandle{conv: newTurn()}
-	o.read = &Handle{m: rw.read, hooks: rwHalf{o, false}, turn: newTurn()}
-	o.write = &Handle{m: rw.write, hooks: rwHalf{o, true}, turn: newTurn()}
+	o := &ReadWriteHandle{}
+	o.read = &Handle{m: rw.read, hooks: rwHalf{o, false}}
+	o.write = &Handle{m: rw.write, hooks: rwHalf{o, true}}
 	return o
 }
 
@@ -90,7 +91,7 @@ func (rw *InterProcessReadWriteLock) ParticipantNodes(ctx context.Context) ([]st
 
 // ReadWriteHandle is one owner of an InterProcessReadWriteLock: what a Java
 // thread is to Curator's. Get one from NewHandle (the halves of a zero
-// ReadWriteHandle are zero Handles, whose calls fail with ErrBadArgument).
+// ReadWriteHandle are zero Handles, whose calls fail with framework.ErrInvalidArgument).
 // Each half tells the life of its acquisitions as a Handle does (Done, Err,
 // IsHeld; see Handle).
 //
@@ -123,7 +124,7 @@ type ReadWriteHandle struct {
 // ReadLock returns the owner's read half. Acquire, TryAcquire, Release,
 // Done, Err, FencingToken, LockPath, IsHeld and MakeRevocable work as for
 // the mutex. Of a nil or zero ReadWriteHandle it is a zero Handle, whose
-// calls fail with ErrBadArgument.
+// calls fail with framework.ErrInvalidArgument.
 func (o *ReadWriteHandle) ReadLock() *Handle {
 	if o == nil || o.read == nil {
 		return &Handle{}
@@ -136,7 +137,7 @@ func (o *ReadWriteHandle) ReadLock() *Handle {
 // the mutex; asked for while the owner holds only the read lock, Acquire
 // and TryAcquire return an error wrapping ErrUpgrade. Of a nil or zero
 // ReadWriteHandle it is a zero Handle, whose calls fail with
-// ErrBadArgument.
+// framework.ErrInvalidArgument.
 func (o *ReadWriteHandle) WriteLock() *Handle {
 	if o == nil || o.write == nil {
 		return &Handle{}
@@ -150,13 +151,13 @@ type rwHalf struct {
 	write bool
 }
 
-func (r rwHalf) acquire(ctx context.Context, a attempt) (*grant, error) {
+func (r rwHalf) acquire(ctx context.Context, a acquire.Attempt) (*acquire.Grant, error) {
 	o, li := r.o, &r.o.write.m.li
 	if r.write {
 		if o.read.holding() {
 			return nil, ErrUpgrade
 		}
-		return li.acquire(ctx, a)
+		return li.Acquire(ctx, a)
 	}
 	if err := o.conv.take(ctx); err != nil {
 		return nil, err
@@ -164,52 +165,52 @@ func (r rwHalf) acquire(ctx context.Context, a attempt) (*grant, error) {
 	w := o.write.current()
 	if w == nil {
 		o.conv.give()
-		return li.acquire(ctx, a)
+		return li.Acquire(ctx, a)
 	}
 	defer o.conv.give()
 	// The read lock takes the write lock's place in the queue, and its
 	// fencing token: its own node is created after writers that queued
 	// behind the write node, whose tokens are lower than its czxid.
-	token, err := li.token(ctx, w)
+	token, err := w.Token(ctx)
 	if err != nil {
 		return nil, errs.Errorf("the write lock it would downgrade: %w", err)
 	}
-	a.path = framework.JoinPath(li.base, locktree.ReadName+locktree.ReadWriteSortKey(w.name))
-	a.mode = framework.Ephemeral
-	a.driver = readDriver{ownWrite: w.name}
-	a.still = func() error {
+	a.Path = framework.JoinPath(li.Base(), locktree.ReadName+locktree.ReadWriteSortKey(w.Name()))
+	a.Mode = framework.Ephemeral
+	a.Driver = readDriver{ownWrite: w.Name()}
+	a.Token = token
+	a.Still = func() error {
 		// The write lock can no longer be trusted: it may be gone, and the
 		// read node must not take its place.
-		if err := w.err(); err != nil {
+		if err := w.Err(); err != nil {
 			return errs.Errorf("the write lock it would downgrade: %w", err)
 		}
 		return nil
 	}
-	g, err := li.acquire(ctx, a)
-	if err == nil {
-		g.token.Store(token)
-	}
-	return g, err
+	return li.Acquire(ctx, a)
 }
 
-// release deletes the node of a grant that has ended. The write node waits
-// for a downgrade under way (conv); if ctx ends first, its delete goes on
-// in the background once the downgrade is done.
-func (r rwHalf) release(ctx context.Context, g *grant) error {
-	li := &r.o.write.m.li
+// owner is the read-write owner: its two halves may both be in one
+// multi-lock (a downgrade).
+func (r rwHalf) owner(*Handle) any { return r.o }
+
+// release deletes the node of a grant its owner released. The write node
+// waits for a downgrade under way (conv); if ctx ends first, its delete
+// goes on in the background once the downgrade is done.
+func (r rwHalf) release(ctx context.Context, g *acquire.Grant) error {
 	if !r.write {
-		return li.deleteGranted(ctx, g)
+		return g.Delete(ctx)
 	}
 	if r.o.conv.take(ctx) == nil {
 		defer r.o.conv.give()
-		return li.deleteGranted(ctx, g)
+		return g.Delete(ctx)
 	}
 	go func() {
 		_ = r.o.conv.take(context.Background())
 		defer r.o.conv.give()
-		dctx, cancel := cleanupContext(ctx)
+		dctx, cancel := acquire.CleanupContext(ctx)
 		defer cancel()
-		_ = li.deleteGranted(dctx, g) // guaranteed
+		_ = g.Delete(dctx) // guaranteed
 	}()
 	return errs.Errorf("a downgrade is under way; the delete goes on in the background: %w", ctx.Err())
 }
@@ -224,28 +225,28 @@ type readDriver struct {
 	ownWrite string
 }
 
-func (readDriver) sort(children []string) []string {
+func (readDriver) Sort(children []string) []string {
 	return locktree.Sort(children, locktree.ReadWriteSortKey)
 }
 
-func (readDriver) order() string { return readWriteOrder }
+func (readDriver) Order() string { return readWriteOrder }
 
-func (d readDriver) check(sorted []string, ourName string) (bool, string, error) {
+func (d readDriver) Check(sorted []string, ourName string) (bool, string, error) {
 	if d.ownWrite != "" && locktree.IndexOf(sorted, d.ownWrite) < 0 {
 		return false, "", errs.Errorf("%w: write lock node %s is gone", ErrLockLost, d.ownWrite)
 	}
 	held, watch, found := locktree.Read(sorted, ourName)
 	if !found {
-		return false, "", errNodeVanished
+		return false, "", acquire.ErrVanished
 	}
 	return held, watch, nil
 }
 
-// handsOff: a reader whose only writer ahead is the one it watches holds
-// when that writer's node is deleted (see handoffDriver): no sequential node
+// HandsOff: a reader whose only writer ahead is the one it watches holds
+// when that writer's node is deleted (see driver.go): no sequential node
 // can appear ahead, and a downgrade node, the only non-sequential one, is a
 // reader's.
-func (d readDriver) handsOff(sorted []string, ourName, watch string) bool {
+func (d readDriver) HandsOff(sorted []string, ourName, watch string) bool {
 	if d.ownWrite != "" || !locktree.IsWrite(watch) {
 		return false
 	}
@@ -261,7 +262,7 @@ func (d readDriver) handsOff(sorted []string, ourName, watch string) bool {
 	return false
 }
 
-// lookahead: none for readers. A reader waits on a writer, and the node
+// Lookahead: none for readers. A reader waits on a writer, and the node
 // ahead of that writer does not tell it anything the writer's deletion will
 // not.
-func (readDriver) lookahead([]string, string, string) string { return "" }
+func (readDriver) Lookahead([]string, string, string) string { return "" }

@@ -1,4 +1,4 @@
-package recipes
+package recipes_test
 
 import (
 	"context"
@@ -11,7 +11,9 @@ import (
 	"time"
 
 	"github.com/gocurator/curator/framework"
+	"github.com/gocurator/curator/internal/locktree"
 	"github.com/gocurator/curator/internal/testutil"
+	"github.com/gocurator/curator/recipes"
 )
 
 const uuidRE = `[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}`
@@ -21,77 +23,13 @@ var (
 	writeNode = regexp.MustCompile(`^_c_` + uuidRE + `-__WRIT__([0-9]{10})$`)
 )
 
-func mustRW(t testing.TB, c *framework.Client, path string, opts ...LockOption) *InterProcessReadWriteLock {
+func mustRW(t testing.TB, c *framework.Client, path string, opts ...recipes.LockOption) *recipes.InterProcessReadWriteLock {
 	t.Helper()
-	rw, err := NewInterProcessReadWriteLock(c, path, opts...)
+	rw, err := recipes.NewInterProcessReadWriteLock(c, path, opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return rw
-}
-
-// The read predicate on sorted queues, as every participant sorts them:
-// held with no writer ahead; otherwise the NEAREST writer ahead is watched.
-func TestReadDriverCheck(t *testing.T) {
-	r := func(seq string) string {
-		return "_c_00000000-0000-4000-8000-00000000000" + seq[len(seq)-1:] + "-__READ__" + seq
-	}
-	w := func(seq string) string {
-		return "_c_00000000-0000-4000-8000-00000000000" + seq[len(seq)-1:] + "-__WRIT__" + seq
-	}
-	for _, tc := range []struct {
-		name     string
-		children []string
-		ours     string
-		ownWrite string
-		held     bool
-		watch    string
-		err      error
-	}{
-		{"readers only", []string{r("0000000001"), r("0000000002"), r("0000000003")}, r("0000000003"), "", true, "", nil},
-		{"writer behind us does not matter", []string{r("0000000001"), w("0000000002")}, r("0000000001"), "", true, "", nil},
-		{"nearest of two writers ahead, not the first", []string{
-			r("0000000000"), w("0000000001"), w("0000000002"), r("0000000003"), r("0000000004"),
-		}, r("0000000004"), "", false, w("0000000002"), nil},
-		{"nearest writer with readers between", []string{
-			w("0000000001"), r("0000000002"), w("0000000003"), r("0000000004"), r("0000000005"),
-		}, r("0000000005"), "", false, w("0000000003"), nil},
-		{"foreign nodes count as readers, wherever they sort", []string{
-			"0-foreign", r("0000000001"), "zzz-foreign-__READ__x",
-		}, r("0000000001"), "", true, "", nil},
-		{"a foreign node containing __WRIT__ is a writer", []string{
-			"x-__WRIT__0000000000", r("0000000001"),
-		}, r("0000000001"), "", false, "x-__WRIT__0000000000", nil},
-		{"downgrade node sorting after its own write node", []string{
-			w("0000000005"), r("0000000005"), w("0000000006"),
-		}, r("0000000005"), w("0000000005"), true, "", nil},
-		{"downgrade node sorting before its own write node", []string{
-			r("0000000005"), w("0000000005"), w("0000000006"),
-		}, r("0000000005"), w("0000000005"), true, "", nil},
-		{"a reader queued behind a downgrade and the next writer waits on that writer", []string{
-			w("0000000005"), r("0000000005"), w("0000000006"), r("0000000007"),
-		}, r("0000000007"), "", false, w("0000000006"), nil},
-		{"our node is gone", []string{r("0000000001")}, r("0000000002"), "", false, "", errNodeVanished},
-		{"downgrade whose write node is gone", []string{r("0000000005"), w("0000000006")}, r("0000000005"), w("0000000005"), false, "", ErrLockLost},
-	} {
-		d := readDriver{ownWrite: tc.ownWrite}
-		// the order of equal keys depends on the server's order: try both
-		for _, in := range [][]string{tc.children, reversed(tc.children)} {
-			sorted := d.sort(in)
-			held, watch, err := d.check(sorted, tc.ours)
-			if held != tc.held || watch != tc.watch || !errors.Is(err, tc.err) || (err == nil) != (tc.err == nil) {
-				t.Errorf("%s: check(%v) = %v, %q, %v; want %v, %q, %v", tc.name, sorted, held, watch, err, tc.held, tc.watch, tc.err)
-			}
-		}
-	}
-}
-
-func reversed(s []string) []string {
-	out := make([]string, len(s))
-	for i, x := range s {
-		out[len(s)-1-i] = x
-	}
-	return out
 }
 
 // rwGuard is the in-test proof of the read-write invariant.
@@ -141,7 +79,7 @@ func TestReadWriteLockExclusionAndSharing(t *testing.T) {
 	var in sync.WaitGroup
 	in.Add(readers)
 	go func() { in.Wait(); close(allIn) }()
-	owners := make([]*ReadWriteHandle, readers+writers)
+	owners := make([]*recipes.ReadWriteHandle, readers+writers)
 	for i := range owners {
 		owners[i] = mustRW(t, clients[i%len(clients)], base).NewHandle()
 	}
@@ -207,7 +145,7 @@ func TestReadWriteLockNoWriterStarvation(t *testing.T) {
 	}()
 	waitForChildren(t, c1, base, 2)
 
-	if err := r2.TryAcquire(ctx); !errors.Is(err, ErrLocked) {
+	if err := r2.TryAcquire(ctx); !errors.Is(err, recipes.ErrLocked) {
 		t.Fatalf("a reader arriving behind a queued writer: TryAcquire = %v, want ErrLocked", err)
 	}
 	go func() {
@@ -241,7 +179,7 @@ func TestReadWriteLockDowngrade(t *testing.T) {
 	ctx, base := testutil.Begin(t, server.Addr())
 	c1, c2 := newClient(t, ""), newClient(t, "")
 	raw := testutil.Connect(t, server.Addr())
-	owner := mustRW(t, c1, base, WithLockData([]byte("owner"))).NewHandle()
+	owner := mustRW(t, c1, base, recipes.WithLockData([]byte("owner"))).NewHandle()
 	if err := owner.WriteLock().Acquire(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -293,17 +231,16 @@ func TestReadWriteLockDowngrade(t *testing.T) {
 			w2Name = k
 		}
 	}
-	wd := newWriteDriver()
-	held, watch, err := wd.check(wd.sort(kids), w2Name)
-	if err != nil || held || watch != readName {
-		t.Fatalf("tree %v: W2 held=%v watching %q (%v); want waiting on the downgrade node %s", kids, held, watch, err, readName)
+	held, watch, found := locktree.Write(locktree.Sort(kids, locktree.ReadWriteSortKey), w2Name)
+	if !found || held || watch != readName {
+		t.Fatalf("tree %v: W2 held=%v watching %q (found %v); want waiting on the downgrade node %s", kids, held, watch, found, readName)
 	}
 	select {
 	case err := <-w2Done:
 		t.Fatalf("W2 got the write lock while the downgraded read lock is held (%v)", err)
 	default:
 	}
-	if err := mustRW(t, c2, base).NewHandle().ReadLock().TryAcquire(ctx); !errors.Is(err, ErrLocked) {
+	if err := mustRW(t, c2, base).NewHandle().ReadLock().TryAcquire(ctx); !errors.Is(err, recipes.ErrLocked) {
 		t.Fatalf("a new reader behind the queued W2: %v, want ErrLocked", err)
 	}
 	order.note("read released")
@@ -340,10 +277,10 @@ func TestReadWriteLockReentrancyAndUpgrade(t *testing.T) {
 	if kids := children(t, base); len(kids) != 1 {
 		t.Fatalf("reentrant read made nodes %v", kids)
 	}
-	if err := o.WriteLock().Acquire(quick); !errors.Is(err, ErrUpgrade) {
+	if err := o.WriteLock().Acquire(quick); !errors.Is(err, recipes.ErrUpgrade) {
 		t.Fatalf("upgrade = %v, want ErrUpgrade", err)
 	}
-	if err := o.WriteLock().TryAcquire(quick); !errors.Is(err, ErrUpgrade) {
+	if err := o.WriteLock().TryAcquire(quick); !errors.Is(err, recipes.ErrUpgrade) {
 		t.Fatalf("upgrade try = %v, want ErrUpgrade", err)
 	}
 	if kids := children(t, base); len(kids) != 1 || !readNode.MatchString(kids[0]) {
@@ -384,7 +321,7 @@ func TestReadWriteLockReentrancyAndUpgrade(t *testing.T) {
 	if kids := children(t, base); len(kids) != 1 || !readNode.MatchString(kids[0]) {
 		t.Fatalf("after the write releases: %v", kids)
 	}
-	if err := o.WriteLock().Acquire(quick); !errors.Is(err, ErrUpgrade) {
+	if err := o.WriteLock().Acquire(quick); !errors.Is(err, recipes.ErrUpgrade) {
 		t.Fatalf("write after a downgrade = %v, want ErrUpgrade", err)
 	}
 	for i := 0; i < 2; i++ {
@@ -392,10 +329,10 @@ func TestReadWriteLockReentrancyAndUpgrade(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if err := o.ReadLock().Release(ctx); !errors.Is(err, ErrNotHeld) {
+	if err := o.ReadLock().Release(ctx); !errors.Is(err, recipes.ErrNotHeld) {
 		t.Fatalf("extra read release = %v", err)
 	}
-	if err := o.WriteLock().Release(ctx); !errors.Is(err, ErrNotHeld) {
+	if err := o.WriteLock().Release(ctx); !errors.Is(err, recipes.ErrNotHeld) {
 		t.Fatalf("extra write release = %v", err)
 	}
 	if kids := children(t, base); len(kids) != 0 {
@@ -403,17 +340,17 @@ func TestReadWriteLockReentrancyAndUpgrade(t *testing.T) {
 	}
 
 	// read then write by another owner works; the halves are Lockers
-	var l Locker = rw.NewHandle().WriteLock()
-	if err := WithLock(ctx, l, func(context.Context) error { return nil }); err != nil {
+	var l recipes.Locker = rw.NewHandle().WriteLock()
+	if err := recipes.WithLock(ctx, l, func(context.Context) error { return nil }); err != nil {
 		t.Fatal(err)
 	}
 	if rw.Path() != base {
 		t.Fatalf("Path = %q", rw.Path())
 	}
-	if _, err := NewInterProcessReadWriteLock(c, "bad"); err == nil {
+	if _, err := recipes.NewInterProcessReadWriteLock(c, "bad"); err == nil {
 		t.Fatal("bad path accepted")
 	}
-	if _, err := NewInterProcessReadWriteLock(nil, base); !errors.Is(err, ErrBadArgument) {
+	if _, err := recipes.NewInterProcessReadWriteLock(nil, base); !errors.Is(err, framework.ErrInvalidArgument) {
 		t.Fatalf("nil client: %v", err)
 	}
 }

@@ -1,4 +1,4 @@
-package recipes
+package recipes_test
 
 import (
 	"errors"
@@ -9,11 +9,12 @@ import (
 
 	"github.com/gocurator/curator/framework"
 	"github.com/gocurator/curator/internal/testutil"
+	"github.com/gocurator/curator/recipes"
 )
 
 // Every recipe refuses /zookeeper, the servers' own tree, and what is
 // under it, also where a namespace puts the path there, with an error
-// wrapping ErrBadArgument; the servers would take the nodes. A path that
+// wrapping framework.ErrInvalidArgument; the servers would take the nodes. A path that
 // only begins with the same letters is a path like any other.
 func TestRecipesRefuseTheServersTree(t *testing.T) {
 	ctx, base := testutil.Begin(t, server.Addr())
@@ -22,7 +23,7 @@ func TestRecipesRefuseTheServersTree(t *testing.T) {
 	testutil.Must(t, err)
 	c := newClient(t, "")
 	inZookeeper := newClient(t, "", framework.WithNamespace("zookeeper"))
-	count := must(NewSharedCount(c, base+"/count", 1)).get(t) // not started: makes nothing
+	count := must(recipes.NewSharedCount(c, base+"/count", 1)).get(t) // not started: makes nothing
 	for _, ctor := range recipeCtors(ctx, count) {
 		t.Run(ctor.name, func(t *testing.T) {
 			for _, tc := range []struct {
@@ -35,10 +36,10 @@ func TestRecipesRefuseTheServersTree(t *testing.T) {
 				{inZookeeper, "/locks/x", `(in namespace "zookeeper" it is /zookeeper/locks/x)`},
 			} {
 				err := ctor.make(tc.c, tc.path)
-				testutil.ErrorIs(t, err, ErrBadArgument, tc.want)
+				testutil.ErrorIs(t, err, framework.ErrInvalidArgument, tc.want)
 				testutil.ErrorIs(t, err, zk.ErrInvalidPath, tc.want)
 			}
-			if err := ctor.make(c, base+"/zookeeperx"); errors.Is(err, ErrBadArgument) {
+			if err := ctor.make(c, base+"/zookeeperx"); errors.Is(err, framework.ErrInvalidArgument) {
 				t.Errorf("%s/zookeeperx: %v", base, err)
 			}
 			if ctor.name == "revoke" {

@@ -1,4 +1,4 @@
-package recipes
+package recipes_test
 
 import (
 	"testing"
@@ -6,6 +6,7 @@ import (
 
 	"github.com/gocurator/curator/framework/zktest"
 	"github.com/gocurator/curator/internal/testutil"
+	"github.com/gocurator/curator/recipes"
 )
 
 // A revocation written before the holder's revocation watch is set (here:
@@ -23,7 +24,7 @@ func TestRevocationBeforeTheWatchIsHeard(t *testing.T) {
 	acquired := make(chan error, 1)
 	go func() { acquired <- h.Acquire(ctx) }()
 	node := testutil.WaitChildren(t, rawConn(t), base, 1)[0]
-	testutil.Must(t, Revoke(ctx, newClient(t, ""), base+"/"+node))
+	testutil.Must(t, recipes.Revoke(ctx, newClient(t, ""), base+"/"+node))
 	testutil.Must(t, testutil.Recv(t, acquired, "the acquisition"))
 	testutil.Recv(t, revoked, "the revocation listener, for a request made before its watch")
 	testutil.Must(t, h.Release(ctx))

@@ -12,6 +12,7 @@ import (
 	"github.com/gocurator/curator/framework"
 	"github.com/gocurator/curator/internal/errs"
 	"github.com/gocurator/curator/internal/locktree"
+	"github.com/gocurator/curator/recipes/internal/acquire"
 )
 
 // InterProcessSemaphoreV2 is a semaphore across processes: at most maxLeases
@@ -33,14 +34,15 @@ import (
 type InterProcessSemaphoreV2 struct {
 	client *framework.Client
 	path   string
-	locks  lockInternals // P/locks: the internal mutex
-	leases lockInternals // P/leases
+	locks  acquire.Lock // P/locks: the internal mutex
+	leases acquire.Lock // P/leases
 	data   []byte
 	max    int          // when count is nil
 	count  *SharedCount // or nil
 
-	lockPath, leasePath string // P/locks/lock-, P/leases/lease-: where nodes are created, before protection
-	lockDriver          driver // the internal mutex's rules, built once
+	guards    [2]acquire.Guard // the internal mutex, as a lease's attempt takes it: to wait, to try
+	leasePath string           // P/leases/lease-: where lease nodes are created, before protection
+	events    lockEvents
 
 	mu      sync.Mutex
 	changed chan struct{} // closed and replaced when count changes
@@ -65,12 +67,12 @@ func WithLeaseData(data []byte) SemaphoreOption {
 
 // NewInterProcessSemaphoreV2 returns the semaphore at path that grants at
 // most maxLeases leases at once. maxLeases below 1 is an error wrapping
-// ErrBadArgument; so is a nil client; a closed client wraps
+// framework.ErrInvalidArgument; so is a nil client; a closed client wraps
 // framework.ErrClosed. A bad path (the root included) is an error that
 // unwraps to zk.ErrInvalidPath.
 func NewInterProcessSemaphoreV2(client *framework.Client, path string, maxLeases int, opts ...SemaphoreOption) (*InterProcessSemaphoreV2, error) {
 	if maxLeases < 1 {
-		return nil, errs.Errorf("%w: maxLeases %d must be at least 1", ErrBadArgument, maxLeases)
+		return nil, errs.Errorf("%w: maxLeases %d must be at least 1", framework.ErrInvalidArgument, maxLeases)
 	}
 	s, err := newSemaphore(client, path, opts)
 	if err != nil {
@@ -86,11 +88,11 @@ func NewInterProcessSemaphoreV2(client *framework.Client, path string, maxLeases
 // then its value is its seed). The count does not keep the semaphore
 // reachable: one built per key on a long-lived count, and dropped, is
 // collected, and its listener on the count goes with it. A nil count is an error wrapping
-// ErrBadArgument; the client and path are checked as by
+// framework.ErrInvalidArgument; the client and path are checked as by
 // NewInterProcessSemaphoreV2.
 func NewInterProcessSemaphoreV2WithCount(client *framework.Client, path string, count *SharedCount, opts ...SemaphoreOption) (*InterProcessSemaphoreV2, error) {
 	if !count.usable() {
-		return nil, errs.Errorf("%w: nil or zero SharedCount", ErrBadArgument)
+		return nil, errs.Errorf("%w: nil or zero SharedCount", framework.ErrInvalidArgument)
 	}
 	s, err := newSemaphore(client, path, opts)
 	if err != nil {
@@ -122,14 +124,17 @@ func newSemaphore(client *framework.Client, path string, opts []SemaphoreOption)
 	s := &InterProcessSemaphoreV2{
 		client:  client,
 		path:    path,
-		locks:   lockInternals{client: client, base: framework.JoinPath(path, locktree.SemaphoreLocks)},
-		leases:  lockInternals{client: client, base: framework.JoinPath(path, locktree.SemaphoreLeases)},
+		locks:   acquire.NewLock(client, framework.JoinPath(path, locktree.SemaphoreLocks)),
+		leases:  acquire.NewLock(client, framework.JoinPath(path, locktree.SemaphoreLeases)),
 		data:    o.data,
 		changed: make(chan struct{}),
+		events:  lockEvents{client: client, recipe: recipeSemaphore, path: path},
 	}
-	s.lockPath = framework.JoinPath(s.locks.base, locktree.MutexName)
-	s.leasePath = framework.JoinPath(s.leases.base, locktree.LeaseName)
-	s.lockDriver = lockNameDriver(locktree.MutexName, 1)
+	s.leasePath = framework.JoinPath(s.leases.Base(), locktree.LeaseName)
+	for i, try := range []bool{false, true} {
+		s.guards[i] = acquire.Guard{Lock: &s.locks, Attempt: acquire.Attempt{Path: framework.JoinPath(s.locks.Base(), locktree.MutexName),
+			Mode: framework.EphemeralSequential, Driver: lockNameDriver(locktree.MutexName, 1), Try: try}}
+	}
 	return s, nil
 }
 
@@ -173,7 +178,7 @@ func (s *InterProcessSemaphoreV2) Acquire(ctx context.Context) (*Lease, error) {
 // AcquireN takes qty leases, one after the other, all within ctx. One
 // deadline covers them all, as in Curator's acquire(qty, time, unit). On any
 // failure every lease this call took is returned before it returns the error.
-// qty below 1 is an error wrapping ErrBadArgument.
+// qty below 1 is an error wrapping framework.ErrInvalidArgument.
 func (s *InterProcessSemaphoreV2) AcquireN(ctx context.Context, qty int) ([]*Lease, error) {
 	return s.acquire(ctx, qty, false)
 }
@@ -207,19 +212,19 @@ func (s *InterProcessSemaphoreV2) acquire(ctx context.Context, qty int, try bool
 		return nil, errs.Errorf("semaphore %s: %w", s.path, err)
 	}
 	if qty < 1 {
-		return nil, errs.Errorf("semaphore %s: %w: qty %d must be at least 1", s.path, ErrBadArgument, qty)
+		return nil, errs.Errorf("semaphore %s: %w: qty %d must be at least 1", s.path, framework.ErrInvalidArgument, qty)
 	}
 	if s.count == nil && qty > s.max {
 		// Could never be granted: waiting would not end, and a try would
 		// blame a participant that is not there. (With a SharedCount the
 		// limit may rise, so the request waits.)
-		return nil, errs.Errorf("semaphore %s: %w: qty %d is more than the %d leases it grants", s.path, ErrBadArgument, qty, s.max)
+		return nil, errs.Errorf("semaphore %s: %w: qty %d is more than the %d leases it grants", s.path, framework.ErrInvalidArgument, qty, s.max)
 	}
 	leases := make([]*Lease, 0, qty)
 	for len(leases) < qty {
 		l, err := s.acquireOne(ctx, try)
 		if err != nil {
-			rctx, cancel := cleanupContext(ctx)
+			rctx, cancel := acquire.CleanupContext(ctx)
 			defer cancel()
 			return nil, errors.Join(errs.Errorf("semaphore %s: acquire lease %d of %d: %w", s.path, len(leases)+1, qty, err),
 				ReturnAll(rctx, leases))
@@ -231,29 +236,20 @@ func (s *InterProcessSemaphoreV2) acquire(ctx context.Context, qty int, try bool
 
 // acquireOne is Curator's internalAcquire1Lease: take the internal mutex,
 // create our lease node and wait for the lease count to allow it; release
-// the internal mutex in every case. When the lease node (or the internal
-// lock's node) vanishes, the whole is tried again as far as the client's
-// retry policy allows (RETRY_DUE_TO_MISSING_NODE).
+// the internal mutex in every case (the attempt's guard). When the lease
+// node (or the internal lock's node) vanishes, the whole is tried again as
+// far as the client's retry policy allows (RETRY_DUE_TO_MISSING_NODE).
 func (s *InterProcessSemaphoreV2) acquireOne(ctx context.Context, try bool) (*Lease, error) {
-	lockAttempt := attempt{path: s.lockPath, mode: framework.EphemeralSequential,
-		driver: s.lockDriver, try: try}
-	leaseAttempt := attempt{path: s.leasePath, mode: framework.EphemeralSequential,
-		data: s.data, driver: leaseDriver{s}, try: try}
-	o := s.leases.observeAcquire(ctx, recipeSemaphore, s.path)
-	g, err := retryVanished(ctx, s.client, s.path, func() (*grant, error) {
-		lock, err := s.locks.attemptOnce(ctx, lockAttempt)
-		if err != nil {
-			return nil, err
-		}
-		defer s.locks.giveUp(ctx, lock)
-		return s.leases.attemptOnce(ctx, leaseAttempt)
-	})
-	o.done(g, err) // before hold publishes g: its fields are set by then
+	guard := &s.guards[0]
+	if try {
+		guard = &s.guards[1]
+	}
+	g, err := s.leases.Acquire(ctx, acquire.Attempt{Path: s.leasePath, Mode: framework.EphemeralSequential,
+		Data: s.data, Driver: leaseDriver{s}, Try: try, Guard: guard, Observer: &s.events})
 	if err != nil {
 		return nil, err
 	}
-	g.hold()
-	return &Lease{li: &s.leases, g: g}, nil
+	return &Lease{g: g}, nil
 }
 
 // ParticipantNodes returns the names (not paths) of the children of
@@ -265,7 +261,7 @@ func (s *InterProcessSemaphoreV2) ParticipantNodes(ctx context.Context) ([]strin
 	if err := checkContext(ctx); err != nil {
 		return nil, errs.Errorf("participants of %s: %w", s.path, err)
 	}
-	names, _, err := s.client.Children(ctx, s.leases.base)
+	names, _, err := s.client.Children(ctx, s.leases.Base())
 	if errors.Is(err, zk.ErrNoNode) {
 		return nil, nil
 	}
@@ -277,19 +273,19 @@ func (s *InterProcessSemaphoreV2) ParticipantNodes(ctx context.Context) ([]strin
 // order does not matter.
 type leaseDriver struct{ s *InterProcessSemaphoreV2 }
 
-func (leaseDriver) sort(children []string) []string { return children }
+func (leaseDriver) Sort(children []string) []string { return children }
 
-func (leaseDriver) order() string { return "server" } // as the server lists them
+func (leaseDriver) Order() string { return "server" } // as the server lists them
 
-func (d leaseDriver) check(children []string, ourName string) (bool, string, error) {
+func (d leaseDriver) Check(children []string, ourName string) (bool, string, error) {
 	held, found := locktree.Leases(children, ourName, d.s.MaxLeases())
 	if !found {
-		return false, "", errNodeVanished
+		return false, "", acquire.ErrVanished
 	}
 	return held, "", nil
 }
 
-func (d leaseDriver) changed() <-chan struct{} {
+func (d leaseDriver) Changed() <-chan struct{} {
 	d.s.mu.Lock()
 	defer d.s.mu.Unlock()
 	return d.s.changed
@@ -300,10 +296,9 @@ func (d leaseDriver) changed() <-chan struct{} {
 // life of its grant as a Handle does (see Handle): Done closes when it is
 // lost or closed, and Err says which; a lease lost at SUSPENDED has its
 // node deleted by the library, as a Handle's. A zero Lease fails every call
-// with ErrBadArgument.
+// with framework.ErrInvalidArgument.
 type Lease struct {
-	li *lockInternals
-	g  *grant // released when the lease is closed
+	g *acquire.Grant // released when the lease is closed
 }
 
 // usable reports whether l came from a semaphore.
@@ -317,23 +312,23 @@ func (l *Lease) usable() bool { return l != nil && l.g != nil }
 // background), so that its owner learns its work was not protected all
 // along. Closing a lease that is already closed returns an error wrapping
 // ErrNotHeld, so that a double return is visible; ReturnAll ignores it. A
-// nil ctx is an error wrapping ErrBadArgument.
+// nil ctx is an error wrapping framework.ErrInvalidArgument.
 func (l *Lease) Close(ctx context.Context) error {
 	if !l.usable() {
 		return errZero("Lease")
 	}
 	if err := checkContext(ctx); err != nil {
-		return errs.Errorf("close lease %s: %w", l.g.path, err)
+		return errs.Errorf("close lease %s: %w", l.g.Path(), err)
 	}
-	lost, first := l.g.release()
+	lost, first := l.g.Release()
 	switch {
 	case !first:
-		return errs.Errorf("close lease %s: %w", l.g.path, ErrNotHeld)
+		return errs.Errorf("close lease %s: %w", l.g.Path(), ErrNotHeld)
 	case lost != nil:
-		return errs.Errorf("close lease %s: %w", l.g.path, lost)
+		return errs.Errorf("close lease %s: %w", l.g.Path(), lost)
 	}
-	if err := l.li.deleteGranted(ctx, l.g); err != nil {
-		return errs.Errorf("close lease %s: %w", l.g.path, err)
+	if err := l.g.Delete(ctx); err != nil {
+		return errs.Errorf("close lease %s: %w", l.g.Path(), err)
 	}
 	return nil
 }
@@ -348,9 +343,9 @@ func (l *Lease) Data(ctx context.Context) ([]byte, error) {
 		return nil, errZero("Lease")
 	}
 	if err := checkContext(ctx); err != nil {
-		return nil, errs.Errorf("data of lease %s: %w", l.g.path, err)
+		return nil, errs.Errorf("data of lease %s: %w", l.g.Path(), err)
 	}
-	data, _, err := l.li.client.GetData(ctx, l.g.path)
+	data, _, err := l.g.Client().GetData(ctx, l.g.Path())
 	return data, err
 }
 
@@ -360,7 +355,7 @@ func (l *Lease) NodeName() string {
 	if !l.usable() {
 		return ""
 	}
-	return l.g.name
+	return l.g.Name()
 }
 
 // Path returns the full path of the lease node, or "" for a zero Lease.
@@ -368,7 +363,7 @@ func (l *Lease) Path() string {
 	if !l.usable() {
 		return ""
 	}
-	return l.g.path
+	return l.g.Path()
 }
 
 // Done returns a channel that is closed when the lease ends, for any reason.
@@ -380,7 +375,7 @@ func (l *Lease) Done() <-chan struct{} {
 	if !l.usable() {
 		return closedChan
 	}
-	return l.g.done()
+	return l.g.Done()
 }
 
 // Err returns nil while the lease is held, and otherwise says why not, as
@@ -390,7 +385,7 @@ func (l *Lease) Err() error {
 	if !l.usable() {
 		return errZero("Lease")
 	}
-	return l.g.err()
+	return l.g.Err()
 }
 
 // grantContext is the lease's grant's context (contextOf).
@@ -398,7 +393,7 @@ func (l *Lease) grantContext() context.Context {
 	if !l.usable() {
 		return nil
 	}
-	return l.g.ctx
+	return l.g.Context()
 }
 
 // FencingToken returns the lease node's czxid. It strictly increases across
@@ -411,11 +406,11 @@ func (l *Lease) FencingToken(ctx context.Context) (int64, error) {
 		return 0, errZero("Lease")
 	}
 	if err := checkContext(ctx); err != nil {
-		return 0, errs.Errorf("fencing token of lease %s: %w", l.g.path, err)
+		return 0, errs.Errorf("fencing token of lease %s: %w", l.g.Path(), err)
 	}
-	t, err := l.li.token(ctx, l.g)
+	t, err := l.g.Token(ctx)
 	if err != nil {
-		return 0, errs.Errorf("fencing token of lease %s: %w", l.g.path, err)
+		return 0, errs.Errorf("fencing token of lease %s: %w", l.g.Path(), err)
 	}
 	return t, nil
 }

@@ -2,6 +2,7 @@ package recipes
 
 import (
 	"context"
+	"errors"
 	"sync"
 
 	"github.com/gocurator/curator/framework"
@@ -19,7 +20,7 @@ import (
 // ErrLocked at once). So a Release can only ever give up the one
 // acquisition the value holds. Goroutines that must not wait for each
 // other's releases should each have a value of their own. A zero value
-// fails every call with ErrBadArgument.
+// fails every call with framework.ErrInvalidArgument.
 type InterProcessSemaphoreMutex struct {
 	s *InterProcessSemaphoreV2
 
@@ -34,13 +35,13 @@ type InterProcessSemaphoreMutex struct {
 
 // NewInterProcessSemaphoreMutex returns the mutex at path. A bad path (the
 // root included) is an error that unwraps to zk.ErrInvalidPath; a nil client
-// wraps ErrBadArgument, a closed one framework.ErrClosed.
+// wraps framework.ErrInvalidArgument, a closed one framework.ErrClosed.
 func NewInterProcessSemaphoreMutex(client *framework.Client, path string, opts ...SemaphoreOption) (*InterProcessSemaphoreMutex, error) {
 	s, err := NewInterProcessSemaphoreV2(client, path, 1, opts...)
 	if err != nil {
 		return nil, err
 	}
-	return &InterProcessSemaphoreMutex{s: s, turn: newTurn()}, nil
+	return &InterProcessSemaphoreMutex{s: s}, nil
 }
 
 // usable reports whether m was made by NewInterProcessSemaphoreMutex.
@@ -57,7 +58,7 @@ func (m *InterProcessSemaphoreMutex) Path() string {
 // Acquire takes the lock, waiting as long as ctx allows. It waits first for
 // this value's own acquisition to be released (if any), then for the lock;
 // when ctx ends first it returns an error wrapping ctx.Err() and leaves no
-// node behind. A nil ctx is an error wrapping ErrBadArgument.
+// node behind. A nil ctx is an error wrapping framework.ErrInvalidArgument.
 func (m *InterProcessSemaphoreMutex) Acquire(ctx context.Context) error {
 	if !m.usable() {
 		return errZero("InterProcessSemaphoreMutex")
@@ -120,6 +121,15 @@ func (m *InterProcessSemaphoreMutex) Release(ctx context.Context) error {
 	}
 	defer m.turn.give()
 	return l.Close(ctx)
+}
+
+// sites is where the mutex's lock is (sited): not reentrant, it has no
+// owner that may take it again.
+func (m *InterProcessSemaphoreMutex) sites() ([]ownedSite, error) {
+	if !m.usable() {
+		return nil, errors.New("nil semaphore mutex, or one not from NewInterProcessSemaphoreMutex")
+	}
+	return []ownedSite{{lockSite{m.s.client, m.s.path}, nil}}, nil
 }
 
 // IsHeld reports whether the lock is held through this value, and not lost

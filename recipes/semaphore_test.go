@@ -1,4 +1,4 @@
-package recipes
+package recipes_test
 
 import (
 	"context"
@@ -17,13 +17,14 @@ import (
 	"github.com/gocurator/curator/framework"
 	"github.com/gocurator/curator/framework/zktest"
 	"github.com/gocurator/curator/internal/testutil"
+	"github.com/gocurator/curator/recipes"
 )
 
 var leaseNode = regexp.MustCompile(`^_c_` + uuidRE + `-lease-[0-9]{10}$`)
 
-func mustSemaphore(t testing.TB, c *framework.Client, path string, max int, opts ...SemaphoreOption) *InterProcessSemaphoreV2 {
+func mustSemaphore(t testing.TB, c *framework.Client, path string, max int, opts ...recipes.SemaphoreOption) *recipes.InterProcessSemaphoreV2 {
 	t.Helper()
-	s, err := NewInterProcessSemaphoreV2(c, path, max, opts...)
+	s, err := recipes.NewInterProcessSemaphoreV2(c, path, max, opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -39,7 +40,7 @@ func TestSemaphoreLimitsHolders(t *testing.T) {
 	var holders, grants atomic.Int32
 	var over atomic.Int32
 	threeIn := make(chan struct{})
-	sems := make([]*InterProcessSemaphoreV2, contenders)
+	sems := make([]*recipes.InterProcessSemaphoreV2, contenders)
 	for i := range sems {
 		sems[i] = mustSemaphore(t, clients[i%len(clients)], base, max)
 	}
@@ -115,14 +116,14 @@ func TestSemaphoreAcquireNTimesOut(t *testing.T) {
 	}
 
 	// try forms and bad quantities
-	if _, err := s2.TryAcquireN(ctx, 2); !errors.Is(err, ErrLocked) {
+	if _, err := s2.TryAcquireN(ctx, 2); !errors.Is(err, recipes.ErrLocked) {
 		t.Fatalf("TryAcquireN(2) with 1 free = %v", err)
 	}
 	if n := len(children(t, base+"/leases")); n != 2 {
 		t.Fatalf("a failed TryAcquireN left leases: %d", n)
 	}
 	for _, q := range []int{0, -1} {
-		if _, err := s2.AcquireN(ctx, q); !errors.Is(err, ErrBadArgument) {
+		if _, err := s2.AcquireN(ctx, q); !errors.Is(err, framework.ErrInvalidArgument) {
 			t.Fatalf("AcquireN(%d) = %v", q, err)
 		}
 	}
@@ -130,13 +131,13 @@ func TestSemaphoreAcquireNTimesOut(t *testing.T) {
 	if err != nil {
 		t.Fatalf("TryAcquire with 1 free = %v", err)
 	}
-	if err := ReturnAll(ctx, append(held, l, nil)); err != nil {
+	if err := recipes.ReturnAll(ctx, append(held, l, nil)); err != nil {
 		t.Fatal(err)
 	}
-	if err := l.Close(ctx); !errors.Is(err, ErrNotHeld) {
+	if err := l.Close(ctx); !errors.Is(err, recipes.ErrNotHeld) {
 		t.Fatalf("second Close = %v, want ErrNotHeld", err)
 	}
-	if err := ReturnAll(ctx, held); err != nil {
+	if err := recipes.ReturnAll(ctx, held); err != nil {
 		t.Fatalf("ReturnAll of returned leases = %v", err)
 	}
 	assertClosed(t, l.Done(), "Lost of a closed lease")
@@ -160,11 +161,11 @@ func TestSemaphoreSharedCount(t *testing.T) {
 	remove := count2.AddListener(func(n int) { heard <- n })
 	defer remove()
 
-	s1, err := NewInterProcessSemaphoreV2WithCount(c1, base+"/sem", count1)
+	s1, err := recipes.NewInterProcessSemaphoreV2WithCount(c1, base+"/sem", count1)
 	if err != nil {
 		t.Fatal(err)
 	}
-	s2, err := NewInterProcessSemaphoreV2WithCount(c2, base+"/sem", count2)
+	s2, err := recipes.NewInterProcessSemaphoreV2WithCount(c2, base+"/sem", count2)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -172,7 +173,7 @@ func TestSemaphoreSharedCount(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := make(chan *Lease, 1)
+	got := make(chan *recipes.Lease, 1)
 	errc := make(chan error, 1)
 	go func() {
 		l, err := s2.Acquire(ctx)
@@ -180,7 +181,7 @@ func TestSemaphoreSharedCount(t *testing.T) {
 		got <- l
 	}()
 	waitForChildren(t, c1, base+"/sem/leases", 2) // the second waits: 2 leases > 1
-	if _, err := s2.TryAcquire(ctx); !errors.Is(err, ErrLocked) {
+	if _, err := s2.TryAcquire(ctx); !errors.Is(err, recipes.ErrLocked) {
 		t.Fatalf("TryAcquire while another waits = %v", err)
 	}
 	if err := count1.SetCount(ctx, 2); err != nil {
@@ -211,17 +212,17 @@ func TestSemaphoreSharedCount(t *testing.T) {
 	if n := testutil.Recv(t, heard, "the count listener"); n != 5 {
 		t.Fatalf("listener heard %d", n)
 	}
-	if err := ReturnAll(ctx, []*Lease{l1, l2}); err != nil {
+	if err := recipes.ReturnAll(ctx, []*recipes.Lease{l1, l2}); err != nil {
 		t.Fatal(err)
 	}
-	if err := count2.Start(ctx); !errors.Is(err, ErrInvalidState) || errors.Is(err, ErrBadArgument) {
+	if err := count2.Start(ctx); !errors.Is(err, recipes.ErrInvalidState) || errors.Is(err, framework.ErrInvalidArgument) {
 		t.Fatalf("second Start = %v, want ErrInvalidState", err)
 	}
-	if err := count2.SetCount(ctx, 1<<40); !errors.Is(err, ErrBadArgument) {
+	if err := count2.SetCount(ctx, 1<<40); !errors.Is(err, framework.ErrInvalidArgument) {
 		t.Fatalf("out of range = %v", err)
 	}
 	count2.Close()
-	if err := count2.SetCount(ctx, 1); !errors.Is(err, ErrInvalidState) {
+	if err := count2.SetCount(ctx, 1); !errors.Is(err, recipes.ErrInvalidState) {
 		t.Fatalf("SetCount after Close = %v, want ErrInvalidState", err)
 	}
 	if err := count2.Close(); err != nil {
@@ -229,9 +230,9 @@ func TestSemaphoreSharedCount(t *testing.T) {
 	}
 }
 
-func mustCount(t testing.TB, c *framework.Client, path string, seed int) *SharedCount {
+func mustCount(t testing.TB, c *framework.Client, path string, seed int) *recipes.SharedCount {
 	t.Helper()
-	sc, err := NewSharedCount(c, path, seed)
+	sc, err := recipes.NewSharedCount(c, path, seed)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -245,15 +246,15 @@ func mustCount(t testing.TB, c *framework.Client, path string, seed int) *Shared
 func TestSemaphoreMutex(t *testing.T) {
 	ctx, base := testutil.Begin(t, server.Addr())
 	c1, c2 := newClient(t, ""), newClient(t, "")
-	m1, err := NewInterProcessSemaphoreMutex(c1, base)
+	m1, err := recipes.NewInterProcessSemaphoreMutex(c1, base)
 	if err != nil {
 		t.Fatal(err)
 	}
-	m2, err := NewInterProcessSemaphoreMutex(c2, base)
+	m2, err := recipes.NewInterProcessSemaphoreMutex(c2, base)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := m1.Release(ctx); !errors.Is(err, ErrNotHeld) {
+	if err := m1.Release(ctx); !errors.Is(err, recipes.ErrNotHeld) {
 		t.Fatalf("Release when not held = %v", err)
 	}
 	if err := m1.Acquire(ctx); err != nil {
@@ -262,10 +263,10 @@ func TestSemaphoreMutex(t *testing.T) {
 	if !m1.IsHeld() || m2.IsHeld() || tokenOf(t, m1) == 0 || m1.LockPath() == "" {
 		t.Fatal("introspection wrong while held")
 	}
-	if err := m1.TryAcquire(ctx); !errors.Is(err, ErrLocked) {
+	if err := m1.TryAcquire(ctx); !errors.Is(err, recipes.ErrLocked) {
 		t.Fatalf("TryAcquire while held (not reentrant) = %v", err)
 	}
-	if err := m2.TryAcquire(ctx); !errors.Is(err, ErrLocked) {
+	if err := m2.TryAcquire(ctx); !errors.Is(err, recipes.ErrLocked) {
 		t.Fatalf("TryAcquire elsewhere while held = %v", err)
 	}
 	if kids := children(t, base+"/leases"); len(kids) != 1 {
@@ -285,15 +286,15 @@ func TestSemaphoreMutex(t *testing.T) {
 	if m1.IsHeld() || m1.LockPath() != "" {
 		t.Fatal("m1 still looks held")
 	}
-	if _, err := m1.FencingToken(ctx); !errors.Is(err, ErrNotHeld) {
+	if _, err := m1.FencingToken(ctx); !errors.Is(err, recipes.ErrNotHeld) {
 		t.Fatalf("token of a released mutex: %v, want ErrNotHeld", err)
 	}
 	assertClosed(t, m1.Done(), "Lost of an unheld mutex")
-	var l Locker = m2
+	var l recipes.Locker = m2
 	if err := l.Release(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if err := m2.Release(ctx); !errors.Is(err, ErrNotHeld) {
+	if err := m2.Release(ctx); !errors.Is(err, recipes.ErrNotHeld) {
 		t.Fatalf("second Release = %v", err)
 	}
 }
@@ -301,25 +302,25 @@ func TestSemaphoreMutex(t *testing.T) {
 func TestSemaphoreBadArguments(t *testing.T) {
 	testutil.CheckLeaks(t)
 	c := newClient(t, "")
-	if _, err := NewInterProcessSemaphoreV2(c, "/a", 0); !errors.Is(err, ErrBadArgument) {
+	if _, err := recipes.NewInterProcessSemaphoreV2(c, "/a", 0); !errors.Is(err, framework.ErrInvalidArgument) {
 		t.Errorf("max 0: %v", err)
 	}
-	if _, err := NewInterProcessSemaphoreV2(nil, "/a", 1); !errors.Is(err, ErrBadArgument) {
+	if _, err := recipes.NewInterProcessSemaphoreV2(nil, "/a", 1); !errors.Is(err, framework.ErrInvalidArgument) {
 		t.Errorf("nil client: %v", err)
 	}
-	if _, err := NewInterProcessSemaphoreV2(c, "a/", 1); !errors.Is(err, zk.ErrInvalidPath) {
+	if _, err := recipes.NewInterProcessSemaphoreV2(c, "a/", 1); !errors.Is(err, zk.ErrInvalidPath) {
 		t.Errorf("bad path: %v", err)
 	}
-	if _, err := NewInterProcessSemaphoreV2WithCount(c, "/a", nil); !errors.Is(err, ErrBadArgument) {
+	if _, err := recipes.NewInterProcessSemaphoreV2WithCount(c, "/a", nil); !errors.Is(err, framework.ErrInvalidArgument) {
 		t.Errorf("nil count: %v", err)
 	}
-	if _, err := NewInterProcessSemaphoreMutex(c, "/a/"); !errors.Is(err, zk.ErrInvalidPath) {
+	if _, err := recipes.NewInterProcessSemaphoreMutex(c, "/a/"); !errors.Is(err, zk.ErrInvalidPath) {
 		t.Errorf("bad path: %v", err)
 	}
-	if _, err := NewSharedCount(c, "/a", 1<<40); !errors.Is(err, ErrBadArgument) {
+	if _, err := recipes.NewSharedCount(c, "/a", 1<<40); !errors.Is(err, framework.ErrInvalidArgument) {
 		t.Errorf("seed out of range: %v", err)
 	}
-	if _, err := NewSharedCount(c, "//a", 1); !errors.Is(err, zk.ErrInvalidPath) {
+	if _, err := recipes.NewSharedCount(c, "//a", 1); !errors.Is(err, zk.ErrInvalidPath) {
 		t.Errorf("bad path: %v", err)
 	}
 }
@@ -343,93 +344,6 @@ func sameSet(a, b []string) bool {
 	return true
 }
 
-// A lease's first look at the leases is sent right behind its create
-// (framework.Client.CreateAndList), not after the create's reply, and serves (listHook
-// hears it taken): an uncontended lease lists twice, the internal lock once
-// and the leases once, as Curator does. (The test makes P, P/locks and
-// P/leases persistent, so that the server reaps no container parent between
-// the leases: one reaped would fail a create and the listing behind it, and
-// cost a listing more once made again.)
-func TestSemaphoreListsLeasesBehindTheCreate(t *testing.T) {
-	ctx, base := testutil.Begin(t, server.Addr())
-	for _, p := range []string{base, base + "/locks", base + "/leases"} {
-		if _, err := rawConn(t).Create(p, nil, 0, zk.WorldACL(zk.PermAll)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	proxy := zktest.NewProxy(t, server.Addr())
-	s := mustSemaphore(t, newClient(t, proxy.Addr()), base, 2)
-	var behind atomic.Int32
-	s.leases.listHook = func(ev listEvent, _ context.Context, _ uint64) {
-		if ev == listBehindCreate {
-			behind.Add(1)
-		}
-	}
-	const leases = 5
-	listed := proxy.Requests(zktest.OpGetChildren2)
-	for range leases {
-		l, err := s.Acquire(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := l.Close(ctx); err != nil {
-			t.Fatal(err)
-		}
-	}
-	// The lock's and the leases' listings, each sent behind its create.
-	if n := proxy.Requests(zktest.OpGetChildren2) - listed; n != 2*leases {
-		t.Fatalf("%d listings for %d leases, want 2 each: the lock's and the leases' sent behind the create", n, leases)
-	}
-	if n := behind.Load(); n != leases {
-		t.Fatalf("%d of %d leases took the listing sent behind their create", n, leases)
-	}
-}
-
-// The reply to the listing sent behind the lease's create is lost, and the
-// connection with it: the lease is still granted, by a listing that shows
-// its node, and is the only one.
-func TestSemaphoreLeaseListingLost(t *testing.T) {
-	ctx, base := testutil.Begin(t, server.Addr())
-	proxy := zktest.NewProxy(t, server.Addr())
-	s := mustSemaphore(t, newClient(t, proxy.Addr()), base, 1)
-	// The internal lock's listing comes first; once the lock has taken it
-	// (the hook, on the acquiring goroutine), the next listing is the
-	// leases', behind the lease's create: its reply is lost.
-	var lost <-chan struct{}
-	armed := make(chan struct{})
-	var arm sync.Once
-	s.locks.listHook = func(ev listEvent, _ context.Context, _ uint64) {
-		if ev == listBehindCreate {
-			arm.Do(func() {
-				lost = proxy.LoseNextReply(zktest.OpGetChildren2)
-				close(armed)
-			})
-		}
-	}
-	var l *Lease
-	got := make(chan error, 1)
-	go func() {
-		var err error
-		l, err = s.Acquire(ctx)
-		got <- err
-	}()
-	if err := testutil.Recv(t, got, "the lease"); err != nil {
-		t.Fatal(err)
-	}
-	testutil.Recv(t, armed, "the internal lock's listing")
-	select {
-	case <-lost:
-	default:
-		t.Fatal("no listing reply was lost")
-	}
-	if kids := children(t, base+"/leases"); len(kids) != 1 || base+"/leases/"+kids[0] != l.Path() {
-		t.Fatalf("leases %v, ours %s", kids, l.Path())
-	}
-	if err := l.Close(ctx); err != nil {
-		t.Fatal(err)
-	}
-}
-
 // The semaphore as cmd/gocurator-bench's scenario 4 runs it: sessions (each
 // a client of its own, all through one proxy) take a lease and return it in
 // a loop, more of them than there are leases; each iteration is 20 leases
@@ -449,11 +363,11 @@ func BenchmarkSemaphoreLeases(b *testing.B) {
 			base := testutil.Path(b)
 			testutil.CleanupTree(b, server.Addr(), base)
 			proxy := zktest.NewProxy(b, server.Addr())
-			sems := make([]*InterProcessSemaphoreV2, tc.sessions)
+			sems := make([]*recipes.InterProcessSemaphoreV2, tc.sessions)
 			for i := range sems {
 				sems[i] = mustSemaphore(b, newClient(b, proxy.Addr()), base, tc.leases)
 			}
-			cycle := func(s *InterProcessSemaphoreV2) {
+			cycle := func(s *recipes.InterProcessSemaphoreV2) {
 				l, err := s.Acquire(ctx)
 				if err != nil {
 					b.Error(err)
@@ -529,39 +443,39 @@ func TestWithLockHoldsALease(t *testing.T) {
 	ctx, base := testutil.Begin(t, server.Addr())
 	proxy := zktest.NewProxy(t, server.Addr())
 	c := newClient(t, proxy.Addr())
-	sem, err := NewInterProcessSemaphoreV2(c, base, 1)
+	sem, err := recipes.NewInterProcessSemaphoreV2(c, base, 1)
 	testutil.Must(t, err)
 	lease, err := sem.Acquire(ctx)
 	testutil.Must(t, err)
-	err = WithLock(ctx, lease, func(ctx context.Context) error {
+	err = recipes.WithLock(ctx, lease, func(ctx context.Context) error {
 		_, err := sem.TryAcquire(ctx)
-		if !errors.Is(err, ErrLocked) {
+		if !errors.Is(err, recipes.ErrLocked) {
 			t.Errorf("a second lease while WithLock holds the one: %v, want ErrLocked", err)
 		}
 		return nil
 	})
 	testutil.Must(t, err)
-	if err := lease.Err(); !errors.Is(err, ErrNotHeld) {
+	if err := lease.Err(); !errors.Is(err, recipes.ErrNotHeld) {
 		t.Fatalf("the lease's Err after WithLock: %v, want ErrNotHeld (returned)", err)
 	}
 
 	ran := false
-	err = WithLock(ctx, lease, func(context.Context) error { ran = true; return nil })
+	err = recipes.WithLock(ctx, lease, func(context.Context) error { ran = true; return nil })
 	if ran {
 		t.Fatal("fn ran under a lease returned already")
 	}
-	if !errors.Is(err, ErrNotHeld) {
+	if !errors.Is(err, recipes.ErrNotHeld) {
 		t.Fatalf("WithLock of a returned lease: %v, want ErrNotHeld", err)
 	}
 
 	lease, err = sem.Acquire(ctx)
 	testutil.Must(t, err)
-	err = WithLock(ctx, lease, func(ctx context.Context) error {
+	err = recipes.WithLock(ctx, lease, func(ctx context.Context) error {
 		proxy.DropConnections() // SUSPENDED: the standard policy stops trusting the lease
 		<-ctx.Done()
 		return context.Cause(ctx)
 	})
-	if !errors.Is(err, ErrLockLost) || !errors.Is(lease.Err(), ErrLockLost) {
+	if !errors.Is(err, recipes.ErrLockLost) || !errors.Is(lease.Err(), recipes.ErrLockLost) {
 		t.Fatalf("WithLock of a lease lost while fn ran: %v, the lease's Err %v; want ErrLockLost", err, lease.Err())
 	}
 	testutil.Must(t, c.BlockUntilConnected(ctx))

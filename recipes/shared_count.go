@@ -32,7 +32,7 @@ const sharedCountRetryWait = time.Second
 // Start and Close follow the package's one lifecycle rule: starting twice,
 // or after Close, fails with ErrInvalidState (a Start that failed may be
 // called again); Close is idempotent. A zero SharedCount fails every call
-// with ErrBadArgument.
+// with framework.ErrInvalidArgument.
 type SharedCount struct {
 	client    *framework.Client
 	path      string
@@ -52,7 +52,7 @@ type SharedCount struct {
 // NewSharedCount returns the count at path, with seed as its value until it
 // is read, and as the value of the node Start creates if there is none. A
 // seed out of the int32 range, or a nil client, is an error wrapping
-// ErrBadArgument; a closed client wraps framework.ErrClosed; a bad path (the
+// framework.ErrInvalidArgument; a closed client wraps framework.ErrClosed; a bad path (the
 // root included) is an error that unwraps to zk.ErrInvalidPath.
 func NewSharedCount(client *framework.Client, path string, seed int) (*SharedCount, error) {
 	if err := checkArgs(client, path); err != nil {
@@ -295,7 +295,7 @@ func (c *SharedCount) Close() error {
 
 func toInt32(n int) (int32, error) {
 	if n < math.MinInt32 || n > math.MaxInt32 {
-		return 0, errs.Errorf("%w: count %d is out of the int32 range", ErrBadArgument, n)
+		return 0, errs.Errorf("%w: count %d is out of the int32 range", framework.ErrInvalidArgument, n)
 	}
 	return int32(n), nil
 }

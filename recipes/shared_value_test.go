@@ -1,4 +1,4 @@
-package recipes
+package recipes_test
 
 import (
 	"bytes"
@@ -9,9 +9,10 @@ import (
 	"github.com/gocurator/curator/framework"
 	"github.com/gocurator/curator/framework/zktest"
 	"github.com/gocurator/curator/internal/testutil"
+	"github.com/gocurator/curator/recipes"
 )
 
-// heardValues returns a listener for a SharedValue and a channel of what it
+// heardValues returns a listener for a recipes.SharedValue and a channel of what it
 // hears.
 func heardValues() (func([]byte), chan string) {
 	heard := make(chan string, 100)
@@ -36,14 +37,14 @@ func waitHeard(t *testing.T, heard <-chan string, want string) {
 func TestSharedValue(t *testing.T) {
 	ctx, base := testutil.Begin(t, server.Addr())
 	path := base + "/value"
-	a := must(NewSharedValue(newClient(t, ""), path, []byte("seed"))).get(t)
-	b := must(NewSharedValue(newClient(t, ""), path, []byte("other seed"))).get(t)
+	a := must(recipes.NewSharedValue(newClient(t, ""), path, []byte("seed"))).get(t)
+	b := must(recipes.NewSharedValue(newClient(t, ""), path, []byte("other seed"))).get(t)
 	defer a.Close()
 	defer b.Close()
 	if vv := a.VersionedValue(); string(vv.Value) != "seed" || vv.Version != -1 || vv.Zxid != -1 {
 		t.Fatalf("before Start: %+v", vv)
 	}
-	testutil.ErrorIs(t, a.SetValue(ctx, []byte("x")), ErrInvalidState, "not started")
+	testutil.ErrorIs(t, a.SetValue(ctx, []byte("x")), recipes.ErrInvalidState, "not started")
 	listen, heard := heardValues()
 	a.AddListener(listen)
 	testutil.Must(t, a.Start(ctx))
@@ -51,7 +52,7 @@ func TestSharedValue(t *testing.T) {
 	if string(b.Value()) != "seed" {
 		t.Fatalf("b reads %q, want the node's seed", b.Value())
 	}
-	testutil.ErrorIs(t, a.Start(ctx), ErrInvalidState, "started twice")
+	testutil.ErrorIs(t, a.Start(ctx), recipes.ErrInvalidState, "started twice")
 
 	testutil.Must(t, b.SetValue(ctx, []byte("one")))
 	waitHeard(t, heard, "one")
@@ -93,7 +94,7 @@ func TestSharedValue(t *testing.T) {
 		t.Fatalf("TrySetValue on the current value: %v, %v", ok, err)
 	}
 	waitHeard(t, heard, "five")
-	raw, _, err := b.client.GetData(ctx, path)
+	raw, _, err := rawConn(t).Get(path)
 	testutil.Must(t, err)
 	if !bytes.Equal(raw, []byte("five")) {
 		t.Fatalf("the node holds %q", raw)
@@ -101,7 +102,7 @@ func TestSharedValue(t *testing.T) {
 	overflowed := b.VersionedValue()
 	overflowed.Version = -1
 	_, err = b.TrySetValue(ctx, overflowed, []byte("six"))
-	testutil.ErrorIs(t, err, ErrBadArgument, "ZOOKEEPER-4743")
+	testutil.ErrorIs(t, err, framework.ErrInvalidArgument, "ZOOKEEPER-4743")
 }
 
 // A shared value follows its node through a session the server expires
@@ -112,12 +113,13 @@ func TestSharedValueFaults(t *testing.T) {
 	path := base + "/value"
 	proxy := zktest.NewProxy(t, server.Addr())
 	c := newClient(t, proxy.Addr(), framework.WithSessionTimeout(time.Second))
-	v := must(NewSharedValue(c, path, []byte("seed"))).get(t)
+	v := must(recipes.NewSharedValue(c, path, []byte("seed"))).get(t)
 	defer v.Close()
 	listen, heard := heardValues()
 	v.AddListener(listen)
 	testutil.Must(t, v.Start(ctx))
-	setter := must(NewSharedValue(newClient(t, ""), path, nil)).get(t)
+	other := newClient(t, "")
+	setter := must(recipes.NewSharedValue(other, path, nil)).get(t)
 	defer setter.Close()
 	testutil.Must(t, setter.Start(ctx))
 
@@ -129,8 +131,8 @@ func TestSharedValueFaults(t *testing.T) {
 	testutil.Must(t, setter.SetValue(ctx, []byte("after a drop")))
 	waitHeard(t, heard, "after a drop")
 
-	testutil.Must(t, setter.client.Delete(ctx, path))
-	_, err := setter.client.Create(ctx, path, []byte("made again"))
+	testutil.Must(t, other.Delete(ctx, path))
+	_, err := other.Create(ctx, path, []byte("made again"))
 	testutil.Must(t, err)
 	waitHeard(t, heard, "made again")
 }
@@ -138,12 +140,12 @@ func TestSharedValueFaults(t *testing.T) {
 // Close never waits for a listener: one that closes its value returns.
 func TestSharedValueClosedFromItsListener(t *testing.T) {
 	ctx, base := testutil.Begin(t, server.Addr())
-	v := must(NewSharedValue(newClient(t, ""), base+"/value", nil)).get(t)
+	v := must(recipes.NewSharedValue(newClient(t, ""), base+"/value", nil)).get(t)
 	closed := make(chan error, 1)
 	v.AddListener(func([]byte) { closed <- v.Close() })
 	testutil.Must(t, v.Start(ctx))
 	testutil.Must(t, v.SetValue(ctx, []byte("x")))
 	testutil.Must(t, testutil.Recv(t, closed, "Close from the value's listener"))
-	testutil.ErrorIs(t, v.SetValue(ctx, []byte("y")), ErrInvalidState)
+	testutil.ErrorIs(t, v.SetValue(ctx, []byte("y")), recipes.ErrInvalidState)
 	testutil.Must(t, v.Close()) // idempotent
 }

@@ -1,4 +1,4 @@
-package recipes
+package recipes_test
 
 import (
 	"errors"
@@ -9,6 +9,7 @@ import (
 
 	"github.com/gocurator/curator/framework"
 	"github.com/gocurator/curator/internal/testutil"
+	"github.com/gocurator/curator/recipes"
 )
 
 // The trees of docs/tree-format.md, name for name, as Java Curator 5.4 writes them: node names, modes
@@ -65,9 +66,9 @@ func TestTreeReadWriteLock(t *testing.T) {
 	ip := framework.WithDefaultData([]byte("127.0.0.1"))
 	c1, c2 := newClient(t, "", ip), newClient(t, "", ip)
 	r1 := mustRW(t, c1, base).NewHandle().ReadLock()
-	rw2 := mustRW(t, c2, base, WithLockData([]byte("rwdata")))
+	rw2 := mustRW(t, c2, base, recipes.WithLockData([]byte("rwdata")))
 	r2, w2 := rw2.NewHandle().ReadLock(), rw2.NewHandle().WriteLock()
-	for _, h := range []*Handle{r1, r2} {
+	for _, h := range []*recipes.Handle{r1, r2} {
 		if err := h.Acquire(ctx); err != nil {
 			t.Fatal(err)
 		}
@@ -88,7 +89,7 @@ func TestTreeReadWriteLock(t *testing.T) {
 	if err != nil || len(data) != 0 || stat.EphemeralOwner != 0 {
 		t.Fatalf("parent: data %q owner %x (%v)", data, stat.EphemeralOwner, err)
 	}
-	for _, h := range []*Handle{r1, r2} {
+	for _, h := range []*recipes.Handle{r1, r2} {
 		if err := h.Release(ctx); err != nil {
 			t.Fatal(err)
 		}
@@ -114,7 +115,7 @@ func TestTreeSemaphore(t *testing.T) {
 	ip := framework.WithDefaultData([]byte("127.0.0.1"))
 	c1, c2 := newClient(t, "", ip), newClient(t, "", ip)
 	s1 := mustSemaphore(t, c1, base, 3)
-	s2 := mustSemaphore(t, c2, base, 3, WithLeaseData([]byte("leasedata")))
+	s2 := mustSemaphore(t, c2, base, 3, recipes.WithLeaseData([]byte("leasedata")))
 	l1, err := s1.AcquireN(ctx, 2)
 	if err != nil {
 		t.Fatal(err)
@@ -129,7 +130,7 @@ func TestTreeSemaphore(t *testing.T) {
 	if l2.Path() != base+"/leases/"+l2.NodeName() || !leaseNode.MatchString(l2.NodeName()) {
 		t.Fatalf("lease path %s name %s", l2.Path(), l2.NodeName())
 	}
-	fourth := make(chan *Lease, 1)
+	fourth := make(chan *recipes.Lease, 1)
 	go func() {
 		l, err := s2.Acquire(ctx)
 		if err != nil {
@@ -164,7 +165,7 @@ func TestTreeSemaphore(t *testing.T) {
 	if kids := children(t, base+"/locks"); len(kids) != 0 {
 		t.Fatalf("internal lock held after the grant: %v", kids)
 	}
-	if err := ReturnAll(ctx, []*Lease{l1[1], l2, l4}); err != nil {
+	if err := recipes.ReturnAll(ctx, []*recipes.Lease{l1[1], l2, l4}); err != nil {
 		t.Fatal(err)
 	}
 	testutil.WaitGone(t, raw, base) // only containers are reaped
@@ -176,7 +177,7 @@ func TestTreeSemaphoreMutex(t *testing.T) {
 	ctx, base := testutil.Begin(t, server.Addr())
 	raw := testutil.Connect(t, server.Addr())
 	c := newClient(t, "", framework.WithDefaultData([]byte("127.0.0.1")))
-	m, err := NewInterProcessSemaphoreMutex(c, base)
+	m, err := recipes.NewInterProcessSemaphoreMutex(c, base)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package recipes
+package recipes_test
 
 import (
 	"context"
@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"strconv"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -70,7 +69,7 @@ func runWaiters(tb testing.TB, ctx context.Context, base string, n int, delay ti
 	// Every waiter watches its predecessor, and all but the first (which
 	// the holder hands off to) the node two ahead too, which its
 	// predecessor watches: the client's waiters share one watch per node
-	// (watches.go), so n watches are set when the queue is formed, one on
+	// (the engine's shared watches), so n watches are set when the queue is formed, one on
 	// the holder's node and one on each waiter's but the last.
 	if err := proxy.WaitRequests(ctx, zktest.OpGetData, watches+int64(n)); err != nil {
 		tb.Fatalf("the queue did not form: %v", err)
@@ -150,7 +149,8 @@ func TestLocalWaitersShareListings(t *testing.T) {
 func TestSharedListingOfAWaiterThatGivesUp(t *testing.T) {
 	ctx, base := testutil.Begin(t, server.Addr())
 	proxy := zktest.NewProxy(t, server.Addr())
-	holder := mustMutex(t, newClient(t, ""), base).NewHandle()
+	direct := newClient(t, "")
+	holder := mustMutex(t, direct, base).NewHandle()
 	if err := holder.Acquire(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -171,7 +171,7 @@ func TestSharedListingOfAWaiterThatGivesUp(t *testing.T) {
 			t.Fatalf("round %d: the waiter that gave up: %v, want context.Canceled", round, err)
 		}
 		proxy.SetDelay(0)
-		waitForChildren(t, holder.m.li.client, base, 2) // the holder's and the stayer's
+		waitForChildren(t, direct, base, 2) // the holder's and the stayer's
 		if err := holder.Release(ctx); err != nil {
 			t.Fatal(err)
 		}
@@ -183,136 +183,4 @@ func TestSharedListingOfAWaiterThatGivesUp(t *testing.T) {
 	if err := holder.Release(ctx); err != nil {
 		t.Fatal(err)
 	}
-}
-
-// The lister's rule, step by step (listHook tells where each waiter is):
-// waiters that ask while a listing is under way do not take it, since it
-// may have been sent before their nodes existed: they wait for it, then
-// share the next one, which the first of them begins. When that one gives
-// up before its listing ends (its context ends), the other does not take
-// its error: it lists again, queues, and holds in its turn.
-func TestListerRule(t *testing.T) {
-	ctx, base := testutil.Begin(t, server.Addr())
-	holder := mustMutex(t, newClient(t, ""), base).NewHandle()
-	if err := holder.Acquire(ctx); err != nil {
-		t.Fatal(err)
-	}
-	m := mustMutex(t, newClient(t, ""), base)
-	type heard struct {
-		ev  listEvent
-		ctx context.Context
-		n   uint64
-	}
-	var armed atomic.Bool
-	events := make(chan heard, 16)
-	gates := map[uint64]chan struct{}{}
-	m.li.listHook = func(ev listEvent, ctx context.Context, n uint64) {
-		if !armed.Load() {
-			return
-		}
-		select { // never blocks the waiter (but for a gate, below): the test takes each in turn
-		case events <- heard{ev, ctx, n}:
-		default:
-			t.Errorf("the hook's buffer is full: %v of listing %d dropped", ev, n)
-		}
-		if ev != listBegin {
-			return
-		}
-		if g := gates[n]; g != nil {
-			<-g // the listing is under way (about to be sent) until the test says
-		}
-	}
-	next := func(want listEvent, n uint64) heard {
-		t.Helper()
-		select {
-		case h := <-events:
-			if h.ev != want || h.n != n {
-				t.Fatalf("heard %v of listing %d, want %v of %d", h.ev, h.n, want, n)
-			}
-			return h
-		case <-ctx.Done():
-			t.Fatal(ctx.Err())
-		}
-		return heard{}
-	}
-	acquire := func(h *Handle, ctx context.Context) <-chan error {
-		got := make(chan error, 1)
-		go func() { got <- h.Acquire(ctx) }()
-		return got
-	}
-
-	// A first waiter, in the lister while the others ask, so that they
-	// share (alone, a waiter lists on its own).
-	armed.Store(true)
-	first := m.NewHandle()
-	firstGot := acquire(first, ctx)
-	next(listBehindCreate, 0)
-	armed.Store(false)
-	begun := listingsBegun(m)
-	gates[begun+1], gates[begun+2] = make(chan struct{}), make(chan struct{})
-	t.Cleanup(func() { // a listing held at its gate when the test fails goes on, so the client can close
-		for _, g := range gates {
-			select {
-			case <-g:
-			default:
-				close(g)
-			}
-		}
-	})
-	armed.Store(true)
-
-	second := m.NewHandle()
-	secondGot := acquire(second, ctx)
-	next(listBegin, begun+1) // its listing is under way...
-	a, b := m.NewHandle(), m.NewHandle()
-	actx, acancel := context.WithCancel(ctx)
-	defer acancel()
-	bctx, bcancel := context.WithCancel(ctx)
-	defer bcancel()
-	aGot, bGot := acquire(a, actx), acquire(b, bctx)
-	next(listWait, begun+1) // ...so the two that ask now wait for it
-	next(listWait, begun+1)
-	close(gates[begun+1])
-	lead := next(listBegin, begun+2) // then one of them begins the next
-	next(listJoin, begun+2)          // and the other joins it
-	quitGot, stay, stayGot := aGot, b, bGot
-	if lead.ctx == bctx {
-		quitGot, stay, stayGot = bGot, a, aGot
-		bcancel()
-	} else {
-		acancel()
-	}
-	close(gates[begun+2]) // the one that began it has given up before it is sent
-	if err := testutil.Recv(t, quitGot, "the waiter that gave up"); !errors.Is(err, context.Canceled) {
-		t.Fatalf("the waiter that gave up: %v, want context.Canceled", err)
-	}
-	next(listBegin, begun+3) // the other lists again, on its own account
-	armed.Store(false)
-
-	for _, w := range []struct {
-		h   *Handle
-		got <-chan error
-	}{{first, firstGot}, {second, secondGot}, {stay, stayGot}} {
-		if err := holder.Release(ctx); err != nil {
-			t.Fatal(err)
-		}
-		if err := testutil.Recv(t, w.got, "a waiter's acquire"); err != nil {
-			t.Fatal(err)
-		}
-		holder = w.h
-	}
-	if err := holder.Release(ctx); err != nil {
-		t.Fatal(err)
-	}
-}
-
-// listingsBegun returns how many listings the lister of m's waiters has
-// begun (and published); one of its waiters must be in the lister.
-func listingsBegun(m *InterProcessMutex) uint64 {
-	listersMu.Lock()
-	l := listers[listerKey{client: m.li.client, base: m.li.base, order: m.d.order()}]
-	listersMu.Unlock()
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.begun
 }

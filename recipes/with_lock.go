@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 
+	"github.com/gocurator/curator/framework"
 	"github.com/gocurator/curator/internal/errs"
 	"github.com/gocurator/curator/internal/listeners"
+	"github.com/gocurator/curator/recipes/internal/acquire"
 )
 
 // Owner is the owner of an acquisition, as WithLock needs it: it tells
@@ -49,20 +51,20 @@ type Locker interface {
 // runtime.Goexit), l is released first, with a context of its own bounded
 // by a few seconds, and the panic then goes on as it was: a caller that
 // recovers it (net/http does) finds the lock free. A nil ctx, l or fn is an
-// error wrapping ErrBadArgument.
+// error wrapping framework.ErrInvalidArgument.
 func WithLock(ctx context.Context, l Owner, fn func(ctx context.Context) error) (err error) {
 	if err := checkContext(ctx); err != nil {
 		return errs.Errorf("with lock: %w", err)
 	}
 	if listeners.IsNil(l) || fn == nil {
-		return errs.Errorf("with lock: %w: nil locker or function", ErrBadArgument)
+		return errs.Errorf("with lock: %w: nil locker or function", framework.ErrInvalidArgument)
 	}
 	if lk, ok := l.(Locker); ok {
 		if err := lk.Acquire(ctx); err != nil {
 			return err
 		}
 	} else if err := l.Err(); err != nil { // an acquisition made already, over
-		rctx, rcancel := cleanupContext(ctx)
+		rctx, rcancel := acquire.CleanupContext(ctx)
 		defer rcancel()
 		if rerr := l.Release(rctx); rerr != nil {
 			return rerr
@@ -72,7 +74,7 @@ func WithLock(ctx context.Context, l Owner, fn func(ctx context.Context) error) 
 	lctx, _, stop := watchLoss(ctx, l)
 	defer func() { // also as fn panics: the lock goes before the panic does
 		stop()
-		rctx, rcancel := cleanupContext(ctx)
+		rctx, rcancel := acquire.CleanupContext(ctx)
 		defer rcancel()
 		err = errors.Join(err, l.Release(rctx))
 	}()
@@ -84,7 +86,7 @@ func WithLock(ctx context.Context, l Owner, fn func(ctx context.Context) error) 
 // cause of the caller's; stop ends it and stops following l.
 func watchLoss(ctx context.Context, l Owner) (lctx context.Context, cancel context.CancelCauseFunc, stop func()) {
 	lctx, cancel = context.WithCancelCause(ctx)
-	stopFollowing := follow(l, func() { cancel(asLost(l.Err())) })
+	stopFollowing := follow(l, func() { cancel(acquire.AsLost(l.Err())) })
 	return lctx, cancel, func() {
 		stopFollowing()
 		cancel(nil)
@@ -116,13 +118,4 @@ func follow(l Owner, ended func()) (stop func()) {
 		close(quit)
 		<-exited
 	}
-}
-
-// asLost returns cause as the loss of a lock: cause itself if it wraps
-// ErrLockLost already, else an error wrapping both.
-func asLost(cause error) error {
-	if errors.Is(cause, ErrLockLost) {
-		return cause
-	}
-	return errs.Errorf("%w: %w", ErrLockLost, cause)
 }

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"os"
 	"sort"
 	"strings"
@@ -58,16 +57,6 @@ func holdLease(ctx context.Context, t testing.TB, c *framework.Client, path stri
 	testutil.Must(t, err)
 	t.Cleanup(func() { _ = lease.Close(context.Background()) })
 	return lease
-}
-
-// rawChildren lists path on the server; a missing path has none.
-func rawChildren(t testing.TB, conn *zk.Conn, path string) []string {
-	t.Helper()
-	kids, _, err := conn.Children(path)
-	if err != nil && !errors.Is(err, zk.ErrNoNode) {
-		t.Fatal(err)
-	}
-	return kids
 }
 
 // createNode creates a persistent node at path, a test's own path: its

@@ -193,7 +193,7 @@ func TestBinaryRevokeCuratorHolders(t *testing.T) {
 			t.Fatalf("Curator's acquire of %s: %v, %v", lock, ok, err)
 		}
 	}
-	kids := rawChildren(t, conn, path+"/plain")
+	kids := testutil.Children(t, conn, path+"/plain")
 	if len(kids) != 1 {
 		t.Fatalf("children of %s/plain: %v", path, kids)
 	}

@@ -58,7 +58,7 @@ func TestRunPassesTokenAndNode(t *testing.T) {
 		if bad := checkFields(lines[0], map[string]any{"outcome": nil, "status": nil, "command_status": nil}); len(bad) > 0 {
 			t.Errorf("first line %v: %v", lines[0], bad)
 		}
-		if kids := rawChildren(t, conn, path); len(kids) != 0 {
+		if kids := testutil.Children(t, conn, path); len(kids) != 0 {
 			t.Errorf("lock node left behind: %v", kids)
 		}
 	}
@@ -116,7 +116,7 @@ func TestRunExitStatus(t *testing.T) {
 		}
 	}
 	conn := testutil.Connect(t, server.Addr())
-	if kids := rawChildren(t, conn, path); len(kids) != 0 {
+	if kids := testutil.Children(t, conn, path); len(kids) != 0 {
 		t.Errorf("lock nodes left behind: %v", kids)
 	}
 
@@ -131,12 +131,12 @@ func TestRunExitStatus(t *testing.T) {
 	startZklock(t, false, "--json", "run", "--try-once", path, "--", "true").jsonLine(exitNotAcquired, map[string]any{"event": "not-acquired",
 		"outcome": "not-acquired", "status": exitNotAcquired, "path": path, "kind": "mutex", "node": nil, "command_status": nil, "message": anyValue})
 	_, holder := framework.SplitPath(h.LockPath())
-	if kids := rawChildren(t, conn, path); len(kids) != 1 || kids[0] != holder {
+	if kids := testutil.Children(t, conn, path); len(kids) != 1 || kids[0] != holder {
 		t.Errorf("children %v, want only the holder %s", kids, holder)
 	}
 
 	startZklock(t, true, "run", "--timeout", "200ms", path, "--", "echo", "ran").fails(exitNotAcquired, "not acquired within")
-	if kids := rawChildren(t, conn, path); len(kids) != 1 {
+	if kids := testutil.Children(t, conn, path); len(kids) != 1 {
 		t.Errorf("--timeout left %v", kids)
 	}
 
@@ -154,7 +154,7 @@ func TestRunExitStatus(t *testing.T) {
 			"status": 128 + int(syscall.SIGTERM), "command_status": nil}); len(bad) > 0 {
 			t.Errorf("in-process %v: %v", inProcess, bad)
 		}
-		if kids := rawChildren(t, conn, path); len(kids) != 1 {
+		if kids := testutil.Children(t, conn, path); len(kids) != 1 {
 			t.Errorf("in-process %v: zklock's node left behind: %v", inProcess, kids)
 		}
 	}
@@ -182,7 +182,7 @@ func TestRunForwardsSignals(t *testing.T) {
 			if !strings.Contains(p.stdout.String(), "got "+name) {
 				t.Errorf("the command did not see %v: %q", sig, p.stdout.String())
 			}
-			if kids := rawChildren(t, conn, path); len(kids) != 0 {
+			if kids := testutil.Children(t, conn, path); len(kids) != 0 {
 				t.Errorf("lock node left behind: %v", kids)
 			}
 		})

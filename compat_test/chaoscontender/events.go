@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/gocurator/curator/framework"
+	"github.com/gocurator/curator/recipes"
 )
 
 // balance is an event hook that keeps what a metrics backend builds on a
@@ -26,7 +27,7 @@ func newBalance() *balance { return &balance{open: map[string]bool{}, heard: mak
 
 // Event keeps e.
 func (b *balance) Event(e framework.Event) {
-	if e.Recipe == "" {
+	if _, ok := recipes.LockEventOf(e); !ok {
 		return
 	}
 	b.mu.Lock()
@@ -38,11 +39,11 @@ func (b *balance) Event(e framework.Event) {
 		}
 	}()
 	switch e.Kind {
-	case framework.AcquireStarted:
+	case recipes.AcquireStarted:
 		b.waiters++
-	case framework.AcquireFailed:
+	case recipes.AcquireFailed:
 		b.waiters--
-	case framework.Acquired:
+	case recipes.Acquired:
 		b.waiters--
 		b.holders++
 		b.granted++
@@ -50,15 +51,15 @@ func (b *balance) Event(e framework.Event) {
 			b.twice++
 		}
 		b.open[e.Node] = true
-	case framework.Released, framework.Lost:
+	case recipes.Released, recipes.Lost:
 		b.holders--
 		if !b.open[e.Node] {
 			b.endWithoutGrant++
 		}
 		delete(b.open, e.Node)
-	case framework.LeadershipGained:
+	case recipes.LeadershipGained:
 		b.leaders++
-	case framework.LeadershipLost:
+	case recipes.LeadershipLost:
 		b.leaders--
 	}
 }

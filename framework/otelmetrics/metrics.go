@@ -10,6 +10,7 @@ import (
 	"go.opentelemetry.io/otel/metric"
 
 	"github.com/gocurator/curator/framework"
+	"github.com/gocurator/curator/recipes"
 )
 
 // ScopeName is the name of the meter the instruments are made by: the
@@ -98,19 +99,20 @@ func New(provider metric.MeterProvider, opts ...Option) (*Metrics, error) {
 	return m, nil
 }
 
-// Event records e; the events of the client itself (no Recipe) and
-// revocation requests are not measured. The measurements are made with the
-// event's Context (the acquire's), so that an SDK that keeps exemplars
+// Event records e; the events of the client itself (no recipes.LockEvent)
+// and revocation requests are not measured. The measurements are made with
+// the event's Context (the acquire's), so that an SDK that keeps exemplars
 // links them to the caller's trace.
 func (m *Metrics) Event(e framework.Event) {
-	if e.Recipe == "" {
+	d, ok := recipes.LockEventOf(e)
+	if !ok {
 		return
 	}
 	ctx := e.Context
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	path, recipe := attrPath.String(m.pathLabel(e.Path)), attrRecipe.String(e.Recipe)
+	path, recipe := attrPath.String(m.pathLabel(e.Path)), attrRecipe.String(d.Recipe)
 	at := metric.WithAttributeSet(attribute.NewSet(path, recipe))
 	because := func() metric.MeasurementOption {
 		return metric.WithAttributeSet(attribute.NewSet(path, recipe, attrCause.String(causeOf(e.Err))))
@@ -119,9 +121,9 @@ func (m *Metrics) Event(e framework.Event) {
 		m.acquireDuration.Record(ctx, e.Wait.Seconds(), metric.WithAttributeSet(attribute.NewSet(path, recipe, attrOutcome.String(outcomeOf(e)))))
 	}
 	switch e.Kind {
-	case framework.AcquireStarted:
+	case recipes.AcquireStarted:
 		m.waiters.Add(ctx, 1, at)
-	case framework.Acquired:
+	case recipes.Acquired:
 		m.waiters.Add(ctx, -1, at)
 		m.holders.Add(ctx, 1, at)
 		m.acquisitions.Add(ctx, 1, at)
@@ -129,27 +131,27 @@ func (m *Metrics) Event(e framework.Event) {
 		m.mu.Lock()
 		m.holds[holdKey{e.Session, e.Node}] = heldSince{attribute.NewSet(path, recipe), e.Time}
 		m.mu.Unlock()
-	case framework.AcquireFailed:
+	case recipes.AcquireFailed:
 		m.waiters.Add(ctx, -1, at)
 		if causeOf(e.Err) != causeLocked { // a try's answer, not a fault
 			m.failures.Add(ctx, 1, because())
 		}
 		waited()
-	case framework.Released, framework.Lost:
+	case recipes.Released, recipes.Lost:
 		m.mu.Lock()
 		delete(m.holds, holdKey{e.Session, e.Node})
 		m.mu.Unlock()
 		m.holders.Add(ctx, -1, at)
 		outcome := outcomeReleased
-		if e.Kind == framework.Lost {
+		if e.Kind == recipes.Lost {
 			outcome = outcomeLost
 			m.losses.Add(ctx, 1, because())
 		}
 		m.holdDuration.Record(ctx, e.Hold.Seconds(), metric.WithAttributeSet(attribute.NewSet(path, recipe, attrOutcome.String(outcome))))
-	case framework.LeadershipGained:
+	case recipes.LeadershipGained:
 		m.leaders.Add(ctx, 1, at)
 		m.terms.Add(ctx, 1, at)
-	case framework.LeadershipLost:
+	case recipes.LeadershipLost:
 		m.leaders.Add(ctx, -1, at)
 		m.termDuration.Record(ctx, e.Hold.Seconds(), at)
 		if e.Err != nil {

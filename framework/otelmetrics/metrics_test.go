@@ -83,7 +83,7 @@ func untilEach(t *testing.T, heard <-chan framework.Event, want ...framework.Eve
 	for left := len(want); left > 0; {
 		e := recv(t, heard, fmt.Sprintf("%d more of the events %s", left, describe(want)))
 		for i, w := range want {
-			if got[i].Kind == 0 && e.Kind == w.Kind && e.Path == w.Path {
+			if got[i].Kind == (framework.EventKind{}) && e.Kind == w.Kind && e.Path == w.Path {
 				got[i] = e
 				left--
 				break
@@ -212,7 +212,7 @@ func TestMetricsOfRealLocks(t *testing.T) {
 		if err := h.Release(ctx); err != nil {
 			t.Fatal(err)
 		}
-		nodes = append(nodes, r.until(framework.Released, mu).Node)
+		nodes = append(nodes, r.until(recipes.Released, mu).Node)
 	}
 
 	// Held elsewhere: a waiter counted while it waits, then canceled; a
@@ -224,17 +224,17 @@ func TestMetricsOfRealLocks(t *testing.T) {
 	wctx, cancel := context.WithCancel(ctx)
 	waited := make(chan error, 1)
 	go func() { waited <- h.Acquire(wctx) }()
-	r.until(framework.AcquireStarted, mu)
+	r.until(recipes.AcquireStarted, mu)
 	r.check(r.scrape(), expect{"gocurator_lock_waiter_count", mu, "mutex", "", 1})
 	cancel()
 	errorIs(t, recv(t, waited, "the canceled acquire"), context.Canceled)
-	r.until(framework.AcquireFailed, mu)
+	r.until(recipes.AcquireFailed, mu)
 	tctx, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
 	defer cancel()
 	errorIs(t, h.Acquire(tctx), context.DeadlineExceeded)
-	r.until(framework.AcquireFailed, mu)
+	r.until(recipes.AcquireFailed, mu)
 	errorIs(t, h.TryAcquire(ctx), recipes.ErrLocked)
-	r.until(framework.AcquireFailed, mu)
+	r.until(recipes.AcquireFailed, mu)
 	if err := held.Release(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -253,7 +253,7 @@ func TestMetricsOfRealLocks(t *testing.T) {
 		t.Fatal(err)
 	}
 	sem := base + "/semaphore"
-	nodes = append(nodes, r.until(framework.Released, sem).Node)
+	nodes = append(nodes, r.until(recipes.Released, sem).Node)
 
 	// A lock and a term of leadership lost at SUSPENDED: their connection
 	// dropped at a fault proxy.
@@ -266,11 +266,11 @@ func TestMetricsOfRealLocks(t *testing.T) {
 	}
 	nodes = append(nodes, ph.LockPath())
 	pl := leading(t, ctx, pc, leaderLost)
-	nodes = append(nodes, r.until(framework.LeadershipGained, leaderLost).Node)
+	nodes = append(nodes, r.until(recipes.LeadershipGained, leaderLost).Node)
 	whileHeld := r.scrape()
 	r.check(whileHeld, expect{oldestAge, lost, "mutex", "", -1})
 	proxy.DropConnections()
-	for _, e := range r.untilEach(framework.Event{Kind: framework.Lost, Path: lost}, framework.Event{Kind: framework.LeadershipLost, Path: leaderLost}) {
+	for _, e := range r.untilEach(framework.Event{Kind: recipes.Lost, Path: lost}, framework.Event{Kind: recipes.LeadershipLost, Path: leaderLost}) {
 		if se := (*framework.StateError)(nil); !errors.As(e.Err, &se) || se.State != state.Suspended {
 			t.Fatalf("%s: %v, want the SUSPENDED that caused it", e.Kind, e.Err)
 		}
@@ -294,16 +294,16 @@ func TestMetricsOfRealLocks(t *testing.T) {
 	}
 	_, err = gh.FencingToken(ctx)
 	errorIs(t, err, recipes.ErrLockLost)
-	r.until(framework.Lost, gone)
+	r.until(recipes.Lost, gone)
 
 	// A term of leadership.
 	latchPath := base + "/latch"
 	latch := leading(t, ctx, c, latchPath)
-	nodes = append(nodes, r.until(framework.LeadershipGained, latchPath).Node)
+	nodes = append(nodes, r.until(recipes.LeadershipGained, latchPath).Node)
 	if err := latch.Close(); err != nil {
 		t.Fatal(err)
 	}
-	r.until(framework.LeadershipLost, latchPath)
+	r.until(recipes.LeadershipLost, latchPath)
 
 	families := r.scrape()
 	r.check(families,
@@ -368,8 +368,8 @@ func TestDurationsInSeconds(t *testing.T) {
 		if err := h.Release(ctx); err != nil {
 			t.Fatal(err)
 		}
-		acquired += r.until(framework.Acquired, mu).Wait.Seconds()
-		released += r.until(framework.Released, mu).Hold.Seconds()
+		acquired += r.until(recipes.Acquired, mu).Wait.Seconds()
+		released += r.until(recipes.Released, mu).Hold.Seconds()
 	}
 
 	// Held elsewhere: a wait that times out, and a scrape during the hold.
@@ -377,12 +377,12 @@ func TestDurationsInSeconds(t *testing.T) {
 	if err := held.Acquire(ctx); err != nil {
 		t.Fatal(err)
 	}
-	granted := r.until(framework.Acquired, mu)
+	granted := r.until(recipes.Acquired, mu)
 	acquired += granted.Wait.Seconds()
 	tctx, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
 	defer cancel()
 	errorIs(t, h.Acquire(tctx), context.DeadlineExceeded)
-	timedOut := r.until(framework.AcquireFailed, mu).Wait.Seconds()
+	timedOut := r.until(recipes.AcquireFailed, mu).Wait.Seconds()
 	before := time.Since(granted.Time).Seconds()
 	families := r.scrape()
 	after := time.Since(granted.Time).Seconds()
@@ -392,13 +392,13 @@ func TestDurationsInSeconds(t *testing.T) {
 	if err := held.Release(ctx); err != nil {
 		t.Fatal(err)
 	}
-	released += r.until(framework.Released, mu).Hold.Seconds()
+	released += r.until(recipes.Released, mu).Hold.Seconds()
 
 	latch := leading(t, ctx, c, latchPath)
 	if err := latch.Close(); err != nil {
 		t.Fatal(err)
 	}
-	term := r.until(framework.LeadershipLost, latchPath).Hold.Seconds()
+	term := r.until(recipes.LeadershipLost, latchPath).Hold.Seconds()
 
 	families = r.scrape()
 	for _, w := range []struct {
@@ -449,13 +449,13 @@ func TestNoServerFailures(t *testing.T) {
 	if err := h.Acquire(ctx); !errors.As(err, &ns) || !errors.Is(err, zk.ErrNoServer) {
 		t.Fatalf("an acquire with no server: %v, want a *framework.NoServerError", err)
 	}
-	r.until(framework.AcquireFailed, path)
+	r.until(recipes.AcquireFailed, path)
 	dctx, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
 	defer cancel()
 	if err := h.Acquire(dctx); !errors.As(err, &ns) || !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("an acquire with no server and a deadline: %v, want a *framework.NoServerError wrapping the deadline", err)
 	}
-	r.until(framework.AcquireFailed, path)
+	r.until(recipes.AcquireFailed, path)
 	families := r.scrape()
 	r.check(families,
 		expect{"gocurator_lock_acquire_failures_total", path, "mutex", "error_type=no_server", 2},
@@ -554,7 +554,7 @@ func TestPathLabel(t *testing.T) {
 		if err := h.Release(ctx); err != nil {
 			t.Fatal(err)
 		}
-		r.until(framework.Released, orders+"/"+id)
+		r.until(recipes.Released, orders+"/"+id)
 	}
 	families := r.scrape()
 	r.check(families, expect{"gocurator_lock_acquisitions_total", orders, "mutex", "", 2})

@@ -2,6 +2,7 @@ package otelmetrics
 
 import (
 	"github.com/gocurator/curator/framework"
+	"github.com/gocurator/curator/recipes"
 )
 
 // The outcomes of an acquire: the value of gocurator.outcome on the wait
@@ -26,7 +27,7 @@ const (
 // with its error.type (causeOf): timeout, canceled and locked are those
 // causes, every other cause is failed.
 func outcomeOf(e framework.Event) string {
-	if e.Kind == framework.Acquired {
+	if e.Kind == recipes.Acquired {
 		return outcomeAcquired
 	}
 	switch cause := causeOf(e.Err); cause {

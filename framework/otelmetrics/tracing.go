@@ -10,6 +10,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/gocurator/curator/framework"
+	"github.com/gocurator/curator/recipes"
 )
 
 // The spans Tracing makes.
@@ -53,33 +54,34 @@ func NewTracing(provider trace.TracerProvider) (*Tracing, error) {
 // as a child of the span in the context the acquire was called with (the
 // event's Context). Other events make no span.
 func (t *Tracing) Event(e framework.Event) {
-	if e.Recipe == "" {
+	d, ok := recipes.LockEventOf(e)
+	if !ok {
 		return
 	}
 	switch e.Kind {
-	case framework.Acquired, framework.AcquireFailed:
+	case recipes.Acquired, recipes.AcquireFailed:
 		outcome := outcomeOf(e)
 		attrs := []attribute.KeyValue{attrOutcome.String(outcome)}
-		if e.Kind == framework.Acquired {
-			attrs = append(attrs, attrPosition.Int(e.Position))
+		if e.Kind == recipes.Acquired {
+			attrs = append(attrs, attrPosition.Int(d.Position))
 		}
-		t.span(e, SpanAcquire, e.Wait, outcome != outcomeAcquired && outcome != outcomeLocked, attrs...)
-	case framework.Released:
-		t.span(e, SpanHold, e.Hold, false, attrOutcome.String(outcomeReleased))
-	case framework.Lost:
-		t.span(e, SpanHold, e.Hold, true, attrOutcome.String(outcomeLost))
+		t.span(e, d, SpanAcquire, e.Wait, outcome != outcomeAcquired && outcome != outcomeLocked, attrs...)
+	case recipes.Released:
+		t.span(e, d, SpanHold, e.Hold, false, attrOutcome.String(outcomeReleased))
+	case recipes.Lost:
+		t.span(e, d, SpanHold, e.Hold, true, attrOutcome.String(outcomeLost))
 	}
 }
 
-// span records the span name of e, which lasted d up to e's Time, with
-// e's path, recipe, node and session, attrs, and e's error: its
-// error.type, and an Error status when failed.
-func (t *Tracing) span(e framework.Event, name string, d time.Duration, failed bool, attrs ...attribute.KeyValue) {
+// span records the span name of e (whose detail is le), which lasted d up
+// to e's Time, with e's path, recipe, node and session, attrs, and e's
+// error: its error.type, and an Error status when failed.
+func (t *Tracing) span(e framework.Event, le recipes.LockEvent, name string, d time.Duration, failed bool, attrs ...attribute.KeyValue) {
 	ctx := e.Context
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	attrs = append(attrs, attrPath.String(e.Path), attrRecipe.String(e.Recipe))
+	attrs = append(attrs, attrPath.String(e.Path), attrRecipe.String(le.Recipe))
 	if e.Node != "" {
 		attrs = append(attrs, attrNode.String(e.Node))
 	}

@@ -143,7 +143,7 @@ func TestTracesOfRealLocks(t *testing.T) {
 		t.Fatal(err)
 	}
 	request.End()
-	started, acquired, released := s.until(t, framework.AcquireStarted, mu), s.until(t, framework.Acquired, mu), s.until(t, framework.Released, mu)
+	started, acquired, released := s.until(t, recipes.AcquireStarted, mu), s.until(t, recipes.Acquired, mu), s.until(t, recipes.Released, mu)
 	checkSpan(t, s.span(t, otelmetrics.SpanAcquire, node, request), want{parent: request, from: started.Time, to: acquired.Time,
 		attrs: map[string]any{"gocurator.path": mu, "gocurator.recipe": "mutex", "gocurator.outcome": "acquired",
 			"gocurator.queue.position": int64(0), "gocurator.node": node, "gocurator.session": session(c)}})
@@ -161,7 +161,7 @@ func TestTracesOfRealLocks(t *testing.T) {
 	defer cancel()
 	errorIs(t, h.Acquire(tctx), context.DeadlineExceeded)
 	timedOut.End()
-	started, failed := s.until(t, framework.AcquireStarted, mu), s.until(t, framework.AcquireFailed, mu)
+	started, failed := s.until(t, recipes.AcquireStarted, mu), s.until(t, recipes.AcquireFailed, mu)
 	checkSpan(t, s.span(t, otelmetrics.SpanAcquire, "", timedOut), want{parent: timedOut, from: started.Time, to: failed.Time,
 		attrs: map[string]any{"gocurator.path": mu, "gocurator.recipe": "mutex", "gocurator.outcome": "timeout",
 			"error.type": "timeout"}, errorStatus: true})
@@ -169,7 +169,7 @@ func TestTracesOfRealLocks(t *testing.T) {
 	wctx, waiter := s.caller(ctx, "waits")
 	done := make(chan error, 1)
 	go func() { done <- h.Acquire(wctx) }()
-	started = s.until(t, framework.AcquireStarted, mu)
+	started = s.until(t, recipes.AcquireStarted, mu)
 	waitChildren(t, ctx, other, mu, 2)
 	if err := held.Release(ctx); err != nil {
 		t.Fatal(err)
@@ -178,7 +178,7 @@ func TestTracesOfRealLocks(t *testing.T) {
 		t.Fatal(err)
 	}
 	waiter.End()
-	acquired = s.until(t, framework.Acquired, mu)
+	acquired = s.until(t, recipes.Acquired, mu)
 	checkSpan(t, s.span(t, otelmetrics.SpanAcquire, h.LockPath(), waiter), want{parent: waiter, from: started.Time, to: acquired.Time,
 		attrs: map[string]any{"gocurator.outcome": "acquired", "gocurator.queue.position": int64(1)}})
 	if err := h.Release(ctx); err != nil {
@@ -196,9 +196,9 @@ func TestTracesOfRealLocks(t *testing.T) {
 	}
 	losing.End()
 	node, owner := ph.LockPath(), session(pc)
-	acquired = s.until(t, framework.Acquired, lost)
+	acquired = s.until(t, recipes.Acquired, lost)
 	proxy.DropConnections()
-	lostEvent := s.until(t, framework.Lost, lost)
+	lostEvent := s.until(t, recipes.Lost, lost)
 	if se := (*framework.StateError)(nil); !errors.As(lostEvent.Err, &se) || se.State != state.Suspended {
 		t.Fatalf("lost: %v, want the SUSPENDED that caused it", lostEvent.Err)
 	}

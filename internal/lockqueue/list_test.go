@@ -14,6 +14,7 @@ import (
 	"github.com/gocurator/curator/framework"
 	"github.com/gocurator/curator/framework/zktest"
 	"github.com/gocurator/curator/internal/locktree"
+	"github.com/gocurator/curator/internal/protected"
 	"github.com/gocurator/curator/internal/testclient"
 	"github.com/gocurator/curator/internal/testutil"
 	"github.com/gocurator/curator/recipes"
@@ -256,7 +257,7 @@ func TestListCuratorTrees(t *testing.T) {
 		if seq {
 			flags |= zk.FlagSequence
 		}
-		p, err := conn.Create(parent+"/"+locktree.ProtectedName(locktree.NewProtectedID(), name), data, flags, acl)
+		p, err := conn.Create(parent+"/"+protected.Name(protected.NewID(), name), data, flags, acl)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/gocurator/curator/internal/locktree"
+	"github.com/gocurator/curator/internal/protected"
 )
 
 // goZKProtected matches go-zookeeper's protected prefix: "_c_" + 32 hex
@@ -17,7 +18,7 @@ var goZKProtected = regexp.MustCompile(`^_c_[0-9a-f]{32}-`)
 // go-zookeeper-protected, or not ephemeral.
 func (l *Listing) checkLockNode(p *Participant, lockName string) {
 	switch {
-	case locktree.IsProtected(p.Node):
+	case protected.Is(p.Node):
 	case goZKProtected.MatchString(p.Node):
 		l.warnf(p.Path, "go-zookeeper protected name (_c_ + 32 hex digits): it sorts correctly among %s nodes, but Curator's ProtectedUtils does not recognise it as protected (it wants a 36-character UUID), so Curator's protected-create recovery and ProtectedUtils.normalize pass it by", strings.TrimSuffix(lockName, "-"))
 	default:

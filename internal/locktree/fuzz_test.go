@@ -5,6 +5,8 @@ import (
 	"sort"
 	"strings"
 	"testing"
+
+	"github.com/gocurator/curator/internal/protected"
 )
 
 // FuzzSort: the order is a permutation of the input, keys never
@@ -81,7 +83,7 @@ func FuzzSequenceKey(f *testing.F) {
 
 		digits := func(n int32) string { return fmt.Sprintf("%010d", n) }
 		for _, marker := range []string{MutexName, LeaseName, ReadName, WriteName} {
-			node := ProtectedName(id, marker+digits(seq))
+			node := protected.Name(id, marker+digits(seq))
 			if got := SortKey(node, marker); got != digits(seq) {
 				t.Fatalf("SortKey(%q, %q) = %q, want %q", node, marker, got, digits(seq))
 			}
@@ -102,36 +104,10 @@ func FuzzSequenceKey(f *testing.F) {
 				t.Fatalf("sequences %q and %q do not sort as %d and %d", a, b, seq, other)
 			}
 		}
-		write := ProtectedName(id, WriteName+digits(seq))
-		downgrade := ProtectedName(id, ReadName+ReadWriteSortKey(write))
+		write := protected.Name(id, WriteName+digits(seq))
+		downgrade := protected.Name(id, ReadName+ReadWriteSortKey(write))
 		if got := ReadWriteSortKey(downgrade); got != ReadWriteSortKey(write) {
 			t.Fatalf("downgrade node %q has key %q, its write node %q has %q", downgrade, got, write, ReadWriteSortKey(write))
-		}
-	})
-}
-
-// FuzzProtectedName: the three parsers agree with each other, and with
-// ProtectedName for every UUID NewProtectedID could make.
-func FuzzProtectedName(f *testing.F) {
-	for _, s := range []string{"_c_40bfe6fd-3b9e-4c4d-9a5e-0123456789ab-lock-0000000007",
-		"_c_0123456789abcdef0123456789abcdef-lock-0000000001", "lock-0000000001", "_c_", "",
-		"_c_40bfe6fd-3b9e-4c4d-9a5e-0123456789ab-"} {
-		f.Add(s)
-	}
-	f.Fuzz(func(t *testing.T, name string) {
-		id, ok := ProtectedID(name)
-		if ok != IsProtected(name) {
-			t.Fatalf("ProtectedID and IsProtected disagree on %q", name)
-		}
-		norm := NormalizeProtected(name)
-		if !ok {
-			if norm != name {
-				t.Fatalf("NormalizeProtected changed unprotected %q to %q", name, norm)
-			}
-			return
-		}
-		if ProtectedName(id, norm) != name || !strings.HasSuffix(name, norm) {
-			t.Fatalf("%q does not rebuild from id %q and rest %q", name, id, norm)
 		}
 	})
 }

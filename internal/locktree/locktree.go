@@ -1,8 +1,10 @@
 // Package locktree is the one home of Curator's lock-tree format: the names
-// of lock nodes, the order in which every participant sorts them, the rules
-// that say which nodes hold, and the protected-name prefix. The recipes'
-// drivers and internal/lockqueue (`zklock ls`) both use it, so that the
-// command cannot disagree with the library about who holds a lock.
+// of lock nodes, the order in which every participant sorts them, and the
+// rules that say which nodes hold. (The protected-name prefix in front of
+// each lock node's name is a create's, not a lock's: internal/protected.)
+// The recipes' drivers and internal/lockqueue (`zklock ls`) both use it, so
+// that the command cannot disagree with the library about who holds a
+// lock.
 //
 // Everything here is Curator 5.x's, as docs/tree-format.md describes it
 // and compat_test checks against live Curator processes.
@@ -10,9 +12,6 @@ package locktree
 
 import (
 	"cmp"
-	"encoding/binary"
-	"encoding/hex"
-	"math/rand/v2"
 	"slices"
 	"strings"
 )
@@ -265,104 +264,4 @@ func Leases(children []string, name string, maxLeases int) (held, found bool) {
 		return false, false
 	}
 	return len(children) <= maxLeases, true
-}
-
-// Curator's protected-node format (ProtectedUtils): "_c_" + a 36-character
-// UUID + "-" in front of the last path segment.
-const (
-	protectedPrefix = "_c_"
-	// ProtectedPrefixLength is the length of "_c_<uuid>-": 40.
-	ProtectedPrefixLength = len(protectedPrefix) + 36 + 1
-)
-
-// NewProtectedID returns a random version-4 UUID in the canonical lowercase
-// 8-4-4-4-12 form, as Java's UUID.randomUUID().toString().
-func NewProtectedID() string {
-	id := NewProtectedIDBytes()
-	return string(id[:])
-}
-
-// NewProtectedIDBytes is NewProtectedID as bytes, for a caller that builds
-// a protected name of its own without an allocation for the id.
-func NewProtectedIDBytes() [36]byte {
-	// math/rand/v2's generator (ChaCha8, seeded from the OS) is random enough
-	// for a name that must not collide, as Java's UUID.randomUUID is, and,
-	// unlike crypto/rand.Read, allocates nothing in any build mode.
-	var b [16]byte
-	binary.LittleEndian.PutUint64(b[:8], rand.Uint64())
-	binary.LittleEndian.PutUint64(b[8:], rand.Uint64())
-	b[6] = b[6]&0x0f | 0x40
-	b[8] = b[8]&0x3f | 0x80
-	var s [36]byte
-	hex.Encode(s[0:8], b[0:4])
-	s[8] = '-'
-	hex.Encode(s[9:13], b[4:6])
-	s[13] = '-'
-	hex.Encode(s[14:18], b[6:8])
-	s[18] = '-'
-	hex.Encode(s[19:23], b[8:10])
-	s[23] = '-'
-	hex.Encode(s[24:], b[10:])
-	return s
-}
-
-// ProtectedName returns name with the protection prefix for id: "_c_<id>-<name>".
-func ProtectedName(id, name string) string { return protectedPrefix + id + "-" + name }
-
-// WriteProtectedName writes ProtectedName(id, name) to b, for an id from
-// NewProtectedIDBytes: a caller that builds a whole path in b allocates
-// once.
-func WriteProtectedName(b *strings.Builder, id [36]byte, name string) {
-	b.WriteString(protectedPrefix)
-	b.Write(id[:])
-	b.WriteByte('-')
-	b.WriteString(name)
-}
-
-// IsProtected reports whether a node name carries Curator's protection
-// prefix, by Curator's own test (ProtectedUtils.isProtectedZNode): longer
-// than 40 characters, "_c_" first, "-" at index 39, and a UUID in between.
-func IsProtected(name string) bool {
-	return len(name) > ProtectedPrefixLength &&
-		strings.HasPrefix(name, protectedPrefix) &&
-		name[ProtectedPrefixLength-1] == '-' &&
-		isUUID(name[len(protectedPrefix):ProtectedPrefixLength-1])
-}
-
-// ProtectedID returns the UUID of a protected name, and whether it is one.
-func ProtectedID(name string) (string, bool) {
-	if !IsProtected(name) {
-		return "", false
-	}
-	return name[len(protectedPrefix) : ProtectedPrefixLength-1], true
-}
-
-// NormalizeProtected strips the protection prefix from a protected name and
-// returns any other name unchanged (Curator's ProtectedUtils.normalize).
-func NormalizeProtected(name string) string {
-	if IsProtected(name) {
-		return name[ProtectedPrefixLength:]
-	}
-	return name
-}
-
-// isUUID accepts the canonical 8-4-4-4-12 hexadecimal form, either case.
-func isUUID(s string) bool {
-	if len(s) != 36 {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		switch i {
-		case 8, 13, 18, 23:
-			if c != '-' {
-				return false
-			}
-		default:
-			if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F') {
-				return false
-			}
-		}
-	}
-	return true
 }

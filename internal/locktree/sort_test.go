@@ -5,6 +5,8 @@ import (
 	"math/rand/v2"
 	"strings"
 	"testing"
+
+	"github.com/gocurator/curator/internal/protected"
 )
 
 func TestSortChildrenMatchesCurator(t *testing.T) {
@@ -74,7 +76,7 @@ func TestReadWriteSortInterleaves(t *testing.T) {
 func BenchmarkSort10000(b *testing.B) {
 	names := make([]string, 10000)
 	for i := range names {
-		names[i] = fmt.Sprintf("_c_%s-lock-%010d", NewProtectedID(), i)
+		names[i] = fmt.Sprintf("_c_%s-lock-%010d", protected.NewID(), i)
 	}
 	rand.New(rand.NewPCG(1, 2)).Shuffle(len(names), func(i, j int) { names[i], names[j] = names[j], names[i] })
 	key := KeyFor(MutexName)

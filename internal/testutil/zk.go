@@ -8,6 +8,7 @@ import (
 	"log"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -34,6 +35,35 @@ func Connect(t testing.TB, servers string) *zk.Conn {
 		}
 	}
 	return conn
+}
+
+// rawConns holds each running test's raw connection (RawConn), so that
+// checking the server's view opens one session per test, not one per
+// check.
+var rawConns sync.Map // testing.TB -> *zk.Conn
+
+// RawConn returns the test's raw go-zookeeper connection to servers (one
+// per test: made at its first call, closed when the test ends), for
+// checking the server's view of the tree.
+func RawConn(t testing.TB, servers string) *zk.Conn {
+	if c, ok := rawConns.Load(t); ok {
+		return c.(*zk.Conn)
+	}
+	c := Connect(t, servers)
+	rawConns.Store(t, c)
+	t.Cleanup(func() { rawConns.Delete(t) })
+	return c
+}
+
+// Children lists path through conn, or fails the test; a missing path has
+// none.
+func Children(t testing.TB, conn *zk.Conn, path string) []string {
+	t.Helper()
+	kids, _, err := conn.Children(path)
+	if err != nil && !errors.Is(err, zk.ErrNoNode) {
+		t.Fatal(err)
+	}
+	return kids
 }
 
 // DrainEvents closes conn and waits, at most Timeout, until its event

@@ -63,7 +63,7 @@
 //     then closed, when the watch fires and when the session's watches are
 //     dropped (conn.go, notifyWatches and invalidateWatches): every
 //     goroutine receiving from it wakes, one of them with the event. The
-//     recipes' shared watches rely on it (recipes/watches.go).
+//     recipes' shared watches rely on it (recipes/internal/acquire/watches.go).
 //  9. The session events name the server of the connection (Event.Server):
 //     StateConnected once a dial has connected, then StateHasSession, or
 //     StateExpired, or StateDisconnected when the handshake failed; and

@@ -195,9 +195,9 @@ func TestAtomicPromotedToLock(t *testing.T) {
 	var stopOnce sync.Once
 	hook := framework.WithEventHook(framework.EventFunc(func(e framework.Event) {
 		switch {
-		case e.Kind == framework.Retrying && e.Recipe == "atomic" && e.Op == "optimistic-set" && e.Path == path:
+		case e.Kind == framework.Retrying && e.Detail == (zkatomic.RetryEvent{}) && e.Op == "optimistic-set" && e.Path == path:
 			retries.Add(1)
-		case e.Kind == framework.Acquired && e.Path == lock:
+		case e.Kind == recipes.Acquired && e.Path == lock:
 			acquired.Add(1)
 			stopOnce.Do(func() { close(stopHammer) }) // the promoted try holds the lock: let it succeed
 		}

@@ -24,7 +24,7 @@
 // Every operation returns an AtomicValue whose Succeeded must be looked at,
 // as Curator's: one that gave up is no error. Each retry of an optimistic
 // try (or of a try under the lock) is told to the client's event hook as a
-// framework.Retrying event (Recipe "atomic", Op "optimistic-set" or
+// framework.Retrying event (Detail a RetryEvent, Op "optimistic-set" or
 // "promoted-set", Err the conflict); the promoted lock's acquisitions are
 // told as any mutex's. A change whose reply is lost to a connection loss
 // may apply twice (the client retries it, its compare-and-set fails on its

@@ -18,8 +18,8 @@ import (
 	"github.com/gocurator/curator/retry"
 )
 
-// recipeAtomic is the recipe kind of the package's events
-// (framework.Event.Recipe), and the steps its Retrying events name (Op).
+// recipeAtomic is the recipe kind of the package's events (RetryEvent),
+// and the steps its Retrying events name (Op).
 const (
 	recipeAtomic   = "atomic"
 	stepOptimistic = "optimistic-set"
@@ -354,7 +354,7 @@ func (v *DistributedAtomicValue) tries(ctx context.Context, r *AtomicValue[[]byt
 		if !ok {
 			return nil
 		}
-		v.client.Emit(framework.Event{Kind: framework.Retrying, Recipe: recipeAtomic, Op: step, Path: v.path, Retry: n + 1, Wait: wait, Err: conflict})
+		v.client.Emit(framework.Event{Kind: framework.Retrying, Op: step, Path: v.path, Retry: n + 1, Wait: wait, Err: conflict, Detail: RetryEvent{}})
 		if err := retry.Sleep(ctx, wait); err != nil {
 			return errs.Errorf("%s: %w", v.what(), err)
 		}

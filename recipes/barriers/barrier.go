@@ -12,8 +12,8 @@ import (
 	"github.com/gocurator/curator/internal/recipeargs"
 )
 
-// The recipe kinds the package's events name (framework.Event.Recipe), and
-// the steps a BarrierPassed event tells (its Op).
+// The recipe kinds the package's events name, and the steps a
+// BarrierPassed event tells (BarrierEvent).
 const (
 	recipeBarrier       = "barrier"
 	recipeDoubleBarrier = "double-barrier"
@@ -123,6 +123,6 @@ func (b *DistributedBarrier) check(ctx context.Context) error {
 // begun at start.
 func emit(c *framework.Client, recipe, path, step string, start time.Time) {
 	if c.Observed() {
-		c.Emit(framework.Event{Kind: framework.BarrierPassed, Recipe: recipe, Path: path, Op: step, Wait: time.Since(start)})
+		c.Emit(framework.Event{Kind: BarrierPassed, Path: path, Wait: time.Since(start), Detail: BarrierEvent{Recipe: recipe, Step: step}})
 	}
 }

@@ -28,7 +28,7 @@ type passed struct {
 
 func (p *passed) hook() framework.Option {
 	return framework.WithEventHook(framework.EventFunc(func(e framework.Event) {
-		if e.Kind == framework.BarrierPassed {
+		if e.Kind == barriers.BarrierPassed {
 			p.mu.Lock()
 			p.events = append(p.events, e)
 			p.mu.Unlock()
@@ -44,7 +44,8 @@ func (p *passed) steps(c *framework.Client) []string {
 	defer p.mu.Unlock()
 	var out []string
 	for _, e := range p.events {
-		out = append(out, e.Recipe+":"+e.Op)
+		d, _ := e.Detail.(barriers.BarrierEvent)
+		out = append(out, d.Recipe+":"+d.Step)
 	}
 	return out
 }

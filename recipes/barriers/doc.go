@@ -23,7 +23,7 @@
 //
 // Every call that waits takes a context; its end is an error wrapping the
 // context's (Curator's false after a timeout). The client's event hook
-// hears a framework.BarrierPassed event (Op "wait", "enter" or "leave",
+// hears a BarrierPassed event (its BarrierEvent's Step "wait", "enter" or "leave",
 // with the time waited) each time a member passes. Misuse is an error,
 // never a panic or a hang: a nil or closed client, a bad path, a nil
 // context, a zero value, a member under 1, a member that enters twice or

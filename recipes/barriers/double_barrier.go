@@ -12,7 +12,7 @@ import (
 
 	"github.com/gocurator/curator/framework"
 	"github.com/gocurator/curator/internal/errs"
-	"github.com/gocurator/curator/internal/locktree"
+	"github.com/gocurator/curator/internal/protected"
 	"github.com/gocurator/curator/internal/recipeargs"
 	"github.com/gocurator/curator/recipes"
 )
@@ -72,7 +72,7 @@ func NewDistributedDoubleBarrier(client *framework.Client, path string, memberQt
 	if memberQty < 1 {
 		return nil, errs.Errorf("%w: memberQty %d: a barrier needs at least one member", framework.ErrInvalidArgument, memberQty)
 	}
-	name := locktree.NewProtectedID() // a random UUID, as Curator's UUID.randomUUID()
+	name := protected.NewID() // a random UUID, as Curator's UUID.randomUUID()
 	return &DistributedDoubleBarrier{client: client, path: path, qty: memberQty, name: name,
 		ours: framework.JoinPath(path, name), ready: framework.JoinPath(path, readyNode)}, nil
 }

@@ -95,8 +95,8 @@
 // Listeners (WithListener before the first load, Listen after) run on a
 // goroutine of the cache's own, one event at a time, never under a lock of
 // the library's; with no listener, no event is queued. The events also
-// reach the client's event hook where an operator wants them: CacheStale
-// and CacheCurrent (framework.Event, Recipe "cache"). Close stops the
+// reach the client's event hook where an operator wants them: WentStale
+// and WentCurrent (framework.Event kinds, Detail a HookEvent). Close stops the
 // cache, removes its watch, and never waits for a listener (one under way
 // may be its caller); the events not yet told are dropped.
 //

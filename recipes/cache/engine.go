@@ -327,7 +327,7 @@ func (e *engine) finish() {
 		typ = CacheInitialized
 	}
 	c.out.Push(Event{Type: typ})
-	c.client.Emit(framework.Event{Kind: framework.CacheCurrent, Recipe: "cache", Path: c.path, Wait: time.Since(e.since)})
+	c.client.Emit(framework.Event{Kind: WentCurrent, Path: c.path, Wait: time.Since(e.since), Detail: HookEvent{}})
 }
 
 // stale marks the cache stale, telling so if it was current.
@@ -344,7 +344,7 @@ func (e *engine) stale(why error) {
 	c.mu.Unlock()
 	e.since = time.Now()
 	c.out.Push(Event{Type: CacheStale, Err: why})
-	c.client.Emit(framework.Event{Kind: framework.CacheStale, Recipe: "cache", Path: c.path, Err: why})
+	c.client.Emit(framework.Event{Kind: WentStale, Path: c.path, Err: why, Detail: HookEvent{}})
 }
 
 // inScope reports whether the cache holds the node at path, if it exists.

@@ -25,7 +25,7 @@
 // its session), and made sure of at every reconnect. A sequential or
 // protected node keeps the name it was first given. Listeners
 // (AddListener) hear each create of the node, on the node's goroutine;
-// the client's event hook hears a framework.NodeCreated event.
+// the client's event hook hears a NodeCreated event.
 //
 // Every call that waits takes a context. Misuse is an error, never a panic
 // or a hang: a nil or closed client, a bad path, a nil context, a zero

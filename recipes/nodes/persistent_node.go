@@ -30,7 +30,7 @@ const retryWait = time.Second
 // background after that.
 const cleanupTimeout = 5 * time.Second
 
-// The recipe kinds the package's events name (framework.Event.Recipe).
+// The recipe kinds the package's events name (NodeEvent.Recipe).
 const (
 	recipePersistentNode    = "persistent-node"
 	recipePersistentTTLNode = "persistent-ttl-node"
@@ -447,7 +447,7 @@ func (n *PersistentNode) madeAt(ctx context.Context, path string, data []byte) {
 	}
 	current := n.data
 	n.mu.Unlock()
-	n.client.Emit(framework.Event{Kind: framework.NodeCreated, Recipe: n.recipe, Path: n.base, Node: path, Session: n.client.SessionID()})
+	n.client.Emit(framework.Event{Kind: NodeCreated, Path: n.base, Node: path, Session: n.client.SessionID(), Detail: NodeEvent{Recipe: n.recipe}})
 	for _, l := range n.listeners.Snapshot() {
 		ran, err := lifecycle.Call(&n.gate, func() { l(path) })
 		if !ran {

@@ -41,7 +41,7 @@ func (c *created) listener(path string) {
 
 func (c *created) hook() framework.Option {
 	return framework.WithEventHook(framework.EventFunc(func(e framework.Event) {
-		if e.Kind == framework.NodeCreated {
+		if e.Kind == nodes.NodeCreated {
 			c.mu.Lock()
 			c.events = append(c.events, e)
 			c.mu.Unlock()
@@ -141,7 +141,7 @@ func TestPersistentNodeModes(t *testing.T) {
 			<-c.Closed()
 			rec.mu.Lock()
 			defer rec.mu.Unlock()
-			if len(rec.events) != 1 || rec.events[0].Node != path || rec.events[0].Path != b+"/parent/n" || rec.events[0].Recipe != "persistent-node" {
+			if len(rec.events) != 1 || rec.events[0].Node != path || rec.events[0].Path != b+"/parent/n" || rec.events[0].Detail != (nodes.NodeEvent{Recipe: "persistent-node"}) {
 				t.Errorf("events %v, want one NodeCreated of %s", rec.events, path)
 			}
 		})

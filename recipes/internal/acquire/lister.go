@@ -1,4 +1,4 @@
-package recipes
+package acquire
 
 import (
 	"context"
@@ -7,8 +7,6 @@ import (
 	"sync/atomic"
 
 	"github.com/go-zookeeper/zk"
-
-	"github.com/gocurator/curator/framework"
 )
 
 // A lister coalesces the listings of one lock path that the waiters of one
@@ -29,20 +27,20 @@ import (
 //
 // The tree, and what other processes see, is unchanged: fewer reads.
 type lister struct {
-	key  listerKey
-	refs atomic.Int32 // waiters using it; changed under listersMu, read without it (shared)
+	owner *clientShared
+	key   listerKey
+	refs  atomic.Int32 // waiters using it; changed under the owner's listersMu, read without it (shared)
 
 	mu       sync.Mutex
 	begun    uint64    // listings begun so far
 	inflight *listCall // the listing under way, or nil
 }
 
-// listerKey is what a lister is shared by: one client, one lock path, and
-// one order of the sorted listing (the drivers' order).
+// listerKey is what a lister is shared by, among the client's listers: one
+// lock path, and one order of the sorted listing (the drivers' order).
 type listerKey struct {
-	client *framework.Client
-	base   string
-	order  string
+	base  string
+	order string
 }
 
 // listCall is one listing, shared by the waiters that join it.
@@ -57,33 +55,23 @@ type listCall struct {
 	abandoned bool
 }
 
-var (
-	listersMu sync.Mutex
-	listers   = map[listerKey]*lister{}
-	// spareListers keeps listers nobody uses any more (up to
-	// maxSpareListers), so that a lone waiter's lister (made and forgotten
-	// at every uncontended acquire) costs no allocation. (A sync.Pool would
-	// drop some at random under the race detector, and all at each GC.)
-	spareListers []*lister
-)
-
 const maxSpareListers = 64
 
-// listerFor returns the lister of li's base for d's order, to be given back
-// with release.
-func listerFor(li *lockInternals, d driver) *lister {
-	k := listerKey{client: li.client, base: li.base, order: d.order()}
-	listersMu.Lock()
-	defer listersMu.Unlock()
-	l := listers[k]
+// listerFor returns the client's lister of base for d's order, to be given
+// back with release.
+func (s *clientShared) listerFor(base string, d Driver) *lister {
+	k := listerKey{base: base, order: d.Order()}
+	s.listersMu.Lock()
+	defer s.listersMu.Unlock()
+	l := s.listers[k]
 	if l == nil {
-		if n := len(spareListers); n > 0 {
-			l, spareListers = spareListers[n-1], spareListers[:n-1]
+		if n := len(s.spare); n > 0 {
+			l, s.spare = s.spare[n-1], s.spare[:n-1]
 		} else {
-			l = new(lister)
+			l = &lister{owner: s}
 		}
 		l.key = k
-		listers[k] = l
+		s.listers[k] = l
 	}
 	l.refs.Add(1)
 	return l
@@ -93,13 +81,14 @@ func listerFor(li *lockInternals, d driver) *lister {
 // holds it then, and no listing of its is under way (each is its leader's,
 // who holds the lister until it ends), so it is kept for reuse.
 func (l *lister) release() {
-	listersMu.Lock()
-	defer listersMu.Unlock()
+	s := l.owner
+	s.listersMu.Lock()
+	defer s.listersMu.Unlock()
 	if l.refs.Add(-1) == 0 {
-		delete(listers, l.key)
+		delete(s.listers, l.key)
 		l.key, l.begun, l.inflight = listerKey{}, 0, nil
-		if len(spareListers) < maxSpareListers {
-			spareListers = append(spareListers, l)
+		if len(s.spare) < maxSpareListers {
+			s.spare = append(s.spare, l)
 		}
 	}
 }
@@ -120,38 +109,38 @@ const (
 	listAlone                         // it lists on its own: nobody shares its lister
 )
 
-func (li *lockInternals) hear(ev listEvent, ctx context.Context, n uint64) {
-	if li.listHook != nil {
-		li.listHook(ev, ctx, n)
+func (l *Lock) hear(ev listEvent, ctx context.Context, n uint64) {
+	if l.listHook != nil {
+		l.listHook(ev, ctx, n)
 	}
 }
 
 // list returns the base's children sorted by d, from a listing begun after
 // list was called: its own, or one it shares with other waiters. A missing
 // base has no children. The slice is shared: read it, never change it.
-func (l *lister) list(ctx context.Context, li *lockInternals, d driver) ([]string, error) {
-	if !l.shared() {
+func (ls *lister) list(ctx context.Context, l *Lock, d Driver) ([]string, error) {
+	if !ls.shared() {
 		// Nobody to share with (the uncontended case): a listing of our
 		// own, published to nobody. A waiter that comes meanwhile begins
 		// its own.
-		li.hear(listAlone, ctx, 0)
-		return listSorted(ctx, li, d)
+		l.hear(listAlone, ctx, 0)
+		return l.listSorted(ctx, d)
 	}
-	l.mu.Lock()
-	after := l.begun // a listing numbered above this one begins after now
+	ls.mu.Lock()
+	after := ls.begun // a listing numbered above this one begins after now
 	for {
-		c := l.inflight
+		c := ls.inflight
 		switch {
 		case c == nil:
-			c = &listCall{n: l.begun + 1, done: make(chan struct{})}
-			l.begun, l.inflight = c.n, c
-			l.mu.Unlock()
-			li.hear(listBegin, ctx, c.n)
-			c.sorted, c.err = listSorted(ctx, li, d)
-			l.mu.Lock()
-			l.inflight = nil
+			c = &listCall{n: ls.begun + 1, done: make(chan struct{})}
+			ls.begun, ls.inflight = c.n, c
+			ls.mu.Unlock()
+			l.hear(listBegin, ctx, c.n)
+			c.sorted, c.err = l.listSorted(ctx, d)
+			ls.mu.Lock()
+			ls.inflight = nil
 			c.abandoned = c.err != nil && ctx.Err() != nil
-			l.mu.Unlock()
+			ls.mu.Unlock()
 			close(c.done)
 			return c.sorted, c.err
 		default:
@@ -161,8 +150,8 @@ func (l *lister) list(ctx context.Context, li *lockInternals, d driver) ([]strin
 			if join {
 				ev = listJoin
 			}
-			l.mu.Unlock()
-			li.hear(ev, ctx, c.n)
+			ls.mu.Unlock()
+			l.hear(ev, ctx, c.n)
 			select {
 			case <-c.done:
 			case <-ctx.Done():
@@ -172,16 +161,16 @@ func (l *lister) list(ctx context.Context, li *lockInternals, d driver) ([]strin
 				return c.sorted, c.err
 			}
 		}
-		l.mu.Lock()
+		ls.mu.Lock()
 	}
 }
 
 // listSorted lists the base's children and sorts them by d; a missing base
 // has none.
-func listSorted(ctx context.Context, li *lockInternals, d driver) ([]string, error) {
-	children, _, err := li.client.Children(ctx, li.base)
+func (l *Lock) listSorted(ctx context.Context, d Driver) ([]string, error) {
+	children, _, err := l.client.Children(ctx, l.base)
 	if err != nil && !errors.Is(err, zk.ErrNoNode) {
 		return nil, err
 	}
-	return d.sort(children), nil
+	return d.Sort(children), nil
 }

@@ -1,4 +1,4 @@
-package recipes
+package acquire
 
 import (
 	"context"
@@ -7,12 +7,12 @@ import (
 	"weak"
 )
 
-// holdings are the grants of one lock value (its lockInternals) held and
-// not yet ended: locks and leases (not latch terms). They are what the end
-// of a stretch of the client's trust settles as lost (grant.lost: told,
-// and a grant lost at SUSPENDED has its node deleted once the servers could
-// have let it go), and what InterProcessMutex.IsAcquiredInThisProcess
-// looks through. They belong to the lock value, as Curator's threadData
+// holdings are the grants of one lock value (its Lock) held and not yet
+// ended: locks and leases (not latch terms). They are what the end of a
+// stretch of the client's trust settles as lost (Grant.lost: told, and a
+// grant lost at SUSPENDED has its node deleted once the servers could have
+// let it go), and what Lock.AnyHeld (InterProcessMutex's
+// IsAcquiredInThisProcess) looks through. They belong to the lock value, as Curator's threadData
 // belongs to its InterProcessMutex: nothing outside the value refers to
 // them but the one context.AfterFunc that follows the current stretch,
 // armed by the first grant held in it, on the client's own trust context.
@@ -23,7 +23,7 @@ import (
 // (A grant held is reachable from its owner, and so are they.)
 type holdings struct {
 	mu        sync.Mutex
-	grants    map[*grant]struct{}
+	grants    map[*Grant]struct{}
 	following context.Context // the trust whose end is followed, or nil
 	unfollow  runtime.Cleanup // stops following it once the holdings are collected
 }
@@ -36,23 +36,23 @@ type holdings struct {
 // grant is settled by a follower of its own, which runs at once and which
 // nothing needs to stop; the followed stretch keeps its follower, and the
 // clean-up that stops it when the holdings are collected.
-func (h *holdings) add(g *grant) {
+func (h *holdings) add(g *Grant) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.grants == nil {
-		h.grants = map[*grant]struct{}{}
+		h.grants = map[*Grant]struct{}{}
 	}
 	h.grants[g] = struct{}{}
-	if h.following == g.trust {
+	if h.following == g.end.trust {
 		return
 	}
 	if h.following != nil && h.following.Err() == nil {
-		h.follow(g.trust) // ended: it runs at once
+		h.follow(g.end.trust) // ended: it runs at once
 		return
 	}
-	stop := h.follow(g.trust)
+	stop := h.follow(g.end.trust)
 	h.unfollow.Stop() // the trust before has ended: its follower has run, or runs
-	h.following, h.unfollow = g.trust, runtime.AddCleanup(h, func(stop func() bool) { stop() }, stop)
+	h.following, h.unfollow = g.end.trust, runtime.AddCleanup(h, func(stop func() bool) { stop() }, stop)
 }
 
 // follow arms the follower of trust's end, which holds the holdings weakly,
@@ -67,7 +67,7 @@ func (h *holdings) follow(trust context.Context) (stop func() bool) {
 }
 
 // forget forgets g: it has ended.
-func (h *holdings) forget(g *grant) {
+func (h *holdings) forget(g *Grant) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	delete(h.grants, g)
@@ -77,9 +77,9 @@ func (h *holdings) forget(g *grant) {
 // ended, as lost.
 func (h *holdings) trustEnded(trust context.Context) {
 	h.mu.Lock()
-	var lost []*grant
+	var lost []*Grant
 	for g := range h.grants {
-		if g.trust == trust {
+		if g.end.trust == trust {
 			lost = append(lost, g)
 		}
 	}
@@ -103,4 +103,12 @@ func (h *holdings) any() bool {
 		}
 	}
 	return false
+}
+
+// has reports whether g is one of the holdings, for the tests.
+func (h *holdings) has(g *Grant) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	_, ok := h.grants[g]
+	return ok
 }

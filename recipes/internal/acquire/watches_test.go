@@ -1,4 +1,4 @@
-package recipes
+package acquire
 
 import (
 	"context"
@@ -9,6 +9,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-zookeeper/zk"
+
+	"github.com/gocurator/curator/framework/zktest"
 	"github.com/gocurator/curator/internal/testutil"
 )
 
@@ -20,11 +23,8 @@ import (
 // the holder let go.
 func TestAbandonedWaitsLeaveNothingBehind(t *testing.T) {
 	ctx, base := testutil.Begin(t, server.Addr())
-	holder := mustMutex(t, newClient(t, ""), base).NewHandle()
-	if err := holder.Acquire(ctx); err != nil {
-		t.Fatal(err)
-	}
-	m := mustMutex(t, newClient(t, ""), base)
+	holder := holdAt(t, ctx, base)
+	m := NewLock(newClient(t, ""), base)
 	giveUp := func(waits int) {
 		t.Helper()
 		const workers = 16
@@ -33,10 +33,9 @@ func TestAbandonedWaitsLeaveNothingBehind(t *testing.T) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				h := m.NewHandle()
 				for range waits / workers {
 					wctx, cancel := context.WithTimeout(ctx, 20*time.Millisecond)
-					err := h.Acquire(wctx)
+					_, err := m.Acquire(wctx, queueAt(&m))
 					cancel()
 					if !errors.Is(err, context.DeadlineExceeded) {
 						t.Errorf("an acquire of the held lock = %v, want it to give up", err)
@@ -62,7 +61,7 @@ func TestAbandonedWaitsLeaveNothingBehind(t *testing.T) {
 		t.Helper()
 		testutil.WaitChildren(t, rawConn(t), base, 1) // the holder's alone
 		testutil.Until(t, "the one shared watch on the holder's node", func() (bool, string) {
-			n := liveWatches()
+			n := m.shared.liveWatches()
 			return n == 1, fmt.Sprintf("%d shared watches live", n)
 		})
 	}
@@ -74,17 +73,80 @@ func TestAbandonedWaitsLeaveNothingBehind(t *testing.T) {
 	settled()
 	grew := int64(heap()) - int64(before)
 	t.Logf("%d abandoned waits: the heap grew by %d bytes (%.1f a wait); shared watches live: %d",
-		waits, grew, float64(grew)/waits, liveWatches())
+		waits, grew, float64(grew)/waits, m.shared.liveWatches())
 	if grew > 100*1024 {
 		t.Errorf("%d abandoned waits grew the heap by %d bytes, %.0f a wait: want it flat", waits, grew, float64(grew)/waits)
 	}
-	if err := holder.Release(ctx); err != nil {
-		t.Fatal(err)
-	}
+	release(t, ctx, holder)
 	// Nobody waits on that watch now: its collector takes the event and
 	// forgets it, as go-zookeeper forgets its registration.
 	testutil.Until(t, "the holder's watch forgotten once it fired", func() (bool, string) {
-		n := liveWatches()
+		n := m.shared.liveWatches()
 		return n == 0, fmt.Sprintf("%d shared watches live", n)
 	})
+}
+
+// A shared watch that could not be set in time is asked for again while
+// its waiter's own context lives: the setter's bound is its own, not the
+// waiter's, so a waiter with time left never fails for it. Here the
+// servers are out of reach (black-holed) for longer than the setter's
+// bound; the waiter must wait on, and get its watch once they answer.
+func TestAWatchSetTooLateIsAskedForAgain(t *testing.T) {
+	ctx, base := testutil.Begin(t, server.Addr())
+	proxy := zktest.NewProxy(t, server.Addr())
+	c := newClient(t, proxy.ConnectString())
+	if _, err := c.Create(ctx, base, nil); err != nil {
+		t.Fatal(err)
+	}
+	old := setWatchTimeout
+	setWatchTimeout = 200 * time.Millisecond
+	t.Cleanup(func() { setWatchTimeout = old })
+
+	s := sharedOf(c)
+	k := watchKey{base, true}
+	proxy.BlackHole()
+	type watched struct {
+		w   *Watch
+		err error
+	}
+	got := make(chan watched, 1)
+	go func() {
+		w, _, err := s.watchChildren(ctx, base)
+		got <- watched{w, err}
+	}()
+	// Wait until a setter has given up and another has taken its place.
+	var first *Watch
+	testutil.Until(t, "a setter that gave up, replaced", func() (bool, string) {
+		select {
+		case r := <-got:
+			t.Fatalf("the waiter gave up while its context lived: %v", r.err)
+		default:
+		}
+		s.watchesMu.Lock()
+		w := s.watches[k]
+		s.watchesMu.Unlock()
+		if first == nil {
+			first = w
+		}
+		return w != nil && w != first, "the first setter still there"
+	})
+	proxy.Restore()
+	r := testutil.Recv(t, got, "the watch, once the servers answer")
+	if r.err != nil {
+		t.Fatalf("the waiter = %v, want its watch", r.err)
+	}
+	// The watch fires (and is forgotten) with the base's next change.
+	if _, err := c.Create(ctx, base+"/child", nil); err != nil {
+		t.Fatal(err)
+	}
+	r.w.Enter()
+	defer r.w.Leave()
+	select {
+	case ev, ok := <-r.w.Events():
+		if typ := r.w.Take(ev, ok); typ != zk.EventNodeChildrenChanged {
+			t.Fatalf("the watch's event: %v, want a change of the children", typ)
+		}
+	case <-time.After(testutil.Timeout):
+		t.Fatal("no event of the watch")
+	}
 }
