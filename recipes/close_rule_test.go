@@ -223,3 +223,62 @@ func TestLatchClosedFromIsLeader(t *testing.T) {
 		t.Errorf("the second listener heard IsLeader %d times after Close returned", n)
 	}
 }
+
+// A latch in CloseNotifyLeader mode closed from its first listener's
+// IsLeader: the first listener, which heard IsLeader, hears NotLeader once
+// the latch is over; the second, which never heard IsLeader, hears neither.
+// Close used to tell NotLeader to every listener, the second included.
+func TestNoNotLeaderWithoutIsLeader(t *testing.T) {
+	_, base := testutil.Begin(t, server.Addr())
+	l := mustLatch(t, newClient(t, ""), base, "a", recipes.WithCloseMode(recipes.CloseNotifyLeader))
+	var firstIs, firstNot, secondIs, secondNot atomic.Int32
+	l.AddListener(recipes.LeaderLatchListenerFuncs{
+		OnIsLeader:  func() { firstIs.Add(1); _ = l.Close() },
+		OnNotLeader: func() { firstNot.Add(1) },
+	})
+	l.AddListener(recipes.LeaderLatchListenerFuncs{
+		OnIsLeader:  func() { secondIs.Add(1) },
+		OnNotLeader: func() { secondNot.Add(1) },
+	})
+	testutil.Must(t, l.Start())
+	testutil.Recv(t, l.Closed(), "the latch's end (Closed)")
+	if a, b := firstIs.Load(), firstNot.Load(); a != 1 || b != 1 {
+		t.Errorf("the first listener heard IsLeader %d times and NotLeader %d times, want 1 and 1", a, b)
+	}
+	if a, b := secondIs.Load(), secondNot.Load(); a != 0 || b != 0 {
+		t.Errorf("the second listener heard IsLeader %d times and NotLeader %d times, want neither", a, b)
+	}
+}
+
+// A latch closed by another goroutine while its IsLeader listener is still
+// running (stuck on something of its own): Close returns at once, and the
+// latch's node goes then, so that another candidate leads while the
+// listener still runs. The node used to go only once the listener
+// returned: the next candidate waited for user code Close did not.
+func TestLatchClosedWhileAListenerRunsGivesItsNodeUp(t *testing.T) {
+	ctx, base := testutil.Begin(t, server.Addr())
+	c := newClient(t, "")
+	l := mustLatch(t, c, base, "a")
+	running, release := make(chan struct{}), make(chan struct{})
+	l.AddListener(recipes.LeaderLatchListenerFuncs{OnIsLeader: func() {
+		close(running)
+		<-release
+	}})
+	next := mustLatch(t, c, base, "b")
+	startInOrder(t, c, base, l, next)
+	testutil.Recv(t, running, "the first latch's IsLeader")
+	returned := make(chan struct{})
+	go func() {
+		_ = l.Close()
+		close(returned)
+	}()
+	testutil.Recv(t, returned, "Close, while the listener runs")
+	actx, cancel := context.WithTimeout(ctx, closeBound)
+	defer cancel()
+	err := next.Await(actx)
+	close(release)
+	if err != nil {
+		t.Fatalf("another candidate could not lead while the closed latch's listener ran: %v", err)
+	}
+	testutil.Recv(t, l.Closed(), "the first latch's end (Closed), once its listener returned")
+}

@@ -68,7 +68,9 @@ type LeaderLatch struct {
 	term      *acquire.Grant        // the current or last term of leadership
 	termBegan time.Time             // when the current term began; zero once it ended
 	termTold  bool                  // the current term's LeadershipGained was not dropped: its end is told
-	lastWord  []LeaderLatchListener // to hear NotLeader once the goroutine is over (CloseNotifyLeader)
+	heard     []LeaderLatchListener // the listeners told IsLeader in the current or last term
+	closeTell bool                  // Close ended a term in CloseNotifyLeader mode: heard hear NotLeader once the goroutine is over
+	lastWord  []LeaderLatchListener // left untold of a lost term's NotLeader as Close began: to hear it once the goroutine is over
 	changed   chan struct{}
 	ended     error // why the goroutine ended: the latch or its client closed
 }
@@ -158,11 +160,13 @@ func (l *LeaderLatch) Start() error {
 // (HasLeadership is false when it returns, and no listener hears IsLeader
 // once it has begun), the node is deleted (guaranteed), and Await returns
 // an error wrapping framework.ErrClosed. If the latch led and its close mode
-// is CloseNotifyLeader, the listeners hear NotLeader, on the latch's
-// goroutine once its node is given up: Close does not wait for that. Close
-// waits for the latch's goroutine to end, but never for a listener: while a
-// listener call is under way (a listener may close its latch, or wait for
-// the goroutine that does), Close returns at once. Close is idempotent, and
+// is CloseNotifyLeader, the listeners that heard IsLeader hear NotLeader,
+// on the latch's goroutine once its node is given up: Close does not wait
+// for that (Closed does). Close waits for the latch's goroutine to end, but
+// never for a listener: while a listener call is under way (a listener may
+// close its latch, or wait for the goroutine that does), Close returns at
+// once, its node's delete begun in the background, so that the next
+// candidate leads whatever the listener does. Close is idempotent, and
 // closing a latch never started keeps it from starting.
 func (l *LeaderLatch) Close() error {
 	if !l.usable() {
@@ -188,10 +192,32 @@ func (l *LeaderLatch) CloseWithMode(m CloseMode) error {
 		l.closing = true
 		ended := l.endTermLocked(true) // a term that leads ends now
 		l.broadcast()                  // Await sees the latch closed
+		cand := l.cand
 		l.mu.Unlock()
 		ended.tell(l)
+		// The node goes now (in the background), not when the goroutine
+		// withdraws it: that waits for a listener call under way, which
+		// Close does not, and the next candidate must not wait for it. The
+		// goroutine's own delete then finds it gone.
+		if cand != nil {
+			if node := cand.Node(); node != "" {
+				l.li.Client().DeleteLater(node, time.Now())
+			}
+		}
 	})
 	return nil
+}
+
+// Closed returns a channel that is closed once the latch is closed and has
+// let go of everything: its goroutine is over, its node deleted, and the
+// NotLeader that CloseNotifyLeader tells told. Before Close it stays open,
+// even once the client has closed (call Close then too); for a latch never
+// started, Close closes it at once.
+func (l *LeaderLatch) Closed() <-chan struct{} {
+	if !l.usable() {
+		return closedChan
+	}
+	return l.life.ended()
 }
 
 // AddListener registers ln to hear leadership begin and end; it returns a
@@ -457,8 +483,22 @@ func (l *LeaderLatch) beginTerm(g *acquire.Grant) bool {
 		Path: l.li.Base(), Node: g.Path(), Session: g.Session()})
 	l.mu.Lock()
 	l.termTold = told
+	l.heard = nil
 	l.mu.Unlock()
-	l.tell(LeaderLatchListener.IsLeader)
+	for _, ln := range l.listeners.Snapshot() {
+		ran, err := l.life.call(func() {
+			l.mu.Lock()
+			l.heard = append(l.heard, ln) // before it hears: Close may begin meanwhile
+			l.mu.Unlock()
+			ln.IsLeader()
+		})
+		if !ran {
+			break
+		}
+		if err != nil {
+			l.logListenerPanic(err)
+		}
+	}
 	return true
 }
 
@@ -475,9 +515,10 @@ func (l *LeaderLatch) endTerm(closing bool) {
 // (it is ended once, by whichever of the goroutine and Close comes first),
 // and returns what is to be told of it; l.mu is held. A term lost is told
 // to the listeners (NotLeader) at once; a term given up as the latch closes
-// ends now (HasLeadership is false from here), and its listeners hear
-// NotLeader in CloseNotifyLeader mode only, once the goroutine is over
-// (lastWords), Close not waiting for them.
+// ends now (HasLeadership is false from here), and the listeners that heard
+// its IsLeader hear NotLeader in CloseNotifyLeader mode only, once the
+// goroutine is over (lastWords: no IsLeader call is under way then, so
+// heard is whole), Close not waiting for them.
 func (l *LeaderLatch) endTermLocked(closing bool) endOfTerm {
 	term, began := l.term, l.termBegan
 	if term == nil || began.IsZero() {
@@ -487,7 +528,7 @@ func (l *LeaderLatch) endTermLocked(closing bool) endOfTerm {
 	e := endOfTerm{term: term, began: began, told: l.termTold, notify: !closing}
 	if closing {
 		if term.Err() == nil && l.closeMode == CloseNotifyLeader {
-			l.lastWord = l.listeners.Snapshot()
+			l.closeTell = true
 		}
 		term.Release()
 	}
@@ -547,10 +588,15 @@ func (l *LeaderLatch) tell(call func(LeaderLatchListener)) (untold []LeaderLatch
 // lastWords tells the listeners Close left to hear NotLeader
 // (CloseNotifyLeader), on the latch's goroutine once it is over: no
 // listener call is under way then, and Close does not wait for these.
+// Those are the listeners that heard the IsLeader of the term Close ended,
+// or those left untold of a lost term's NotLeader as Close began.
 func (l *LeaderLatch) lastWords() {
 	l.mu.Lock()
 	ls := l.lastWord
-	l.lastWord = nil
+	if l.closeTell {
+		ls = append(ls, l.heard...)
+	}
+	l.lastWord, l.heard, l.closeTell = nil, nil, false
 	l.mu.Unlock()
 	for _, ln := range ls {
 		if err := listeners.Safe(ln.NotLeader); err != nil {

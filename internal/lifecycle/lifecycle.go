@@ -52,8 +52,8 @@ type Runner struct {
 	mu      sync.Mutex
 	state   State
 	cancel  context.CancelCauseFunc // ends the goroutine's context
-	done    chan struct{}           // closed when the goroutine has ended
-	running bool                    // the goroutine has not ended
+	done    chan struct{}           // closed when the goroutine's run has returned
+	running bool                    // the goroutine has not ended (its run, then what run left to tell)
 	over    chan struct{}           // closed once closed with no goroutine left (Ended); made when asked for
 	isOver  bool                    // over is closed
 }
@@ -75,11 +75,13 @@ func (l *Runner) Start(what string, run func(ctx context.Context) (then func()))
 	go func() {
 		var then func()
 		defer func() {
-			l.mu.Lock()
-			l.running = false
-			l.settle()
-			l.mu.Unlock()
-			close(l.done)
+			close(l.done) // Close waits for this, not for then
+			defer func() {
+				l.mu.Lock()
+				l.running = false
+				l.settle()
+				l.mu.Unlock()
+			}()
 			if then != nil {
 				then()
 			}
@@ -127,8 +129,8 @@ func (l *Runner) Stop(cause error) <-chan struct{} {
 }
 
 // Ended returns a channel closed once the goroutine has ended after the
-// value was closed: at once for a value closed before it ever started, and
-// never before Close.
+// value was closed, what its run left to tell (then) told too: at once for
+// a value closed before it ever started, and never before Close.
 func (l *Runner) Ended() <-chan struct{} {
 	l.mu.Lock()
 	defer l.mu.Unlock()
