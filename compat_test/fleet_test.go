@@ -2,6 +2,7 @@ package compat_test
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -205,6 +206,76 @@ func TestFleetRecipesWithJava(t *testing.T) {
 		if n.ActualPath() != node || c.SessionID() == before {
 			t.Fatalf("the node is %s in session %x, was %s in %x", n.ActualPath(), c.SessionID(), node, before)
 		}
+	})
+
+	// A Java GroupMember and a Go one in one group: each sees the other,
+	// with its data, and the other's new data; a Java CuratorCache sees
+	// the Go member's node leave and come back when the Go session
+	// expires, and the Java member sees it in the group again. A member
+	// made without a payload holds the local address, on either side.
+	t.Run("group-member", func(t *testing.T) {
+		t.Parallel()
+		ctx := testutil.Context(t)
+		group := serverPath(t) + "/group"
+		proxy := zktest.NewProxy(t, server.Addr())
+		c := newClient(t, proxy.Addr(), framework.WithSessionTimeout(time.Second))
+		jm, cache := "group-"+t.Name(), "group-cache-"+t.Name()
+		p.do(t, "-", "group", jm, jc, group, "java-1", "from-java")
+		defer p.do(t, "-", "group-close", jm)
+		g, err := nodes.NewGroupMember(c, group, "go-1", []byte("from-go"))
+		testutil.Must(t, err)
+		defer g.Close()
+		testutil.Must(t, g.Start())
+
+		both := func(want map[string]string) {
+			t.Helper()
+			testutil.Until(t, fmt.Sprintf("both members seeing %v", want), func() (bool, string) {
+				got := map[string]string{}
+				for id, data := range g.CurrentMembers() {
+					got[id] = string(data)
+				}
+				java, err := p.GroupMembers(ctx, jm)
+				if err != nil {
+					return false, err.Error()
+				}
+				return maps.Equal(got, want) && maps.Equal(java, want), fmt.Sprintf("Go sees %v, Java %v", got, java)
+			})
+		}
+		both(map[string]string{"java-1": "from-java", "go-1": "from-go"})
+		testutil.Must(t, g.SetThisData(ctx, []byte("go-2")))
+		p.do(t, "-", "group-set", jm, "java-2")
+		both(map[string]string{"java-1": "java-2", "go-1": "go-2"})
+
+		p.do(t, "-", "cache", cache, jc, group)
+		defer p.do(t, "-", "cache-close", cache)
+		p.mustEvent(t, "cache "+cache+" initialized")
+		before := c.SessionID() // its node is there: Java saw its data
+		testutil.Must(t, proxy.ExpireSession(before))
+		node := group + "/go-1"
+		inOrder(t, p, "cache "+cache+" ", "cache "+cache+" deleted "+node+" go-2", "cache "+cache+" created "+node+" go-2")
+		both(map[string]string{"java-1": "java-2", "go-1": "go-2"})
+		if _, st, err := gc.Exists(ctx, node); err != nil || st.EphemeralOwner != c.SessionID() || c.SessionID() == before {
+			t.Fatalf("%s: owner %x, err %v; the Go session is %x, was %x", node, st.EphemeralOwner, err, c.SessionID(), before)
+		}
+
+		// Curator's default payload, and ours.
+		jd := "group-default-" + t.Name()
+		p.do(t, "-", "group", jd, jc, group, "java-default")
+		defer p.do(t, "-", "group-close", jd)
+		gd, err := nodes.NewGroupMember(gc, group, "go-default", nil)
+		testutil.Must(t, err)
+		defer gd.Close()
+		testutil.Must(t, gd.Start())
+		testutil.Must(t, gd.SetThisData(ctx, gd.ThisData())) // its node made
+		testutil.Until(t, "the Java member's default payload", func() (bool, string) {
+			_, ok := gd.CurrentMembers()["java-default"]
+			return ok, "not seen yet"
+		})
+		java, golang := gd.CurrentMembers()["java-default"], gd.ThisData()
+		if string(java) != string(golang) || len(golang) == 0 {
+			t.Errorf("default payloads: Java's %q, Go's %q", java, golang)
+		}
+		t.Logf("the default payload, on either side: %q", golang)
 	})
 
 	// A shared value that each side sets and the other hears.

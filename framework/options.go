@@ -2,11 +2,10 @@ package framework
 
 import (
 	"math"
-	"net"
-	"os"
 	"time"
 
 	"github.com/gocurator/curator/internal/listeners"
+	"github.com/gocurator/curator/internal/localaddr"
 
 	"github.com/go-zookeeper/zk"
 	"go.uber.org/zap"
@@ -290,7 +289,7 @@ func (c *config) validate() error {
 		}
 	}
 	if !c.defaultDataSet {
-		c.defaultData = localAddress()
+		c.defaultData = localaddr.Bytes()
 	}
 	if c.aclProvider == nil {
 		c.aclProvider = ACLProviderFunc(func(string) []zk.ACL { return OpenACL })
@@ -328,23 +327,4 @@ func namespaceProblem(ns string) string {
 		return "must not end with /"
 	}
 	return pathProblem("/" + ns)
-}
-
-// localAddress is Curator's default node data: the text of the local host's
-// address (Java's InetAddress.getLocalHost().getHostAddress()), or empty.
-func localAddress() []byte {
-	host, err := os.Hostname()
-	if err != nil {
-		return []byte{}
-	}
-	addrs, err := net.LookupHost(host)
-	if err != nil || len(addrs) == 0 {
-		return []byte{}
-	}
-	for _, a := range addrs {
-		if ip := net.ParseIP(a); ip != nil && ip.To4() != nil {
-			return []byte(a)
-		}
-	}
-	return []byte(addrs[0])
 }

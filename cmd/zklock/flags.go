@@ -220,7 +220,7 @@ func newFlagSet(name, synopsis string, g *globalOptions) *flag.FlagSet {
 // own, in the order help names them, and the first one's flag.
 func flagOwners(name string) (owners []string, f *flag.Flag) {
 	g := &globalOptions{}
-	for _, fs := range []*flag.FlagSet{runFlags(g, &runOptions{}), lsFlags(g, &lsOptions{}), revokeFlags(g, &revokeOptions{})} {
+	for _, fs := range []*flag.FlagSet{runFlags(g, &runOptions{}), lsFlags(g, &lsOptions{}), membersFlags(g, &membersOptions{}), revokeFlags(g, &revokeOptions{})} {
 		if ff := fs.Lookup(name); ff != nil {
 			owners = append(owners, strings.TrimPrefix(fs.Name(), "zklock "))
 			f = cmp.Or(f, ff)
@@ -275,7 +275,7 @@ func topFlagError(fs *flag.FlagSet, args []string, err error) *statusError {
 	}
 	cmd := "zklock"
 	sub := subcommandOf(fs, args)
-	if sub == "run" || sub == "ls" || sub == "revoke" {
+	if sub == "run" || sub == "ls" || sub == "members" || sub == "revoke" {
 		cmd += " " + sub
 	}
 	withHint(cmd, se)

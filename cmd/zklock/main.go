@@ -6,7 +6,8 @@
 //
 // run takes the lock at PATH and runs COMMAND under it, with the lock's
 // fencing token and node in its environment; ls prints a lock's queue
-// (--watch: at every change); revoke asks a lock's holders to release, as
+// (--watch: at every change); members prints a group's members (Curator's
+// GroupMember; --watch: at every change); revoke asks a lock's holders to release, as
 // Curator's Revoker does. The global flags, each command's flags, the JSON
 // lines and the exit statuses (run's own: the consts below) are in
 // docs/operations.md.
@@ -26,9 +27,9 @@ import (
 
 // Exit statuses: every code zklock uses, in one place.
 const (
-	exitOK    = 0 // success (ls, revoke); COMMAND's own 0 (run)
-	exitError = 1 // ls, revoke: an error (connection, ZooKeeper, no holder, not revocable)
-	exitUsage = 2 // ls, revoke and the top level: a usage error
+	exitOK    = 0 // success (ls, members, revoke); COMMAND's own 0 (run)
+	exitError = 1 // ls, members, revoke: an error (connection, ZooKeeper, no holder, not revocable)
+	exitUsage = 2 // ls, members, revoke and the top level: a usage error
 
 	// run's own outcomes, above what commands commonly use, as timeout(1)
 	// and env(1) keep 124..127.
@@ -61,6 +62,7 @@ func main() {
 const topUsage = `Usage:
   zklock [global flags] run [flags] PATH -- COMMAND [ARGS...]
   zklock [global flags] ls [--watch] [flags] PATH
+  zklock [global flags] members [--watch] PATH
   zklock [global flags] revoke [--force] [--wait [--timeout D]] NODE|PATH
   zklock --version
 
@@ -96,7 +98,7 @@ func zklockMain(ctx context.Context, args []string, s streams, signals <-chan os
 		return exitOK
 	}
 	if fs.NArg() == 0 {
-		reportError(s.stderr, g.json, withHint("zklock", usageErrorf("no command given (want run, ls or revoke)")))
+		reportError(s.stderr, g.json, withHint("zklock", usageErrorf("no command given (want run, ls, members or revoke)")))
 		return exitUsage
 	}
 	sub, rest := fs.Arg(0), fs.Args()[1:]
@@ -109,6 +111,8 @@ func zklockMain(ctx context.Context, args []string, s streams, signals <-chan os
 	switch sub {
 	case "ls", "list":
 		err = cmdLs(ctx, g, rest, s)
+	case "members":
+		err = cmdMembers(ctx, g, rest, s)
 	case "revoke":
 		err = cmdRevoke(ctx, g, rest, s)
 	case "help":
@@ -117,12 +121,12 @@ func zklockMain(ctx context.Context, args []string, s streams, signals <-chan os
 			printUsage(fs, s.stdout)
 			return exitOK
 		case rest[0] == "help" || len(rest) > 1:
-			err = withHint("zklock", usageErrorf("help wants at most one command (run, ls or revoke)"))
+			err = withHint("zklock", usageErrorf("help wants at most one command (run, ls, members or revoke)"))
 		default:
 			return zklockMain(ctx, []string{rest[0], "-h"}, s, signals)
 		}
 	default:
-		err = withHint("zklock", usageErrorf("unknown command %q (want run, ls or revoke)", sub))
+		err = withHint("zklock", usageErrorf("unknown command %q (want run, ls, members or revoke)", sub))
 	}
 	if errors.Is(err, flag.ErrHelp) {
 		return exitOK

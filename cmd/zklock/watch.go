@@ -65,9 +65,43 @@ const maxRelists = 3
 // each listing or change of the banner (view.key). With --json a listing is
 // a line, and so is each change of the banner (connectionLine).
 func watchLs(ctx context.Context, client *framework.Client, path string, o lockqueue.Options, asJSON bool, w io.Writer) error {
+	return watchListing(ctx, client, path, "ls", func(ctx context.Context) (listing, error) {
+		l, err := list(ctx, client, path, o)
+		if err != nil {
+			return nil, err
+		}
+		return lockListing{l}, nil
+	}, asJSON, w)
+}
+
+// listing is what a --watch shows and watches: a lock's queue (ls) or a
+// group's members (members).
+type listing interface {
+	WriteText(w io.Writer, now time.Time) error
+	WriteTextAsOf(w io.Writer, at time.Time) error
+	// watched returns the nodes whose children the listing read (its
+	// path aside, always watched) and those whose data it shows: a watch
+	// on each misses no change of it.
+	watched() (children, data []string)
+	// line is the listing's JSON line, listed at listedAt.
+	line(listedAt time.Time) any
+}
+
+// lockListing is ls's listing: a lock's queue, or a parent's locks.
+type lockListing struct{ *lockqueue.Listing }
+
+func (l lockListing) watched() (children, data []string) { return l.Listed, nil }
+
+func (l lockListing) line(listedAt time.Time) any {
+	return listingLine{Event: "listing", ListedAt: listedAt, Listing: l.Listing}
+}
+
+// watchListing is --watch for the command cmd (ls, members): it shows
+// what list lists at path, and again at every change, as watchLs says.
+func watchListing(ctx context.Context, client *framework.Client, path, cmd string, list func(context.Context) (listing, error), asJSON bool, w io.Writer) error {
 	wctx, cancel := context.WithCancel(ctx)
-	wt := &watcher{client: client, path: path, o: o, ctx: wctx,
-		fired: make(chan *armedWatch), armed: map[string]*armedWatch{}, probed: make(chan probeResult)}
+	wt := &watcher{client: client, path: path, list: list, ctx: wctx,
+		fired: make(chan *armedWatch), armed: map[watchKey]*armedWatch{}, probed: make(chan probeResult)}
 	defer wt.wg.Wait()
 	defer cancel()
 	wt.conn.set(client.State(), time.Now())
@@ -80,7 +114,7 @@ func watchLs(ctx context.Context, client *framework.Client, path string, o lockq
 		}
 	}))()
 
-	v := view{w: w, json: asJSON, terminal: isTerminal(w), path: path}
+	v := view{w: w, json: asJSON, terminal: isTerminal(w), path: path, cmd: cmd}
 	// What connecting established: JSON lines say the changes from it.
 	v.key = banner{state: state.Connected}.key()
 	clock := time.NewTicker(time.Second) // a terminal's clocks; elsewhere, a change of the banner
@@ -108,8 +142,8 @@ func watchLs(ctx context.Context, client *framework.Client, path string, o lockq
 		for {
 			select {
 			case a := <-wt.fired:
-				if wt.armed[a.path] == a { // else collectFired has seen it
-					delete(wt.armed, a.path)
+				if wt.armed[a.key] == a { // else collectFired has seen it
+					delete(wt.armed, a.key)
 					relist = true
 				}
 				if wt.collectFired() { // one listing for changes that come together
@@ -156,15 +190,15 @@ func watchLs(ctx context.Context, client *framework.Client, path string, o lockq
 type watcher struct {
 	client *framework.Client
 	path   string
-	o      lockqueue.Options
+	list   func(context.Context) (listing, error)
 	ctx    context.Context // ends with the watch: its goroutines' bound
 	wg     sync.WaitGroup  // the watch's goroutines
 	conn   connection
 
 	fired chan *armedWatch
-	armed map[string]*armedWatch // by path: the watches outstanding
+	armed map[watchKey]*armedWatch // the watches outstanding
 
-	last      *lockqueue.Listing
+	last      listing
 	listErr   error     // of the last listing, if it failed
 	gen       int       // counts the listings made: a confirmation of an older one is dropped
 	listedAt  time.Time // when last was the tree: after its watches were armed, before it was read
@@ -175,10 +209,17 @@ type watcher struct {
 	probed  chan probeResult
 }
 
-// armedWatch is a watch --watch set on path's children (or creation).
+// armedWatch is a watch --watch set on a node's children (or creation),
+// or on its data.
 type armedWatch struct {
+	key watchKey
+	ch  <-chan zk.Event
+}
+
+// watchKey is what a watch is on: path's children, or its data.
+type watchKey struct {
 	path string
-	ch   <-chan zk.Event
+	data bool
 }
 
 // probeResult is the answer to a confirming sync: sent when the listing
@@ -212,7 +253,7 @@ func (wt *watcher) relist() (fresh bool, err error) {
 		wt.last, wt.listErr, wt.listedAt, wt.confirmed, wt.cut = r, nil, at, at, false
 		wt.gen++
 		fresh = true
-		unwatched := slices.ContainsFunc(watchPaths(wt.path, r), func(p string) bool { return wt.armed[p] == nil })
+		unwatched := slices.ContainsFunc(watchPaths(wt.path, r), func(k watchKey) bool { return wt.armed[k] == nil })
 		if fired := wt.collectFired(); !unwatched && (!fired || tries >= maxRelists) {
 			return fresh, nil
 		}
@@ -224,7 +265,7 @@ func (wt *watcher) relist() (fresh bool, err error) {
 // cut reports that the connection was down, or went down before the listing
 // was done (the client's trust ends at SUSPENDED and LOST under the
 // standard error policy zklock ls uses).
-func (wt *watcher) listConnected() (r *lockqueue.Listing, at time.Time, cut bool, err error) {
+func (wt *watcher) listConnected() (r listing, at time.Time, cut bool, err error) {
 	trust, _ := wt.client.Trust()
 	if !wt.client.State().IsConnected() {
 		return nil, at, true, nil
@@ -234,7 +275,7 @@ func (wt *watcher) listConnected() (r *lockqueue.Listing, at time.Time, cut bool
 	defer context.AfterFunc(trust, stop)()
 	if err = wt.arm(lctx, watchPaths(wt.path, wt.last)); err == nil {
 		at = time.Now()
-		r, err = list(lctx, wt.client, wt.path, wt.o)
+		r, err = wt.list(lctx)
 	}
 	if err != nil && lctx.Err() != nil && wt.ctx.Err() == nil {
 		return nil, at, true, nil
@@ -242,20 +283,27 @@ func (wt *watcher) listConnected() (r *lockqueue.Listing, at time.Time, cut bool
 	return r, at, false, err
 }
 
-// arm sets a watch on each of paths' children that has none outstanding:
-// path's, if it is not there, on its creation; another that is gone needs
-// none (its parent's children are watched).
-func (wt *watcher) arm(ctx context.Context, paths []string) error {
-	for _, p := range paths {
-		if wt.armed[p] != nil {
+// arm sets each watch of keys that has none outstanding: on a node's
+// children (path's, if it is not there, on its creation; another that is
+// gone needs none: its parent's children are watched), or on its data (or
+// its deletion, or creation).
+func (wt *watcher) arm(ctx context.Context, keys []watchKey) error {
+	for _, k := range keys {
+		if wt.armed[k] != nil {
 			continue
 		}
-		ch, err := watchNode(ctx, wt.client, p, p == wt.path)
+		var ch <-chan zk.Event
+		var err error
+		if k.data {
+			_, _, ch, err = wt.client.ExistsW(ctx, k.path)
+		} else {
+			ch, err = watchNode(ctx, wt.client, k.path, k.path == wt.path)
+		}
 		if err != nil || ch == nil {
 			return err
 		}
-		a := &armedWatch{path: p, ch: ch}
-		wt.armed[p] = a
+		a := &armedWatch{key: k, ch: ch}
+		wt.armed[k] = a
 		wt.wg.Add(1)
 		go func() {
 			defer wt.wg.Done()
@@ -280,10 +328,10 @@ func (wt *watcher) arm(ctx context.Context, paths []string) error {
 // before it is seen here.
 func (wt *watcher) collectFired() bool {
 	fired := false
-	for p, a := range wt.armed {
+	for k, a := range wt.armed {
 		select {
 		case <-a.ch:
-			delete(wt.armed, p)
+			delete(wt.armed, k)
 			fired = true
 		default:
 		}
@@ -360,15 +408,22 @@ func watchNode(ctx context.Context, client *framework.Client, p string, creation
 	}
 }
 
-// watchPaths returns the nodes whose children --watch watches, given the
-// last listing r of path (nil before the first): path, whatever it is now,
-// and every node r read (Listing.Listed).
-func watchPaths(path string, r *lockqueue.Listing) []string {
-	paths := []string{path}
+// watchPaths returns the watches --watch sets, given the last listing r
+// of path (nil before the first): on path's children, whatever it is now,
+// and on those of every node r read and the data of every node it shows
+// (listing.watched).
+func watchPaths(path string, r listing) []watchKey {
+	keys := []watchKey{{path: path}}
 	if r != nil {
-		paths = append(paths, r.Listed...)
+		children, data := r.watched()
+		for _, p := range children {
+			keys = append(keys, watchKey{path: p})
+		}
+		for _, p := range data {
+			keys = append(keys, watchKey{path: p, data: true})
+		}
 	}
-	return paths
+	return keys
 }
 
 // view draws the listings of ls --watch.
@@ -377,6 +432,7 @@ type view struct {
 	json     bool // JSON lines: listings and changes of the banner
 	terminal bool // redraw the screen; else append
 	path     string
+	cmd      string // the command watching: ls, members
 	drawn    bool
 	key      string // what the last banner said, times aside (banner.key)
 }
@@ -468,7 +524,7 @@ type connectionLine struct {
 // listing's ages are as of its last confirmation. In JSON a change of the
 // banner is a connectionLine, a fresh listing a listingLine. Only a
 // listing that cannot be written is an error.
-func (v *view) show(r *lockqueue.Listing, err error, fresh bool, b banner) error {
+func (v *view) show(r listing, err error, fresh bool, b banner) error {
 	key, changed := b.key(), b.key() != v.key
 	v.key = key
 	now := time.Now()
@@ -486,7 +542,7 @@ func (v *view) show(r *lockqueue.Listing, err error, fresh bool, b banner) error
 		if !fresh {
 			return nil
 		}
-		return writeJSONLine(v.w, listingLine{Event: "listing", ListedAt: b.listedAt, Listing: r})
+		return writeJSONLine(v.w, r.line(b.listedAt))
 	}
 	var buf bytes.Buffer
 	if v.terminal {
@@ -495,7 +551,7 @@ func (v *view) show(r *lockqueue.Listing, err error, fresh bool, b banner) error
 		buf.WriteString("\n")
 	}
 	v.drawn = true
-	fmt.Fprintf(&buf, "%s  zklock ls --watch %s  (Ctrl-C to stop)\n", now.Format("15:04:05"), v.path)
+	fmt.Fprintf(&buf, "%s  zklock %s --watch %s  (Ctrl-C to stop)\n", now.Format("15:04:05"), v.cmd, v.path)
 	buf.WriteString(b.text(now))
 	buf.WriteString("\n")
 	switch {

@@ -84,6 +84,11 @@
 //     shared-value <name> <client> <path> <seed>                 (a SharedValue, started)
 //     shared-value-set <name> <text>
 //     shared-value-get <name>                                    -> <text>
+//     group <name> <client> <path> <id> [<payload>]              (a GroupMember, started; without a
+//                                                                  payload, Curator's default: the local address)
+//     group-set <name> <text>                                    (setThisData)
+//     group-members <name>                                       -> <n> <id>=<data as text>... (sorted by id)
+//     group-close <name>
 //     churn <client> <base> ops=<n> [seed=<s>] [pause=<ms>]
 //           -> ops=<n> errors=<n>    (random writes below base: see Churn)
 //     cache <cache> <client> <path>  (a CuratorCache, started; "! cache <cache> created|changed|deleted
@@ -178,6 +183,7 @@ import org.apache.curator.framework.recipes.locks.InterProcessSemaphoreMutex;
 import org.apache.curator.framework.recipes.locks.InterProcessSemaphoreV2;
 import org.apache.curator.framework.recipes.locks.Lease;
 import org.apache.curator.framework.recipes.locks.Revoker;
+import org.apache.curator.framework.recipes.nodes.GroupMember;
 import org.apache.curator.framework.recipes.shared.SharedValue;
 import org.apache.curator.framework.recipes.shared.SharedValueListener;
 import org.apache.curator.framework.recipes.shared.SharedValueReader;
@@ -207,12 +213,13 @@ public final class CuratorPeer {
     // permits to return from takeLeadership.
     private final Map<String, LeaderLatch> latches = new ConcurrentHashMap<>();
     // Curator's other recipes, by name: atomic longs, barriers, double
-    // barrier members, caches and shared values.
+    // barrier members, caches, shared values and group members.
     private final Map<String, DistributedAtomicLong> atomics = new ConcurrentHashMap<>();
     private final Map<String, DistributedBarrier> barriers = new ConcurrentHashMap<>();
     private final Map<String, DistributedDoubleBarrier> doubleBarriers = new ConcurrentHashMap<>();
     private final Map<String, CuratorCache> caches = new ConcurrentHashMap<>();
     private final Map<String, SharedValue> sharedValues = new ConcurrentHashMap<>();
+    private final Map<String, GroupMember> groups = new ConcurrentHashMap<>();
     private final Map<String, LeaderSelector> selectors = new ConcurrentHashMap<>();
     private final Map<String, java.util.concurrent.Semaphore> selectorRelease = new ConcurrentHashMap<>();
     private final Map<String, ExecutorService> workers = new ConcurrentHashMap<>();
@@ -784,6 +791,37 @@ public final class CuratorPeer {
                 return "set";
             case "shared-value-get":
                 return new String(named(sharedValues, "shared value", arg(pos, 0, "name")).getValue(), StandardCharsets.UTF_8);
+            case "group": {
+                String name = arg(pos, 0, "name");
+                CuratorFramework c = client(arg(pos, 1, "client")).view;
+                String path = arg(pos, 2, "path"), id = arg(pos, 3, "id");
+                GroupMember m = pos.size() > 4
+                    ? new GroupMember(c, path, id, pos.get(4).getBytes(StandardCharsets.UTF_8))
+                    : new GroupMember(c, path, id);
+                groups.put(name, m);
+                m.start();
+                return "started";
+            }
+            case "group-set":
+                named(groups, "group member", arg(pos, 0, "name")).setThisData(arg(pos, 1, "text").getBytes(StandardCharsets.UTF_8));
+                return "set";
+            case "group-members": {
+                Map<String, byte[]> members = new java.util.TreeMap<>(named(groups, "group member", arg(pos, 0, "name")).getCurrentMembers());
+                StringBuilder sb = new StringBuilder(Integer.toString(members.size()));
+                for (Map.Entry<String, byte[]> e : members.entrySet()) {
+                    byte[] data = e.getValue();
+                    sb.append(' ').append(e.getKey()).append('=')
+                        .append(data == null || data.length == 0 ? "-" : new String(data, StandardCharsets.UTF_8));
+                }
+                return sb.toString();
+            }
+            case "group-close": {
+                GroupMember m = groups.remove(arg(pos, 0, "name"));
+                if (m != null) {
+                    m.close();
+                }
+                return "closed";
+            }
             default:
                 throw new IllegalArgumentException("unknown verb " + verb);
         }

@@ -463,6 +463,32 @@ func (p *Peer) Participants(ctx context.Context, lock string) ([]string, error) 
 	return f[1:], nil
 }
 
+// GroupMembers returns the group as the peer's GroupMember name sees it
+// (getCurrentMembers): each member's id with its data as text ("-" for
+// none).
+func (p *Peer) GroupMembers(ctx context.Context, name string) (map[string]string, error) {
+	r, err := p.Call(ctx, "-", "group-members", name)
+	if err != nil {
+		return nil, err
+	}
+	f := strings.Fields(r)
+	if len(f) == 0 {
+		return nil, fmt.Errorf("group-members reply %q", r)
+	}
+	if n, err := strconv.Atoi(f[0]); err != nil || n != len(f)-1 {
+		return nil, fmt.Errorf("group-members reply %q", r)
+	}
+	members := make(map[string]string, len(f)-1)
+	for _, m := range f[1:] {
+		id, data, ok := strings.Cut(m, "=")
+		if !ok {
+			return nil, fmt.Errorf("group-members reply %q", r)
+		}
+		members[id] = data
+	}
+	return members, nil
+}
+
 // Acquired interprets the reply to "acquire": whether the lock was acquired.
 func Acquired(reply string) (bool, error) {
 	switch reply {

@@ -289,7 +289,7 @@ func stat(ctx context.Context, client *framework.Client, parent string, names []
 		if err != nil {
 			return nil, err
 		}
-		part := Participant{Queue: queue, Node: n, Path: p, Data: showData(data), Token: st.Czxid, owner: st.EphemeralOwner}
+		part := Participant{Queue: queue, Node: n, Path: p, Data: ShowData(data), Token: st.Czxid, owner: st.EphemeralOwner}
 		if st.EphemeralOwner != 0 {
 			part.Session = fmt.Sprintf("0x%x", st.EphemeralOwner)
 		}
@@ -303,8 +303,9 @@ func stat(ctx context.Context, client *framework.Client, parent string, names []
 	return ps, nil
 }
 
-// showData renders node data for people: printable text as is, else hex.
-func showData(b []byte) string {
+// ShowData renders node data for people: printable text as is, else "0x"
+// and hex.
+func ShowData(b []byte) string {
 	if !utf8.Valid(b) {
 		return "0x" + hex.EncodeToString(b)
 	}

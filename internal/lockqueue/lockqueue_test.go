@@ -47,10 +47,10 @@ func TestDetect(t *testing.T) {
 }
 
 func TestShowData(t *testing.T) {
-	if got := showData([]byte("10.0.0.1")); got != "10.0.0.1" {
+	if got := ShowData([]byte("10.0.0.1")); got != "10.0.0.1" {
 		t.Errorf("text: %q", got)
 	}
-	if got := showData([]byte{0, 0xff}); got != "0x00ff" {
+	if got := ShowData([]byte{0, 0xff}); got != "0x00ff" {
 		t.Errorf("binary: %q", got)
 	}
 }

@@ -2,6 +2,8 @@ package nodes_test
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"time"
 
 	"github.com/gocurator/curator/framework"
@@ -87,4 +89,54 @@ func ExamplePersistentTtlNode() {
 	fmt.Println("kept alive by touching", node.ChildPath())
 	// Output:
 	// kept alive by touching /examples/jobs/report-42/touch
+}
+
+// Two workers join a group (in real life, two processes): each keeps an
+// ephemeral node named after its id, holding its data, and sees the group
+// as a map of id to data.
+func ExampleGroupMember() {
+	client, ctx, done, err := connect()
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer done()
+
+	join := func(id, data string) (*nodes.GroupMember, error) {
+		m, err := nodes.NewGroupMember(client, "/examples/workers", id, []byte(data))
+		if err != nil {
+			return nil, err
+		}
+		return m, m.Start()
+	}
+	first, err := join("worker-1", "10.0.0.7:8080")
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer first.Close() // leaves the group: deletes its node
+	// Its data changes: written to its node once it is made.
+	if err := first.SetThisData(ctx, []byte("10.0.0.7:8080 draining")); err != nil {
+		fmt.Println(err)
+		return
+	}
+
+	second, err := join("worker-2", "10.0.0.8:8080")
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer second.Close()
+	if err := second.AwaitCurrent(ctx); err != nil { // its first look at the group
+		fmt.Println(err)
+		return
+	}
+	group := second.CurrentMembers()
+	ids := slices.Sorted(maps.Keys(group))
+	for _, id := range ids {
+		fmt.Printf("%s: %s\n", id, group[id])
+	}
+	// Output:
+	// worker-1: 10.0.0.7:8080 draining
+	// worker-2: 10.0.0.8:8080
 }
