@@ -282,3 +282,22 @@ func TestLatchClosedWhileAListenerRunsGivesItsNodeUp(t *testing.T) {
 	}
 	testutil.Recv(t, l.Closed(), "the first latch's end (Closed), once its listener returned")
 }
+
+// A latch closed while its LeadershipGained is being emitted (its goroutine
+// held in the log sink's level check there) still tells that term's
+// LeadershipLost: the hook hears both. Close, which ends the term, cannot
+// know then whether the gain will be told; it used to tell no loss, and
+// the hook's holders' gauge stayed up (a rare failure of
+// TestEventsOfEveryRecipe: "event 2 of 2: nothing within 1m0s").
+func TestLatchClosedWhileItsGainIsToldTellsItsLoss(t *testing.T) {
+	_, base := testutil.Begin(t, server.Addr())
+	stall := newStallCore("recipes.emit", "recipes.(*LeaderLatch).beginTerm")
+	log := newEventLog()
+	l := mustLatch(t, newClient(t, "", framework.WithLogger(zap.New(stall)), framework.WithEventHook(log)), base, "a")
+	stall.armed.Store(true)
+	testutil.Must(t, l.Start())
+	closeAtTheStall(t, stall, l.Close, make(chan struct{}))
+	if got, want := kinds(log.next(t, 2)), "leadership-gained latch, leadership-lost latch"; got != want {
+		t.Fatalf("events\n got %s\nwant %s", got, want)
+	}
+}

@@ -68,6 +68,8 @@ type LeaderLatch struct {
 	term      *acquire.Grant        // the current or last term of leadership
 	termBegan time.Time             // when the current term began; zero once it ended
 	termTold  bool                  // the current term's LeadershipGained was not dropped: its end is told
+	gaining   bool                  // the current term's LeadershipGained is being emitted: termTold is not known yet
+	owed      *endOfTerm            // a term that ended while gaining: its LeadershipLost is the gainer's to tell
 	heard     []LeaderLatchListener // the listeners told IsLeader in the current or last term
 	closeTell bool                  // Close ended a term in CloseNotifyLeader mode: heard hear NotLeader once the goroutine is over
 	lastWord  []LeaderLatchListener // left untold of a lost term's NotLeader as Close began: to hear it once the goroutine is over
@@ -477,14 +479,24 @@ func (l *LeaderLatch) beginTerm(g *acquire.Grant) bool {
 	l.term = g
 	l.termBegan = time.Now()
 	began := l.termBegan
+	l.gaining = true
 	l.broadcast()
 	l.mu.Unlock()
+	// Emitted outside l.mu: emitting asks the user's log sink whether it
+	// logs. Close may end the term meanwhile: its LeadershipLost, which
+	// Close cannot know whether to tell, is then told here.
 	told := !emit(l.li.Client(), recipeLatch, 0, framework.Event{Kind: LeadershipGained, Time: began,
 		Path: l.li.Base(), Node: g.Path(), Session: g.Session()})
 	l.mu.Lock()
-	l.termTold = told
+	l.termTold, l.gaining = told, false
+	owed := l.owed
+	l.owed = nil
 	l.heard = nil
 	l.mu.Unlock()
+	if owed != nil {
+		owed.told = told
+		owed.tell(l)
+	}
 	for _, ln := range l.listeners.Snapshot() {
 		ran, err := l.life.call(func() {
 			l.mu.Lock()
@@ -526,6 +538,11 @@ func (l *LeaderLatch) endTermLocked(closing bool) endOfTerm {
 	}
 	l.termBegan = time.Time{}
 	e := endOfTerm{term: term, began: began, told: l.termTold, notify: !closing}
+	if l.gaining { // its LeadershipGained is on its way: the gainer tells the end
+		owed := e
+		l.owed = &owed
+		e.told = false
+	}
 	if closing {
 		if term.Err() == nil && l.closeMode == CloseNotifyLeader {
 			l.closeTell = true
