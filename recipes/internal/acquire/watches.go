@@ -84,9 +84,31 @@ type watchKey struct {
 }
 
 // setWatchTimeout bounds how long a shared watch's goroutine tries to set
-// it: the waiters honour their own contexts meanwhile. (A variable for the
-// tests only.)
+// it: at least this long, at most half as long again (setContext); the
+// waiters honour their own contexts meanwhile. (A variable for the tests
+// only.)
 var setWatchTimeout = 30 * time.Second
+
+// setContext returns the context a shared watch is set under: one that
+// ends no sooner than setWatchTimeout from now, and no later than half as
+// long again. The watches set meanwhile share it, so that a queue of
+// thousands of waiters does not make a context, a timer and a channel for
+// each (garbage left among the waiters' live objects).
+func (s *clientShared) setContext() context.Context {
+	now := time.Now()
+	s.setMu.Lock()
+	defer s.setMu.Unlock()
+	if s.setCtx == nil || s.setEnd.Sub(now) < setWatchTimeout {
+		// The one before is left to end at its own deadline: the watches
+		// being set under it keep their bound.
+		if s.setCancel != nil && s.setCtx.Err() != nil {
+			s.setCancel()
+		}
+		s.setEnd = now.Add(setWatchTimeout + setWatchTimeout/2)
+		s.setCtx, s.setCancel = context.WithDeadline(context.Background(), s.setEnd)
+	}
+	return s.setCtx
+}
 
 // WatchData returns client's shared data watch on path, set by the call
 // that made it: gone reports that the node is not there (no watch is set,
@@ -190,7 +212,7 @@ func (s *clientShared) adoptWatch(k watchKey, events <-chan zk.Event) *Watch {
 
 // run sets the watch, then collects its event until a waiter comes.
 func (w *Watch) run() {
-	ctx, cancel := context.WithTimeout(context.Background(), setWatchTimeout)
+	ctx := w.owner.setContext()
 	var events <-chan zk.Event
 	var children []string
 	var err error
@@ -206,7 +228,6 @@ func (w *Watch) run() {
 	if err != nil || children != nil {
 		w.result = &watchResult{err: err, late: err != nil && ctx.Err() != nil, children: children}
 	}
-	cancel()
 	if err != nil {
 		events = nil
 	}
