@@ -48,15 +48,36 @@ func (w *waits) arm(ctx context.Context, l *Lock, p waitPlan) (gone bool, err er
 		// Set before the listing that decides on it or after: either way
 		// a deletion after that listing fires it.
 		w.watched, w.kept = "", nil
-		if w.kept, gone, err = l.shared.watchData(ctx, l.joinPath(p.watch)); gone || err != nil {
+		if w.kept, gone, err = l.shared.watchData(ctx, l.watchPath(p.watch)); gone || err != nil {
 			return gone, err
 		}
 		w.watched = w.kept.key.path[len(l.base)+1:]
 	}
 	if p.lookahead != "" {
-		if w.early, gone, err = l.shared.watchData(ctx, l.joinPath(p.lookahead)); gone {
+		if w.early, gone, err = l.shared.watchData(ctx, l.watchPath(p.lookahead)); gone {
 			return true, nil // perhaps second in line now
 		}
 	}
 	return false, err
+}
+
+// watchPath returns the path of the base's child name, for its data watch:
+// the key of the client's shared watch on it when there is one (which the
+// waiters of a queue share: each one's lookahead is the node the waiter
+// ahead of it waits for), so that finding it allocates nothing; else a path
+// of its own.
+func (l *Lock) watchPath(name string) string {
+	const most = 256
+	if base := l.base; base != "/" && len(base)+1+len(name) <= most {
+		var buf [most]byte
+		b := append(append(append(buf[:0], base...), '/'), name...)
+		s := l.shared
+		s.watchesMu.Lock()
+		w := s.watches[watchKey{string(b), false}] // no allocation: the compiler looks up the bytes
+		s.watchesMu.Unlock()
+		if w != nil {
+			return w.key.path
+		}
+	}
+	return l.joinPath(name)
 }
