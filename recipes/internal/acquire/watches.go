@@ -32,11 +32,13 @@ import (
 // While no waiter waits on it, a collector does: a goroutine that takes
 // the event when it comes, so that a watch all of whose waiters gave up is
 // forgotten when it fires, as go-zookeeper forgets its own registration.
-// The goroutine that set the watch collects until the first waiter comes;
-// the last waiter to stop waiting (having gone back to list, or given up)
-// starts a new collector unless the event has been taken. So a queue of
-// waiters costs no goroutine per watch, and a watch nobody waits on costs
-// one, until its node changes.
+// The goroutine that set the watch collects until the first waiter comes,
+// unless the waiter that asked for it claimed it (claimData): that one
+// counts as waiting from the start, until it waits on the watch or lets it
+// go (Leave), so the setter ends once it is set. The last waiter to stop
+// waiting (having gone back to list, or given up) starts a new collector
+// unless the event has been taken. So a queue of waiters costs no goroutine
+// per watch, and a watch nobody waits on costs one, until its node changes.
 //
 // A Watch is small, for there is one per waiter of a queue (on the node
 // ahead of it): its ready channel goes once it is set, its result is
@@ -57,9 +59,10 @@ type Watch struct {
 	events <-chan zk.Event
 
 	mu      sync.Mutex
-	waiting int32         // waiters waiting on events now (Enter, Leave)
+	waiting int32         // waiters waiting on events now (Enter, Leave), and the claim of the one that asked for it (claimData)
 	evType  zk.EventType  // the event's type, once taken
 	taken   bool          // the event has been taken (Take)
+	isSet   bool          // events is set: a collector may run
 	relieve chan struct{} // closed to end the collector; nil when none runs
 	fired   chan struct{} // closed once the event is taken, for a receiver that waits for that; nil until one does
 }
@@ -126,53 +129,75 @@ func WatchChildren(ctx context.Context, client *framework.Client, path string) (
 }
 
 func (s *clientShared) watchData(ctx context.Context, path string) (w *Watch, gone bool, err error) {
-	w, _, err = s.watchOf(ctx, watchKey{path, false})
+	w, gone, _, err = s.claimData(ctx, path, false)
+	return w, gone, err
+}
+
+// claimData is watchData for a waiter that will wait on the watch: if
+// claim and this call sets the watch, the caller counts as waiting on it
+// from now (claimed), so that no collector is started for it; the caller
+// must then either wait on it without an Enter of its own (its Leave ends
+// the claim) or give the claim up with Leave.
+func (s *clientShared) claimData(ctx context.Context, path string, claim bool) (w *Watch, gone, claimed bool, err error) {
+	w, _, claimed, err = s.watchOf(ctx, watchKey{path, false}, claim)
 	if errors.Is(err, zk.ErrNoNode) {
-		return nil, true, nil
+		return nil, true, false, nil
 	}
-	return w, false, err
+	return w, false, claimed, err
 }
 
 func (s *clientShared) watchChildren(ctx context.Context, path string) (w *Watch, listing []string, err error) {
-	return s.watchOf(ctx, watchKey{path, true})
+	w, listing, _, err = s.watchOf(ctx, watchKey{path, true}, false)
+	return w, listing, err
 }
 
 // watchOf returns the live watch of k, or sets one, waiting for it as long
 // as ctx allows (a watch that could not be set in setWatchTimeout is asked
 // for again while ctx lives). The listing is the one that set a children
-// watch this call asked for, else nil.
-func (s *clientShared) watchOf(ctx context.Context, k watchKey) (*Watch, []string, error) {
+// watch this call asked for, else nil. claimed reports that the watch
+// returned was set by this call, claimed for the caller (see claimData).
+func (s *clientShared) watchOf(ctx context.Context, k watchKey, claim bool) (_ *Watch, _ []string, claimed bool, _ error) {
 	for {
 		s.watchesMu.Lock()
 		w := s.watches[k]
 		mine := w == nil
 		if mine {
 			w = &Watch{owner: s, key: k, ready: make(chan struct{})}
+			if claim {
+				w.waiting = 1 // before its setter can look
+			}
 			s.watches[k] = w
 			go w.run()
 		}
 		ready := w.ready
 		s.watchesMu.Unlock()
+		claimed := mine && claim
 		if ready != nil {
 			select {
 			case <-ready:
 			case <-ctx.Done():
-				return nil, nil, ctx.Err()
+				if claimed {
+					w.Leave()
+				}
+				return nil, nil, false, ctx.Err()
 			}
 		}
 		r := w.result
+		if claimed && r != nil && r.err != nil {
+			w.Leave() // its collector takes the event at once
+		}
 		switch {
 		case r == nil:
-			return w, nil, nil
+			return w, nil, claimed, nil
 		case r.late && ctx.Err() == nil:
 			w.forget()
 			continue
 		case r.err != nil:
-			return nil, nil, r.err
+			return nil, nil, false, r.err
 		case mine:
-			return w, r.children, nil
+			return w, r.children, claimed, nil
 		}
-		return w, nil, nil
+		return w, nil, false, nil
 	}
 }
 
@@ -199,7 +224,7 @@ func (s *clientShared) liveWatch(k watchKey) *Watch {
 // any change after the call that set events. (A second watch set meanwhile,
 // by a race, still has its event awaited, and so forgotten, once it comes.)
 func (s *clientShared) adoptWatch(k watchKey, events <-chan zk.Event) *Watch {
-	w := &Watch{owner: s, key: k, events: events, relieve: make(chan struct{})}
+	w := &Watch{owner: s, key: k, events: events, relieve: make(chan struct{}), isSet: true}
 	relieve := w.relieve
 	s.watchesMu.Lock()
 	if s.watches[k] == nil {
@@ -231,7 +256,9 @@ func (w *Watch) run() {
 	if err != nil {
 		events = nil
 	}
-	w.collect(w.set(events))
+	if relieve := w.set(events); relieve != nil {
+		w.collect(relieve)
+	}
 }
 
 // closedEvents is an events channel that never sends, for a watch that was
@@ -243,16 +270,20 @@ var closedEvents = func() chan zk.Event {
 }()
 
 // set makes w ready with go-zookeeper's events (nil: none will come),
-// with a collector to come (w.collect(relieve)) until a waiter enters, and
-// drops its ready channel.
+// with a collector to come (w.collect(relieve)) until a waiter enters
+// unless one waits, or has claimed it, already (relieve nil), and drops
+// its ready channel.
 func (w *Watch) set(events <-chan zk.Event) (relieve chan struct{}) {
 	if events == nil {
 		events = closedEvents
 	}
 	w.events = events
-	relieve = make(chan struct{})
 	w.mu.Lock()
-	w.relieve = relieve
+	w.isSet = true
+	if w.waiting == 0 {
+		relieve = make(chan struct{})
+		w.relieve = relieve
+	}
 	w.mu.Unlock()
 	s := w.owner
 	s.watchesMu.Lock()
@@ -287,8 +318,9 @@ func (w *Watch) Enter() {
 	w.mu.Unlock()
 }
 
-// Leave tells w that a waiter stopped waiting on its events; the last one
-// to leave starts a collector unless the event has been taken.
+// Leave tells w that a waiter stopped waiting on its events (or gave its
+// claim up); the last one to leave starts a collector unless the event has
+// been taken, or the watch is not set yet (its setter then collects).
 func (w *Watch) Leave() {
 	if w == nil {
 		return
@@ -296,7 +328,7 @@ func (w *Watch) Leave() {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.waiting--
-	if w.waiting == 0 && w.relieve == nil && !w.taken {
+	if w.waiting == 0 && w.isSet && w.relieve == nil && !w.taken {
 		w.relieve = make(chan struct{})
 		go w.collect(w.relieve)
 	}
