@@ -78,7 +78,7 @@ func (w *waits) arm(ctx context.Context, l *Lock, p waitPlan) (gone bool, err er
 		if w.kept, gone, w.keptClaim, err = l.shared.claimData(ctx, l.watchPath(p.watch), true); gone || err != nil {
 			return gone, err
 		}
-		w.watched = w.kept.key.path[len(l.base)+1:]
+		w.watched = w.kept.path[len(l.base)+1:]
 	}
 	if p.lookahead != "" {
 		if w.early, gone, w.earlyClaim, err = l.shared.claimData(ctx, l.watchPath(p.lookahead), true); gone {
@@ -103,7 +103,7 @@ func (l *Lock) watchPath(name string) string {
 		w := s.watches[watchKey{string(b), false}] // no allocation: the compiler looks up the bytes
 		s.watchesMu.Unlock()
 		if w != nil {
-			return w.key.path
+			return w.path
 		}
 	}
 	return l.joinPath(name)

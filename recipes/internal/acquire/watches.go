@@ -3,7 +3,6 @@ package acquire
 import (
 	"context"
 	"errors"
-	"sync"
 	"time"
 
 	"github.com/go-zookeeper/zk"
@@ -44,10 +43,13 @@ import (
 // ahead of it): its ready channel goes once it is set, its result is
 // kept only when there is one to tell (an error, a listing), its event
 // only as a type, and a channel to wait for the one that took the event is
-// made only by a receiver that must wait for it.
+// made only by a receiver that must wait for it. (It has no mutex of its
+// own: its state is guarded by its owner's watchesMu. At 80 bytes it is
+// the only object of its size class that a waiter keeps among the waiter's
+// set-up garbage of 96 bytes, go-zookeeper's and the client's.)
 type Watch struct {
 	owner *clientShared
-	key   watchKey
+	path  string // its key's path (key)
 	// ready is closed once the watch is set, or failed (result), and then
 	// dropped: read it under the owner's watchesMu (nil: set).
 	ready chan struct{}
@@ -58,14 +60,18 @@ type Watch struct {
 	// closed. Set before ready is closed; receive from it only to take.
 	events <-chan zk.Event
 
-	mu      sync.Mutex
-	waiting int32         // waiters waiting on events now (Enter, Leave), and the claim of the one that asked for it (claimData)
-	evType  zk.EventType  // the event's type, once taken
-	taken   bool          // the event has been taken (Take)
-	isSet   bool          // events is set: a collector may run
-	relieve chan struct{} // closed to end the collector; nil when none runs
-	fired   chan struct{} // closed once the event is taken, for a receiver that waits for that; nil until one does
+	// What follows is guarded by the owner's watchesMu.
+	waiting  int32         // waiters waiting on events now (Enter, Leave), and the claim of the one that asked for it (claimData)
+	evType   zk.EventType  // the event's type, once taken
+	children bool          // its key's kind (key)
+	taken    bool          // the event has been taken (Take)
+	isSet    bool          // events is set: a collector may run
+	relieve  chan struct{} // closed to end the collector; nil when none runs
+	fired    chan struct{} // closed once the event is taken, for a receiver that waits for that; nil until one does
 }
+
+// key is what w is shared by.
+func (w *Watch) key() watchKey { return watchKey{w.path, w.children} }
 
 // watchResult is what there is to tell of a watch's set beside its events.
 type watchResult struct {
@@ -162,7 +168,7 @@ func (s *clientShared) watchOf(ctx context.Context, k watchKey, claim bool) (_ *
 		w := s.watches[k]
 		mine := w == nil
 		if mine {
-			w = &Watch{owner: s, key: k, ready: make(chan struct{})}
+			w = &Watch{owner: s, path: k.path, children: k.children, ready: make(chan struct{})}
 			if claim {
 				w.waiting = 1 // before its setter can look
 			}
@@ -205,14 +211,8 @@ func (s *clientShared) watchOf(ctx context.Context, k watchKey, claim bool) (_ *
 func (s *clientShared) liveWatch(k watchKey) *Watch {
 	s.watchesMu.Lock()
 	w := s.watches[k]
-	if w == nil || w.ready != nil || w.result != nil && w.result.err != nil {
-		s.watchesMu.Unlock()
-		return nil
-	}
-	s.watchesMu.Unlock()
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.taken {
+	defer s.watchesMu.Unlock()
+	if w == nil || w.ready != nil || w.result != nil && w.result.err != nil || w.taken {
 		return nil
 	}
 	return w
@@ -224,7 +224,7 @@ func (s *clientShared) liveWatch(k watchKey) *Watch {
 // any change after the call that set events. (A second watch set meanwhile,
 // by a race, still has its event awaited, and so forgotten, once it comes.)
 func (s *clientShared) adoptWatch(k watchKey, events <-chan zk.Event) *Watch {
-	w := &Watch{owner: s, key: k, events: events, relieve: make(chan struct{}), isSet: true}
+	w := &Watch{owner: s, path: k.path, children: k.children, events: events, relieve: make(chan struct{}), isSet: true}
 	relieve := w.relieve
 	s.watchesMu.Lock()
 	if s.watches[k] == nil {
@@ -242,13 +242,13 @@ func (w *Watch) run() {
 	var children []string
 	var err error
 	c := w.owner.client
-	if w.key.children {
-		children, _, events, err = c.ChildrenW(ctx, w.key.path)
+	if w.children {
+		children, _, events, err = c.ChildrenW(ctx, w.path)
 		if errors.Is(err, zk.ErrNoNode) {
-			_, _, events, err = c.ExistsW(ctx, w.key.path) // fires when the path is made
+			_, _, events, err = c.ExistsW(ctx, w.path) // fires when the path is made
 		}
 	} else {
-		_, _, events, err = c.GetDataW(ctx, w.key.path)
+		_, _, events, err = c.GetDataW(ctx, w.path)
 	}
 	if err != nil || children != nil {
 		w.result = &watchResult{err: err, late: err != nil && ctx.Err() != nil, children: children}
@@ -278,18 +278,16 @@ func (w *Watch) set(events <-chan zk.Event) (relieve chan struct{}) {
 		events = closedEvents
 	}
 	w.events = events
-	w.mu.Lock()
+	s := w.owner
+	s.watchesMu.Lock()
+	defer s.watchesMu.Unlock()
 	w.isSet = true
 	if w.waiting == 0 {
 		relieve = make(chan struct{})
 		w.relieve = relieve
 	}
-	w.mu.Unlock()
-	s := w.owner
-	s.watchesMu.Lock()
 	close(w.ready)
 	w.ready = nil
-	s.watchesMu.Unlock()
 	return relieve
 }
 
@@ -309,13 +307,14 @@ func (w *Watch) Enter() {
 	if w == nil {
 		return
 	}
-	w.mu.Lock()
+	s := w.owner
+	s.watchesMu.Lock()
 	w.waiting++
 	if w.relieve != nil {
 		close(w.relieve)
 		w.relieve = nil
 	}
-	w.mu.Unlock()
+	s.watchesMu.Unlock()
 }
 
 // Leave tells w that a waiter stopped waiting on its events (or gave its
@@ -325,8 +324,9 @@ func (w *Watch) Leave() {
 	if w == nil {
 		return
 	}
-	w.mu.Lock()
-	defer w.mu.Unlock()
+	s := w.owner
+	s.watchesMu.Lock()
+	defer s.watchesMu.Unlock()
 	w.waiting--
 	if w.waiting == 0 && w.isSet && w.relieve == nil && !w.taken {
 		w.relieve = make(chan struct{})
@@ -343,10 +343,11 @@ func (w *Watch) Leave() {
 // that was not set (closedEvents) is told by whoever finds it closed first.
 // It returns the event's type.
 func (w *Watch) Take(ev zk.Event, ok bool) zk.EventType {
-	w.mu.Lock()
+	s := w.owner
+	s.watchesMu.Lock()
 	if w.taken {
 		t := w.evType
-		w.mu.Unlock()
+		s.watchesMu.Unlock()
 		return t
 	}
 	if !ok && w.events != closedEvents {
@@ -354,16 +355,16 @@ func (w *Watch) Take(ev zk.Event, ok bool) zk.EventType {
 			w.fired = make(chan struct{})
 		}
 		fired := w.fired
-		w.mu.Unlock()
+		s.watchesMu.Unlock()
 		<-fired
-		w.mu.Lock()
-		defer w.mu.Unlock()
+		s.watchesMu.Lock()
+		defer s.watchesMu.Unlock()
 		return w.evType
 	}
 	w.taken, w.evType = true, ev.Type
 	fired := w.fired
-	w.mu.Unlock()
-	w.forget()
+	w.forgetLocked()
+	s.watchesMu.Unlock()
 	if fired != nil {
 		close(fired)
 	}
@@ -376,8 +377,14 @@ func (w *Watch) forget() {
 	s := w.owner
 	s.watchesMu.Lock()
 	defer s.watchesMu.Unlock()
-	if s.watches[w.key] == w {
-		delete(s.watches, w.key)
+	w.forgetLocked()
+}
+
+// forgetLocked is forget, with the owner's watchesMu held.
+func (w *Watch) forgetLocked() {
+	s := w.owner
+	if k := w.key(); s.watches[k] == w {
+		delete(s.watches, k)
 	}
 }
 
