@@ -43,10 +43,11 @@ import (
 // ahead of it): its ready channel goes once it is set, its result is
 // kept only when there is one to tell (an error, a listing), its event
 // only as a type, and a channel to wait for the one that took the event is
-// made only by a receiver that must wait for it. (It has no mutex of its
-// own: its state is guarded by its owner's watchesMu. At 80 bytes it is
-// the only object of its size class that a waiter keeps among the waiter's
-// set-up garbage of 96 bytes, go-zookeeper's and the client's.)
+// made only by a receiver that must wait for it. It has no mutex of its
+// own (its state is guarded by its owner's watchesMu), and so takes 80
+// bytes, not 96: the size of much of a waiter's set-up garbage
+// (go-zookeeper's decoded replies, the create's call), whose spans a Watch
+// among them would keep in use.
 type Watch struct {
 	owner *clientShared
 	path  string // its key's path (key)
