@@ -75,45 +75,51 @@ func (j *callJob[T]) run()               { j.v, j.err = j.a.attempt(j.z, j.arg) 
 func (j *callJob[T]) handoff() *jobState { return &j.jobState }
 
 // runner is a goroutine of the client's that runs the jobs sent on work.
+// A runner is started with the job it is started for, and decides itself,
+// as each job ends, whether it will go back to the pool (kept: there is
+// room) or end; only a runner kept makes its work channel. So in a burst of
+// calls (thousands of lock waiters queueing at once), where most runners
+// end after their one job, they leave no channel each as garbage among the
+// waiters' live objects.
 type runner struct {
-	work chan job
+	work chan job      // nil until the runner is first kept
 	done chan struct{} // one token per job that ended with its caller waiting
+	// kept says whether the runner goes back to the pool after the job
+	// that just ended: set by the runner before it sends on done (or, for
+	// an abandoned job, before it puts itself back), read by whoever puts
+	// it back.
+	kept bool
 }
 
 // runners is a client's pool of idle runners.
 type runners struct {
-	mu     sync.Mutex
-	idle   []*runner
-	closed bool
-	wg     sync.WaitGroup // every runner started
+	mu      sync.Mutex
+	idle    []*runner
+	keeping int // runners kept whose put has not come yet: idle plus keeping stay within maxIdleRunners
+	closed  bool
+	wg      sync.WaitGroup // every runner started
 }
 
-// get returns an idle runner, or a new one; nil once the pool is closed.
-func (p *runners) get() *runner {
+// start hands j to an idle runner, or to a new one started with it, and
+// returns it; nil when the client is closed (j is then not run).
+func (p *runners) start(j job) *runner {
 	p.mu.Lock()
-	defer p.mu.Unlock()
 	if p.closed {
+		p.mu.Unlock()
 		return nil
 	}
 	if n := len(p.idle); n > 0 {
 		r := p.idle[n-1]
 		p.idle[n-1] = nil
 		p.idle = p.idle[:n-1]
+		p.mu.Unlock()
+		r.work <- j
 		return r
 	}
-	r := &runner{work: make(chan job, 1), done: make(chan struct{}, 1)}
 	p.wg.Add(1)
-	go p.loop(r)
-	return r
-}
-
-// start hands j to a runner, and returns it; nil when the client is closed
-// (j is then not run).
-func (p *runners) start(j job) *runner {
-	r := p.get()
-	if r != nil {
-		r.work <- j
-	}
+	p.mu.Unlock()
+	r := &runner{done: make(chan struct{}, 1)}
+	go p.loop(r, j)
 	return r
 }
 
@@ -150,12 +156,33 @@ func (p *runners) abandon(j job) (pending <-chan struct{}, abandoned bool) {
 	return ch, s.state.CompareAndSwap(jobRunning, jobAbandoned)
 }
 
-// put gives r back to the pool, or ends it when the pool is full or closed.
-// r has no job, and its done holds no token.
-func (p *runners) put(r *runner) {
+// keep settles, as r's job ends, whether r goes back to the pool: it does
+// while there is room (counting the runners kept before whose put has not
+// come yet), and then has a work channel.
+func (p *runners) keep(r *runner) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.closed || len(p.idle) >= maxIdleRunners {
+	r.kept = !p.closed && len(p.idle)+p.keeping < maxIdleRunners
+	if r.kept {
+		p.keeping++
+		if r.work == nil {
+			r.work = make(chan job, 1)
+		}
+	}
+}
+
+// put gives r back to the pool if it was kept (keep), and otherwise does
+// nothing: it has ended, or is ending, by itself. A runner kept that comes
+// back to a closed pool is ended. r has no job, and its done holds no
+// token.
+func (p *runners) put(r *runner) {
+	if !r.kept {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.keeping--
+	if p.closed {
 		close(r.work)
 		return
 	}
@@ -177,16 +204,27 @@ func (p *runners) close() {
 // wait waits until every runner has ended (after close).
 func (p *runners) wait() { p.wg.Wait() }
 
-func (p *runners) loop(r *runner) {
+// loop runs j, the job r was started for, then, while r is kept, each job
+// sent on r's work channel, until that is closed.
+func (p *runners) loop(r *runner, j job) {
 	defer p.wg.Done()
-	for j := range r.work {
+	for {
 		j.run()
+		p.keep(r)
+		kept := r.kept // r is the putter's once done is sent
 		s := j.handoff()
 		if s.state.CompareAndSwap(jobRunning, jobFinished) {
 			r.done <- struct{}{} // the caller takes it, and puts r back
-			continue
+		} else {
+			close(s.pending) // abandoned: nobody reads the result
+			p.put(r)
 		}
-		close(s.pending) // abandoned: nobody reads the result
-		p.put(r)
+		if !kept {
+			return
+		}
+		var ok bool
+		if j, ok = <-r.work; !ok {
+			return
+		}
 	}
 }

@@ -1,8 +1,10 @@
 package acquire
 
 import (
+	"context"
 	"runtime"
 	"sync"
+	"time"
 	"weak"
 
 	"github.com/gocurator/curator/framework"
@@ -27,6 +29,13 @@ type clientShared struct {
 	// acquire) costs no allocation. (A sync.Pool would drop some at random
 	// under the race detector, and all at each GC.)
 	spare []*lister
+
+	// setCtx is the context shared watches are set under now, ending at
+	// setEnd (setContext).
+	setMu     sync.Mutex
+	setCtx    context.Context
+	setCancel context.CancelFunc
+	setEnd    time.Time
 }
 
 // sharing finds a client's clientShared: it holds both weakly, so that it

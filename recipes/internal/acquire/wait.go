@@ -19,6 +19,7 @@ import (
 // returns nil once n holds.
 func (l *Lock) wait(ctx context.Context, a *Attempt, n *node, ls *lister) error {
 	var w waits
+	defer w.drop()
 	for look := 0; ; look++ {
 		q, err := l.list(ctx, a, n, ls)
 		if err != nil {
@@ -168,8 +169,17 @@ func (l *Lock) await(ctx context.Context, n *node, w *waits, q listing, handsOff
 	if w.early != nil {
 		early = w.early.events
 	}
-	fired.Enter()
-	w.early.Enter()
+	// A watch this waiter claimed counts it as waiting already (waits).
+	if q.children != nil || !w.keptClaim {
+		fired.Enter()
+	}
+	if !w.earlyClaim {
+		w.early.Enter()
+	}
+	if q.children == nil {
+		w.keptClaim = false
+	}
+	w.earlyClaim = false
 	defer fired.Leave()
 	defer w.early.Leave()
 	select {

@@ -3,7 +3,6 @@ package acquire
 import (
 	"context"
 	"errors"
-	"sync"
 	"time"
 
 	"github.com/go-zookeeper/zk"
@@ -32,20 +31,26 @@ import (
 // While no waiter waits on it, a collector does: a goroutine that takes
 // the event when it comes, so that a watch all of whose waiters gave up is
 // forgotten when it fires, as go-zookeeper forgets its own registration.
-// The goroutine that set the watch collects until the first waiter comes;
-// the last waiter to stop waiting (having gone back to list, or given up)
-// starts a new collector unless the event has been taken. So a queue of
-// waiters costs no goroutine per watch, and a watch nobody waits on costs
-// one, until its node changes.
+// The goroutine that set the watch collects until the first waiter comes,
+// unless the waiter that asked for it claimed it (claimData): that one
+// counts as waiting from the start, until it waits on the watch or lets it
+// go (Leave), so the setter ends once it is set. The last waiter to stop
+// waiting (having gone back to list, or given up) starts a new collector
+// unless the event has been taken. So a queue of waiters costs no goroutine
+// per watch, and a watch nobody waits on costs one, until its node changes.
 //
 // A Watch is small, for there is one per waiter of a queue (on the node
 // ahead of it): its ready channel goes once it is set, its result is
 // kept only when there is one to tell (an error, a listing), its event
 // only as a type, and a channel to wait for the one that took the event is
-// made only by a receiver that must wait for it.
+// made only by a receiver that must wait for it. It has no mutex of its
+// own (its state is guarded by its owner's watchesMu), and so takes 80
+// bytes, not 96: the size of much of a waiter's set-up garbage
+// (go-zookeeper's decoded replies, the create's call), whose spans a Watch
+// among them would keep in use.
 type Watch struct {
 	owner *clientShared
-	key   watchKey
+	path  string // its key's path (key)
 	// ready is closed once the watch is set, or failed (result), and then
 	// dropped: read it under the owner's watchesMu (nil: set).
 	ready chan struct{}
@@ -56,13 +61,18 @@ type Watch struct {
 	// closed. Set before ready is closed; receive from it only to take.
 	events <-chan zk.Event
 
-	mu      sync.Mutex
-	waiting int32         // waiters waiting on events now (Enter, Leave)
-	evType  zk.EventType  // the event's type, once taken
-	taken   bool          // the event has been taken (Take)
-	relieve chan struct{} // closed to end the collector; nil when none runs
-	fired   chan struct{} // closed once the event is taken, for a receiver that waits for that; nil until one does
+	// What follows is guarded by the owner's watchesMu.
+	waiting  int32         // waiters waiting on events now (Enter, Leave), and the claim of the one that asked for it (claimData)
+	evType   zk.EventType  // the event's type, once taken
+	children bool          // its key's kind (key)
+	taken    bool          // the event has been taken (Take)
+	isSet    bool          // events is set: a collector may run
+	relieve  chan struct{} // closed to end the collector; nil when none runs
+	fired    chan struct{} // closed once the event is taken, for a receiver that waits for that; nil until one does
 }
+
+// key is what w is shared by.
+func (w *Watch) key() watchKey { return watchKey{w.path, w.children} }
 
 // watchResult is what there is to tell of a watch's set beside its events.
 type watchResult struct {
@@ -84,9 +94,31 @@ type watchKey struct {
 }
 
 // setWatchTimeout bounds how long a shared watch's goroutine tries to set
-// it: the waiters honour their own contexts meanwhile. (A variable for the
-// tests only.)
+// it: at least this long, at most half as long again (setContext); the
+// waiters honour their own contexts meanwhile. (A variable for the tests
+// only.)
 var setWatchTimeout = 30 * time.Second
+
+// setContext returns the context a shared watch is set under: one that
+// ends no sooner than setWatchTimeout from now, and no later than half as
+// long again. The watches set meanwhile share it, so that a queue of
+// thousands of waiters does not make a context, a timer and a channel for
+// each (garbage left among the waiters' live objects).
+func (s *clientShared) setContext() context.Context {
+	now := time.Now()
+	s.setMu.Lock()
+	defer s.setMu.Unlock()
+	if s.setCtx == nil || s.setEnd.Sub(now) < setWatchTimeout {
+		// The one before is left to end at its own deadline: the watches
+		// being set under it keep their bound.
+		if s.setCancel != nil && s.setCtx.Err() != nil {
+			s.setCancel()
+		}
+		s.setEnd = now.Add(setWatchTimeout + setWatchTimeout/2)
+		s.setCtx, s.setCancel = context.WithDeadline(context.Background(), s.setEnd)
+	}
+	return s.setCtx
+}
 
 // WatchData returns client's shared data watch on path, set by the call
 // that made it: gone reports that the node is not there (no watch is set,
@@ -104,53 +136,75 @@ func WatchChildren(ctx context.Context, client *framework.Client, path string) (
 }
 
 func (s *clientShared) watchData(ctx context.Context, path string) (w *Watch, gone bool, err error) {
-	w, _, err = s.watchOf(ctx, watchKey{path, false})
+	w, gone, _, err = s.claimData(ctx, path, false)
+	return w, gone, err
+}
+
+// claimData is watchData for a waiter that will wait on the watch: if
+// claim and this call sets the watch, the caller counts as waiting on it
+// from now (claimed), so that no collector is started for it; the caller
+// must then either wait on it without an Enter of its own (its Leave ends
+// the claim) or give the claim up with Leave.
+func (s *clientShared) claimData(ctx context.Context, path string, claim bool) (w *Watch, gone, claimed bool, err error) {
+	w, _, claimed, err = s.watchOf(ctx, watchKey{path, false}, claim)
 	if errors.Is(err, zk.ErrNoNode) {
-		return nil, true, nil
+		return nil, true, false, nil
 	}
-	return w, false, err
+	return w, false, claimed, err
 }
 
 func (s *clientShared) watchChildren(ctx context.Context, path string) (w *Watch, listing []string, err error) {
-	return s.watchOf(ctx, watchKey{path, true})
+	w, listing, _, err = s.watchOf(ctx, watchKey{path, true}, false)
+	return w, listing, err
 }
 
 // watchOf returns the live watch of k, or sets one, waiting for it as long
 // as ctx allows (a watch that could not be set in setWatchTimeout is asked
 // for again while ctx lives). The listing is the one that set a children
-// watch this call asked for, else nil.
-func (s *clientShared) watchOf(ctx context.Context, k watchKey) (*Watch, []string, error) {
+// watch this call asked for, else nil. claimed reports that the watch
+// returned was set by this call, claimed for the caller (see claimData).
+func (s *clientShared) watchOf(ctx context.Context, k watchKey, claim bool) (_ *Watch, _ []string, claimed bool, _ error) {
 	for {
 		s.watchesMu.Lock()
 		w := s.watches[k]
 		mine := w == nil
 		if mine {
-			w = &Watch{owner: s, key: k, ready: make(chan struct{})}
+			w = &Watch{owner: s, path: k.path, children: k.children, ready: make(chan struct{})}
+			if claim {
+				w.waiting = 1 // before its setter can look
+			}
 			s.watches[k] = w
 			go w.run()
 		}
 		ready := w.ready
 		s.watchesMu.Unlock()
+		claimed := mine && claim
 		if ready != nil {
 			select {
 			case <-ready:
 			case <-ctx.Done():
-				return nil, nil, ctx.Err()
+				if claimed {
+					w.Leave()
+				}
+				return nil, nil, false, ctx.Err()
 			}
 		}
 		r := w.result
+		if claimed && r != nil && r.err != nil {
+			w.Leave() // its collector takes the event at once
+		}
 		switch {
 		case r == nil:
-			return w, nil, nil
+			return w, nil, claimed, nil
 		case r.late && ctx.Err() == nil:
 			w.forget()
 			continue
 		case r.err != nil:
-			return nil, nil, r.err
+			return nil, nil, false, r.err
 		case mine:
-			return w, r.children, nil
+			return w, r.children, claimed, nil
 		}
-		return w, nil, nil
+		return w, nil, false, nil
 	}
 }
 
@@ -158,14 +212,8 @@ func (s *clientShared) watchOf(ctx context.Context, k watchKey) (*Watch, []strin
 func (s *clientShared) liveWatch(k watchKey) *Watch {
 	s.watchesMu.Lock()
 	w := s.watches[k]
-	if w == nil || w.ready != nil || w.result != nil && w.result.err != nil {
-		s.watchesMu.Unlock()
-		return nil
-	}
-	s.watchesMu.Unlock()
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.taken {
+	defer s.watchesMu.Unlock()
+	if w == nil || w.ready != nil || w.result != nil && w.result.err != nil || w.taken {
 		return nil
 	}
 	return w
@@ -177,7 +225,7 @@ func (s *clientShared) liveWatch(k watchKey) *Watch {
 // any change after the call that set events. (A second watch set meanwhile,
 // by a race, still has its event awaited, and so forgotten, once it comes.)
 func (s *clientShared) adoptWatch(k watchKey, events <-chan zk.Event) *Watch {
-	w := &Watch{owner: s, key: k, events: events, relieve: make(chan struct{})}
+	w := &Watch{owner: s, path: k.path, children: k.children, events: events, relieve: make(chan struct{}), isSet: true}
 	relieve := w.relieve
 	s.watchesMu.Lock()
 	if s.watches[k] == nil {
@@ -190,27 +238,28 @@ func (s *clientShared) adoptWatch(k watchKey, events <-chan zk.Event) *Watch {
 
 // run sets the watch, then collects its event until a waiter comes.
 func (w *Watch) run() {
-	ctx, cancel := context.WithTimeout(context.Background(), setWatchTimeout)
+	ctx := w.owner.setContext()
 	var events <-chan zk.Event
 	var children []string
 	var err error
 	c := w.owner.client
-	if w.key.children {
-		children, _, events, err = c.ChildrenW(ctx, w.key.path)
+	if w.children {
+		children, _, events, err = c.ChildrenW(ctx, w.path)
 		if errors.Is(err, zk.ErrNoNode) {
-			_, _, events, err = c.ExistsW(ctx, w.key.path) // fires when the path is made
+			_, _, events, err = c.ExistsW(ctx, w.path) // fires when the path is made
 		}
 	} else {
-		_, _, events, err = c.GetDataW(ctx, w.key.path)
+		_, _, events, err = c.GetDataW(ctx, w.path)
 	}
 	if err != nil || children != nil {
 		w.result = &watchResult{err: err, late: err != nil && ctx.Err() != nil, children: children}
 	}
-	cancel()
 	if err != nil {
 		events = nil
 	}
-	w.collect(w.set(events))
+	if relieve := w.set(events); relieve != nil {
+		w.collect(relieve)
+	}
 }
 
 // closedEvents is an events channel that never sends, for a watch that was
@@ -222,22 +271,24 @@ var closedEvents = func() chan zk.Event {
 }()
 
 // set makes w ready with go-zookeeper's events (nil: none will come),
-// with a collector to come (w.collect(relieve)) until a waiter enters, and
-// drops its ready channel.
+// with a collector to come (w.collect(relieve)) until a waiter enters
+// unless one waits, or has claimed it, already (relieve nil), and drops
+// its ready channel.
 func (w *Watch) set(events <-chan zk.Event) (relieve chan struct{}) {
 	if events == nil {
 		events = closedEvents
 	}
 	w.events = events
-	relieve = make(chan struct{})
-	w.mu.Lock()
-	w.relieve = relieve
-	w.mu.Unlock()
 	s := w.owner
 	s.watchesMu.Lock()
+	defer s.watchesMu.Unlock()
+	w.isSet = true
+	if w.waiting == 0 {
+		relieve = make(chan struct{})
+		w.relieve = relieve
+	}
 	close(w.ready)
 	w.ready = nil
-	s.watchesMu.Unlock()
 	return relieve
 }
 
@@ -257,25 +308,28 @@ func (w *Watch) Enter() {
 	if w == nil {
 		return
 	}
-	w.mu.Lock()
+	s := w.owner
+	s.watchesMu.Lock()
 	w.waiting++
 	if w.relieve != nil {
 		close(w.relieve)
 		w.relieve = nil
 	}
-	w.mu.Unlock()
+	s.watchesMu.Unlock()
 }
 
-// Leave tells w that a waiter stopped waiting on its events; the last one
-// to leave starts a collector unless the event has been taken.
+// Leave tells w that a waiter stopped waiting on its events (or gave its
+// claim up); the last one to leave starts a collector unless the event has
+// been taken, or the watch is not set yet (its setter then collects).
 func (w *Watch) Leave() {
 	if w == nil {
 		return
 	}
-	w.mu.Lock()
-	defer w.mu.Unlock()
+	s := w.owner
+	s.watchesMu.Lock()
+	defer s.watchesMu.Unlock()
 	w.waiting--
-	if w.waiting == 0 && w.relieve == nil && !w.taken {
+	if w.waiting == 0 && w.isSet && w.relieve == nil && !w.taken {
 		w.relieve = make(chan struct{})
 		go w.collect(w.relieve)
 	}
@@ -290,10 +344,11 @@ func (w *Watch) Leave() {
 // that was not set (closedEvents) is told by whoever finds it closed first.
 // It returns the event's type.
 func (w *Watch) Take(ev zk.Event, ok bool) zk.EventType {
-	w.mu.Lock()
+	s := w.owner
+	s.watchesMu.Lock()
 	if w.taken {
 		t := w.evType
-		w.mu.Unlock()
+		s.watchesMu.Unlock()
 		return t
 	}
 	if !ok && w.events != closedEvents {
@@ -301,16 +356,16 @@ func (w *Watch) Take(ev zk.Event, ok bool) zk.EventType {
 			w.fired = make(chan struct{})
 		}
 		fired := w.fired
-		w.mu.Unlock()
+		s.watchesMu.Unlock()
 		<-fired
-		w.mu.Lock()
-		defer w.mu.Unlock()
+		s.watchesMu.Lock()
+		defer s.watchesMu.Unlock()
 		return w.evType
 	}
 	w.taken, w.evType = true, ev.Type
 	fired := w.fired
-	w.mu.Unlock()
-	w.forget()
+	w.forgetLocked()
+	s.watchesMu.Unlock()
 	if fired != nil {
 		close(fired)
 	}
@@ -323,8 +378,14 @@ func (w *Watch) forget() {
 	s := w.owner
 	s.watchesMu.Lock()
 	defer s.watchesMu.Unlock()
-	if s.watches[w.key] == w {
-		delete(s.watches, w.key)
+	w.forgetLocked()
+}
+
+// forgetLocked is forget, with the owner's watchesMu held.
+func (w *Watch) forgetLocked() {
+	s := w.owner
+	if k := w.key(); s.watches[k] == w {
+		delete(s.watches, k)
 	}
 }
 

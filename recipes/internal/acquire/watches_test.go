@@ -150,3 +150,40 @@ func TestAWatchSetTooLateIsAskedForAgain(t *testing.T) {
 		t.Fatal("no event of the watch")
 	}
 }
+
+// A waiter that claimed the watch it asked for (claimData) and gave up
+// before the watch was set gives its claim up: the watch, once set, is
+// collected when it fires, as one nobody waits on. Here the servers are
+// out of reach while the waiter asks, so its context ends first.
+func TestAClaimGivenUpBeforeTheWatchIsSetLeavesNothingBehind(t *testing.T) {
+	ctx, base := testutil.Begin(t, server.Addr())
+	proxy := zktest.NewProxy(t, server.Addr())
+	c := newClient(t, proxy.ConnectString())
+	node := base + "/node"
+	if _, err := c.Create(ctx, base, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Create(ctx, node, nil); err != nil {
+		t.Fatal(err)
+	}
+	s := sharedOf(c)
+	k := watchKey{node, false}
+	proxy.BlackHole()
+	wctx, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
+	_, _, claimed, err := s.claimData(wctx, node, true)
+	cancel()
+	if !errors.Is(err, context.DeadlineExceeded) || claimed {
+		t.Fatalf("a claim while the servers are out of reach = %v (claimed %v), want the context's end", err, claimed)
+	}
+	proxy.Restore()
+	testutil.Until(t, "the watch set once the servers answer", func() (bool, string) {
+		return s.liveWatch(k) != nil, "not set yet"
+	})
+	if err := c.Delete(ctx, node); err != nil {
+		t.Fatal(err)
+	}
+	testutil.Until(t, "the watch collected once it fired", func() (bool, string) {
+		n := s.liveWatches()
+		return n == 0, fmt.Sprintf("%d shared watches live", n)
+	})
+}
