@@ -189,24 +189,29 @@ func (l *LeaderLatch) CloseWithMode(m CloseMode) error {
 	l.mu.Lock()
 	l.closeMode = m // read by the goroutine as it ends a term
 	l.mu.Unlock()
-	l.life.close(closedError{l.what()}, func() {
+	over := l.life.close(closedError{l.what()}, func() {
 		l.mu.Lock()
 		l.closing = true
 		ended := l.endTermLocked(true) // a term that leads ends now
 		l.broadcast()                  // Await sees the latch closed
-		cand := l.cand
 		l.mu.Unlock()
 		ended.tell(l)
-		// The node goes now (in the background), not when the goroutine
-		// withdraws it: that waits for a listener call under way, which
-		// Close does not, and the next candidate must not wait for it. The
-		// goroutine's own delete then finds it gone.
-		if cand != nil {
-			if node := cand.Node(); node != "" {
-				l.li.Client().DeleteLater(node, time.Now())
-			}
-		}
 	})
+	if over {
+		return nil // the goroutine withdrew: the node is gone
+	}
+	// A listener call was under way, and the goroutine withdraws only once
+	// it returns: the node goes now, in the background, so that the next
+	// candidate does not wait for user code Close did not wait for. The
+	// goroutine's own delete then finds it gone.
+	l.mu.Lock()
+	cand := l.cand
+	l.mu.Unlock()
+	if cand != nil {
+		if node := cand.Node(); node != "" {
+			l.li.Client().DeleteLater(node, time.Now())
+		}
+	}
 	return nil
 }
 

@@ -42,8 +42,12 @@ func (l *lifecycle) call(f func()) (ran bool, panicked error) { return life.Call
 // close is the value's Close: it shuts the gate (no user code begins from
 // now on), runs settle (the value's own part of Close, nil for none: it
 // calls no user code), stops the goroutine with cause, and waits for it to
-// end, unless a call through the gate was under way as it was shut.
-func (l *lifecycle) close(cause error, settle func()) { l.run.Close(&l.gate, cause, settle) }
+// end, unless a call through the gate was under way as it was shut. It
+// reports whether the goroutine's run is over (false: it ends once that
+// call returns).
+func (l *lifecycle) close(cause error, settle func()) (over bool) {
+	return l.run.Close(&l.gate, cause, settle)
+}
 
 // ended returns a channel closed once the goroutine has ended after the
 // value was closed: at once for a value closed before it ever started, and

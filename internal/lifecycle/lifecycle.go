@@ -101,15 +101,24 @@ func Call(g *listeners.Gate, f func()) (ran bool, panicked error) {
 // Close is the value's Close: it shuts g, the value's gate (no user code
 // begins from now on), runs settle (the value's own part of Close, nil for
 // none: it calls no user code), stops the goroutine with cause, and waits
-// for it to end, unless a call through g was under way as it was shut.
-func (l *Runner) Close(g *listeners.Gate, cause error, settle func()) {
+// for it to end, unless a call through g was under way as it was shut. It
+// reports whether the goroutine's run is over (or there was none); false
+// means a call of user code was under way, and the goroutine ends by
+// itself once it returns.
+func (l *Runner) Close(g *listeners.Gate, cause error, settle func()) (over bool) {
 	mayWait := g.Close()
 	if settle != nil {
 		settle()
 	}
-	if done := l.Stop(cause); done != nil && mayWait {
-		<-done
+	done := l.Stop(cause)
+	if done == nil {
+		return true
 	}
+	if mayWait {
+		<-done
+		return true
+	}
+	return false
 }
 
 // Stop moves any state to CLOSED and cancels the goroutine's context with
