@@ -151,7 +151,7 @@ func listChildren(watch bool, watches *watchRegistry) attempter[nodeResult] {
 	if watch {
 		return attemptFunc[nodeResult](func(z *zkconn.Conn, p string) (nodeResult, error) {
 			names, stat, w, err := z.ChildrenW(p)
-			watches.touched(p)
+			watches.touched(p, true)
 			return nodeResult{children: names, stat: stat, watch: w}, err
 		})
 	}

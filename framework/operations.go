@@ -337,7 +337,7 @@ func (c *Client) Exists(ctx context.Context, path string) (bool, *zk.Stat, error
 func (c *Client) ExistsW(ctx context.Context, path string) (bool, *zk.Stat, <-chan zk.Event, error) {
 	r, err := read(ctx, c, "exists", path, func(z *zkconn.Conn, p string) (nodeResult, error) {
 		ok, stat, w, err := z.ExistsW(p)
-		c.watches.touched(p)
+		c.watches.touched(p, false)
 		return nodeResult{ok: ok, stat: stat, watch: w}, err
 	})
 	return r.ok, r.stat, r.watch, err
@@ -360,7 +360,7 @@ func (c *Client) GetData(ctx context.Context, path string) ([]byte, *zk.Stat, er
 func (c *Client) GetDataW(ctx context.Context, path string) ([]byte, *zk.Stat, <-chan zk.Event, error) {
 	r, err := read(ctx, c, "get data", path, func(z *zkconn.Conn, p string) (nodeResult, error) {
 		data, stat, w, err := z.GetW(p)
-		c.watches.touched(p)
+		c.watches.touched(p, false)
 		return nodeResult{data: data, stat: stat, watch: w}, err
 	})
 	return r.data, r.stat, r.watch, err
@@ -395,7 +395,7 @@ func (c *Client) Children(ctx context.Context, path string) ([]string, *zk.Stat,
 func (c *Client) ChildrenW(ctx context.Context, path string) ([]string, *zk.Stat, <-chan zk.Event, error) {
 	r, err := read(ctx, c, "get children", path, func(z *zkconn.Conn, p string) (nodeResult, error) {
 		names, stat, w, err := z.ChildrenW(p)
-		c.watches.touched(p)
+		c.watches.touched(p, true)
 		return nodeResult{children: names, stat: stat, watch: w}, err
 	})
 	return r.children, r.stat, r.watch, err

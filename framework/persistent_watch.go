@@ -166,7 +166,7 @@ func (w *PersistentWatcher) deliver(ev WatchEvent) {
 
 // watchRegistry is a client's persistent watches, by server path.
 type watchRegistry struct {
-	count atomic.Int32 // watchers: with none, an event costs this load
+	count atomic.Int32 // paths: with none, an event or a one-shot watch costs this load
 
 	mu      sync.Mutex
 	paths   map[string]*watchedPath
@@ -184,7 +184,15 @@ type watchedPath struct {
 	setRec   bool   // ...recursive, or not
 	stale    bool   // a one-shot watch on the path may have replaced it
 	busy     bool   // the keeper's request for the path is under way
+	// The generation of the connection a one-shot watch of data (exists,
+	// get data) or of children on the path was set on and has not fired
+	// yet: 0, or an older generation, for none.
+	dataShot, childShot uint64
 }
+
+// oneShot reports whether a one-shot watch on p was set on the connection
+// of gen and has not fired.
+func (p *watchedPath) oneShot(gen uint64) bool { return p.dataShot == gen || p.childShot == gen }
 
 // recursive reports whether a watcher of p wants the whole subtree.
 func (p *watchedPath) recursive() bool {
@@ -228,9 +236,9 @@ func (r *watchRegistry) add(c *Client, w *PersistentWatcher) error {
 	if p == nil {
 		p = &watchedPath{}
 		r.paths[w.spath] = p
+		r.count.Add(1)
 	}
 	p.watchers = append(p.watchers, w)
-	r.count.Add(1)
 	if !p.busy && p.current(r.gen) {
 		w.reset() // it stands: events reach w from now on
 	} else {
@@ -251,7 +259,6 @@ func (r *watchRegistry) remove(w *PersistentWatcher) {
 	for i, x := range p.watchers {
 		if x == w {
 			p.watchers = append(p.watchers[:i:i], p.watchers[i+1:]...)
-			r.count.Add(-1)
 			break
 		}
 	}
@@ -314,18 +321,43 @@ func (r *watchRegistry) generation() uint64 {
 }
 
 // touched is told that the client set a one-shot watch on serverPath,
-// which replaces a persistent one there (see NewPersistentWatcher).
-func (r *watchRegistry) touched(serverPath string) {
+// which replaces a persistent one there (see NewPersistentWatcher), and
+// which the persistent watch's removal would take with it (see next).
+func (r *watchRegistry) touched(serverPath string, children bool) {
 	if r.count.Load() == 0 {
 		return
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if p := r.paths[serverPath]; p != nil && len(p.watchers) > 0 {
+	p := r.paths[serverPath]
+	if p == nil {
+		return
+	}
+	if children {
+		p.childShot = r.gen
+	} else {
+		p.dataShot = r.gen
+	}
+	if len(p.watchers) > 0 {
 		p.stale = true
 		r.lapse(p)
 		r.signal()
 	}
+}
+
+// oneShotNow reports whether a one-shot watch set on spath on the current
+// connection has not fired yet.
+func (r *watchRegistry) oneShotNow(spath string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	p := r.paths[spath]
+	return p != nil && p.oneShot(r.gen)
+}
+
+// forget drops p, at spath, from the registry; r.mu is held.
+func (r *watchRegistry) forget(spath string) {
+	delete(r.paths, spath)
+	r.count.Add(-1)
 }
 
 // signal wakes the keeper; r.mu is held.
@@ -352,11 +384,17 @@ func (r *watchRegistry) next() (j watchJob, ok bool) {
 	for spath, p := range r.paths {
 		switch {
 		case p.busy:
-		case len(p.watchers) == 0 && p.set && p.setGen == r.gen:
+		case len(p.watchers) == 0 && p.set && p.setGen == r.gen && !p.oneShot(r.gen):
 			p.busy = true
 			return watchJob{spath: spath, remove: true}, true
 		case len(p.watchers) == 0:
-			delete(r.paths, spath) // gone with its connection
+			// Gone with its connection; or left to go with it, while a one-shot
+			// watch set on the path on this connection has not fired: removeWatches
+			// (of any kind: the only one that reaches a persistent watch on
+			// ZooKeeper 3.8) would remove that one too, and its channel would
+			// never fire. The servers notify the path until the connection
+			// ends; event ignores what no watcher wants.
+			r.forget(spath)
 		case !p.current(r.gen):
 			p.busy, p.stale = true, false
 			return watchJob{spath: spath, recursive: p.recursive()}, true
@@ -379,7 +417,7 @@ func (r *watchRegistry) done(j watchJob, err error) {
 	case j.remove:
 		p.set = false
 		if len(p.watchers) == 0 {
-			delete(r.paths, j.spath)
+			r.forget(j.spath)
 		}
 	case err == nil:
 		p.set, p.setGen, p.setRec = true, j.gen, j.recursive
@@ -442,6 +480,9 @@ func (c *Client) runWatchJob(j *watchJob) error {
 			return nil // the watch went with the connection
 		}
 		_, err := attemptOnce(c.bgCtx, c, j.spath, attemptFunc[struct{}](func(z *zkconn.Conn, p string) (struct{}, error) {
+			if c.watches.oneShotNow(j.spath) {
+				return struct{}{}, nil // set since next looked: leave the watch to its connection
+			}
 			return struct{}{}, z.RemoveWatches(p)
 		}), nil)
 		return err
@@ -488,6 +529,13 @@ func (r *watchRegistry) event(c *Client, z *conn, ev zk.Event) {
 		w.q.Push(WatchEvent{Type: t, Path: c.ns.unfix(spath)})
 	}
 	if p := r.paths[ev.Path]; p != nil {
+		// The event fires go-zookeeper's one-shot watches of its kind.
+		if ev.Type != zk.EventNodeChildrenChanged {
+			p.dataShot = 0
+		}
+		if ev.Type == zk.EventNodeChildrenChanged || ev.Type == zk.EventNodeDeleted {
+			p.childShot = 0
+		}
 		for _, w := range p.watchers {
 			if node || !w.recursive {
 				tell(w, ev.Type, ev.Path)

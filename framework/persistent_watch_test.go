@@ -186,3 +186,42 @@ func TestPersistentWatcherMisuse(t *testing.T) {
 		t.Fatalf("closed client: %v", err)
 	}
 }
+
+// A one-shot watch on a path whose persistent watcher then closes still
+// fires: the persistent watch is left to go with its connection, as
+// removeWatches (of any kind, the only one that reaches a persistent watch
+// on ZooKeeper 3.8) would remove the one-shot watch with it, and its
+// channel would never fire (a lock's waiters on a path an application also
+// watched would wait on).
+func TestClosingAPersistentWatcherKeepsOneShotWatches(t *testing.T) {
+	testutil.CheckLeaks(t)
+	ctx := testutil.Context(t)
+	base := "/" + t.Name()
+	testutil.CleanupTree(t, server.Addr(), base)
+	c := newClient(t, server.Addr())
+	if _, err := c.Create(ctx, base, nil); err != nil {
+		t.Fatal(err)
+	}
+	log := make(watchLog, 8)
+	w, err := c.NewPersistentWatcher(base, false, log.fn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	log.want(t, reset, "the watch set")
+	_, _, once, err := c.ChildrenW(ctx, base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	log.want(t, lapsed, "a one-shot watch on its path")
+	log.want(t, reset, "the watch set again after a one-shot watch on its path")
+	testutil.Must(t, w.Close())
+	testutil.Until(t, "the registry done with the path", func() (bool, string) {
+		c.watches.mu.Lock()
+		defer c.watches.mu.Unlock()
+		return c.watches.paths[base] == nil, "still there"
+	})
+	if _, err := c.Create(ctx, base+"/a", nil); err != nil {
+		t.Fatal(err)
+	}
+	testutil.Recv(t, once, "the one-shot watch's event, its path's persistent watcher closed")
+}
