@@ -302,7 +302,9 @@ func (c *Cache) Stale() bool {
 
 // Initialized returns a channel closed once the first load is complete
 // (the CacheInitialized event): the cache then holds every node the tree
-// had. It is never closed for a cache stopped before.
+// had; or once the cache stops before that (closed, or its client closed),
+// so that a wait on it always ends: AwaitCurrent then says why. For a zero
+// Cache it is nil.
 func (c *Cache) Initialized() <-chan struct{} {
 	if !c.usable() {
 		return nil
@@ -350,6 +352,9 @@ func (c *Cache) end(err error) {
 		c.ended = err
 		c.stale = true
 		close(c.endedCh)
+		if !isClosed(c.initialized) { // a wait for the first load ends too
+			close(c.initialized)
+		}
 	}
 }
 

@@ -308,3 +308,20 @@ func TestCacheStaleAtSuspended(t *testing.T) {
 		rec.staleThenCurrent(t, fmt.Sprintf("drop %d", i))
 	}
 }
+
+// A cache closed before its first load (its servers answering nothing)
+// ends a wait on Initialized: AwaitCurrent says why. Such a wait used to
+// last for ever.
+func TestInitializedEndsWhenTheCacheStopsFirst(t *testing.T) {
+	testutil.CheckLeaks(t)
+	proxy := zktest.NewProxy(t, server.Addr())
+	client := newClient(t, proxy.Addr())
+	proxy.BlackHole()
+	c, err := New(client, basePath(t))
+	testutil.Must(t, err)
+	testutil.Must(t, c.Close())
+	testutil.Recv(t, c.Initialized(), "Initialized, the cache closed before its first load")
+	if err := c.AwaitCurrent(testutil.Context(t)); !errors.Is(err, ErrClosed) {
+		t.Fatalf("AwaitCurrent after Close: %v, want ErrClosed", err)
+	}
+}
