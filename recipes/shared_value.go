@@ -41,7 +41,7 @@ type VersionedValue struct {
 // Start and Close follow the package's one lifecycle rule: starting twice,
 // or after Close, fails with ErrInvalidState (a Start that failed may be
 // called again); Close is idempotent and never waits for a listener. A zero
-// SharedValue fails every call with ErrBadArgument.
+// SharedValue fails every call with framework.ErrInvalidArgument.
 type SharedValue struct {
 	client    *framework.Client
 	path      string
@@ -58,7 +58,7 @@ type SharedValue struct {
 
 // NewSharedValue returns the value at path, with seed (nil is empty) as its
 // value until it is read, and as the value of the node Start creates if
-// there is none. A nil client is an error wrapping ErrBadArgument; a closed
+// there is none. A nil client is an error wrapping framework.ErrInvalidArgument; a closed
 // one wraps framework.ErrClosed; a bad path (the root included) is an error
 // that unwraps to zk.ErrInvalidPath.
 func NewSharedValue(client *framework.Client, path string, seed []byte) (*SharedValue, error) {
@@ -252,9 +252,9 @@ func (v *SharedValue) SetValue(ctx context.Context, value []byte) error {
 // (Curator's trySetValue). If it did not, Value returns the newer value. A
 // previous that is no longer the current value fails without a request; one
 // of Version -1 (overflowed, ZOOKEEPER-4743) is an error wrapping
-// ErrBadArgument, as Curator's IllegalTrySetVersionException: it cannot be
-// compared. The value must be started (else the error wraps
-// ErrInvalidState).
+// framework.ErrInvalidArgument, as Curator's
+// IllegalTrySetVersionException: it cannot be compared. The value must be
+// started (else the error wraps ErrInvalidState).
 func (v *SharedValue) TrySetValue(ctx context.Context, previous VersionedValue, newValue []byte) (bool, error) {
 	if err := v.checkSet(ctx); err != nil {
 		return false, err
@@ -267,7 +267,7 @@ func (v *SharedValue) TrySetValue(ctx context.Context, previous VersionedValue, 
 	}
 	if previous.Version == -1 {
 		return false, errs.Errorf("%s: %w: version -1 (overflowed, ZOOKEEPER-4743) cannot be compared; set the value blindly (SetValue), or upgrade the servers",
-			v.what(), ErrBadArgument)
+			v.what(), framework.ErrInvalidArgument)
 	}
 	err := v.write(ctx, newValue, previous.Version)
 	if !errors.Is(err, zk.ErrBadVersion) {

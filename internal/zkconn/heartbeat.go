@@ -143,11 +143,12 @@ func (c *Conn) beatOnce() time.Duration {
 
 // ping writes the heartbeat's ping, unless something was written within
 // the last interval every (the check is made again here, under the
-// writer's lock), with go-zookeeper's own write deadline for a session of
-// timeout (⅔ of it): a connection that cannot take 12 bytes in that long
-// is closed, as go-zookeeper closes one whose write fails (it then dials
-// again), and not sooner than go-zookeeper would. go-zookeeper's deadline
-// of the moment is put back after.
+// writer's lock), with a write deadline of its own: ⅔ of the session's
+// timeout, the silence after which go-zookeeper's reader drops the
+// connection anyway (assumption 10). A connection that cannot take 12
+// bytes in that long is closed, as go-zookeeper closes one whose write
+// fails (it then dials again). go-zookeeper's deadline of the moment is put
+// back after (assumption 12).
 func (t *tap) ping(every, timeout time.Duration) {
 	t.wmu.Lock()
 	defer t.wmu.Unlock()
