@@ -197,9 +197,10 @@ const maxQueuedEvents = 10000
 // Observed reports whether events are heard: a hook is added, or the
 // client's logger takes DEBUG lines. A recipe may skip what it would only
 // measure for an event (a time.Now) when nothing hears it.
-func (c *Client) Observed() bool {
-	return c.usable() && (len(c.hooks) > 0 || c.log.Core().Enabled(zapcore.DebugLevel))
-}
+func (c *Client) Observed() bool { return c.Hears(anyKind) }
+
+// anyKind is a kind of the lowest level: heard if anything is.
+var anyKind = EventKind{level: zapcore.DebugLevel}
 
 // Hears reports whether an event of kind k would be heard now: a hook is
 // added, or the client's logger takes k's level. A package may skip

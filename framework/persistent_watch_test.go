@@ -133,6 +133,19 @@ func TestPersistentWatcher(t *testing.T) {
 	testutil.Until(t, "the watch removed from the server once its last watcher closed", func() (bool, string) {
 		return !watchedOnServer(t, c.SessionID(), "/pw-ns"+base), "still watched"
 	})
+	// A change that a watcher of the path opened now hears: the closed
+	// ones must not.
+	mark := make(watchLog, 8)
+	wm, err := c.NewPersistentWatcher(base, true, mark.fn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mark.want(t, reset, "a marker watcher's watch set")
+	if _, err := c.Create(ctx, base+"/z", nil); err != nil {
+		t.Fatal(err)
+	}
+	mark.next(t, zk.EventNodeCreated, base+"/z", "a node made after the others closed")
+	testutil.Must(t, wm.Close())
 	if len(rec) != 0 || len(plain) != 0 {
 		t.Fatalf("events after Close: %d and %d", len(rec), len(plain))
 	}

@@ -37,7 +37,7 @@ func (l *lifecycle) start(what string, run func(ctx context.Context) (then func(
 
 // call runs f, user code, as listeners.Call does, unless Close has begun:
 // it reports whether f ran, and the panic f raised, as an error, or nil.
-func (l *lifecycle) call(f func()) (ran bool, panicked error) { return life.Call(&l.gate, f) }
+func (l *lifecycle) call(f func()) (ran bool, panicked error) { return listeners.Call(&l.gate, f) }
 
 // close is the value's Close: it shuts the gate (no user code begins from
 // now on), runs settle (the value's own part of Close, nil for none: it

@@ -91,13 +91,6 @@ func (l *Runner) Start(what string, run func(ctx context.Context) (then func()))
 	return nil
 }
 
-// Call runs f, user code, through g, as listeners.Call does: unless Close
-// has shut g, it runs f and reports true, and the panic f raised, as an
-// error, or nil.
-func Call(g *listeners.Gate, f func()) (ran bool, panicked error) {
-	return listeners.Call(g, f)
-}
-
 // Close is the value's Close: it shuts g, the value's gate (no user code
 // begins from now on), runs settle (the value's own part of Close, nil for
 // none: it calls no user code), stops the goroutine with cause, and waits

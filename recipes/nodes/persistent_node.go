@@ -449,7 +449,7 @@ func (n *PersistentNode) madeAt(ctx context.Context, path string, data []byte) {
 	n.mu.Unlock()
 	n.client.Emit(framework.Event{Kind: NodeCreated, Path: n.base, Node: path, Session: n.client.SessionID(), Detail: NodeEvent{Recipe: n.recipe}})
 	for _, l := range n.listeners.Snapshot() {
-		ran, err := lifecycle.Call(&n.gate, func() { l(path) })
+		ran, err := listeners.Call(&n.gate, func() { l(path) })
 		if !ran {
 			break // closed: listeners hear nothing more
 		}
