@@ -26,7 +26,9 @@ import (
 //     (go-zookeeper sets only its own one-shot watches again) and after a
 //     one-shot watch of the client's on that very path (which replaces
 //     the persistent one on servers before 3.9), removes it when its last
-//     watcher has gone, and then tells each watcher of the path "reset":
+//     watcher has gone (unless a one-shot watch of the client's on the path
+//     has not fired: removeWatches would take that too, so the watch goes
+//     with its connection), and then tells each watcher of the path "reset":
 //     the watch stands from now on, and what changed before may have come
 //     without an event;
 //   - the events, heard on go-zookeeper's reader (zkconn's OnEvent), are
@@ -136,8 +138,10 @@ func (w *PersistentWatcher) Path() string {
 // Close stops the watcher: its function hears nothing more, but for a call
 // under way, which Close does not wait for (it may be the caller). The last
 // watcher of a path has the client remove the watch from the servers, in
-// the background. Close is idempotent; on a nil or zero PersistentWatcher it
-// returns an error wrapping ErrInvalidArgument.
+// the background, or, while a one-shot watch of the client's on the path
+// has not fired (which the removal would take too), leave it to end with
+// its connection. Close is idempotent; on a nil or zero PersistentWatcher
+// it returns an error wrapping ErrInvalidArgument.
 func (w *PersistentWatcher) Close() error {
 	if w == nil || w.c == nil {
 		return invalidArgument("nil or zero PersistentWatcher: make one with Client.NewPersistentWatcher")
